@@ -1,0 +1,118 @@
+//! HeavyKeeper's exponential-weakening decay: the chance `b^-C` that a
+//! colliding arrival knocks one unit off a bucket holding count `C`.
+
+use rand::Rng;
+
+/// Beyond this exponent `b^-C` is below 2^-53: no 53-bit uniform draw can hit
+/// it, so we answer 0 without spending a draw.
+const NEGLIGIBLE_EXPONENT: f64 = 37.0;
+/// Integer counts below this are answered from a table (the common case
+/// without fading); the rest use `exp`.
+const TABLE_LIMIT: usize = 128;
+
+/// The decay probability as a function of a bucket's current count.
+#[derive(Clone, Debug)]
+pub struct DecayCurve {
+    /// `ln b`, where `b = 1 / decay` (RedisBloom's convention for `decay`).
+    ln_base: f64,
+    /// `b^-c` for small integer `c`.
+    table: Box<[f64]>,
+}
+
+impl DecayCurve {
+    /// `decay` is the probability base `1/b`, in `(0, 1]`.
+    pub fn new(decay: f64) -> Self {
+        let ln_base = -decay.ln();
+        let len = if ln_base > 0.0 {
+            ((NEGLIGIBLE_EXPONENT / ln_base).ceil() as usize + 1).min(TABLE_LIMIT)
+        } else {
+            TABLE_LIMIT
+        };
+        let table = (0..len).map(|c| (-(c as f64) * ln_base).exp()).collect();
+        Self { ln_base, table }
+    }
+
+    /// `b^-count`; 1 for an empty or nearly empty bucket.
+    #[inline]
+    pub fn decay_probability(&self, count: f64) -> f64 {
+        if count <= 0.0 {
+            return 1.0;
+        }
+        let exponent = count * self.ln_base;
+        if exponent > NEGLIGIBLE_EXPONENT {
+            return 0.0;
+        }
+        let whole = count as usize;
+        if whole as f64 == count {
+            if let Some(&p) = self.table.get(whole) {
+                return p;
+            }
+        }
+        (-exponent).exp()
+    }
+
+    pub fn table_bytes(&self) -> usize {
+        self.table.len() * std::mem::size_of::<f64>()
+    }
+
+    /// One Bernoulli trial with success probability `p`.
+    #[inline]
+    pub fn coin<R: Rng>(p: f64, rng: &mut R) -> bool {
+        p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
+    }
+
+    /// Number of arrivals up to and including the first successful decay,
+    /// Geometric(p) on {1, 2, ...}, drawn by inversion with one uniform.
+    /// Returns `f64::INFINITY` when `p` is 0.
+    pub fn trials_until_decay<R: Rng>(p: f64, rng: &mut R) -> f64 {
+        if p >= 1.0 {
+            return 1.0;
+        }
+        if p <= 0.0 {
+            return f64::INFINITY;
+        }
+        // 1 - u lies in (0, 1], so its log is finite.
+        let u = 1.0 - rng.random::<f64>();
+        (u.ln() / (-p).ln_1p()).ceil().max(1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn probability_follows_the_base() {
+        let curve = DecayCurve::new(0.9);
+        assert_eq!(curve.decay_probability(0.0), 1.0);
+        assert!((curve.decay_probability(1.0) - 0.9).abs() < 1e-12);
+        assert!((curve.decay_probability(10.0) - 0.9f64.powi(10)).abs() < 1e-12);
+        assert!((curve.decay_probability(2.5) - 0.9f64.powf(2.5)).abs() < 1e-12);
+        assert_eq!(curve.decay_probability(1e6), 0.0);
+    }
+
+    #[test]
+    fn decay_of_one_always_decrements() {
+        let curve = DecayCurve::new(1.0);
+        assert_eq!(curve.decay_probability(1e9), 1.0);
+    }
+
+    #[test]
+    fn geometric_draws_have_the_right_mean() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for p in [0.5, 0.1, 0.01] {
+            let n = 20_000;
+            let sum: f64 = (0..n)
+                .map(|_| DecayCurve::trials_until_decay(p, &mut rng))
+                .sum();
+            let mean = sum / n as f64;
+            let expected = 1.0 / p;
+            assert!(
+                (mean - expected).abs() < 0.05 * expected,
+                "p={p}: mean {mean}, expected {expected}"
+            );
+        }
+    }
+}

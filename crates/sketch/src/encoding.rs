@@ -1,0 +1,224 @@
+//! The one persistent encoding of a sketch, used by RDB, AOF rewrite and
+//! digests. Versioned: every version ever written stays decodable.
+//!
+//! Version 1, little-endian:
+//! ```text
+//! u8  version
+//! u32 k, u32 width, u32 depth, f64 decay, u64 seed
+//! u8  fading (0/1), f64 half_life_ms, i64 epoch, i64 clock_ms
+//! i64 created_ms, u64 arrivals
+//! [u8; 32] rng seed, u64 rng stream, u128 rng word position
+//! width * depth buckets: u32 fingerprint, f64 count
+//! u32 members, each: u32 length, bytes, f64 count   (in heap order)
+//! ```
+
+use crate::bucket::Bucket;
+use crate::decay::DecayCurve;
+use crate::fading::Fading;
+use crate::heavykeeper::HeavyKeeper;
+use crate::item_hash::ItemHash;
+use crate::params::Params;
+use crate::topk::{Entry, TopK};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::fmt;
+
+/// The version [`encode`] writes.
+pub const ENCODING_VERSION: u8 = 1;
+
+/// Why bytes could not be turned back into a sketch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DecodeError {
+    /// Written by a newer version of the module.
+    NewerVersion(u8),
+    /// Truncated, inconsistent or otherwise not a sketch.
+    Corrupt(String),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::NewerVersion(v) => write!(
+                f,
+                "encoding version {v} is newer than this module supports ({ENCODING_VERSION})"
+            ),
+            DecodeError::Corrupt(why) => write!(f, "corrupt sketch payload: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// The bytes of `sketch`, in the current version.
+pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
+    let p = &sketch.params;
+    let members = sketch.topk.entries();
+    let item_bytes: usize = members.iter().map(|e| e.item.len() + 12).sum();
+    let mut out = Vec::with_capacity(128 + sketch.buckets.len() * Bucket::BYTES + item_bytes);
+    out.push(ENCODING_VERSION);
+    out.extend_from_slice(&p.k.to_le_bytes());
+    out.extend_from_slice(&p.width.to_le_bytes());
+    out.extend_from_slice(&p.depth.to_le_bytes());
+    out.extend_from_slice(&p.decay.to_le_bytes());
+    out.extend_from_slice(&p.seed.to_le_bytes());
+    let fading = sketch.fading;
+    out.push(u8::from(fading.is_some()));
+    out.extend_from_slice(&fading.map_or(0.0, |f| f.half_life_ms()).to_le_bytes());
+    out.extend_from_slice(&fading.map_or(0, |f| f.epoch()).to_le_bytes());
+    out.extend_from_slice(&sketch.clock_ms.to_le_bytes());
+    out.extend_from_slice(&sketch.created_ms.to_le_bytes());
+    out.extend_from_slice(&sketch.arrivals.to_le_bytes());
+    out.extend_from_slice(&sketch.rng.get_seed());
+    out.extend_from_slice(&sketch.rng.get_stream().to_le_bytes());
+    out.extend_from_slice(&sketch.rng.get_word_pos().to_le_bytes());
+    for bucket in &sketch.buckets {
+        let (fingerprint, count) = (bucket.fingerprint, bucket.count);
+        out.extend_from_slice(&fingerprint.to_le_bytes());
+        out.extend_from_slice(&count.to_le_bytes());
+    }
+    out.extend_from_slice(&(members.len() as u32).to_le_bytes());
+    for entry in members {
+        out.extend_from_slice(&(entry.item.len() as u32).to_le_bytes());
+        out.extend_from_slice(&entry.item);
+        out.extend_from_slice(&entry.count.to_le_bytes());
+    }
+    out
+}
+
+/// A sketch from bytes written by any version of [`encode`]. Everything is
+/// checked before it is trusted; nothing is allocated beyond what the bytes
+/// themselves show to exist and `max_bytes` allows.
+pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<HeavyKeeper, DecodeError> {
+    let mut r = Reader { bytes };
+    match r.u8()? {
+        1 => decode_v1(&mut r, max_bytes),
+        0 => Err(corrupt("version 0 does not exist")),
+        v => Err(DecodeError::NewerVersion(v)),
+    }
+}
+
+fn decode_v1(r: &mut Reader<'_>, max_bytes: u64) -> Result<HeavyKeeper, DecodeError> {
+    let (k, width, depth) = (r.u32()?, r.u32()?, r.u32()?);
+    let (decay, seed) = (r.f64()?, r.u64()?);
+    let has_fading = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(corrupt("bad fading flag")),
+    };
+    let (half_life_ms, epoch, clock_ms) = (r.f64()?, r.i64()?, r.i64()?);
+    let (created_ms, arrivals) = (r.i64()?, r.u64()?);
+    let params = Params {
+        k,
+        width,
+        depth,
+        decay,
+        seed,
+        half_life_ms: has_fading.then_some(half_life_ms),
+    };
+    params
+        .validate(max_bytes)
+        .map_err(|e| corrupt(&e.to_string()))?;
+
+    let mut rng = ChaCha8Rng::from_seed(r.array::<32>()?);
+    rng.set_stream(r.u64()?);
+    rng.set_word_pos(r.u128()?);
+
+    let cells = width as usize * depth as usize;
+    // The bytes must be there before the buckets are allocated.
+    let mut raw = r.take(
+        cells
+            .checked_mul(Bucket::BYTES)
+            .ok_or_else(|| corrupt("too many buckets"))?,
+    )?;
+    let mut buckets = Vec::with_capacity(cells);
+    for _ in 0..cells {
+        let fingerprint = raw.u32()?;
+        let count = raw.f64()?;
+        if !(count >= 0.0 && count.is_finite()) {
+            return Err(corrupt("bucket count out of range"));
+        }
+        buckets.push(Bucket { fingerprint, count });
+    }
+
+    let members = r.u32()?;
+    if members > k {
+        return Err(corrupt("more members than k"));
+    }
+    let mut entries = Vec::with_capacity((members as usize).min(r.bytes.len() / 12));
+    for _ in 0..members {
+        let len = r.u32()? as usize;
+        let item: Box<[u8]> = r.take(len)?.bytes.into();
+        let count = r.f64()?;
+        if !(count >= 0.0 && count.is_finite()) {
+            return Err(corrupt("member count out of range"));
+        }
+        let hash = ItemHash::of(&item, seed).value();
+        entries.push(Entry { item, hash, count });
+    }
+    if !r.bytes.is_empty() {
+        return Err(corrupt("trailing bytes"));
+    }
+    let topk = TopK::from_heap_order(k as usize, entries).map_err(corrupt)?;
+
+    Ok(HeavyKeeper {
+        params,
+        buckets,
+        topk,
+        rng,
+        curve: DecayCurve::new(decay),
+        fading: has_fading.then(|| Fading::from_parts(half_life_ms, epoch)),
+        clock_ms,
+        created_ms,
+        arrivals,
+    })
+}
+
+fn corrupt(why: &str) -> DecodeError {
+    DecodeError::Corrupt(why.to_string())
+}
+
+/// A cursor that refuses to read past the end.
+struct Reader<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<Reader<'a>, DecodeError> {
+        if n > self.bytes.len() {
+            return Err(corrupt("truncated"));
+        }
+        let (head, tail) = self.bytes.split_at(n);
+        self.bytes = tail;
+        Ok(Reader { bytes: head })
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?.bytes);
+        Ok(out)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    fn i64(&mut self) -> Result<i64, DecodeError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+
+    fn u128(&mut self) -> Result<u128, DecodeError> {
+        Ok(u128::from_le_bytes(self.array()?))
+    }
+
+    fn f64(&mut self) -> Result<f64, DecodeError> {
+        Ok(f64::from_le_bytes(self.array()?))
+    }
+}

@@ -1,0 +1,114 @@
+//! Forward decay (Cormode et al., ICDE 2009): old arrivals weigh less, so an
+//! item that stopped arriving fades out of the top-k by itself.
+//!
+//! An arrival at time `t` is stored with weight `g(t) = 2^((t - L) / H)` for
+//! half-life `H`; the current count of a stored mass `S` is `S / g(now)`.
+//! All stored values share the same factor, so comparisons never go stale.
+//! The landmark `L` is kept as a whole number of "epochs" of
+//! [`RENORMALISE_HALF_LIVES`] half-lives, so that moving it rescales the stored
+//! masses by an exact power of two: no reply can tell that it happened.
+
+/// Half-lives between landmark moves: stored masses never exceed 2^32 times a
+/// current count, far from the edge of an `f64`.
+pub const RENORMALISE_HALF_LIVES: f64 = 32.0;
+
+/// The fading clock of a sketch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fading {
+    half_life_ms: f64,
+    /// The landmark, in units of `RENORMALISE_HALF_LIVES` half-lives since the Unix epoch.
+    epoch: i64,
+}
+
+impl Fading {
+    /// A clock whose landmark is the last epoch boundary before `now_ms`.
+    pub fn starting_at(half_life_ms: f64, now_ms: i64) -> Self {
+        let mut fading = Self {
+            half_life_ms,
+            epoch: 0,
+        };
+        if let Some((epoch, _)) = fading.renormalisation(now_ms) {
+            fading.epoch = epoch;
+        }
+        fading
+    }
+
+    pub fn from_parts(half_life_ms: f64, epoch: i64) -> Self {
+        Self {
+            half_life_ms,
+            epoch,
+        }
+    }
+
+    pub fn half_life_ms(&self) -> f64 {
+        self.half_life_ms
+    }
+
+    pub fn epoch(&self) -> i64 {
+        self.epoch
+    }
+
+    /// `λ` in 1/second: the rate of an item is `λ · count`.
+    pub fn lambda_per_second(&self) -> f64 {
+        std::f64::consts::LN_2 * 1000.0 / self.half_life_ms
+    }
+
+    fn half_lives_since_epoch0(&self, time_ms: i64) -> f64 {
+        time_ms as f64 / self.half_life_ms
+    }
+
+    /// `g(t)`: the stored weight of one arrival at `time_ms`.
+    pub fn weight(&self, time_ms: i64) -> f64 {
+        // Exact: both terms are multiples of the first one's ulp.
+        let exponent =
+            self.half_lives_since_epoch0(time_ms) - RENORMALISE_HALF_LIVES * self.epoch as f64;
+        exponent.exp2()
+    }
+
+    /// The epoch to move to before applying an arrival at `time_ms`, if the
+    /// landmark has fallen more than `RENORMALISE_HALF_LIVES` behind, together
+    /// with the exact factor every stored mass must be multiplied by.
+    pub fn renormalisation(&self, time_ms: i64) -> Option<(i64, f64)> {
+        let target = (self.half_lives_since_epoch0(time_ms) / RENORMALISE_HALF_LIVES).floor();
+        if !target.is_finite() || target <= self.epoch as f64 {
+            return None;
+        }
+        let target = target as i64;
+        let shift = (target - self.epoch) as f64 * RENORMALISE_HALF_LIVES;
+        // 2^-shift, exact; a huge shift underflows to 0, which is the right
+        // answer for counts that have faded for thousands of half-lives.
+        let factor = if shift > 2000.0 { 0.0 } else { (-shift).exp2() };
+        Some((target, factor))
+    }
+
+    pub fn move_to_epoch(&mut self, epoch: i64) {
+        self.epoch = epoch;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_half_life_halves_the_count() {
+        let fading = Fading::starting_at(1000.0, 0);
+        let ratio = fading.weight(5000) / fading.weight(6000);
+        assert!((ratio - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn renormalisation_is_an_exact_power_of_two() {
+        let start = 1_700_000_000_123;
+        let mut fading = Fading::starting_at(1500.0, start);
+        assert!((1.0..2f64.powi(32)).contains(&fading.weight(start)));
+        let now = start + 150_000;
+        let before = fading.weight(now);
+        let (epoch, factor) = fading.renormalisation(now).expect("far from the landmark");
+        fading.move_to_epoch(epoch);
+        let after = fading.weight(now);
+        assert_eq!(before * factor, after);
+        assert!((1.0..2f64.powi(32)).contains(&after));
+        assert!(fading.renormalisation(now).is_none());
+    }
+}

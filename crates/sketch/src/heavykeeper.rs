@@ -1,0 +1,375 @@
+//! The HeavyKeeper sketch ("Minimum" version, Gong et al., ToN 2019) with
+//! selective increment, the `nmin + 1` admission rule, weighted increments by
+//! geometric skipping, an in-sketch PRNG and optional forward-decay fading.
+
+use crate::bucket::Bucket;
+use crate::decay::DecayCurve;
+use crate::fading::Fading;
+use crate::item_hash::ItemHash;
+use crate::params::Params;
+use crate::topk::TopK;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+/// A member of the top-k as reported to users.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ranked<'a> {
+    pub item: &'a [u8],
+    /// Current count: arrivals, decayed to the read time when fading.
+    pub count: f64,
+}
+
+/// The sketch: buckets, top-k store, PRNG and clock.
+#[derive(Clone, Debug)]
+pub struct HeavyKeeper {
+    pub(crate) params: Params,
+    /// `depth` rows of `width` buckets, row after row.
+    pub(crate) buckets: Vec<Bucket>,
+    pub(crate) topk: TopK,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) curve: DecayCurve,
+    pub(crate) fading: Option<Fading>,
+    /// Latest arrival time applied (fading sketches only; 0 otherwise).
+    pub(crate) clock_ms: i64,
+    pub(crate) created_ms: i64,
+    /// Total weight of all arrivals, saturating.
+    pub(crate) arrivals: u64,
+}
+
+/// What one arrival found in its `depth` buckets.
+struct Lookup {
+    /// Mapped bucket holding the fingerprint with the largest count.
+    matching: Option<usize>,
+    first_empty: Option<usize>,
+    /// Mapped bucket with the smallest count (all held by others).
+    smallest: usize,
+}
+
+impl HeavyKeeper {
+    /// An empty sketch. `params` must have passed [`Params::validate`].
+    pub fn new(params: Params, created_ms: i64) -> Self {
+        let cells = params.width as usize * params.depth as usize;
+        Self {
+            buckets: vec![Bucket::default(); cells],
+            topk: TopK::with_capacity(params.k as usize),
+            rng: ChaCha8Rng::seed_from_u64(params.seed),
+            curve: DecayCurve::new(params.decay),
+            fading: params
+                .half_life_ms
+                .map(|h| Fading::starting_at(h, created_ms)),
+            clock_ms: if params.half_life_ms.is_some() {
+                created_ms
+            } else {
+                0
+            },
+            created_ms,
+            arrivals: 0,
+            params,
+        }
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    pub fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
+
+    /// Latest arrival time applied, for fading sketches.
+    pub fn clock_ms(&self) -> Option<i64> {
+        self.fading.map(|_| self.clock_ms)
+    }
+
+    pub fn arrivals(&self) -> u64 {
+        self.arrivals
+    }
+
+    pub fn fading(&self) -> Option<&Fading> {
+        self.fading.as_ref()
+    }
+
+    /// Counts `weight` arrivals of `item` at `time_ms` (ignored without
+    /// fading). Returns the item this pushed out of the top-k, if any.
+    pub fn add(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Option<Box<[u8]>> {
+        if weight == 0 {
+            return None;
+        }
+        self.arrivals = self.arrivals.saturating_add(weight);
+        let (unit, now_unit) = self.advance_clock(time_ms);
+        if unit <= 0.0 {
+            // So old that its weight underflowed: it no longer counts.
+            return None;
+        }
+        let hash = ItemHash::of(item, self.params.seed);
+        let member = self.topk.find(hash.value(), item);
+        let (nmin, slot_free) = self.admission_floor(now_unit);
+        let mass = weight as f64 * unit;
+
+        let Some(estimate) =
+            self.update_buckets(hash, member.is_some(), nmin, weight, unit, now_unit)
+        else {
+            return None;
+        };
+        if let Some(slot) = member {
+            self.topk.raise(slot, estimate);
+            return None;
+        }
+        if !(nmin < estimate && estimate <= nmin + mass) {
+            // A jump past nmin + weight can only come from a fingerprint
+            // shared with a member: ignoring it keeps counts honest.
+            return None;
+        }
+        let expelled = if slot_free && self.topk.is_full() {
+            self.topk.pop_min().map(|e| e.item)
+        } else {
+            None
+        };
+        self.topk
+            .insert(item, hash.value(), estimate)
+            .map(|e| e.item)
+            .or(expelled)
+    }
+
+    /// Is `item` in the top-k at `now_ms`?
+    pub fn contains(&self, item: &[u8], now_ms: i64) -> bool {
+        let now_unit = self.read_unit(now_ms);
+        let hash = ItemHash::of(item, self.params.seed);
+        self.topk
+            .find(hash.value(), item)
+            .and_then(|slot| self.topk.get(slot))
+            .is_some_and(|e| e.count >= now_unit)
+    }
+
+    /// Estimated current count of `item`: for a member, exactly what
+    /// [`Self::ranked`] reports; otherwise a sketch estimate capped at the
+    /// top-k minimum (a larger one could only be a fingerprint collision).
+    pub fn count(&self, item: &[u8], now_ms: i64) -> f64 {
+        let now_unit = self.read_unit(now_ms);
+        let hash = ItemHash::of(item, self.params.seed);
+        if let Some(entry) = self
+            .topk
+            .find(hash.value(), item)
+            .and_then(|slot| self.topk.get(slot))
+        {
+            return alive_count(entry.count, now_unit);
+        }
+        let (nmin, _) = self.admission_floor(now_unit);
+        let fingerprint = hash.fingerprint();
+        let estimate = self
+            .columns(hash)
+            .filter_map(|i| self.buckets.get(i))
+            .filter(|b| b.holds(fingerprint))
+            .map(|b| b.count)
+            .fold(0.0, f64::max);
+        alive_count(estimate.min(nmin), now_unit)
+    }
+
+    /// The top-k at `now_ms`, highest count first, ties by item bytes; items
+    /// faded below one arrival are left out.
+    pub fn ranked(&self, now_ms: i64) -> Vec<Ranked<'_>> {
+        let now_unit = self.read_unit(now_ms);
+        self.topk
+            .ranked()
+            .into_iter()
+            .filter(|e| e.count >= now_unit)
+            .map(|e| Ranked {
+                item: &e.item,
+                count: e.count / now_unit,
+            })
+            .collect()
+    }
+
+    /// Arrivals per second that a current `count` stands for: `λ · count`
+    /// with fading, else the average since the sketch was created.
+    pub fn rate(&self, count: f64, now_ms: i64) -> f64 {
+        match &self.fading {
+            Some(f) => f.lambda_per_second() * count,
+            None => {
+                let elapsed_s = (now_ms - self.created_ms).max(1) as f64 / 1000.0;
+                count / elapsed_s
+            }
+        }
+    }
+
+    /// Number of members listed at `now_ms`.
+    pub fn members(&self, now_ms: i64) -> usize {
+        let now_unit = self.read_unit(now_ms);
+        self.topk
+            .entries()
+            .iter()
+            .filter(|e| e.count >= now_unit)
+            .count()
+    }
+
+    /// Bytes held by the sketch, items included.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.buckets.capacity() * Bucket::BYTES
+            + self.topk.heap_bytes()
+            + self.curve.table_bytes()
+    }
+
+    /// Moves the clock to `time_ms` and renormalises if due. Returns the
+    /// stored weight of one arrival at `time_ms` and of one at the clock.
+    fn advance_clock(&mut self, time_ms: i64) -> (f64, f64) {
+        let Some(fading) = self.fading.as_mut() else {
+            return (1.0, 1.0);
+        };
+        self.clock_ms = self.clock_ms.max(time_ms);
+        if let Some((epoch, factor)) = fading.renormalisation(self.clock_ms) {
+            fading.move_to_epoch(epoch);
+            for bucket in &mut self.buckets {
+                bucket.count *= factor;
+            }
+            self.topk.scale(factor);
+        }
+        (fading.weight(time_ms), fading.weight(self.clock_ms))
+    }
+
+    /// Stored weight of one arrival at the read time: reads never run the
+    /// clock backwards past the latest arrival.
+    fn read_unit(&self, now_ms: i64) -> f64 {
+        match &self.fading {
+            Some(f) => f.weight(now_ms.max(self.clock_ms)),
+            None => 1.0,
+        }
+    }
+
+    /// `nmin` for the admission rule, and whether a slot is free (not full, or
+    /// the minimum has faded below one arrival). `nmin` is 0 when a slot is free.
+    fn admission_floor(&self, now_unit: f64) -> (f64, bool) {
+        match self.topk.min() {
+            Some(min) if self.topk.is_full() && min.count >= now_unit => (min.count, false),
+            _ => (0.0, true),
+        }
+    }
+
+    fn columns(&self, hash: ItemHash) -> impl Iterator<Item = usize> + '_ {
+        let width = self.params.width as usize;
+        (0..self.params.depth as usize).map(move |row| row * width + hash.column(row, width))
+    }
+
+    fn lookup(&self, hash: ItemHash) -> Lookup {
+        let fingerprint = hash.fingerprint();
+        let mut matching: Option<(usize, f64)> = None;
+        let mut first_empty = None;
+        let mut smallest: Option<(usize, f64)> = None;
+        for i in self.columns(hash) {
+            let Some(bucket) = self.buckets.get(i) else {
+                continue;
+            };
+            let count = bucket.count;
+            if bucket.holds(fingerprint) {
+                if matching.is_none_or(|(_, c)| count > c) {
+                    matching = Some((i, count));
+                }
+            } else if bucket.is_empty() {
+                first_empty.get_or_insert(i);
+            } else if smallest.is_none_or(|(_, c)| count < c) {
+                smallest = Some((i, count));
+            }
+        }
+        Lookup {
+            matching: matching.map(|(i, _)| i),
+            first_empty,
+            smallest: smallest.map_or(0, |(i, _)| i),
+        }
+    }
+
+    /// Steps 2-4 of the insert: changes at most one bucket. Returns the
+    /// item's new estimate if a bucket of its own changed.
+    fn update_buckets(
+        &mut self,
+        hash: ItemHash,
+        member: bool,
+        nmin: f64,
+        weight: u64,
+        unit: f64,
+        now_unit: f64,
+    ) -> Option<f64> {
+        let lookup = self.lookup(hash);
+        let mass = weight as f64 * unit;
+        let fingerprint = hash.fingerprint();
+        if let Some(i) = lookup.matching {
+            let bucket = self.buckets.get_mut(i)?;
+            // Selective increment: a non-member above nmin shares its
+            // fingerprint with a member; growing the bucket only adds error.
+            if !member && bucket.count > nmin {
+                return None;
+            }
+            bucket.count += mass;
+            return Some(bucket.count);
+        }
+        if let Some(i) = lookup.first_empty {
+            let bucket = self.buckets.get_mut(i)?;
+            *bucket = Bucket {
+                fingerprint,
+                count: mass,
+            };
+            return Some(mass);
+        }
+        let taken_with = self.decay_bucket(lookup.smallest, weight, unit, now_unit)?;
+        let bucket = self.buckets.get_mut(lookup.smallest)?;
+        *bucket = Bucket {
+            fingerprint,
+            count: taken_with,
+        };
+        Some(taken_with)
+    }
+
+    /// Plays `weight` arrivals against the bucket at `index`, each decaying it
+    /// by one unit with probability `b^-C`. Returns the mass the item takes the
+    /// bucket with, if the bucket was emptied.
+    fn decay_bucket(&mut self, index: usize, weight: u64, unit: f64, now_unit: f64) -> Option<f64> {
+        let bucket = self.buckets.get_mut(index)?;
+        let mut count = bucket.count;
+        let mut remaining = weight as f64;
+        let emptied = loop {
+            let p = self.curve.decay_probability(count / now_unit);
+            if remaining == 1.0 {
+                // The hot path: one arrival, one coin.
+                if DecayCurve::coin(p, &mut self.rng) {
+                    count -= unit;
+                    remaining = 0.0;
+                    break count <= 0.0;
+                }
+                break false;
+            }
+            // Geometric skipping: the number of arrivals until the next
+            // successful decay, drawn at once (reference section 4).
+            let trials = DecayCurve::trials_until_decay(p, &mut self.rng);
+            if trials > remaining {
+                break false;
+            }
+            remaining -= trials;
+            count -= unit;
+            if count <= 0.0 {
+                break true;
+            }
+            if remaining <= 0.0 {
+                break false;
+            }
+        };
+        if emptied {
+            // The arrival that emptied it is the item's first.
+            return Some((remaining + 1.0) * unit);
+        }
+        bucket.count = count;
+        None
+    }
+
+    /// Checks the top-k store's invariants; for tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.topk.check_invariants()
+    }
+}
+
+/// A stored mass as a current count, or 0 once it has faded below one arrival.
+fn alive_count(mass: f64, now_unit: f64) -> f64 {
+    if mass >= now_unit {
+        mass / now_unit
+    } else {
+        0.0
+    }
+}

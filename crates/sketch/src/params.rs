@@ -1,0 +1,148 @@
+//! The shape of a sketch, validated before anything is allocated.
+
+use crate::bucket::Bucket;
+use crate::topk::Entry;
+use std::fmt;
+
+/// The user-facing parameters of a HeavyKeeper sketch.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    pub k: u32,
+    pub width: u32,
+    pub depth: u32,
+    /// Probability base `1/b` of the decay coin, in `(0, 1]`.
+    pub decay: f64,
+    pub seed: u64,
+    /// Forward-decay half-life; `None` means counts never fade.
+    pub half_life_ms: Option<f64>,
+}
+
+/// Why a set of parameters was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamError(pub String);
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+impl Params {
+    pub const MAX_K: u32 = 10_000_000;
+    pub const MAX_DEPTH: u32 = 16;
+    pub const MAX_WIDTH: u32 = 1 << 30;
+    /// A century: longer half-lives are indistinguishable from no fading.
+    pub const MAX_HALF_LIFE_MS: f64 = 100.0 * 365.25 * 86_400_000.0;
+    pub const DEFAULT_DEPTH: u32 = 3;
+    pub const DEFAULT_DECAY: f64 = 0.9;
+
+    /// The width used when the user gives none. Chosen by measurement (see the
+    /// README's "Choosing parameters"): enough buckets that the true top-k
+    /// rarely shares a bucket, and a floor for tiny k.
+    pub fn default_width(k: u32) -> u32 {
+        k.saturating_mul(2).clamp(512, Self::MAX_WIDTH)
+    }
+
+    /// Defaults for everything the caller leaves out.
+    pub fn for_k(k: u32, seed: u64) -> Self {
+        Self {
+            k,
+            width: Self::default_width(k),
+            depth: Self::DEFAULT_DEPTH,
+            decay: Self::DEFAULT_DECAY,
+            seed,
+            half_life_ms: None,
+        }
+    }
+
+    /// Checks every field, and the fixed footprint against `max_bytes`.
+    pub fn validate(&self, max_bytes: u64) -> Result<(), ParamError> {
+        let err = |m: String| Err(ParamError(m));
+        if self.k == 0 || self.k > Self::MAX_K {
+            return err(format!("k must be between 1 and {}", Self::MAX_K));
+        }
+        if self.width == 0 || self.width > Self::MAX_WIDTH {
+            return err(format!("WIDTH must be between 1 and {}", Self::MAX_WIDTH));
+        }
+        if self.depth == 0 || self.depth > Self::MAX_DEPTH {
+            return err(format!("DEPTH must be between 1 and {}", Self::MAX_DEPTH));
+        }
+        if !(self.decay > 0.0 && self.decay <= 1.0) {
+            return err("DECAY must be greater than 0 and at most 1".into());
+        }
+        if let Some(h) = self.half_life_ms {
+            if !(h >= 1.0 && h <= Self::MAX_HALF_LIFE_MS) {
+                return err("the half-life must be between 1 millisecond and 100 years".into());
+            }
+        }
+        let bytes = self.fixed_bytes();
+        if bytes > max_bytes {
+            return err(format!(
+                "sketch would take {bytes} bytes, more than the {max_bytes} allowed by heavykeeper.max-sketch-bytes"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bytes a sketch of this shape allocates before any item is stored.
+    pub fn fixed_bytes(&self) -> u64 {
+        let buckets = u64::from(self.width) * u64::from(self.depth) * Bucket::BYTES as u64;
+        // Heap entries plus the index (hashbrown keeps at most 7/8 full, one
+        // control byte per slot).
+        let per_member = std::mem::size_of::<Entry>() as u64 + 2 * (8 + 1);
+        buckets + u64::from(self.k) * per_member
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        for k in [1, 10, 100, 1000, 100_000] {
+            Params::for_k(k, 0).validate(u64::MAX).unwrap();
+        }
+    }
+
+    #[test]
+    fn every_field_is_checked() {
+        let ok = Params::for_k(10, 0);
+        let bad = [
+            Params { k: 0, ..ok },
+            Params { width: 0, ..ok },
+            Params { depth: 0, ..ok },
+            Params { depth: 17, ..ok },
+            Params { decay: 0.0, ..ok },
+            Params { decay: 1.5, ..ok },
+            Params {
+                decay: f64::NAN,
+                ..ok
+            },
+            Params {
+                half_life_ms: Some(0.0),
+                ..ok
+            },
+            Params {
+                half_life_ms: Some(f64::INFINITY),
+                ..ok
+            },
+        ];
+        for p in bad {
+            assert!(p.validate(u64::MAX).is_err(), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn the_size_cap_is_enforced_before_allocation() {
+        let huge = Params {
+            width: Params::MAX_WIDTH,
+            depth: Params::MAX_DEPTH,
+            ..Params::for_k(10, 0)
+        };
+        let e = huge.validate(1 << 20).unwrap_err();
+        assert!(e.0.contains("max-sketch-bytes"), "{e}");
+    }
+}

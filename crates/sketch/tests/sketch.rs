@@ -1,0 +1,289 @@
+//! Behaviour of the whole sketch: honesty of counts, precision, weighted
+//! increments, determinism, fading and persistence.
+
+use heavykeeper_sketch::zipf::{exact_counts, precision_at_k, zipf_stream};
+use heavykeeper_sketch::{decode, encode, DecodeError, HeavyKeeper, ItemHash, Params};
+use proptest::prelude::*;
+use std::collections::{HashMap, HashSet};
+
+fn sketch(k: u32) -> HeavyKeeper {
+    HeavyKeeper::new(Params::for_k(k, 11), 0)
+}
+
+fn fading_sketch(k: u32, half_life_ms: f64, start_ms: i64) -> HeavyKeeper {
+    let params = Params {
+        half_life_ms: Some(half_life_ms),
+        ..Params::for_k(k, 11)
+    };
+    HeavyKeeper::new(params, start_ms)
+}
+
+#[test]
+fn counts_never_exceed_the_truth_without_fingerprint_collisions() {
+    let params = Params {
+        width: 64,
+        depth: 2,
+        ..Params::for_k(20, 5)
+    };
+    let mut hk = HeavyKeeper::new(params, 0);
+    let stream = zipf_stream(0.9, 2_000, 50_000, 3);
+    let exact = exact_counts(&stream);
+    for item in &stream {
+        hk.add(item, 1, 0);
+    }
+    let mut by_fingerprint: HashMap<u32, usize> = HashMap::new();
+    for item in exact.keys() {
+        *by_fingerprint
+            .entry(ItemHash::of(item, 5).fingerprint())
+            .or_default() += 1;
+    }
+    let mut checked = 0;
+    for (item, &truth) in &exact {
+        if by_fingerprint[&ItemHash::of(item, 5).fingerprint()] == 1 {
+            assert!(hk.count(item, 0) <= truth as f64, "{:?}", item);
+            checked += 1;
+        }
+    }
+    assert!(checked > 1_900);
+    for r in hk.ranked(0) {
+        assert!(r.count <= exact[r.item] as f64);
+        assert!(r.count >= 1.0, "no member with count 0");
+    }
+}
+
+#[test]
+fn default_k100_finds_the_true_top_100_of_a_zipf_stream() {
+    let stream = zipf_stream(1.0, 100_000, 1_000_000, 42);
+    let exact = exact_counts(&stream);
+    let mut hk = sketch(100);
+    for item in &stream {
+        hk.add(item, 1, 0);
+    }
+    let listed: Vec<&[u8]> = hk.ranked(0).iter().map(|r| r.item).collect();
+    let precision = precision_at_k(&listed, &exact, 100);
+    assert!(precision >= 0.99, "precision {precision}");
+    assert!(hk.memory_bytes() < 64 * 1024, "{} bytes", hk.memory_bytes());
+}
+
+#[test]
+fn the_listed_count_is_the_queried_count_for_members() {
+    let mut hk = sketch(10);
+    for item in zipf_stream(1.1, 500, 20_000, 9) {
+        hk.add(&item, 1, 0);
+    }
+    for r in hk.ranked(0) {
+        assert_eq!(hk.count(r.item, 0), r.count);
+        assert!(hk.contains(r.item, 0));
+    }
+    assert!(!hk.contains(b"never seen", 0));
+    assert_eq!(hk.count(b"never seen", 0), 0.0);
+}
+
+#[test]
+fn a_huge_increment_costs_what_a_few_adds_cost() {
+    let mut hk = sketch(10);
+    for i in 0..5_000u32 {
+        hk.add(&i.to_le_bytes(), 1, 0);
+    }
+    // Into a full sketch, where it must decay its way in.
+    hk.add(b"whale", 1_000_000_000, 0);
+    let count = hk.count(b"whale", 0);
+    assert!(count > 999_000_000.0 && count <= 1e9, "{count}");
+    assert_eq!(hk.ranked(0)[0].item, b"whale");
+}
+
+#[test]
+fn weighted_increments_match_repeated_adds_in_distribution() {
+    // A bucket holding count 3 in a 1x1 sketch, then 20 arrivals of another
+    // item: weighted or one by one, it takes the bucket about equally often.
+    let take_rate = |weighted: bool| {
+        let mut taken = 0;
+        for seed in 0..2_000 {
+            let params = Params {
+                width: 1,
+                depth: 1,
+                decay: 0.5,
+                ..Params::for_k(1, seed)
+            };
+            let mut hk = HeavyKeeper::new(params, 0);
+            hk.add(b"resident", 3, 0);
+            if weighted {
+                hk.add(b"newcomer", 20, 0);
+            } else {
+                for _ in 0..20 {
+                    hk.add(b"newcomer", 1, 0);
+                }
+            }
+            if hk.contains(b"newcomer", 0) {
+                taken += 1;
+            }
+        }
+        taken as f64 / 2_000.0
+    };
+    let (weighted, single) = (take_rate(true), take_rate(false));
+    assert!((weighted - single).abs() < 0.05, "{weighted} vs {single}");
+    assert!(weighted > 0.2 && weighted < 0.95, "{weighted}");
+}
+
+#[test]
+fn the_same_operations_give_byte_identical_sketches() {
+    let stream = zipf_stream(1.0, 5_000, 30_000, 1);
+    let mut a = sketch(50);
+    let mut b = sketch(50);
+    for (i, item) in stream.iter().enumerate() {
+        let weight = 1 + (i % 7) as u64 * 1000;
+        assert_eq!(a.add(item, weight, 0), b.add(item, weight, 0));
+    }
+    assert_eq!(encode(&a), encode(&b));
+    let mut c = HeavyKeeper::new(Params::for_k(50, 12), 0);
+    for item in &stream {
+        c.add(item, 1, 0);
+    }
+    assert_ne!(encode(&a), encode(&c));
+}
+
+#[test]
+fn encoding_round_trips_and_keeps_the_random_state() {
+    let mut hk = fading_sketch(20, 60_000.0, 1_000_000);
+    let stream = zipf_stream(1.0, 1_000, 10_000, 2);
+    for (i, item) in stream.iter().enumerate() {
+        hk.add(item, 1, 1_000_000 + i as i64);
+    }
+    hk.add(b"\0\r\n binary \xff", 3, 1_020_000);
+    let bytes = encode(&hk);
+    let mut back = decode(&bytes, u64::MAX).unwrap();
+    assert_eq!(encode(&back), bytes);
+    for item in &stream[..500] {
+        assert_eq!(hk.add(item, 1, 1_030_000), back.add(item, 1, 1_030_000));
+    }
+    assert_eq!(encode(&hk), encode(&back));
+}
+
+#[test]
+fn truncated_or_newer_payloads_are_refused() {
+    let mut hk = sketch(5);
+    for item in zipf_stream(1.0, 100, 1_000, 4) {
+        hk.add(&item, 1, 0);
+    }
+    let bytes = encode(&hk);
+    for len in 0..bytes.len() {
+        assert!(decode(&bytes[..len], u64::MAX).is_err(), "prefix of {len}");
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(decode(&longer, u64::MAX).is_err());
+    let mut newer = bytes.clone();
+    newer[0] = 2;
+    assert_eq!(
+        decode(&newer, u64::MAX).unwrap_err(),
+        DecodeError::NewerVersion(2)
+    );
+    assert!(decode(&bytes, 100).is_err(), "over the size cap");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn damaged_payloads_never_panic(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
+        let mut hk = sketch(4);
+        for item in zipf_stream(1.0, 50, 300, 5) {
+            hk.add(&item, 1, 0);
+        }
+        let mut bytes = encode(&hk);
+        for (at, value) in flips {
+            let i = at % bytes.len();
+            bytes[i] ^= value | 1;
+        }
+        if let Ok(back) = decode(&bytes, 1 << 24) {
+            back.check_invariants().unwrap();
+        }
+    }
+
+    #[test]
+    fn invariants_hold_through_random_operations(
+        ops in proptest::collection::vec((0u8..40, 1u64..50, 0i64..5_000), 1..400),
+        fading in any::<bool>(),
+    ) {
+        let mut hk = if fading { fading_sketch(5, 300.0, 0) } else {
+            HeavyKeeper::new(Params { width: 8, depth: 2, ..Params::for_k(5, 1) }, 0)
+        };
+        let mut time = 0;
+        for (item, weight, dt) in ops {
+            time += dt % 700;
+            let weight = if weight > 45 { weight * 1_000_000 } else { weight };
+            hk.add(&[item], weight, time);
+            prop_assert!(hk.check_invariants().is_ok());
+            let ranked = hk.ranked(time);
+            prop_assert!(ranked.len() <= 5);
+            let distinct: HashSet<&[u8]> = ranked.iter().map(|r| r.item).collect();
+            prop_assert_eq!(distinct.len(), ranked.len());
+            prop_assert!(ranked.windows(2).all(|w| w[0].count >= w[1].count));
+            prop_assert!(ranked.iter().all(|r| r.count >= 1.0));
+        }
+    }
+}
+
+#[test]
+fn a_fading_count_halves_every_half_life() {
+    let start = 1_700_000_000_000;
+    let mut hk = fading_sketch(10, 10_000.0, start);
+    hk.add(b"hot", 1_000, start);
+    let now = hk.count(b"hot", start);
+    let later = hk.count(b"hot", start + 10_000);
+    assert!((now - 1000.0).abs() < 1e-6, "{now}");
+    assert!((later - 500.0).abs() < 1e-6, "{later}");
+}
+
+#[test]
+fn a_steady_rate_is_reported_as_that_rate() {
+    let start = 1_700_000_000_000;
+    let mut hk = fading_sketch(10, 5_000.0, start);
+    // 200 arrivals per second, one every 5 ms, for 10 half-lives.
+    let mut t = start;
+    while t < start + 50_000 {
+        hk.add(b"steady", 1, t);
+        t += 5;
+    }
+    let count = hk.count(b"steady", t);
+    let rate = hk.rate(count, t);
+    assert!((rate - 200.0).abs() < 20.0, "rate {rate}");
+}
+
+#[test]
+fn an_old_hot_set_fades_out_and_everything_leaves_after_traffic_stops() {
+    let start = 1_700_000_000_000;
+    let half_life = 1_000.0;
+    let mut hk = fading_sketch(5, half_life, start);
+    for i in 0..5_000 {
+        hk.add(format!("old{}", i % 5).as_bytes(), 1, start + i);
+    }
+    for i in 0..5_000 {
+        hk.add(format!("new{}", i % 5).as_bytes(), 1, start + 5_000 + i);
+    }
+    let listed: Vec<&[u8]> = hk.ranked(start + 10_000).iter().map(|r| r.item).collect();
+    assert!(listed.iter().all(|i| i.starts_with(b"new")), "{listed:?}");
+    assert_eq!(listed.len(), 5);
+    // A count of at most 1000*... fades below one within log2(count) half-lives.
+    assert!(hk.ranked(start + 10_000 + 30 * 1_000).is_empty());
+    assert_eq!(hk.members(start + 10_000 + 30 * 1_000), 0);
+}
+
+#[test]
+fn days_of_fading_renormalise_invisibly() {
+    let start = 1_700_000_000_000;
+    let half_life = 1_000.0;
+    let day = 86_400_000;
+    let mut hk = fading_sketch(3, half_life, start);
+    let mut t = start;
+    while t < start + 3 * day {
+        hk.add(b"steady", 1, t);
+        t += 1_000;
+    }
+    // One arrival a second with a 1 s half-life converges to 1/(1 - 1/2) = 2.
+    let count = hk.count(b"steady", t - 1_000);
+    assert!((count - 2.0).abs() < 1e-9, "{count}");
+    let bytes = encode(&hk);
+    let back = decode(&bytes, u64::MAX).unwrap();
+    assert_eq!(back.count(b"steady", t), hk.count(b"steady", t));
+}
