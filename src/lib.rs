@@ -1,1 +1,75 @@
+//! The HeavyKeeper top-k data type for Redis and Valkey.
+//!
+//! This crate is the thin Redis layer: argument parsing, key access, replies
+//! and data-type callbacks. The sketch itself lives in `heavykeeper-sketch`.
 
+pub mod args;
+pub mod clock;
+pub mod commands;
+pub mod config;
+pub mod data_type;
+pub mod panic_guard;
+pub mod reply;
+pub mod sketch_key;
+
+use commands::{add, info, list, load_state, query, reserve};
+use data_type::HK_TYPE;
+use panic_guard::guarded;
+use redis_module::configuration::ConfigurationFlags;
+use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
+
+// Module memory goes through the server's allocator so that INFO memory,
+// maxmemory and MEMORY USAGE see it; unit tests run without a server.
+#[cfg(not(test))]
+type ModuleAllocator = redis_module::alloc::RedisAlloc;
+#[cfg(not(test))]
+const MODULE_ALLOCATOR: ModuleAllocator = redis_module::alloc::RedisAlloc;
+#[cfg(test)]
+type ModuleAllocator = std::alloc::System;
+#[cfg(test)]
+const MODULE_ALLOCATOR: ModuleAllocator = std::alloc::System;
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    // Without this, a truncated payload in RESTORE or an RDB makes the server
+    // panic; with it, the read fails and the callback refuses the value.
+    ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    Status::Ok
+}
+
+redis_module! {
+    name: "heavykeeper",
+    version: 1,
+    allocator: (ModuleAllocator, MODULE_ALLOCATOR),
+    data_types: [HK_TYPE],
+    init: init,
+    commands: [
+        ["hk.reserve", guarded(reserve::reserve), "write deny-oom", 1, 1, 1, ""],
+        ["hk.add", guarded(add::add), "write deny-oom fast", 1, 1, 1, ""],
+        ["hk.incrby", guarded(add::incrby), "write deny-oom fast", 1, 1, 1, ""],
+        ["hk.addat", guarded(add::add_at), "write deny-oom fast", 1, 1, 1, ""],
+        ["hk.incrbyat", guarded(add::incrby_at), "write deny-oom fast", 1, 1, 1, ""],
+        ["hk.query", guarded(query::query), "readonly fast", 1, 1, 1, ""],
+        ["hk.count", guarded(query::count), "readonly fast", 1, 1, 1, ""],
+        ["hk.rate", guarded(query::rate), "readonly fast", 1, 1, 1, ""],
+        ["hk.list", guarded(list::list), "readonly", 1, 1, 1, ""],
+        ["hk.info", guarded(info::info), "readonly fast", 1, 1, 1, ""],
+        ["hk.loadstate", guarded(load_state::load_state), "write deny-oom", 1, 1, 1, ""],
+    ],
+    configurations: [
+        i64: [
+            [
+                "max-sketch-bytes",
+                &config::MAX_SKETCH_BYTES,
+                config::DEFAULT_MAX_SKETCH_BYTES,
+                config::MIN_MAX_SKETCH_BYTES,
+                config::MAX_MAX_SKETCH_BYTES,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
+        ],
+        string: [],
+        bool: [],
+        enum: [],
+        module_args_as_configuration: true,
+    ]
+}

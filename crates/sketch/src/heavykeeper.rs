@@ -141,7 +141,8 @@ impl HeavyKeeper {
             .is_some_and(|e| e.count >= now_unit)
     }
 
-    /// Estimated current count of `item`: for a member, exactly what
+    /// Estimated current count of `item` (not cut off below one arrival, so
+    /// that a fading rate stays meaningful): for a listed member, exactly what
     /// [`Self::ranked`] reports; otherwise a sketch estimate capped at the
     /// top-k minimum (a larger one could only be a fingerprint collision).
     pub fn count(&self, item: &[u8], now_ms: i64) -> f64 {
@@ -152,7 +153,7 @@ impl HeavyKeeper {
             .find(hash.value(), item)
             .and_then(|slot| self.topk.get(slot))
         {
-            return alive_count(entry.count, now_unit);
+            return entry.count / now_unit;
         }
         let (nmin, _) = self.admission_floor(now_unit);
         let fingerprint = hash.fingerprint();
@@ -162,7 +163,7 @@ impl HeavyKeeper {
             .filter(|b| b.holds(fingerprint))
             .map(|b| b.count)
             .fold(0.0, f64::max);
-        alive_count(estimate.min(nmin), now_unit)
+        estimate.min(nmin) / now_unit
     }
 
     /// The top-k at `now_ms`, highest count first, ties by item bytes; items
@@ -200,6 +201,11 @@ impl HeavyKeeper {
             .iter()
             .filter(|e| e.count >= now_unit)
             .count()
+    }
+
+    /// Members held, faded or not: one allocation each.
+    pub fn stored_members(&self) -> usize {
+        self.topk.len()
     }
 
     /// Bytes held by the sketch, items included.
@@ -362,14 +368,5 @@ impl HeavyKeeper {
     /// Checks the top-k store's invariants; for tests.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.topk.check_invariants()
-    }
-}
-
-/// A stored mass as a current count, or 0 once it has faded below one arrival.
-fn alive_count(mass: f64, now_unit: f64) -> f64 {
-    if mass >= now_unit {
-        mass / now_unit
-    } else {
-        0.0
     }
 }

@@ -143,7 +143,13 @@ impl TopK {
         if entries.len() > capacity {
             return Err("more members than k");
         }
-        let mut store = Self::with_capacity(capacity);
+        // Sized by the entries actually present, not by k: a damaged payload
+        // claiming a huge k allocates nothing for it.
+        let mut store = Self {
+            capacity,
+            heap: Vec::new(),
+            index: HashTable::with_capacity(entries.len()),
+        };
         for (slot, entry) in entries.iter().enumerate() {
             if slot > 0 && entries[(slot - 1) / 2].count > entry.count {
                 return Err("members out of heap order");

@@ -1,0 +1,25 @@
+//! `HK.LOADSTATE key payload`: rebuilds a sketch from its encoded state.
+//! Written by the AOF rewrite; also a way to move a sketch between servers
+//! whose module versions differ (the payload carries its encoding version).
+
+use crate::args::err;
+use crate::{config, sketch_key};
+use heavykeeper_sketch::decode;
+use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+
+pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() != 3 {
+        return Err(RedisError::WrongArity);
+    }
+    let name = sketch_key::name(&args)?;
+    let key = ctx.open_key_writable(name);
+    if !key.is_empty() {
+        return Err(err("key already exists"));
+    }
+    let sketch =
+        decode(args[2].as_slice(), config::max_sketch_bytes()).map_err(|e| err(e.to_string()))?;
+    sketch_key::create(&key, sketch)?;
+    ctx.replicate_verbatim();
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, "hk.loadstate", name);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}

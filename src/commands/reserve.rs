@@ -1,0 +1,134 @@
+//! `HK.RESERVE key k [WIDTH w] [DEPTH d] [DECAY p] [SEED n] [HALFLIFE s | ALPHA a] [CREATED ms]`
+
+use crate::args::{decimal, err, integer, is_keyword, timestamp};
+use crate::{clock, config, sketch_key};
+use heavykeeper_sketch::{HeavyKeeper, Params};
+use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+
+/// What the user asked for; `None` means "use the default".
+#[derive(Default)]
+struct Request {
+    width: Option<u32>,
+    depth: Option<u32>,
+    decay: Option<f64>,
+    seed: Option<u64>,
+    half_life_ms: Option<f64>,
+    created_ms: Option<i64>,
+}
+
+pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if args.len() < 3 || args.len() % 2 == 0 {
+        return Err(RedisError::WrongArity);
+    }
+    let k = integer(&args[2], "k", 1, u64::from(Params::MAX_K))? as u32;
+    let request = parse_options(&args[3..])?;
+    let seed = request.seed.unwrap_or_else(rand::random);
+    let created_ms = request.created_ms.unwrap_or_else(clock::now_ms);
+    let params = Params {
+        k,
+        width: request.width.unwrap_or_else(|| Params::default_width(k)),
+        depth: request.depth.unwrap_or(Params::DEFAULT_DEPTH),
+        decay: request.decay.unwrap_or(Params::DEFAULT_DECAY),
+        seed,
+        half_life_ms: request.half_life_ms,
+    };
+    params
+        .validate(config::max_sketch_bytes())
+        .map_err(|e| err(e.to_string()))?;
+
+    let name = sketch_key::name(&args)?;
+    let key = ctx.open_key_writable(name);
+    sketch_key::create(&key, HeavyKeeper::new(params, created_ms))?;
+    replicate_with_fixed_seed_and_time(ctx, &args, &request, seed, created_ms);
+    ctx.notify_keyspace_event(NotifyEvent::MODULE, "hk.reserve", name);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+fn parse_options(options: &[RedisString]) -> Result<Request, RedisError> {
+    let mut request = Request::default();
+    let mut fading_given = false;
+    for pair in options.chunks(2) {
+        let [name, value] = pair else {
+            return Err(RedisError::WrongArity);
+        };
+        let keyword = String::from_utf8_lossy(name.as_slice()).to_ascii_uppercase();
+        let duplicate = match keyword.as_str() {
+            "WIDTH" => set(
+                &mut request.width,
+                integer(value, "WIDTH", 1, u64::from(Params::MAX_WIDTH))? as u32,
+            ),
+            "DEPTH" => set(
+                &mut request.depth,
+                integer(value, "DEPTH", 1, u64::from(Params::MAX_DEPTH))? as u32,
+            ),
+            "DECAY" => set(&mut request.decay, decay(value)?),
+            "SEED" => set(&mut request.seed, integer(value, "SEED", 0, u64::MAX)?),
+            "CREATED" => set(&mut request.created_ms, timestamp(value)?),
+            "HALFLIFE" | "ALPHA" => {
+                if fading_given {
+                    return Err(err("give HALFLIFE or ALPHA, once, not both"));
+                }
+                fading_given = true;
+                set(&mut request.half_life_ms, half_life_ms(name, value)?)
+            }
+            _ => return Err(err(format!("unknown option '{keyword}'"))),
+        };
+        if duplicate {
+            return Err(err(format!("option {keyword} given twice")));
+        }
+    }
+    Ok(request)
+}
+
+/// Stores `value`; true if one was already there.
+fn set<T>(slot: &mut Option<T>, value: T) -> bool {
+    slot.replace(value).is_some()
+}
+
+fn decay(value: &RedisString) -> Result<f64, RedisError> {
+    let p = decimal(value, "DECAY")?;
+    if p > 0.0 && p <= 1.0 {
+        Ok(p)
+    } else {
+        Err(err("DECAY must be greater than 0 and at most 1"))
+    }
+}
+
+/// `HALFLIFE` in seconds, or `ALPHA`, the per-second smoothing factor
+/// (`count <- count * (1 - a) + arrivals`, half-life `ln 2 / -ln(1 - a)`).
+fn half_life_ms(name: &RedisString, value: &RedisString) -> Result<f64, RedisError> {
+    if is_keyword(name, "ALPHA") {
+        let a = decimal(value, "ALPHA")?;
+        if !(a > 0.0 && a < 1.0) {
+            return Err(err("ALPHA must be greater than 0 and less than 1"));
+        }
+        return Ok(std::f64::consts::LN_2 / -(-a).ln_1p() * 1000.0);
+    }
+    let seconds = decimal(value, "HALFLIFE")?;
+    if seconds <= 0.0 {
+        return Err(err("HALFLIFE must be a positive number of seconds"));
+    }
+    Ok(seconds * 1000.0)
+}
+
+/// Replicas and the AOF get the same command with the seed and creation
+/// time the primary chose, so they build the same sketch.
+fn replicate_with_fixed_seed_and_time(
+    ctx: &Context,
+    args: &[RedisString],
+    request: &Request,
+    seed: u64,
+    created_ms: i64,
+) {
+    let mut out: Vec<Vec<u8>> = args[1..].iter().map(|a| a.as_slice().to_vec()).collect();
+    if request.seed.is_none() {
+        out.push(b"SEED".to_vec());
+        out.push(seed.to_string().into_bytes());
+    }
+    if request.created_ms.is_none() {
+        out.push(b"CREATED".to_vec());
+        out.push(created_ms.to_string().into_bytes());
+    }
+    let refs: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
+    ctx.replicate("HK.RESERVE", refs.as_slice());
+}

@@ -1,0 +1,15 @@
+//! Module configuration, settable at load time (`loadmodule ... max-sketch-bytes N`)
+//! and with `CONFIG SET heavykeeper.max-sketch-bytes N`.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Largest fixed footprint (buckets plus top-k slots) one `HK.RESERVE` may allocate.
+pub static MAX_SKETCH_BYTES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_SKETCH_BYTES);
+
+pub const DEFAULT_MAX_SKETCH_BYTES: i64 = 64 * 1024 * 1024;
+pub const MIN_MAX_SKETCH_BYTES: i64 = 1024;
+pub const MAX_MAX_SKETCH_BYTES: i64 = 1 << 40;
+
+pub fn max_sketch_bytes() -> u64 {
+    MAX_SKETCH_BYTES.load(Ordering::Relaxed).max(0) as u64
+}

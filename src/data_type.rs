@@ -1,0 +1,141 @@
+//! The `heavykeep` data type and its callbacks: RDB, AOF rewrite, memory,
+//! digest, copy and free. Every byte format comes from the sketch crate's
+//! `encoding` module; nothing here lays out bytes of its own.
+
+use crate::panic_guard::or_fallback;
+use heavykeeper_sketch::{decode, encode, HeavyKeeper, ENCODING_VERSION};
+use redis_module::logging::log_warning;
+use redis_module::native_types::RedisType;
+use redis_module::raw;
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int, c_void};
+
+/// Registered type name (exactly nine characters, as Redis requires).
+pub const TYPE_NAME: &str = "heavykeep";
+
+pub static HK_TYPE: RedisType = RedisType::new(
+    TYPE_NAME,
+    ENCODING_VERSION as i32,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        free: Some(free),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: Some(free_effort),
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+/// The internal command the AOF rewrite emits to rebuild a key exactly.
+pub const LOAD_STATE_COMMAND: &str = "HK.LOADSTATE";
+
+/// # Safety
+/// `value` must be a pointer this module handed to Redis.
+unsafe fn sketch<'a>(value: *const c_void) -> Option<&'a HeavyKeeper> {
+    value.cast::<HeavyKeeper>().as_ref()
+}
+
+unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    or_fallback(std::ptr::null_mut(), || {
+        if encver > c_int::from(ENCODING_VERSION) {
+            log_warning(format!(
+                "heavykeeper: RDB holds sketch encoding {encver}; this module reads up to {ENCODING_VERSION}: upgrade the module"
+            ));
+            return std::ptr::null_mut();
+        }
+        let Ok(buffer) = raw::load_string_buffer(rdb) else {
+            return std::ptr::null_mut();
+        };
+        // The bytes are already in memory and bound every allocation, so
+        // loading never applies the RESERVE size cap: lowering the cap must
+        // not make existing data unloadable.
+        match decode(buffer.as_ref(), u64::MAX) {
+            Ok(sketch) => Box::into_raw(Box::new(sketch)).cast::<c_void>(),
+            Err(e) => {
+                log_warning(format!("heavykeeper: refusing to load a sketch: {e}"));
+                std::ptr::null_mut()
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    if let Some(sketch) = sketch(value) {
+        raw::save_slice(rdb, &encode(sketch));
+    }
+}
+
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    let (Some(sketch), Some(emit)) = (sketch(value), raw::RedisModule_EmitAOF) else {
+        return;
+    };
+    let bytes = encode(sketch);
+    let (Ok(command), Ok(format)) = (CString::new(LOAD_STATE_COMMAND), CString::new("sb")) else {
+        return;
+    };
+    emit(
+        aof,
+        command.as_ptr(),
+        format.as_ptr(),
+        key,
+        bytes.as_ptr().cast::<c_char>(),
+        bytes.len(),
+    );
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    sketch(value).map_or(0, HeavyKeeper::memory_bytes)
+}
+
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    let (Some(sketch), Some(add), Some(end)) = (
+        sketch(value),
+        raw::RedisModule_DigestAddStringBuffer,
+        raw::RedisModule_DigestEndSequence,
+    ) else {
+        return;
+    };
+    let bytes = encode(sketch);
+    add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
+    end(md);
+}
+
+unsafe extern "C" fn free(value: *mut c_void) {
+    if !value.is_null() {
+        drop(Box::from_raw(value.cast::<HeavyKeeper>()));
+    }
+}
+
+unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    // One allocation per member item plus a handful of fixed ones.
+    sketch(value).map_or(1, |s| s.stored_members() + 3)
+}
+
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    or_fallback(std::ptr::null_mut(), || {
+        sketch(value).map_or(std::ptr::null_mut(), |s| {
+            Box::into_raw(Box::new(s.clone())).cast::<c_void>()
+        })
+    })
+}

@@ -1,0 +1,34 @@
+//! Reply shapes that differ between RESP2 and RESP3.
+
+use redis_module::{Context, ContextFlags, RedisValue};
+
+pub fn is_resp3(ctx: &Context) -> bool {
+    ctx.get_flags().contains(ContextFlags::FLAGS_RESP3)
+}
+
+/// Rows of `[item, field, ...]`: one flat array on RESP2 (like `ZRANGE ...
+/// WITHSCORES`), an array of arrays on RESP3. A row of one element stays a
+/// plain element either way.
+pub fn rows(ctx: &Context, rows: Vec<Vec<RedisValue>>) -> RedisValue {
+    let nested = is_resp3(ctx);
+    let mut out = Vec::with_capacity(rows.iter().map(Vec::len).sum());
+    for mut row in rows {
+        if row.len() == 1 {
+            out.append(&mut row);
+        } else if nested {
+            out.push(RedisValue::Array(row));
+        } else {
+            out.append(&mut row);
+        }
+    }
+    RedisValue::Array(out)
+}
+
+pub fn bytes(item: &[u8]) -> RedisValue {
+    RedisValue::StringBuffer(item.to_vec())
+}
+
+/// A count as the integer users read: whole arrivals (faded counts round down).
+pub fn count(count: f64) -> RedisValue {
+    RedisValue::Integer(count.floor() as i64)
+}

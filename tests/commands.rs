@@ -1,0 +1,390 @@
+//! User stories for every command, on RESP2 and RESP3.
+
+mod common;
+
+use common::{error, list_with_count, value, Server};
+use redis::{Commands, Value};
+
+fn items(values: &[&str]) -> Vec<Value> {
+    values
+        .iter()
+        .map(|v| Value::BulkString(v.as_bytes().to_vec()))
+        .collect()
+}
+
+#[test]
+fn an_app_team_finds_its_hottest_keys() {
+    let server = Server::start();
+    let mut con = server.client();
+    assert_eq!(value(&mut con, &["HK.RESERVE", "hot", "3"]), Value::Okay);
+    for _ in 0..50 {
+        value(&mut con, &["HK.ADD", "hot", "user:1", "user:2", "user:1"]);
+    }
+    value(
+        &mut con,
+        &["HK.ADD", "hot", "cart:9", "cart:9", "cart:9", "tiny"],
+    );
+
+    assert_eq!(
+        list_with_count(&mut con, "hot"),
+        vec![
+            (b"user:1".to_vec(), 100),
+            (b"user:2".to_vec(), 50),
+            (b"cart:9".to_vec(), 3)
+        ]
+    );
+    let listed: Vec<String> = redis::cmd("HK.LIST").arg("hot").query(&mut con).unwrap();
+    assert_eq!(listed, vec!["user:1", "user:2", "cart:9"]);
+    let present: Vec<i64> = redis::cmd("HK.QUERY")
+        .arg("hot")
+        .arg(&["user:1", "tiny", "never"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(present, vec![1, 0, 0]);
+    let counts: Vec<i64> = redis::cmd("HK.COUNT")
+        .arg("hot")
+        .arg(&["user:1", "cart:9", "never"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(counts, vec![100, 3, 0]);
+}
+
+#[test]
+fn add_reports_what_each_arrival_expelled() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "k", "2", "SEED", "1"]);
+    value(&mut con, &["HK.ADD", "k", "a", "a", "b"]);
+    // "c" reaches nmin + 1 = 2 only on its second arrival and pushes out "b".
+    let reply = value(&mut con, &["HK.ADD", "k", "c", "c"]);
+    assert_eq!(
+        reply,
+        Value::Array(vec![Value::Nil, Value::BulkString(b"b".to_vec())])
+    );
+}
+
+#[test]
+fn incrby_counts_weighted_arrivals_in_one_step() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "sql", "10"]);
+    let reply = value(
+        &mut con,
+        &[
+            "HK.INCRBY",
+            "sql",
+            "SELECT 1",
+            "5000000000",
+            "SELECT 2",
+            "7",
+        ],
+    );
+    assert_eq!(reply, Value::Array(vec![Value::Nil, Value::Nil]));
+    assert_eq!(
+        list_with_count(&mut con, "sql"),
+        vec![
+            (b"SELECT 1".to_vec(), 5_000_000_000),
+            (b"SELECT 2".to_vec(), 7)
+        ]
+    );
+}
+
+#[test]
+fn items_are_binary_safe_through_every_command() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "bin", "5"]);
+    let big = vec![0xAB_u8; 1 << 20];
+    let odd: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"nul\0inside".to_vec(),
+        b"crlf\r\n".to_vec(),
+        big,
+    ];
+    for item in &odd {
+        let _: Value = redis::cmd("HK.INCRBY")
+            .arg("bin")
+            .arg(item.as_slice())
+            .arg(3)
+            .query(&mut con)
+            .unwrap();
+    }
+    let mut listed: Vec<Vec<u8>> = redis::cmd("HK.LIST").arg("bin").query(&mut con).unwrap();
+    listed.sort();
+    let mut expected = odd.clone();
+    expected.sort();
+    assert_eq!(listed, expected);
+    for item in &odd {
+        let counts: Vec<i64> = redis::cmd("HK.COUNT")
+            .arg("bin")
+            .arg(item.as_slice())
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(counts, vec![3]);
+    }
+}
+
+#[test]
+fn ties_are_listed_in_a_deterministic_order() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "t", "4"]);
+    value(&mut con, &["HK.ADD", "t", "d", "b", "c", "a"]);
+    let listed: Vec<String> = redis::cmd("HK.LIST").arg("t").query(&mut con).unwrap();
+    assert_eq!(listed, vec!["a", "b", "c", "d"]);
+}
+
+#[test]
+fn resp3_clients_get_pairs_and_maps() {
+    let server = Server::start();
+    let mut con = server.client_resp3();
+    value(&mut con, &["HK.RESERVE", "r", "2", "SEED", "9"]);
+    value(&mut con, &["HK.INCRBY", "r", "x", "5", "y", "2"]);
+    let reply = value(&mut con, &["HK.LIST", "r", "WITHCOUNT"]);
+    assert_eq!(
+        reply,
+        Value::Array(vec![
+            Value::Array(vec![Value::BulkString(b"x".to_vec()), Value::Int(5)]),
+            Value::Array(vec![Value::BulkString(b"y".to_vec()), Value::Int(2)]),
+        ])
+    );
+    assert_eq!(
+        value(&mut con, &["HK.LIST", "r"]),
+        Value::Array(items(&["x", "y"]))
+    );
+    let Value::Map(info) = value(&mut con, &["HK.INFO", "r"]) else {
+        panic!("HK.INFO is not a map on RESP3");
+    };
+    let field = |name: &str| {
+        info.iter()
+            .find(|(k, _)| {
+                *k == Value::BulkString(name.as_bytes().to_vec())
+                    || *k == Value::SimpleString(name.into())
+            })
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(field("k"), Some(Value::Int(2)));
+    assert_eq!(field("members"), Some(Value::Int(2)));
+    let reply = value(&mut con, &["HK.ADD", "r", "z"]);
+    assert_eq!(reply, Value::Array(vec![Value::Nil]));
+}
+
+#[test]
+fn info_describes_the_sketch() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(
+        &mut con,
+        &[
+            "hk.reserve",
+            "i",
+            "7",
+            "width",
+            "100",
+            "DEPTH",
+            "4",
+            "Decay",
+            "0.8",
+            "SEED",
+            "42",
+        ],
+    );
+    value(&mut con, &["HK.INCRBY", "i", "a", "10"]);
+    let flat: Vec<Value> = redis::cmd("HK.INFO").arg("i").query(&mut con).unwrap();
+    let mut info = std::collections::HashMap::new();
+    for pair in flat.chunks(2) {
+        let name: String = redis::from_redis_value(&pair[0]).unwrap();
+        info.insert(name, pair[1].clone());
+    }
+    let text = |name: &str| -> String { redis::from_redis_value(&info[name]).unwrap() };
+    assert_eq!(text("k"), "7");
+    assert_eq!(text("width"), "100");
+    assert_eq!(text("depth"), "4");
+    assert_eq!(text("decay"), "0.8");
+    assert_eq!(text("seed"), "42");
+    assert_eq!(text("arrivals"), "10");
+    assert_eq!(text("members"), "1");
+    let memory: i64 = redis::from_redis_value(&info["memory"]).unwrap();
+    let usage: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("i")
+        .query(&mut con)
+        .unwrap();
+    assert!(
+        memory > 100 * 4 * 12 && usage >= memory,
+        "{memory} vs {usage}"
+    );
+    assert_eq!(info["halflife"], Value::Nil);
+}
+
+#[test]
+fn defaults_fit_k100_in_64_kib() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "d", "100"]);
+    let usage: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("d")
+        .query(&mut con)
+        .unwrap();
+    assert!(usage <= 64 * 1024, "{usage}");
+}
+
+#[test]
+fn memory_usage_counts_item_bytes_and_matches_the_allocator() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(
+        &mut con,
+        &["HK.RESERVE", "m", "10", "WIDTH", "64", "DEPTH", "2"],
+    );
+    let empty: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("m")
+        .query(&mut con)
+        .unwrap();
+    let long = "x".repeat(100_000);
+    value(&mut con, &["HK.ADD", "m", &long]);
+    let full: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("m")
+        .query(&mut con)
+        .unwrap();
+    assert!(full - empty >= 100_000, "{empty} -> {full}");
+
+    // Many sketches: what MEMORY USAGE claims is what the allocator handed out.
+    let before: i64 = common::info_field(&mut con, "memory", "used_memory")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut claimed = 0;
+    for i in 0..200 {
+        let key = format!("s{i}");
+        value(&mut con, &["HK.RESERVE", &key, "50"]);
+        value(&mut con, &["HK.ADD", &key, "a", "b", "c"]);
+        let usage: i64 = redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(&key)
+            .query(&mut con)
+            .unwrap();
+        claimed += usage;
+    }
+    let after: i64 = common::info_field(&mut con, "memory", "used_memory")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let used = after - before;
+    let ratio = claimed as f64 / used as f64;
+    assert!(
+        (0.85..1.15).contains(&ratio),
+        "claimed {claimed}, allocated {used}"
+    );
+}
+
+#[test]
+fn copy_makes_an_independent_deep_copy() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "src", "5"]);
+    value(&mut con, &["HK.ADD", "src", "a", "a", "b"]);
+    let copied: i64 = redis::cmd("COPY")
+        .arg("src")
+        .arg("dst")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(copied, 1);
+    assert_eq!(
+        common::digest(&mut con, "src"),
+        common::digest(&mut con, "dst")
+    );
+    value(&mut con, &["HK.ADD", "dst", "c"]);
+    assert_ne!(
+        common::digest(&mut con, "src"),
+        common::digest(&mut con, "dst")
+    );
+    assert_eq!(list_with_count(&mut con, "src").len(), 2);
+    assert_eq!(list_with_count(&mut con, "dst").len(), 3);
+    let _: () = con.del("src").unwrap();
+    assert_eq!(list_with_count(&mut con, "dst").len(), 3);
+}
+
+#[test]
+fn the_sketch_is_a_first_class_key() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "typed", "5"]);
+    let kind: String = redis::cmd("TYPE").arg("typed").query(&mut con).unwrap();
+    assert_eq!(kind, "heavykeep");
+    let _: () = con.expire("typed", 100).unwrap();
+    let ttl: i64 = con.ttl("typed").unwrap();
+    assert!(ttl > 0);
+    let _: () = con.rename("typed", "renamed").unwrap();
+    assert_eq!(list_with_count(&mut con, "renamed").len(), 0);
+    assert_eq!(error(&mut con, &["HK.LIST", "typed"]), "ERR no such key");
+}
+
+#[test]
+fn the_size_cap_is_a_module_config() {
+    let server = Server::start_with(&["--heavykeeper.max-sketch-bytes", "100000"]);
+    let mut con = server.client();
+    let cap: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("heavykeeper.max-sketch-bytes")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(cap[1], "100000");
+    let e = error(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "100000"]);
+    assert!(e.starts_with("ERR sketch would take"), "{e}");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("heavykeeper.max-sketch-bytes")
+        .arg("100000000")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        value(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "100000"]),
+        Value::Okay
+    );
+}
+
+#[test]
+fn commands_declare_their_flags_and_key_positions() {
+    let server = Server::start();
+    let mut con = server.client();
+    let expected = [
+        ("hk.reserve", vec!["write", "denyoom"]),
+        ("hk.add", vec!["write", "denyoom", "fast"]),
+        ("hk.incrby", vec!["write", "denyoom", "fast"]),
+        ("hk.query", vec!["readonly", "fast"]),
+        ("hk.count", vec!["readonly", "fast"]),
+        ("hk.list", vec!["readonly"]),
+        ("hk.info", vec!["readonly", "fast"]),
+    ];
+    for (name, flags) in expected {
+        let reply: Vec<Value> = redis::cmd("COMMAND")
+            .arg("INFO")
+            .arg(name)
+            .query(&mut con)
+            .unwrap();
+        let Value::Array(doc) = &reply[0] else {
+            panic!("{name} is not registered");
+        };
+        let declared: Vec<String> = redis::from_redis_value(&doc[2]).unwrap();
+        for flag in flags {
+            assert!(declared.contains(&flag.to_string()), "{name}: {declared:?}");
+        }
+        let positions: Vec<i64> = doc[3..6]
+            .iter()
+            .map(|v| redis::from_redis_value(v).unwrap())
+            .collect();
+        assert_eq!(positions, vec![1, 1, 1], "{name}");
+    }
+    let keys: Vec<String> = redis::cmd("COMMAND")
+        .arg("GETKEYS")
+        .arg("HK.ADD")
+        .arg("mykey")
+        .arg("a")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(keys, vec!["mykey"]);
+}

@@ -1,0 +1,252 @@
+//! A real `redis-server` with the module loaded, on a free port, in a temp
+//! directory; stopped when dropped, whatever the test did.
+
+#![allow(dead_code)]
+
+use redis::{Connection, FromRedisValue, Value};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// The module under test: `$HK_MODULE`, or the debug build of this crate.
+pub fn module_path() -> PathBuf {
+    if let Ok(path) = std::env::var("HK_MODULE") {
+        return PathBuf::from(path);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join("target/debug/libheavykeeper_redis.so");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build` (or `make test`) first",
+        path.display()
+    );
+    path
+}
+
+/// The server binary: `$REDIS_SERVER` or `redis-server` on the PATH.
+pub fn server_binary() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+pub struct Server {
+    child: Option<Child>,
+    pub port: u16,
+    dir: TempDir,
+    extra: Vec<String>,
+}
+
+impl Server {
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Starts a server with extra `--option value` arguments.
+    pub fn start_with(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut server = Server {
+            child: None,
+            port: 0,
+            dir,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        server.launch();
+        server
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Stops the server (without saving) and starts it again on the same
+    /// directory and port: what it finds on disk is what it loads.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch_on(self.port);
+    }
+
+    /// Stops the server and waits for the process to end.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn client(&self) -> Connection {
+        self.connect(&format!("redis://127.0.0.1:{}/", self.port))
+    }
+
+    pub fn client_resp3(&self) -> Connection {
+        self.connect(&format!("redis://127.0.0.1:{}/?protocol=resp3", self.port))
+    }
+
+    fn connect(&self, url: &str) -> Connection {
+        redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .unwrap_or_else(|e| panic!("connect to {url}: {e}\n{}", self.log()))
+    }
+
+    /// The server's log, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn launch(&mut self) {
+        for _ in 0..5 {
+            let port = free_port();
+            if self.launch_on(port) {
+                return;
+            }
+        }
+        panic!("redis-server did not start:\n{}", self.log());
+    }
+
+    fn launch_on(&mut self, port: u16) -> bool {
+        let module = module_path();
+        let mut cmd = Command::new(server_binary());
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(["--logfile", "server.log", "--daemonize", "no"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args([
+                "--enable-debug-command",
+                "yes",
+                "--enable-module-command",
+                "yes",
+            ])
+            .arg("--loadmodule")
+            .arg(&module)
+            .args(&self.extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd.spawn().expect("spawn redis-server");
+        self.child = Some(child);
+        self.port = port;
+        if self.wait_ready() {
+            true
+        } else {
+            self.stop();
+            false
+        }
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return false;
+                }
+            }
+            let ready = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+                .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+            if ready.is_ok() {
+                return true;
+            }
+            sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Is the process still running (it did not crash)?
+    pub fn is_alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// Runs a command built from string-like parts.
+pub fn run<T: FromRedisValue>(con: &mut Connection, parts: &[&[u8]]) -> redis::RedisResult<T> {
+    let mut cmd = redis::cmd(std::str::from_utf8(parts[0]).expect("command name"));
+    for part in &parts[1..] {
+        cmd.arg(*part);
+    }
+    cmd.query(con)
+}
+
+/// Runs a command and returns the raw reply value, or panics with the error.
+pub fn value(con: &mut Connection, parts: &[&str]) -> Value {
+    let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
+    run::<Value>(con, &bytes).unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+}
+
+/// The error a command fails with, as the server wrote it.
+pub fn error(con: &mut Connection, parts: &[&str]) -> String {
+    let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
+    match run::<Value>(con, &bytes) {
+        Ok(v) => panic!("{parts:?} succeeded with {v:?}"),
+        Err(e) => server_error_text(&e),
+    }
+}
+
+/// `CODE message` as the server sent it.
+pub fn server_error_text(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// `HK.LIST key WITHCOUNT` as (item, count) pairs, on a RESP2 connection.
+pub fn list_with_count(con: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
+    let flat: Vec<Value> = redis::cmd("HK.LIST")
+        .arg(key)
+        .arg("WITHCOUNT")
+        .query(con)
+        .expect("HK.LIST");
+    flat.chunks(2)
+        .map(|pair| {
+            (
+                Vec::<u8>::from_redis_value(&pair[0]).expect("item"),
+                i64::from_redis_value(&pair[1]).expect("count"),
+            )
+        })
+        .collect()
+}
+
+pub fn digest(con: &mut Connection, key: &str) -> String {
+    redis::cmd("DEBUG")
+        .arg("DIGEST-VALUE")
+        .arg(key)
+        .query::<Vec<String>>(con)
+        .expect("DEBUG DIGEST-VALUE")
+        .remove(0)
+}
+
+/// Waits until `condition` holds, polling; panics after `limit`.
+pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        sleep(Duration::from_millis(20));
+    }
+}
+
+/// A field of `INFO section`.
+pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<String> {
+    let info: String = redis::cmd("INFO").arg(section).query(con).ok()?;
+    info.lines().find_map(|l| {
+        l.strip_prefix(&format!("{field}:"))
+            .map(|v| v.trim().to_string())
+    })
+}
