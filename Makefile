@@ -1,0 +1,45 @@
+# heavykeeper for Redis: build, run, test, benchmark.
+
+MODULE := target/release/libheavykeeper_redis.so
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := redis-server libclang1-14 libclang-common-14-dev
+
+.PHONY: all build run test deps bench fmt lint clean
+
+all: build
+
+## deps: install what a fresh Debian machine lacks (redis-server, libclang for bindgen)
+deps:
+	@if command -v dpkg >/dev/null && ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
+		echo "Installing $(APT_PACKAGES) with apt"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(APT_PACKAGES); \
+	fi
+	@command -v redis-server >/dev/null || { echo "redis-server not found: install Redis 7 (apt-get install redis-server)"; exit 1; }
+
+## build: the release module, $(MODULE)
+build: deps
+	cargo build --release
+
+## run: start redis-server on 127.0.0.1:6379 with the module (foreground; Ctrl-C stops it)
+run: build
+	redis-server redis.conf.example
+
+## test: unit tests of the sketch and integration tests against a real redis-server
+test: deps
+	cargo build
+	cargo test --workspace
+
+## bench: accuracy, memory and speed report (QUICK=1 for a one-minute run)
+bench: build
+	bash bench/run.sh
+
+fmt:
+	cargo fmt --all
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+clean:
+	cargo clean

@@ -1,0 +1,139 @@
+//! Replicas and independent servers fed the same commands hold identical
+//! sketches: all randomness lives in the sketch and the primary fixes seeds.
+
+mod common;
+
+use common::{digest, info_field, list_with_count, value, wait_until, Server};
+use heavykeeper_sketch::zipf::zipf_stream;
+use redis::{Connection, Value};
+use std::time::Duration;
+
+fn replica_of(primary: &Server) -> Server {
+    let port = primary.port.to_string();
+    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let mut con = replica.client();
+    wait_until("the replica link", Duration::from_secs(30), || {
+        info_field(&mut con, "replication", "master_link_status").as_deref() == Some("up")
+    });
+    replica
+}
+
+/// Blocks until every replica has acknowledged everything written so far.
+fn sync(primary: &mut Connection) {
+    let acked: i64 = redis::cmd("WAIT")
+        .arg(1)
+        .arg(30_000)
+        .query(primary)
+        .unwrap();
+    assert_eq!(acked, 1, "the replica did not acknowledge in time");
+}
+
+/// 100,000 Zipf arrivals in batches, mixed with weighted increments.
+fn zipf_traffic(con: &mut Connection, key: &str, fading: bool) {
+    let stream = zipf_stream(1.0, 20_000, 100_000, 77);
+    for (i, batch) in stream.chunks(500).enumerate() {
+        let mut pipe = redis::pipe();
+        let mut add = redis::cmd("HK.ADD");
+        add.arg(key);
+        for item in batch {
+            add.arg(item.as_slice());
+        }
+        pipe.add_command(add).ignore();
+        pipe.cmd("HK.INCRBY")
+            .arg(key)
+            .arg(format!("item:{}", i % 50 + 1))
+            .arg(1 + (i * 7919) % 5000)
+            .arg(format!("burst:{i}"))
+            .arg(3)
+            .ignore();
+        if fading {
+            // Sprinkle explicit timestamps in too, older and newer.
+            pipe.cmd("HK.ADDAT")
+                .arg(key)
+                .arg(1_000_000 + i)
+                .arg("backfill")
+                .ignore();
+        }
+        pipe.query::<()>(con).unwrap();
+    }
+}
+
+#[test]
+fn a_replica_ends_identical_to_its_primary() {
+    let primary = Server::start();
+    let replica = replica_of(&primary);
+    let mut p = primary.client();
+    let mut r = replica.client();
+    // No SEED: the primary picks one and replicates it.
+    value(&mut p, &["HK.RESERVE", "hot", "100"]);
+    zipf_traffic(&mut p, "hot", false);
+    sync(&mut p);
+    assert_eq!(digest(&mut p, "hot"), digest(&mut r, "hot"));
+    let listed = list_with_count(&mut p, "hot");
+    assert_eq!(listed.len(), 100);
+    assert_eq!(list_with_count(&mut r, "hot"), listed);
+    let dump_p: Vec<u8> = redis::cmd("DUMP").arg("hot").query(&mut p).unwrap();
+    let dump_r: Vec<u8> = redis::cmd("DUMP").arg("hot").query(&mut r).unwrap();
+    assert_eq!(dump_p, dump_r);
+}
+
+#[test]
+fn a_fading_replica_applies_the_primarys_timestamps() {
+    let primary = Server::start();
+    let replica = replica_of(&primary);
+    let mut p = primary.client();
+    let mut r = replica.client();
+    value(&mut p, &["HK.RESERVE", "recent", "50", "HALFLIFE", "0.05"]);
+    zipf_traffic(&mut p, "recent", true);
+    sync(&mut p);
+    assert_eq!(digest(&mut p, "recent"), digest(&mut r, "recent"));
+}
+
+#[test]
+fn two_servers_fed_the_same_commands_hold_byte_identical_sketches() {
+    let a = Server::start();
+    let b = Server::start();
+    let mut dumps = Vec::new();
+    for server in [&a, &b] {
+        let mut con = server.client();
+        // The seed and creation time are the two inputs a server would
+        // otherwise choose itself (replicas and the AOF get them explicitly).
+        value(
+            &mut con,
+            &[
+                "HK.RESERVE",
+                "s",
+                "100",
+                "SEED",
+                "2024",
+                "CREATED",
+                "1700000000000",
+            ],
+        );
+        zipf_traffic(&mut con, "s", false);
+        let dump: Vec<u8> = redis::cmd("DUMP").arg("s").query(&mut con).unwrap();
+        dumps.push(dump);
+    }
+    assert_eq!(dumps[0], dumps[1]);
+}
+
+#[test]
+fn a_failed_command_replicates_nothing() {
+    let primary = Server::start();
+    let _replica = replica_of(&primary);
+    let mut p = primary.client();
+    value(&mut p, &["HK.RESERVE", "k", "5", "SEED", "1"]);
+    sync(&mut p);
+    let before = info_field(&mut p, "replication", "master_repl_offset").unwrap();
+    for bad in [
+        vec!["HK.INCRBY", "k", "a", "1", "b", "0"],
+        vec!["HK.RESERVE", "k", "5"],
+        vec!["HK.RESERVE", "n", "0"],
+        vec!["HK.ADD", "missing", "a"],
+    ] {
+        let bytes: Vec<&[u8]> = bad.iter().map(|s| s.as_bytes()).collect();
+        assert!(common::run::<Value>(&mut p, &bytes).is_err());
+    }
+    let after = info_field(&mut p, "replication", "master_repl_offset").unwrap();
+    assert_eq!(before, after);
+}
