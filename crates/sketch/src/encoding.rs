@@ -52,8 +52,11 @@ impl std::error::Error for DecodeError {}
 /// The bytes of `sketch`, in the current version.
 pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
     let p = &sketch.params;
-    let members = sketch.topk.entries();
-    let item_bytes: usize = members.iter().map(|e| e.item.len() + 12).sum();
+    let item_bytes: usize = sketch
+        .topk
+        .heap_order()
+        .map(|(item, _)| item.len() + 12)
+        .sum();
     let mut out = Vec::with_capacity(128 + sketch.buckets.len() * Bucket::BYTES + item_bytes);
     out.push(ENCODING_VERSION);
     out.extend_from_slice(&p.k.to_le_bytes());
@@ -76,11 +79,11 @@ pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
         out.extend_from_slice(&fingerprint.to_le_bytes());
         out.extend_from_slice(&count.to_le_bytes());
     }
-    out.extend_from_slice(&(members.len() as u32).to_le_bytes());
-    for entry in members {
-        out.extend_from_slice(&(entry.item.len() as u32).to_le_bytes());
-        out.extend_from_slice(&entry.item);
-        out.extend_from_slice(&entry.count.to_le_bytes());
+    out.extend_from_slice(&(sketch.topk.len() as u32).to_le_bytes());
+    for (item, count) in sketch.topk.heap_order() {
+        out.extend_from_slice(&(item.len() as u32).to_le_bytes());
+        out.extend_from_slice(item);
+        out.extend_from_slice(&count.to_le_bytes());
     }
     out
 }

@@ -102,20 +102,27 @@ impl HeavyKeeper {
             return None;
         }
         let hash = ItemHash::of(item, self.params.seed);
-        let member = self.topk.find(hash.value(), item);
         let (nmin, slot_free) = self.admission_floor(now_unit);
         let mass = weight as f64 * unit;
 
+        // Membership is looked up only when the answer can matter: most
+        // arrivals (the long tail) end in the buckets, never touching the index.
+        let mut member = None;
         let Some(estimate) =
-            self.update_buckets(hash, member.is_some(), nmin, weight, unit, now_unit)
+            self.update_buckets(hash, item, nmin, &mut member, weight, unit, now_unit)
         else {
             return None;
         };
+        if estimate <= nmin {
+            // A member already counts at least nmin; a non-member needs nmin + 1.
+            return None;
+        }
+        let member = member.unwrap_or_else(|| self.topk.find(hash.value(), item));
         if let Some(slot) = member {
             self.topk.raise(slot, estimate);
             return None;
         }
-        if !(nmin < estimate && estimate <= nmin + mass) {
+        if estimate > nmin + mass {
             // A jump past nmin + weight can only come from a fingerprint
             // shared with a member: ignoring it keeps counts honest.
             return None;
@@ -137,8 +144,8 @@ impl HeavyKeeper {
         let hash = ItemHash::of(item, self.params.seed);
         self.topk
             .find(hash.value(), item)
-            .and_then(|slot| self.topk.get(slot))
-            .is_some_and(|e| e.count >= now_unit)
+            .and_then(|id| self.topk.count(id))
+            .is_some_and(|count| count >= now_unit)
     }
 
     /// Estimated current count of `item` (not cut off below one arrival, so
@@ -148,12 +155,12 @@ impl HeavyKeeper {
     pub fn count(&self, item: &[u8], now_ms: i64) -> f64 {
         let now_unit = self.read_unit(now_ms);
         let hash = ItemHash::of(item, self.params.seed);
-        if let Some(entry) = self
+        if let Some(count) = self
             .topk
             .find(hash.value(), item)
-            .and_then(|slot| self.topk.get(slot))
+            .and_then(|id| self.topk.count(id))
         {
-            return entry.count / now_unit;
+            return count / now_unit;
         }
         let (nmin, _) = self.admission_floor(now_unit);
         let fingerprint = hash.fingerprint();
@@ -173,10 +180,10 @@ impl HeavyKeeper {
         self.topk
             .ranked()
             .into_iter()
-            .filter(|e| e.count >= now_unit)
-            .map(|e| Ranked {
-                item: &e.item,
-                count: e.count / now_unit,
+            .filter(|&(_, count)| count >= now_unit)
+            .map(|(item, count)| Ranked {
+                item,
+                count: count / now_unit,
             })
             .collect()
     }
@@ -197,9 +204,8 @@ impl HeavyKeeper {
     pub fn members(&self, now_ms: i64) -> usize {
         let now_unit = self.read_unit(now_ms);
         self.topk
-            .entries()
-            .iter()
-            .filter(|e| e.count >= now_unit)
+            .heap_order()
+            .filter(|&(_, count)| count >= now_unit)
             .count()
     }
 
@@ -245,8 +251,8 @@ impl HeavyKeeper {
     /// `nmin` for the admission rule, and whether a slot is free (not full, or
     /// the minimum has faded below one arrival). `nmin` is 0 when a slot is free.
     fn admission_floor(&self, now_unit: f64) -> (f64, bool) {
-        match self.topk.min() {
-            Some(min) if self.topk.is_full() && min.count >= now_unit => (min.count, false),
+        match self.topk.min_count() {
+            Some(min) if self.topk.is_full() && min >= now_unit => (min, false),
             _ => (0.0, true),
         }
     }
@@ -256,40 +262,50 @@ impl HeavyKeeper {
         (0..self.params.depth as usize).map(move |row| row * width + hash.column(row, width))
     }
 
+    /// One pass over the item's `depth` buckets, one per row.
+    #[inline]
     fn lookup(&self, hash: ItemHash) -> Lookup {
         let fingerprint = hash.fingerprint();
-        let mut matching: Option<(usize, f64)> = None;
+        let width = self.params.width as usize;
         let mut first_empty = None;
-        let mut smallest: Option<(usize, f64)> = None;
-        for i in self.columns(hash) {
-            let Some(bucket) = self.buckets.get(i) else {
+        let (mut smallest, mut smallest_count) = (0usize, f64::INFINITY);
+        for (row, cells) in self.buckets.chunks_exact(width).enumerate() {
+            let col = hash.column(row, width);
+            let Some(bucket) = cells.get(col) else {
                 continue;
             };
-            let count = bucket.count;
-            if bucket.holds(fingerprint) {
-                if matching.is_none_or(|(_, c)| count > c) {
-                    matching = Some((i, count));
-                }
-            } else if bucket.is_empty() {
-                first_empty.get_or_insert(i);
-            } else if smallest.is_none_or(|(_, c)| count < c) {
-                smallest = Some((i, count));
+            let (count, i) = (bucket.count, row * width + col);
+            if count <= 0.0 {
+                first_empty = first_empty.or(Some(i));
+            } else if bucket.fingerprint == fingerprint {
+                // The first bucket holding the fingerprint is the item's:
+                // it only ever claims one, so there is nothing to compare.
+                return Lookup {
+                    matching: Some(i),
+                    first_empty: None,
+                    smallest: 0,
+                };
+            } else if count < smallest_count {
+                (smallest, smallest_count) = (i, count);
             }
         }
         Lookup {
-            matching: matching.map(|(i, _)| i),
+            matching: None,
             first_empty,
-            smallest: smallest.map_or(0, |(i, _)| i),
+            smallest,
         }
     }
 
     /// Steps 2-4 of the insert: changes at most one bucket. Returns the
-    /// item's new estimate if a bucket of its own changed.
+    /// item's new estimate if a bucket of its own changed. `member` caches the
+    /// top-k lookup if selective increment needed it.
+    #[allow(clippy::too_many_arguments)]
     fn update_buckets(
         &mut self,
         hash: ItemHash,
-        member: bool,
+        item: &[u8],
         nmin: f64,
+        member: &mut Option<Option<usize>>,
         weight: u64,
         unit: f64,
         now_unit: f64,
@@ -298,26 +314,27 @@ impl HeavyKeeper {
         let mass = weight as f64 * unit;
         let fingerprint = hash.fingerprint();
         if let Some(i) = lookup.matching {
-            let bucket = self.buckets.get_mut(i)?;
-            // Selective increment: a non-member above nmin shares its
-            // fingerprint with a member; growing the bucket only adds error.
-            if !member && bucket.count > nmin {
-                return None;
+            let count = self.buckets.get(i)?.count;
+            if count > nmin {
+                // Selective increment: a non-member above nmin shares its
+                // fingerprint with a member; growing the bucket only adds error.
+                let slot = self.topk.find(hash.value(), item);
+                *member = Some(slot);
+                slot?;
             }
-            bucket.count += mass;
-            return Some(bucket.count);
+            let bucket = self.buckets.get_mut(i)?;
+            bucket.count = count + mass;
+            return Some(count + mass);
         }
         if let Some(i) = lookup.first_empty {
-            let bucket = self.buckets.get_mut(i)?;
-            *bucket = Bucket {
+            *self.buckets.get_mut(i)? = Bucket {
                 fingerprint,
                 count: mass,
             };
             return Some(mass);
         }
         let taken_with = self.decay_bucket(lookup.smallest, weight, unit, now_unit)?;
-        let bucket = self.buckets.get_mut(lookup.smallest)?;
-        *bucket = Bucket {
+        *self.buckets.get_mut(lookup.smallest)? = Bucket {
             fingerprint,
             count: taken_with,
         };
@@ -332,7 +349,12 @@ impl HeavyKeeper {
         let mut count = bucket.count;
         let mut remaining = weight as f64;
         let emptied = loop {
-            let p = self.curve.decay_probability(count / now_unit);
+            let current = if self.fading.is_some() {
+                count / now_unit
+            } else {
+                count
+            };
+            let p = self.curve.decay_probability(current);
             if remaining == 1.0 {
                 // The hot path: one arrival, one coin.
                 if DecayCurve::coin(p, &mut self.rng) {

@@ -1,13 +1,16 @@
 //! The top-k store: the k items with the largest counts, with O(1) membership
 //! and O(log k) access to the minimum.
 //!
-//! A binary min-heap of entries plus a hash index from item to heap slot. The
-//! index is keyed by the item's sketch hash, which is already computed for
-//! every arrival, so a membership test hashes nothing again.
+//! Members live in a dense table and never move while they stay; a binary
+//! min-heap of `(count, member)` pairs orders them, and `place` says where
+//! each member sits in the heap. A sift therefore swaps two small pairs and two
+//! positions, never touching the hash index. The index maps an item to its
+//! member id, keyed by the item's sketch hash (already computed for every
+//! arrival, so a membership test hashes nothing again).
 
 use hashbrown::HashTable;
 
-/// A member of the top-k.
+/// A member of the top-k, as evicted or persisted.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
     pub item: Box<[u8]>,
@@ -16,22 +19,39 @@ pub struct Entry {
     pub count: f64,
 }
 
-/// Min-heap of at most `capacity` entries, indexed by item.
+/// Stable handle of a member while it stays in the top-k.
+pub type MemberId = usize;
+
+#[derive(Clone, Copy, Debug)]
+struct HeapSlot {
+    count: f64,
+    member: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Member {
+    item: Box<[u8]>,
+    hash: u64,
+}
+
+/// Min-heap of at most `capacity` members, indexed by item.
 #[derive(Clone, Debug)]
 pub struct TopK {
     capacity: usize,
-    heap: Vec<Entry>,
-    index: HashTable<usize>,
+    heap: Vec<HeapSlot>,
+    /// Member id -> position in `heap`.
+    place: Vec<u32>,
+    members: Vec<Member>,
+    index: HashTable<u32>,
 }
-
-/// Sentinel slot used while two index entries are being swapped.
-const MOVING: usize = usize::MAX;
 
 impl TopK {
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             capacity,
             heap: Vec::with_capacity(capacity),
+            place: Vec::with_capacity(capacity),
+            members: Vec::with_capacity(capacity),
             index: HashTable::with_capacity(capacity),
         }
     }
@@ -52,58 +72,69 @@ impl TopK {
         self.heap.len() >= self.capacity
     }
 
-    /// The entry with the smallest count.
-    pub fn min(&self) -> Option<&Entry> {
-        self.heap.first()
+    /// The smallest count.
+    pub fn min_count(&self) -> Option<f64> {
+        self.heap.first().map(|s| s.count)
     }
 
-    /// Entries in heap order (the order that persistence keeps).
-    pub fn entries(&self) -> &[Entry] {
-        &self.heap
+    /// `(item, count)` in heap order, the order persistence keeps.
+    pub fn heap_order(&self) -> impl Iterator<Item = (&[u8], f64)> + '_ {
+        self.heap.iter().filter_map(|s| {
+            self.members
+                .get(s.member as usize)
+                .map(|m| (&*m.item, s.count))
+        })
     }
 
-    /// The heap slot of `item`, if it is a member.
-    pub fn find(&self, hash: u64, item: &[u8]) -> Option<usize> {
+    /// The member holding `item`, if any.
+    #[inline]
+    pub fn find(&self, hash: u64, item: &[u8]) -> Option<MemberId> {
+        let members = &self.members;
         self.index
-            .find(hash, |&slot| {
-                self.heap.get(slot).is_some_and(|e| *e.item == *item)
+            .find(hash, |&id| {
+                members
+                    .get(id as usize)
+                    .is_some_and(|m| m.hash == hash && *m.item == *item)
             })
-            .copied()
+            .map(|&id| id as usize)
     }
 
-    pub fn get(&self, slot: usize) -> Option<&Entry> {
-        self.heap.get(slot)
+    pub fn count(&self, id: MemberId) -> Option<f64> {
+        let place = *self.place.get(id)? as usize;
+        self.heap.get(place).map(|s| s.count)
     }
 
     /// Raises a member's count to `count` if that is larger.
-    pub fn raise(&mut self, slot: usize, count: f64) {
-        if let Some(entry) = self.heap.get_mut(slot) {
-            if count > entry.count {
-                entry.count = count;
-                self.sift_down(slot);
+    pub fn raise(&mut self, id: MemberId, count: f64) {
+        let Some(&place) = self.place.get(id) else {
+            return;
+        };
+        let place = place as usize;
+        if let Some(slot) = self.heap.get_mut(place) {
+            if count > slot.count {
+                slot.count = count;
+                self.sift_down(place);
             }
         }
     }
 
-    /// Adds `item`. When full, the minimum is evicted and returned.
+    /// Adds `item` (not a member). When full, the minimum is evicted and returned.
     pub fn insert(&mut self, item: &[u8], hash: u64, count: f64) -> Option<Entry> {
-        let entry = Entry {
-            item: item.into(),
-            hash,
-            count,
-        };
         if self.capacity == 0 {
             return None;
         }
         if self.is_full() {
-            let evicted = self.replace_min(entry);
-            return Some(evicted);
+            return self.replace_min(item, hash, count);
         }
-        let slot = self.heap.len();
-        self.heap.push(entry);
-        self.index
-            .insert_unique(hash, slot, |&s| self.heap.get(s).map_or(0, |e| e.hash));
-        self.sift_up(slot);
+        let id = self.members.len() as u32;
+        self.members.push(Member {
+            item: item.into(),
+            hash,
+        });
+        self.place.push(self.heap.len() as u32);
+        self.heap.push(HeapSlot { count, member: id });
+        self.index_insert(hash, id);
+        self.sift_up(self.heap.len() - 1);
         None
     }
 
@@ -111,28 +142,28 @@ impl TopK {
     pub fn pop_min(&mut self) -> Option<Entry> {
         let last = self.heap.len().checked_sub(1)?;
         self.swap(0, last);
-        let min = self.heap.pop()?;
-        self.unindex(min.hash, last);
+        let slot = self.heap.pop()?;
         self.sift_down(0);
-        Some(min)
+        let member = self.remove_member(slot.member as usize)?;
+        Some(Entry {
+            item: member.item,
+            hash: member.hash,
+            count: slot.count,
+        })
     }
 
     /// Multiplies every count by `factor` (> 0, or 0): the order is unchanged.
     pub fn scale(&mut self, factor: f64) {
-        for entry in &mut self.heap {
-            entry.count *= factor;
+        for slot in &mut self.heap {
+            slot.count *= factor;
         }
     }
 
     /// Members, highest count first; ties by item bytes, so the order is the
     /// same on every server.
-    pub fn ranked(&self) -> Vec<&Entry> {
-        let mut ranked: Vec<&Entry> = self.heap.iter().collect();
-        ranked.sort_by(|a, b| {
-            b.count
-                .total_cmp(&a.count)
-                .then_with(|| a.item.cmp(&b.item))
-        });
+    pub fn ranked(&self) -> Vec<(&[u8], f64)> {
+        let mut ranked: Vec<(&[u8], f64)> = self.heap_order().collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         ranked
     }
 
@@ -145,127 +176,178 @@ impl TopK {
         }
         // Sized by the entries actually present, not by k: a damaged payload
         // claiming a huge k allocates nothing for it.
+        let n = entries.len();
         let mut store = Self {
             capacity,
-            heap: Vec::new(),
-            index: HashTable::with_capacity(entries.len()),
+            heap: Vec::with_capacity(n),
+            place: Vec::with_capacity(n),
+            members: Vec::with_capacity(n),
+            index: HashTable::with_capacity(n),
         };
-        for (slot, entry) in entries.iter().enumerate() {
-            if slot > 0 && entries[(slot - 1) / 2].count > entry.count {
+        for (place, entry) in entries.into_iter().enumerate() {
+            if place > 0 && store.heap[(place - 1) / 2].count > entry.count {
                 return Err("members out of heap order");
             }
-            if store.find_in(&entries, entry.hash, &entry.item).is_some() {
+            if store.find(entry.hash, &entry.item).is_some() {
                 return Err("an item is listed twice");
             }
-            store
-                .index
-                .insert_unique(entry.hash, slot, |&s| entries.get(s).map_or(0, |e| e.hash));
+            let id = place as u32;
+            store.members.push(Member {
+                item: entry.item,
+                hash: entry.hash,
+            });
+            store.place.push(id);
+            store.heap.push(HeapSlot {
+                count: entry.count,
+                member: id,
+            });
+            store.index_insert(entry.hash, id);
         }
-        store.heap = entries;
         Ok(store)
     }
 
     /// Heap bytes held, items included.
     pub fn heap_bytes(&self) -> usize {
-        let items: usize = self.heap.iter().map(|e| e.item.len()).sum();
-        self.heap.capacity() * std::mem::size_of::<Entry>() + self.index.allocation_size() + items
+        let items: usize = self.members.iter().map(|m| m.item.len()).sum();
+        self.heap.capacity() * std::mem::size_of::<HeapSlot>()
+            + self.place.capacity() * std::mem::size_of::<u32>()
+            + self.members.capacity() * std::mem::size_of::<Member>()
+            + self.index.allocation_size()
+            + items
     }
 
-    fn find_in(&self, entries: &[Entry], hash: u64, item: &[u8]) -> Option<usize> {
-        self.index
-            .find(hash, |&slot| {
-                entries.get(slot).is_some_and(|e| *e.item == *item)
-            })
-            .copied()
+    fn index_insert(&mut self, hash: u64, id: u32) {
+        let members = &self.members;
+        self.index.insert_unique(hash, id, |&m| {
+            members.get(m as usize).map_or(0, |member| member.hash)
+        });
     }
 
-    fn replace_min(&mut self, entry: Entry) -> Entry {
-        let hash = entry.hash;
-        let evicted = std::mem::replace(&mut self.heap[0], entry); // panic-ok: called only when full and capacity > 0
-        self.unindex(evicted.hash, 0);
-        self.index
-            .insert_unique(hash, 0, |&s| self.heap.get(s).map_or(0, |e| e.hash));
-        self.sift_down(0);
-        evicted
-    }
-
-    fn unindex(&mut self, hash: u64, slot: usize) {
-        if let Ok(found) = self.index.find_entry(hash, |&s| s == slot) {
+    fn replace_min(&mut self, item: &[u8], hash: u64, count: f64) -> Option<Entry> {
+        let root = *self.heap.first()?;
+        let id = root.member;
+        let old = self.members.get_mut(id as usize)?;
+        let evicted = std::mem::replace(
+            old,
+            Member {
+                item: item.into(),
+                hash,
+            },
+        );
+        if let Ok(found) = self.index.find_entry(evicted.hash, |&m| m == id) {
             found.remove();
         }
+        self.index_insert(hash, id);
+        if let Some(slot) = self.heap.first_mut() {
+            slot.count = count;
+        }
+        self.sift_down(0);
+        Some(Entry {
+            item: evicted.item,
+            hash: evicted.hash,
+            count: root.count,
+        })
     }
 
-    fn repoint(&mut self, hash: u64, from: usize, to: usize) {
-        if let Some(slot) = self.index.find_mut(hash, |&s| s == from) {
-            *slot = to;
+    /// Takes member `id` out of the table, moving the last member into its
+    /// place so ids stay dense. Its heap slot must already be gone.
+    fn remove_member(&mut self, id: usize) -> Option<Member> {
+        let last = self.members.len().checked_sub(1)?;
+        let removed_hash = self.members.get(id)?.hash;
+        if let Ok(found) = self.index.find_entry(removed_hash, |&m| m as usize == id) {
+            found.remove();
         }
+        let member = self.members.swap_remove(id);
+        self.place.swap_remove(id);
+        if id != last {
+            // The former last member now has id `id`.
+            let moved_hash = self.members.get(id)?.hash;
+            if let Some(m) = self.index.find_mut(moved_hash, |&m| m as usize == last) {
+                *m = id as u32;
+            }
+            let moved_place = *self.place.get(id)? as usize;
+            if let Some(slot) = self.heap.get_mut(moved_place) {
+                slot.member = id as u32;
+            }
+        }
+        Some(member)
     }
 
     fn swap(&mut self, a: usize, b: usize) {
-        if a == b {
+        if a == b || a >= self.heap.len() || b >= self.heap.len() {
             return;
         }
-        let (hash_a, hash_b) = (self.heap[a].hash, self.heap[b].hash); // panic-ok: callers pass slots < len
-                                                                       // Through a sentinel: two members may share a hash.
-        self.repoint(hash_a, a, MOVING);
-        self.repoint(hash_b, b, a);
-        self.repoint(hash_a, MOVING, b);
         self.heap.swap(a, b);
-    }
-
-    fn sift_up(&mut self, mut slot: usize) {
-        while slot > 0 {
-            let parent = (slot - 1) / 2;
-            if self.heap[parent].count <= self.heap[slot].count {
-                // panic-ok: parent < slot < len
-                break;
-            }
-            self.swap(parent, slot);
-            slot = parent;
+        let (ma, mb) = (self.heap[a].member as usize, self.heap[b].member as usize); // panic-ok: bounds checked above
+        if let Some(p) = self.place.get_mut(ma) {
+            *p = a as u32;
+        }
+        if let Some(p) = self.place.get_mut(mb) {
+            *p = b as u32;
         }
     }
 
-    fn sift_down(&mut self, mut slot: usize) {
+    fn count_at(&self, place: usize) -> f64 {
+        self.heap.get(place).map_or(f64::INFINITY, |s| s.count)
+    }
+
+    fn sift_up(&mut self, mut place: usize) {
+        while place > 0 {
+            let parent = (place - 1) / 2;
+            if self.count_at(parent) <= self.count_at(place) {
+                break;
+            }
+            self.swap(parent, place);
+            place = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut place: usize) {
         let len = self.heap.len();
         loop {
-            let left = 2 * slot + 1;
+            let left = 2 * place + 1;
             if left >= len {
                 break;
             }
             let right = left + 1;
-            let smaller = if right < len && self.heap[right].count < self.heap[left].count {
-                // panic-ok: right < len
+            let smaller = if right < len && self.count_at(right) < self.count_at(left) {
                 right
             } else {
                 left
             };
-            if self.heap[slot].count <= self.heap[smaller].count {
-                // panic-ok: slot < smaller < len
+            if self.count_at(place) <= self.count_at(smaller) {
                 break;
             }
-            self.swap(slot, smaller);
-            slot = smaller;
+            self.swap(place, smaller);
+            place = smaller;
         }
     }
 
-    /// Checks every invariant: heap order, index and heap agree. For tests.
+    /// Checks every invariant: heap order, places, index. For tests.
     pub fn check_invariants(&self) -> Result<(), String> {
-        if self.heap.len() > self.capacity {
+        let n = self.heap.len();
+        if n > self.capacity {
             return Err("over capacity".into());
         }
-        if self.index.len() != self.heap.len() {
+        if self.members.len() != n || self.place.len() != n || self.index.len() != n {
             return Err(format!(
-                "index {} vs heap {}",
-                self.index.len(),
-                self.heap.len()
+                "sizes differ: heap {n}, members {}, places {}, index {}",
+                self.members.len(),
+                self.place.len(),
+                self.index.len()
             ));
         }
-        for (slot, entry) in self.heap.iter().enumerate() {
-            if slot > 0 && self.heap[(slot - 1) / 2].count > entry.count {
-                return Err(format!("heap order broken at {slot}"));
+        for (place, slot) in self.heap.iter().enumerate() {
+            if place > 0 && self.heap[(place - 1) / 2].count > slot.count {
+                return Err(format!("heap order broken at {place}"));
             }
-            if self.find(entry.hash, &entry.item) != Some(slot) {
-                return Err(format!("index does not point at slot {slot}"));
+            if self.place.get(slot.member as usize) != Some(&(place as u32)) {
+                return Err(format!("place of member {} is stale", slot.member));
+            }
+        }
+        for (id, m) in self.members.iter().enumerate() {
+            if self.find(m.hash, &m.item) != Some(id) {
+                return Err(format!("index does not find member {id}"));
             }
         }
         Ok(())
@@ -289,7 +371,7 @@ mod tests {
         assert!(topk.insert(b"b", hash(b"b"), 3.0).is_none());
         let evicted = topk.insert(b"c", hash(b"c"), 4.0).expect("full");
         assert_eq!(&*evicted.item, b"b");
-        let ranked: Vec<&[u8]> = topk.ranked().iter().map(|e| &*e.item).collect();
+        let ranked: Vec<&[u8]> = topk.ranked().iter().map(|e| e.0).collect();
         assert_eq!(ranked, vec![&b"a"[..], &b"c"[..]]);
         assert!(topk.find(hash(b"b"), b"b").is_none());
         topk.check_invariants().unwrap();
@@ -301,7 +383,7 @@ mod tests {
         topk.insert(b"x", 1, 1.0);
         topk.insert(b"y", 1, 2.0);
         topk.insert(b"z", 1, 3.0);
-        assert_eq!(topk.get(topk.find(1, b"y").unwrap()).unwrap().count, 2.0);
+        assert_eq!(topk.count(topk.find(1, b"y").unwrap()), Some(2.0));
         let slot = topk.find(1, b"x").unwrap();
         topk.raise(slot, 10.0);
         topk.check_invariants().unwrap();
@@ -315,7 +397,7 @@ mod tests {
         for item in [&b"b"[..], b"c", b"a"] {
             topk.insert(item, hash(item), 7.0);
         }
-        let ranked: Vec<&[u8]> = topk.ranked().iter().map(|e| &*e.item).collect();
+        let ranked: Vec<&[u8]> = topk.ranked().iter().map(|e| e.0).collect();
         assert_eq!(ranked, vec![&b"a"[..], b"b", b"c"]);
     }
 
@@ -364,7 +446,7 @@ mod tests {
                         // Few distinct hashes, so colliding members are exercised.
                         let h = u64::from(i % 5);
                         if topk.find(h, &item).is_none() {
-                            let min_before = topk.min().map(|e| e.count);
+                            let min_before = topk.min_count();
                             let full = topk.is_full();
                             let evicted = topk.insert(&item, h, f64::from(c));
                             prop_assert_eq!(evicted.is_some(), full);
@@ -375,15 +457,15 @@ mod tests {
                     }
                     Op::Raise(i, c) => {
                         let item = [i % 32];
-                        if let Some(slot) = topk.find(u64::from(i % 5), &item) {
-                            let before = topk.get(slot).unwrap().count;
-                            topk.raise(slot, f64::from(c));
+                        if let Some(id) = topk.find(u64::from(i % 5), &item) {
+                            let before = topk.count(id).unwrap();
+                            topk.raise(id, f64::from(c));
                             let after = topk.find(u64::from(i % 5), &item).unwrap();
-                            prop_assert_eq!(topk.get(after).unwrap().count, before.max(f64::from(c)));
+                            prop_assert_eq!(topk.count(after).unwrap(), before.max(f64::from(c)));
                         }
                     }
                     Op::PopMin => {
-                        let min = topk.heap.iter().map(|e| e.count).fold(f64::INFINITY, f64::min);
+                        let min = topk.heap.iter().map(|s| s.count).fold(f64::INFINITY, f64::min);
                         if let Some(e) = topk.pop_min() {
                             prop_assert_eq!(e.count, min);
                         }

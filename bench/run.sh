@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# make bench [QUICK=1] [STREAM=path]: installs what the benchmark needs, then runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+# The real-text workload (GNU dictionary), the font for the plots, redis-benchmark.
+packages="dict-gcide fonts-dejavu-core redis-tools"
+if command -v dpkg >/dev/null && ! dpkg -s $packages >/dev/null 2>&1; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $packages
+fi
+
+args=()
+[ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ] && args+=(--quick)
+[ -n "${STREAM:-}" ] && args+=(--stream "$STREAM")
+cargo build --release
+cargo run --release -q -p hk-bench -- "${args[@]}"

@@ -1,0 +1,135 @@
+//! Precision and count error of every sketch, at every memory budget.
+
+use crate::contenders::{Contender, Kind};
+use crate::workloads::Workload;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+#[derive(Clone, Debug)]
+pub struct Accuracy {
+    pub workload: String,
+    pub k: usize,
+    pub budget: usize,
+    pub kind: Kind,
+    /// What the sketch held at the end, items included.
+    pub memory: usize,
+    pub precision: f64,
+    /// Mean |reported - true| / true over the true top-k items that were reported.
+    pub relative_error: f64,
+    pub absolute_error: f64,
+    /// Reported counts above the true count.
+    pub overestimates: usize,
+}
+
+/// Scores a finished sketch against the truth.
+pub fn score(
+    w: &Workload,
+    index: &HashMap<&[u8], u32>,
+    k: usize,
+    top: &[(Vec<u8>, u64)],
+) -> (f64, f64, f64, usize) {
+    let truth = w.top_ids(k);
+    let threshold = truth.last().map_or(1, |&id| w.exact[id as usize]).max(1);
+    let true_count = |item: &[u8]| index.get(item).map_or(0, |&id| w.exact[id as usize]);
+    let hits = top
+        .iter()
+        .take(k)
+        .filter(|(item, _)| true_count(item) >= threshold)
+        .count();
+    let reported: HashMap<&[u8], u64> = top.iter().map(|(i, c)| (i.as_slice(), *c)).collect();
+    let (mut rel, mut abs, mut n) = (0.0, 0.0, 0usize);
+    for &id in &truth {
+        if let Some(&est) = reported.get(w.item(id)) {
+            let t = w.exact[id as usize] as f64;
+            rel += (est as f64 - t).abs() / t;
+            abs += (est as f64 - t).abs();
+            n += 1;
+        }
+    }
+    let over = top.iter().filter(|(item, c)| *c > true_count(item)).count();
+    let n = n.max(1) as f64;
+    (hits as f64 / k as f64, rel / n, abs / n, over)
+}
+
+pub fn run_one(
+    w: &Workload,
+    index: &HashMap<&[u8], u32>,
+    k: usize,
+    mut sketch: Box<dyn Contender>,
+) -> (usize, f64, f64, f64, usize) {
+    for item in w.arrivals() {
+        sketch.add(item);
+    }
+    let (p, rel, abs, over) = score(w, index, k, &sketch.top());
+    (sketch.memory_bytes(), p, rel, abs, over)
+}
+
+/// The whole grid, on `threads` threads; `progress` is told of each result.
+pub fn grid(
+    workloads: &[Workload],
+    ks: &[usize],
+    budgets: &[usize],
+    threads: usize,
+    progress: &(dyn Fn(usize, usize, &Accuracy) + Sync),
+) -> Vec<Accuracy> {
+    let indexes: Vec<HashMap<&[u8], u32>> = workloads.iter().map(Workload::index).collect();
+    let mut jobs = Vec::new();
+    for (wi, w) in workloads.iter().enumerate() {
+        let item_len = w.hot_item_len();
+        for &k in ks {
+            for &budget in budgets {
+                for kind in Kind::ALL {
+                    jobs.push((wi, k, budget, kind, item_len));
+                }
+            }
+        }
+    }
+    let total = jobs.len();
+    let queue = Mutex::new(jobs.into_iter());
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let job = queue.lock().map(|mut q| q.next()).ok().flatten();
+                let Some((wi, k, budget, kind, item_len)) = job else {
+                    break;
+                };
+                let w = &workloads[wi];
+                let row = match kind.sized(k, budget, item_len) {
+                    Some(sketch) => {
+                        let (memory, precision, relative_error, absolute_error, overestimates) =
+                            run_one(w, &indexes[wi], k, sketch);
+                        Some(Accuracy {
+                            workload: w.name.clone(),
+                            k,
+                            budget,
+                            kind,
+                            memory,
+                            precision,
+                            relative_error,
+                            absolute_error,
+                            overestimates,
+                        })
+                    }
+                    None => None,
+                };
+                if let Ok(mut r) = results.lock() {
+                    if let Some(row) = row {
+                        progress(r.len() + 1, total, &row);
+                        r.push(row);
+                    }
+                }
+            });
+        }
+    });
+    let mut rows = results.into_inner().unwrap_or_default();
+    rows.sort_by(|a, b| {
+        (a.workload.as_str(), a.k, a.budget, a.kind).cmp(&(
+            b.workload.as_str(),
+            b.k,
+            b.budget,
+            b.kind,
+        ))
+    });
+    rows
+}

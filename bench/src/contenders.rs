@@ -1,0 +1,218 @@
+//! Every sketch under test behind one interface, sized to a memory budget.
+//!
+//! Memory is counted the way `MEMORY USAGE` counts ours: everything the
+//! structure holds, item bytes included. The `heavykeeper` crate reports its
+//! own (`mem_bytes`); for `FilteredSpaceSaving`, which does not, we add up its
+//! parts (see `FssSketch::memory_bytes`).
+
+use heavykeeper_sketch::{HeavyKeeper, Params};
+use std::hash::Hash;
+
+pub const SEED: u64 = 0x5EED;
+
+pub trait Contender {
+    fn add(&mut self, item: &[u8]);
+    /// The reported top-k, highest first.
+    fn top(&self) -> Vec<(Vec<u8>, u64)>;
+    fn memory_bytes(&self) -> usize;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Ours,
+    CrateTopK,
+    CrateCuckoo,
+    SpaceSaving,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [
+        Kind::Ours,
+        Kind::CrateTopK,
+        Kind::CrateCuckoo,
+        Kind::SpaceSaving,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Ours => "heavykeeper-redis (ours)",
+            Kind::CrateTopK => "heavykeeper crate TopK",
+            Kind::CrateCuckoo => "heavykeeper crate CuckooTopK",
+            Kind::SpaceSaving => "topk FilteredSpaceSaving",
+        }
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            Kind::Ours => "ours",
+            Kind::CrateTopK => "hk TopK",
+            Kind::CrateCuckoo => "hk Cuckoo",
+            Kind::SpaceSaving => "FSS",
+        }
+    }
+
+    /// A sketch of this kind for `k` whose memory, once it holds `k` items of
+    /// `item_len` bytes, comes closest to `budget` without exceeding it.
+    pub fn sized(self, k: usize, budget: usize, item_len: usize) -> Option<Box<dyn Contender>> {
+        // Memory once it holds `held` items, from its empty size.
+        let fits_holding = |held: usize, empty: usize| empty + held * item_len <= budget;
+        let fits = |empty: usize| fits_holding(k, empty);
+        match self {
+            Kind::Ours => {
+                let width = largest(|w| fits(ours(k, w).memory_bytes()))?;
+                Some(Box::new(ours(k, width)))
+            }
+            Kind::CrateTopK => {
+                let width = largest(|w| fits(crate_topk(k, w).memory_bytes()))?;
+                Some(Box::new(crate_topk(k, width)))
+            }
+            Kind::CrateCuckoo => {
+                // Power-of-two widths are its fast path.
+                let exp = largest(|e| e < 31 && fits(crate_cuckoo(k, 1 << e).memory_bytes()))?;
+                Some(Box::new(crate_cuckoo(k, 1 << exp)))
+            }
+            Kind::SpaceSaving => {
+                // Space-Saving holds all m monitored items, not just k.
+                let m = largest(|m| {
+                    fits_holding(m.max(k), FssSketch::new(k, m.max(k)).memory_bytes())
+                })?;
+                if !fits_holding(m.max(k), FssSketch::new(k, m.max(k)).memory_bytes()) {
+                    return None;
+                }
+                Some(Box::new(FssSketch::new(k, m.max(k))))
+            }
+        }
+    }
+}
+
+/// Largest `x >= 1` with `ok(x)`, assuming `ok` is monotone; `None` if even 1 fails.
+fn largest(ok: impl Fn(usize) -> bool) -> Option<usize> {
+    if !ok(1) {
+        return None;
+    }
+    let (mut lo, mut hi) = (1usize, 2usize);
+    while ok(hi) {
+        lo = hi;
+        hi *= 2;
+        if hi > 1 << 26 {
+            return Some(lo);
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Some(lo)
+}
+
+pub fn ours(k: usize, width: usize) -> OursSketch {
+    let params = Params {
+        width: width as u32,
+        ..Params::for_k(k as u32, SEED)
+    };
+    OursSketch(HeavyKeeper::new(params, 0))
+}
+
+pub fn ours_default(k: usize) -> OursSketch {
+    OursSketch(HeavyKeeper::new(Params::for_k(k as u32, SEED), 0))
+}
+
+pub struct OursSketch(pub HeavyKeeper);
+
+impl Contender for OursSketch {
+    fn add(&mut self, item: &[u8]) {
+        self.0.add(item, 1, 0);
+    }
+    fn top(&self) -> Vec<(Vec<u8>, u64)> {
+        self.0
+            .ranked(0)
+            .into_iter()
+            .map(|r| (r.item.to_vec(), r.count as u64))
+            .collect()
+    }
+    fn memory_bytes(&self) -> usize {
+        self.0.memory_bytes()
+    }
+}
+
+/// The peers' own recommended depth and decay (their README: depth 4, 0.9).
+const PEER_DEPTH: usize = 4;
+const PEER_DECAY: f64 = 0.9;
+
+pub fn crate_topk(k: usize, width: usize) -> heavykeeper::TopK<Vec<u8>> {
+    heavykeeper::TopK::with_seed(k, width, PEER_DEPTH, PEER_DECAY, SEED)
+}
+
+pub fn crate_cuckoo(k: usize, width: usize) -> heavykeeper::CuckooTopK<Vec<u8>> {
+    heavykeeper::CuckooTopK::with_seed(k, width, PEER_DEPTH, PEER_DECAY, SEED)
+}
+
+impl Contender for heavykeeper::TopK<Vec<u8>> {
+    fn add(&mut self, item: &[u8]) {
+        heavykeeper::TopK::add(self, item, 1);
+    }
+    fn top(&self) -> Vec<(Vec<u8>, u64)> {
+        self.list().into_iter().map(|n| (n.item, n.count)).collect()
+    }
+    fn memory_bytes(&self) -> usize {
+        self.mem_bytes(|v| v.capacity())
+    }
+}
+
+impl Contender for heavykeeper::CuckooTopK<Vec<u8>> {
+    fn add(&mut self, item: &[u8]) {
+        heavykeeper::CuckooTopK::add(self, item, 1);
+    }
+    fn top(&self) -> Vec<(Vec<u8>, u64)> {
+        self.list().into_iter().map(|n| (n.item, n.count)).collect()
+    }
+    fn memory_bytes(&self) -> usize {
+        self.mem_bytes(|v| v.capacity())
+    }
+}
+
+/// Filtered Space-Saving monitoring `m >= k` counters, reporting the top k.
+pub struct FssSketch {
+    k: usize,
+    m: usize,
+    inner: topk::FilteredSpaceSaving<Vec<u8>>,
+}
+
+impl FssSketch {
+    pub fn new(k: usize, m: usize) -> Self {
+        Self {
+            k,
+            m,
+            inner: topk::FilteredSpaceSaving::new(m),
+        }
+    }
+}
+
+impl Contender for FssSketch {
+    fn add(&mut self, item: &[u8]) {
+        self.inner.insert(item.to_vec(), 1);
+    }
+    fn top(&self) -> Vec<(Vec<u8>, u64)> {
+        let mut all: Vec<(Vec<u8>, u64)> = self
+            .inner
+            .iter()
+            .map(|(item, c)| (item.clone(), c.estimated_count()))
+            .collect();
+        all.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        all.truncate(self.k);
+        all
+    }
+    /// Per monitored counter: the item (`Vec` header and bytes), its counter
+    /// (estimate and error, 16 bytes), the priority queue's index map entry
+    /// (hash 8, table slot ~9.1) and heap positions (2 x 8); plus the filter's
+    /// six alpha counters of 8 bytes per monitored slot.
+    fn memory_bytes(&self) -> usize {
+        let items: usize = self.inner.iter().map(|(item, _)| item.capacity()).sum();
+        let per_counter = std::mem::size_of::<Vec<u8>>() + 16 + 8 + 10 + 16;
+        self.m * per_counter + items + self.m * 6 * 8
+    }
+}

@@ -1,0 +1,151 @@
+//! Fading (issue: half-life): how fast a new hot set takes over the listing,
+//! and how close the reported rate of a steady item is to its true rate.
+
+use heavykeeper_sketch::{HeavyKeeper, Params};
+use rand::distr::Distribution;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::Zipf;
+use std::collections::HashMap;
+use std::fmt::Write;
+
+const K: usize = 100;
+const HALF_LIFE_MS: f64 = 10_000.0;
+const START_MS: i64 = 1_700_000_000_000;
+
+pub struct FadingFigures {
+    pub background_per_second: usize,
+    /// (half-lives after the shift, precision against the exact recent top-k)
+    pub takeover: Vec<(f64, f64)>,
+    /// Half-lives until the listing reached 95% of the new recent top-k.
+    pub takeover_half_lives: Option<f64>,
+    /// (true rate, reported rate)
+    pub rates: Vec<(f64, f64)>,
+}
+
+impl FadingFigures {
+    pub fn markdown(&self) -> String {
+        let mut md = String::from("\n## Fading (half-life)\n\n");
+        let _ = writeln!(
+            md,
+            "k = {K}, half-life {} s, Zipf(1.0) background of {} arrivals/s over two disjoint hot sets; the set switches after 10 half-lives. Precision is against the exact forward-decayed top-{K} at that moment.\n",
+            HALF_LIFE_MS / 1000.0,
+            self.background_per_second
+        );
+        let _ = writeln!(
+            md,
+            "Takeover: the listing is >= 95% the new recent top-{K} after **{}** half-lives.\n",
+            self.takeover_half_lives
+                .map_or("never (within 10)".into(), |h| format!("{h:.2}"))
+        );
+        md.push_str("| half-lives after the shift | precision |\n|---|---|\n");
+        for (h, p) in &self.takeover {
+            let _ = writeln!(md, "| {h:.2} | {p:.3} |");
+        }
+        md.push_str("\nSteady items, after 10 half-lives at a constant rate among the background:\n\n| true req/s | reported req/s | error |\n|---|---|---|\n");
+        for (truth, reported) in &self.rates {
+            let _ = writeln!(
+                md,
+                "| {truth:.0} | {reported:.1} | {:+.2}% |",
+                (reported - truth) / truth * 100.0
+            );
+        }
+        md
+    }
+}
+
+/// Exact forward-decayed counts, for the truth.
+struct ExactDecay {
+    counts: HashMap<Vec<u8>, (f64, i64)>,
+}
+
+impl ExactDecay {
+    fn add(&mut self, item: &[u8], t: i64) {
+        let e = self.counts.entry(item.to_vec()).or_insert((0.0, t));
+        e.0 = e.0 * (-((t - e.1) as f64) / HALF_LIFE_MS).exp2() + 1.0;
+        e.1 = t;
+    }
+
+    fn top(&self, k: usize, t: i64) -> Vec<(&[u8], f64)> {
+        let mut all: Vec<(&[u8], f64)> = self
+            .counts
+            .iter()
+            .map(|(item, (c, last))| {
+                (
+                    item.as_slice(),
+                    c * (-((t - last) as f64) / HALF_LIFE_MS).exp2(),
+                )
+            })
+            .collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        all.truncate(k);
+        all
+    }
+}
+
+pub fn measure(quick: bool) -> FadingFigures {
+    let per_second = if quick { 2_000 } else { 10_000 };
+    let per_ms = (per_second / 1000).max(1);
+    let params = Params {
+        half_life_ms: Some(HALF_LIFE_MS),
+        ..Params::for_k(K as u32, 7)
+    };
+    let mut sketch = HeavyKeeper::new(params, START_MS);
+    let mut exact = ExactDecay {
+        counts: HashMap::new(),
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let zipf = Zipf::new(50_000.0, 1.0).expect("valid Zipf");
+    let steady = [
+        (b"steady:20".to_vec(), 20.0),
+        (b"steady:200".to_vec(), 200.0),
+        (b"steady:2000".to_vec(), 2000.0),
+    ];
+    let shift_at = START_MS + (10.0 * HALF_LIFE_MS) as i64;
+    let end = shift_at + (10.0 * HALF_LIFE_MS) as i64;
+    let checkpoints: Vec<i64> = (0..=40)
+        .map(|i| shift_at + (i as f64 * 0.25 * HALF_LIFE_MS) as i64)
+        .collect();
+    let mut next_checkpoint = 0;
+    let mut takeover = Vec::new();
+    let mut owed = vec![0.0f64; steady.len()];
+    for t in START_MS..end {
+        let set = if t < shift_at { "a" } else { "b" };
+        for _ in 0..per_ms {
+            let item = format!("{set}:{}", zipf.sample(&mut rng) as u64).into_bytes();
+            sketch.add(&item, 1, t);
+            exact.add(&item, t);
+        }
+        for (i, (item, rate)) in steady.iter().enumerate() {
+            owed[i] += rate / 1000.0;
+            while owed[i] >= 1.0 {
+                owed[i] -= 1.0;
+                sketch.add(item, 1, t);
+                exact.add(item, t);
+            }
+        }
+        if checkpoints.get(next_checkpoint) == Some(&t) {
+            let truth = exact.top(K, t);
+            let threshold = truth.last().map_or(0.0, |x| x.1);
+            let truth_counts: HashMap<&[u8], f64> = truth.iter().copied().collect();
+            let listed = sketch.ranked(t);
+            let hits = listed
+                .iter()
+                .filter(|r| truth_counts.get(r.item).is_some_and(|&c| c >= threshold))
+                .count();
+            takeover.push(((t - shift_at) as f64 / HALF_LIFE_MS, hits as f64 / K as f64));
+            next_checkpoint += 1;
+        }
+    }
+    let takeover_half_lives = takeover.iter().find(|(_, p)| *p >= 0.95).map(|(h, _)| *h);
+    let rates = steady
+        .iter()
+        .map(|(item, rate)| (*rate, sketch.rate(sketch.count(item, end - 1), end - 1)))
+        .collect();
+    FadingFigures {
+        background_per_second: per_second,
+        takeover,
+        takeover_half_lives,
+        rates,
+    }
+}

@@ -1,0 +1,188 @@
+//! The streams every sketch sees: item ids into a table of item bytes, so a
+//! 10M-arrival stream costs 40 MB, not gigabytes.
+
+use rand::distr::{Distribution, Uniform};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::Zipf;
+use std::collections::HashMap;
+use std::io::{BufRead, Read};
+use std::path::Path;
+
+pub struct Workload {
+    pub name: String,
+    pub names: Vec<Vec<u8>>,
+    pub stream: Vec<u32>,
+    /// Exact count of every id.
+    pub exact: Vec<u64>,
+    /// The arrivals' bytes back to back, as a log or a socket delivers them,
+    /// so that timing measures the sketch rather than pointer chasing.
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl Workload {
+    fn new(name: String, names: Vec<Vec<u8>>, stream: Vec<u32>) -> Self {
+        let mut exact = vec![0u64; names.len()];
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(stream.len());
+        for &id in &stream {
+            exact[id as usize] += 1;
+            bytes.extend_from_slice(&names[id as usize]);
+            ends.push(bytes.len() as u32);
+        }
+        Self {
+            name,
+            names,
+            stream,
+            exact,
+            bytes,
+            ends,
+        }
+    }
+
+    /// Every arrival's bytes, in order.
+    pub fn arrivals(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&end| {
+            let item = &self.bytes[start..end as usize];
+            start = end as usize;
+            item
+        })
+    }
+
+    pub fn item(&self, id: u32) -> &[u8] {
+        &self.names[id as usize]
+    }
+
+    /// Mean byte length of the items that matter (the 1000 most frequent).
+    pub fn hot_item_len(&self) -> usize {
+        let top = self.top_ids(1000);
+        (top.iter()
+            .map(|&id| self.names[id as usize].len())
+            .sum::<usize>()
+            / top.len().max(1))
+        .max(1)
+    }
+
+    /// Ids by true count, highest first (ties by id).
+    pub fn top_ids(&self, n: usize) -> Vec<u32> {
+        let mut ids: Vec<u32> = (0..self.names.len() as u32)
+            .filter(|&i| self.exact[i as usize] > 0)
+            .collect();
+        ids.sort_by(|&a, &b| {
+            self.exact[b as usize]
+                .cmp(&self.exact[a as usize])
+                .then(a.cmp(&b))
+        });
+        ids.truncate(n);
+        ids
+    }
+
+    pub fn distinct(&self) -> usize {
+        self.exact.iter().filter(|&&c| c > 0).count()
+    }
+
+    /// Exact count by item bytes.
+    pub fn index(&self) -> HashMap<&[u8], u32> {
+        self.names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_slice(), i as u32))
+            .collect()
+    }
+}
+
+fn key_names(distinct: usize) -> Vec<Vec<u8>> {
+    (0..distinct)
+        .map(|i| format!("key:{i}").into_bytes())
+        .collect()
+}
+
+fn zipf_ids(s: f64, distinct: usize, arrivals: usize, rng: &mut ChaCha8Rng) -> Vec<u32> {
+    let zipf = Zipf::new(distinct as f64, s).expect("valid Zipf");
+    (0..arrivals).map(|_| zipf.sample(rng) as u32 - 1).collect()
+}
+
+pub fn zipf(s: f64, distinct: usize, arrivals: usize, seed: u64) -> Workload {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // Ranks are shuffled onto names so that popularity is unrelated to the bytes.
+    let mut names = key_names(distinct);
+    names.shuffle(&mut rng);
+    let stream = zipf_ids(s, distinct, arrivals, &mut rng);
+    Workload::new(format!("zipf-{s}"), names, stream)
+}
+
+pub fn uniform(distinct: usize, arrivals: usize, seed: u64) -> Workload {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let ids = Uniform::new(0, distinct as u32).expect("non-empty range");
+    let stream = (0..arrivals).map(|_| ids.sample(&mut rng)).collect();
+    Workload::new("uniform".into(), key_names(distinct), stream)
+}
+
+/// Zipf(1.0) whose hot set is replaced by a disjoint one halfway through.
+pub fn shifting(distinct: usize, arrivals: usize, seed: u64) -> Workload {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let half = distinct / 2;
+    let first = zipf_ids(1.0, half, arrivals / 2, &mut rng);
+    let second = zipf_ids(1.0, half, arrivals - arrivals / 2, &mut rng);
+    let mut stream = first;
+    stream.extend(second.into_iter().map(|id| id + half as u32));
+    Workload::new("shifting".into(), key_names(half * 2), stream)
+}
+
+/// Lower-cased alphabetic words of a text, in order.
+pub fn words_of(name: &str, text: impl Read) -> Workload {
+    let mut ids: HashMap<Vec<u8>, u32> = HashMap::new();
+    let mut names = Vec::new();
+    let mut stream = Vec::new();
+    let reader = std::io::BufReader::new(text);
+    for line in reader.split(b'\n').map_while(Result::ok) {
+        for word in line
+            .split(|b| !b.is_ascii_alphabetic())
+            .filter(|w| !w.is_empty())
+        {
+            let word = word.to_ascii_lowercase();
+            let next = names.len() as u32;
+            let id = *ids.entry(word.clone()).or_insert_with(|| {
+                names.push(word);
+                next
+            });
+            stream.push(id);
+        }
+    }
+    Workload::new(name.into(), names, stream)
+}
+
+/// One item per line, as given (the `STREAM=path` workload).
+pub fn lines_of(path: &Path) -> std::io::Result<Workload> {
+    let file = std::fs::File::open(path)?;
+    let mut ids: HashMap<Vec<u8>, u32> = HashMap::new();
+    let mut names = Vec::new();
+    let mut stream = Vec::new();
+    for line in std::io::BufReader::new(file).split(b'\n') {
+        let line = line?;
+        let next = names.len() as u32;
+        let id = *ids.entry(line.clone()).or_insert_with(|| {
+            names.push(line);
+            next
+        });
+        stream.push(id);
+    }
+    let name = path
+        .file_name()
+        .map_or("stream".into(), |n| n.to_string_lossy().into_owned());
+    Ok(Workload::new(name, names, stream))
+}
+
+/// The GNU dictionary's words, from Debian's `dict-gcide` (dictzip is gzip).
+pub fn gcide(path: &Path, limit: Option<usize>) -> std::io::Result<Workload> {
+    let file = std::fs::File::open(path)?;
+    let mut w = words_of("gcide-words", flate2::read::MultiGzDecoder::new(file));
+    if let Some(n) = limit {
+        w.stream.truncate(n);
+        w = Workload::new(w.name, w.names, w.stream);
+    }
+    Ok(w)
+}

@@ -1,0 +1,63 @@
+//! The sketch alone: nanoseconds per arrival on a Zipf(1.0) stream held back
+//! to back in memory, for several k. `cargo bench -p heavykeeper-sketch`.
+
+use heavykeeper_sketch::zipf::zipf_stream;
+use heavykeeper_sketch::{HeavyKeeper, Params};
+use std::time::Instant;
+
+fn main() {
+    let arrivals: usize = std::env::var("ARRIVALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000);
+    let stream = zipf_stream(1.0, 100_000, arrivals, 1);
+    let (bytes, ends) = flatten(&stream);
+    // The floor: walking the stream and hashing each item, nothing else.
+    let start = Instant::now();
+    let (mut from, mut acc) = (0, 0u64);
+    for &end in &ends {
+        acc ^= heavykeeper_sketch::ItemHash::of(&bytes[from..end], 1).value();
+        from = end;
+    }
+    std::hint::black_box(acc);
+    println!(
+        "hash only: {:.1} ns/arrival",
+        start.elapsed().as_secs_f64() * 1e9 / arrivals as f64
+    );
+    for k in [10u32, 100, 1000, 10_000] {
+        let mut best = f64::MAX;
+        for _ in 0..3 {
+            let mut params = Params::for_k(k, 1);
+            if let Some(d) = std::env::var("DEPTH").ok().and_then(|v| v.parse().ok()) {
+                params.depth = d;
+            }
+            if let Some(w) = std::env::var("WIDTH").ok().and_then(|v| v.parse().ok()) {
+                params.width = w;
+            }
+            let mut hk = HeavyKeeper::new(params, 0);
+            let start = Instant::now();
+            let mut from = 0;
+            for &end in &ends {
+                hk.add(&bytes[from..end], 1, 0);
+                from = end;
+            }
+            best = best.min(start.elapsed().as_secs_f64());
+            std::hint::black_box(hk.ranked(0).len());
+        }
+        println!(
+            "k={k:>6}: {:.1} ns/arrival ({:.1} M/s)",
+            best * 1e9 / arrivals as f64,
+            arrivals as f64 / best / 1e6
+        );
+    }
+}
+
+fn flatten(stream: &[Vec<u8>]) -> (Vec<u8>, Vec<usize>) {
+    let mut bytes = Vec::new();
+    let mut ends = Vec::with_capacity(stream.len());
+    for item in stream {
+        bytes.extend_from_slice(item);
+        ends.push(bytes.len());
+    }
+    (bytes, ends)
+}
