@@ -8,6 +8,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod data_type;
+pub mod keyspace_event;
 pub mod panic_guard;
 pub mod reply;
 pub mod sketch_key;

@@ -335,15 +335,17 @@ impl RedisFigures {
             let _ = writeln!(md, "Not measured: {e}\n");
             return md;
         }
-        md.push_str("`redis-benchmark -c 50`, one `HK.ADD` of a random item per request against `INCR` of one key, alternated, medians:\n\n| pipeline | INCR req/s | HK.ADD req/s | ratio |\n|---|---|---|---|\n");
+        md.push_str("`redis-benchmark -c 50`, one `HK.ADD` of a random item (1M distinct) per request against `INCR` of one key, alternated, medians. `HK.QUERY` of a random item is the floor of any module command that opens a key (the server's module dispatch: context, key handle, argument wrappers):\n\n| pipeline | INCR req/s | HK.ADD req/s | HK.ADD / INCR | HK.QUERY req/s | HK.QUERY / INCR |\n|---|---|---|---|---|---|\n");
         for v in &self.versus_incr {
             let _ = writeln!(
                 md,
-                "| {} | {:.0} | {:.0} | {:.3} |",
+                "| {} | {:.0} | {:.0} | {:.3} | {:.0} | {:.3} |",
                 v.pipeline,
                 v.incr_rps,
                 v.add_rps,
-                v.add_rps / v.incr_rps
+                v.add_rps / v.incr_rps,
+                v.query_rps,
+                v.query_rps / v.incr_rps
             );
         }
         md.push_str("\nServer-side cost of `HK.ADD` with 1000-item batches (zipf-1.0), from `INFO commandstats`:\n\n| k | ns per item |\n|---|---|\n");
@@ -454,7 +456,10 @@ fn goals(
         goals.push(Goal::new(
             "HK.ADD through Redis vs INCR, -P 16",
             ">= 0.9x",
-            format!("{ratio:.3}x"),
+            format!(
+                "{ratio:.3}x (a read-only HK.QUERY: {:.3}x)",
+                v.query_rps / v.incr_rps
+            ),
             ratio >= 0.9,
         ));
     }

@@ -81,11 +81,12 @@ pub fn benchmark(
         .output()
         .map_err(|e| format!("redis-benchmark: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    // "...: 123456.79 requests per second, p50=0.183 msec" (the last \r-separated part).
+    // "INCR key: 123456.79 requests per second, p50=0.183 msec" (the last
+    // \r-separated part; the key itself may contain colons).
     let last = text.rsplit('\r').next().unwrap_or(&text);
-    last.split(':')
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
+    last.split(" requests per second")
+        .next()
+        .and_then(|head| head.split_whitespace().last())
         .and_then(|n| n.parse::<f64>().ok())
         .ok_or_else(|| format!("could not read redis-benchmark output: {text:?}"))
 }
@@ -95,6 +96,8 @@ pub struct VersusIncr {
     pub pipeline: usize,
     pub incr_rps: f64,
     pub add_rps: f64,
+    /// `HK.QUERY` of one item: the cost of any module command that opens a key.
+    pub query_rps: f64,
 }
 
 /// `INCR` and `HK.ADD` alternated `rounds` times; medians.
@@ -111,7 +114,7 @@ pub fn add_versus_incr(
         .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for pipeline in [1usize, 16] {
-        let (mut incr, mut add) = (Vec::new(), Vec::new());
+        let (mut incr, mut add, mut query) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {
             incr.push(benchmark(
                 server.port,
@@ -125,11 +128,18 @@ pub fn add_versus_incr(
                 pipeline,
                 &["HK.ADD", "bench:hk", "item:__rand_int__"],
             )?);
+            query.push(benchmark(
+                server.port,
+                requests,
+                pipeline,
+                &["HK.QUERY", "bench:hk", "item:__rand_int__"],
+            )?);
         }
         out.push(VersusIncr {
             pipeline,
             incr_rps: median(&mut incr),
             add_rps: median(&mut add),
+            query_rps: median(&mut query),
         });
     }
     Ok(out)

@@ -8,9 +8,9 @@
 //! this arrival expelled from the top-k.
 
 use crate::args::{integer, timestamp};
-use crate::reply::bytes;
-use crate::{clock, sketch_key};
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use crate::{clock, keyspace_event, sketch_key};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
+use std::os::raw::{c_char, c_long};
 
 /// Largest increment: counts are exact integers up to 2^53.
 pub const MAX_INCREMENT: u64 = 1 << 53;
@@ -19,8 +19,7 @@ pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    let arrivals = unit_arrivals(&args[2..]);
-    count_arrivals(ctx, &args, None, &arrivals, "HK.ADDAT")
+    count_arrivals(ctx, &args, None, unit_arrivals(&args[2..]), "HK.ADDAT")
 }
 
 pub fn incrby(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -28,7 +27,7 @@ pub fn incrby(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let arrivals = weighted_arrivals(&args[2..])?;
-    count_arrivals(ctx, &args, None, &arrivals, "HK.INCRBYAT")
+    count_arrivals(ctx, &args, None, arrivals.into_iter(), "HK.INCRBYAT")
 }
 
 pub fn add_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -36,8 +35,13 @@ pub fn add_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let time = timestamp(&args[2])?;
-    let arrivals = unit_arrivals(&args[3..]);
-    count_arrivals(ctx, &args, Some(time), &arrivals, "HK.ADDAT")
+    count_arrivals(
+        ctx,
+        &args,
+        Some(time),
+        unit_arrivals(&args[3..]),
+        "HK.ADDAT",
+    )
 }
 
 pub fn incrby_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -46,11 +50,11 @@ pub fn incrby_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let time = timestamp(&args[2])?;
     let arrivals = weighted_arrivals(&args[3..])?;
-    count_arrivals(ctx, &args, Some(time), &arrivals, "HK.INCRBYAT")
+    count_arrivals(ctx, &args, Some(time), arrivals.into_iter(), "HK.INCRBYAT")
 }
 
-fn unit_arrivals(items: &[RedisString]) -> Vec<(&[u8], u64)> {
-    items.iter().map(|item| (item.as_slice(), 1)).collect()
+fn unit_arrivals(items: &[RedisString]) -> impl ExactSizeIterator<Item = (&[u8], u64)> {
+    items.iter().map(|item| (item.as_slice(), 1))
 }
 
 /// Parses every pair before anything is applied: one bad increment fails the
@@ -71,26 +75,35 @@ fn weighted_arrivals(pairs: &[RedisString]) -> Result<Vec<(&[u8], u64)>, RedisEr
 /// Applies the arrivals at `time` (the server clock if `None`). A fading
 /// sketch replicates the explicit-time form `timed_command`, so replicas and
 /// the AOF apply exactly the primary's timestamp.
-fn count_arrivals(
+///
+/// The reply is written as the arrivals are applied rather than collected
+/// first: this is the hot path, and every allocation shows.
+fn count_arrivals<'a>(
     ctx: &Context,
     args: &[RedisString],
     time: Option<i64>,
-    arrivals: &[(&[u8], u64)],
+    arrivals: impl ExactSizeIterator<Item = (&'a [u8], u64)>,
     timed_command: &str,
 ) -> RedisResult {
     let name = sketch_key::name(args)?;
     let key = ctx.open_key_writable(name);
     let sketch = sketch_key::write(&key)?;
     let fading = sketch.fading().is_some();
-    let now = time.unwrap_or_else(clock::now_ms);
-    let expelled: Vec<RedisValue> = arrivals
-        .iter()
-        .map(|&(item, weight)| {
-            sketch
-                .add(item, weight, now)
-                .map_or(RedisValue::Null, |out| bytes(&out))
-        })
-        .collect();
+    // Only a fading sketch reads the clock; the others ignore time.
+    let now = match time {
+        Some(t) => t,
+        None if fading => clock::now_ms(),
+        None => 0,
+    };
+    raw::reply_with_array(ctx.ctx, arrivals.len() as c_long);
+    for (item, weight) in arrivals {
+        match sketch.add(item, weight, now) {
+            Some(out) => {
+                raw::reply_with_string_buffer(ctx.ctx, out.as_ptr().cast::<c_char>(), out.len())
+            }
+            None => raw::reply_with_null(ctx.ctx),
+        };
+    }
 
     if fading && time.is_none() {
         let stamp = now.to_string();
@@ -100,6 +113,6 @@ fn count_arrivals(
     } else {
         ctx.replicate_verbatim();
     }
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "hk.add", name);
-    Ok(RedisValue::Array(expelled))
+    keyspace_event::key_changed(ctx, c"hk.add", name);
+    Ok(RedisValue::NoReply)
 }

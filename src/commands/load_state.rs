@@ -3,9 +3,9 @@
 //! whose module versions differ (the payload carries its encoding version).
 
 use crate::args::err;
-use crate::{config, sketch_key};
+use crate::{config, keyspace_event, sketch_key};
 use heavykeeper_sketch::decode;
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 {
@@ -20,6 +20,6 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         decode(args[2].as_slice(), config::max_sketch_bytes()).map_err(|e| err(e.to_string()))?;
     sketch_key::create(&key, sketch)?;
     ctx.replicate_verbatim();
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "hk.loadstate", name);
+    keyspace_event::key_changed(ctx, c"hk.loadstate", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }

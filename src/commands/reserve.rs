@@ -1,9 +1,9 @@
 //! `HK.RESERVE key k [WIDTH w] [DEPTH d] [DECAY p] [SEED n] [HALFLIFE s | ALPHA a] [CREATED ms]`
 
 use crate::args::{decimal, err, integer, is_keyword, timestamp};
-use crate::{clock, config, sketch_key};
+use crate::{clock, config, keyspace_event, sketch_key};
 use heavykeeper_sketch::{HeavyKeeper, Params};
-use redis_module::{Context, NotifyEvent, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 /// What the user asked for; `None` means "use the default".
 #[derive(Default)]
@@ -40,7 +40,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let key = ctx.open_key_writable(name);
     sketch_key::create(&key, HeavyKeeper::new(params, created_ms))?;
     replicate_with_fixed_seed_and_time(ctx, &args, &request, seed, created_ms);
-    ctx.notify_keyspace_event(NotifyEvent::MODULE, "hk.reserve", name);
+    keyspace_event::key_changed(ctx, c"hk.reserve", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
