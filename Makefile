@@ -28,7 +28,7 @@ run: build
 ## test: unit tests of the sketch and integration tests against a real redis-server
 test: deps
 	cargo build
-	cargo test --workspace
+	cargo test --workspace --exclude hk-bench
 
 ## bench: accuracy, memory and speed report (QUICK=1 for a one-minute run)
 bench: build

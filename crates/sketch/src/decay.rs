@@ -6,30 +6,37 @@ use rand::Rng;
 /// Beyond this exponent `b^-C` is below 2^-53: no 53-bit uniform draw can hit
 /// it, so we answer 0 without spending a draw.
 const NEGLIGIBLE_EXPONENT: f64 = 37.0;
-/// Integer counts below this are answered from a table (the common case
-/// without fading); the rest use `exp`.
-const TABLE_LIMIT: usize = 128;
+/// Integer counts are answered from two small tables, `b^-C = low[C % STEP] *
+/// high[C / STEP]`: a few hundred bytes instead of one entry per count, and no
+/// `exp` on the hot path. Fractional (faded) counts use `exp`.
+const STEP: usize = 32;
 
 /// The decay probability as a function of a bucket's current count.
 #[derive(Clone, Debug)]
 pub struct DecayCurve {
     /// `ln b`, where `b = 1 / decay` (RedisBloom's convention for `decay`).
     ln_base: f64,
-    /// `b^-c` for small integer `c`.
-    table: Box<[f64]>,
+    /// `b^-c` for `c` in `0..STEP`.
+    low: Box<[f64]>,
+    /// `b^-(STEP * j)` up to the negligible exponent.
+    high: Box<[f64]>,
 }
 
 impl DecayCurve {
     /// `decay` is the probability base `1/b`, in `(0, 1]`.
     pub fn new(decay: f64) -> Self {
         let ln_base = -decay.ln();
-        let len = if ln_base > 0.0 {
-            ((NEGLIGIBLE_EXPONENT / ln_base).ceil() as usize + 1).min(TABLE_LIMIT)
+        let p = |c: f64| (-c * ln_base).exp();
+        let reach = if ln_base > 0.0 {
+            (NEGLIGIBLE_EXPONENT / ln_base).ceil().min(1e6) as usize
         } else {
-            TABLE_LIMIT
+            0
         };
-        let table = (0..len).map(|c| (-(c as f64) * ln_base).exp()).collect();
-        Self { ln_base, table }
+        Self {
+            ln_base,
+            low: (0..STEP).map(|c| p(c as f64)).collect(),
+            high: (0..=reach / STEP + 1).map(|j| p((j * STEP) as f64)).collect(),
+        }
     }
 
     /// `b^-count`; 1 for an empty or nearly empty bucket.
@@ -44,15 +51,15 @@ impl DecayCurve {
         }
         let whole = count as usize;
         if whole as f64 == count {
-            if let Some(&p) = self.table.get(whole) {
-                return p;
+            if let (Some(lo), Some(hi)) = (self.low.get(whole % STEP), self.high.get(whole / STEP)) {
+                return lo * hi;
             }
         }
         (-exponent).exp()
     }
 
     pub fn table_bytes(&self) -> usize {
-        self.table.len() * std::mem::size_of::<f64>()
+        (self.low.len() + self.high.len()) * std::mem::size_of::<f64>()
     }
 
     /// One Bernoulli trial with success probability `p`.
@@ -91,6 +98,11 @@ mod tests {
         assert!((curve.decay_probability(10.0) - 0.9f64.powi(10)).abs() < 1e-12);
         assert!((curve.decay_probability(2.5) - 0.9f64.powf(2.5)).abs() < 1e-12);
         assert_eq!(curve.decay_probability(1e6), 0.0);
+        for c in 0..400 {
+            let exact = 0.9f64.powi(c);
+            let p = curve.decay_probability(f64::from(c));
+            assert!((p - exact).abs() <= 1e-12 * exact.max(1e-300) || (exact < 2e-16 && p < 2e-16), "{c}: {p} vs {exact}");
+        }
     }
 
     #[test]
