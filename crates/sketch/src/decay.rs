@@ -35,7 +35,9 @@ impl DecayCurve {
         Self {
             ln_base,
             low: (0..STEP).map(|c| p(c as f64)).collect(),
-            high: (0..=reach / STEP + 1).map(|j| p((j * STEP) as f64)).collect(),
+            high: (0..=reach / STEP + 1)
+                .map(|j| p((j * STEP) as f64))
+                .collect(),
         }
     }
 
@@ -51,7 +53,8 @@ impl DecayCurve {
         }
         let whole = count as usize;
         if whole as f64 == count {
-            if let (Some(lo), Some(hi)) = (self.low.get(whole % STEP), self.high.get(whole / STEP)) {
+            if let (Some(lo), Some(hi)) = (self.low.get(whole % STEP), self.high.get(whole / STEP))
+            {
                 return lo * hi;
             }
         }
@@ -101,7 +104,10 @@ mod tests {
         for c in 0..400 {
             let exact = 0.9f64.powi(c);
             let p = curve.decay_probability(f64::from(c));
-            assert!((p - exact).abs() <= 1e-12 * exact.max(1e-300) || (exact < 2e-16 && p < 2e-16), "{c}: {p} vs {exact}");
+            assert!(
+                (p - exact).abs() <= 1e-12 * exact.max(1e-300) || (exact < 2e-16 && p < 2e-16),
+                "{c}: {p} vs {exact}"
+            );
         }
     }
 
