@@ -28,7 +28,9 @@ pub fn bytes(item: &[u8]) -> RedisValue {
     RedisValue::StringBuffer(item.to_vec())
 }
 
-/// A count as the integer users read: whole arrivals (faded counts round down).
+/// A count as the integer users read. Without fading counts are exact
+/// integers; a faded count is a real number, shown to the nearest integer
+/// (119.9999999 is 120, not 119).
 pub fn count(count: f64) -> RedisValue {
-    RedisValue::Integer(count.floor() as i64)
+    RedisValue::Integer(count.round() as i64)
 }
