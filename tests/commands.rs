@@ -109,11 +109,16 @@ fn items_are_binary_safe_through_every_command() {
             .query(&mut con)
             .unwrap();
     }
-    let mut listed: Vec<Vec<u8>> = redis::cmd("HK.LIST").arg("bin").query(&mut con).unwrap();
-    listed.sort();
     let mut expected = odd.clone();
     expected.sort();
-    assert_eq!(listed, expected);
+    for reload in [false, true] {
+        if reload {
+            let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+        }
+        let mut listed: Vec<Vec<u8>> = redis::cmd("HK.LIST").arg("bin").query(&mut con).unwrap();
+        listed.sort();
+        assert_eq!(listed, expected, "after reload: {reload}");
+    }
     for item in &odd {
         let counts: Vec<i64> = redis::cmd("HK.COUNT")
             .arg("bin")
@@ -387,4 +392,30 @@ fn commands_declare_their_flags_and_key_positions() {
         .query(&mut con)
         .unwrap();
     assert_eq!(keys, vec!["mykey"]);
+}
+
+#[test]
+fn acl_key_patterns_apply_to_sketch_commands() {
+    let server = Server::start();
+    let mut admin = server.client();
+    value(&mut admin, &["HK.RESERVE", "app:hot", "5"]);
+    value(&mut admin, &["HK.RESERVE", "other:hot", "5"]);
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "app", "on", ">secret", "~app:*", "+@all"])
+        .query(&mut admin)
+        .unwrap();
+    let mut con = server.client();
+    let _: () = redis::cmd("AUTH")
+        .arg("app")
+        .arg("secret")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        value(&mut con, &["HK.ADD", "app:hot", "k"]),
+        Value::Array(vec![Value::Nil])
+    );
+    let e = error(&mut con, &["HK.ADD", "other:hot", "k"]);
+    assert!(e.starts_with("NOPERM"), "{e}");
+    let e = error(&mut con, &["HK.LIST", "other:hot"]);
+    assert!(e.starts_with("NOPERM"), "{e}");
 }
