@@ -224,6 +224,13 @@ fn main() {
             );
         }
     }
+    let error_budget = if o.quick { 128 << 10 } else { 64 << 10 };
+    let _ = writeln!(
+        md,
+        "## Count errors at {}\n\nHeavyKeeper counts are lower bounds (never above the truth without a fingerprint collision); Space-Saving counts are upper bounds.\n\n{}",
+        plots::human_bytes(error_budget as f64),
+        report::error_table(&rows, error_budget)
+    );
     md.push_str("## Speed\n\n![throughput](throughput.png)\n\n| sketch | memory | M arrivals/s |\n|---|---|---|\n");
     for t in &equal {
         let _ = writeln!(md, "| {} | {} B | {:.2} |", t.kind.name(), t.memory, t.mops);

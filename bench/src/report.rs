@@ -115,3 +115,24 @@ pub fn precision_losses(rows: &[Accuracy]) -> (usize, Vec<String>) {
     }
     (compared, losses)
 }
+
+/// Count errors of every sketch at one budget: mean relative and absolute
+/// error over the true top-k it reported, and how many reported counts
+/// exceeded the truth.
+pub fn error_table(rows: &[Accuracy], budget: usize) -> String {
+    let mut out = String::from("| workload | k | sketch | precision | rel. error | abs. error | counts above the truth |\n|---|---|---|---|---|---|---|\n");
+    for r in rows.iter().filter(|r| r.budget == budget) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.3} | {:.4} | {:.1} | {} |",
+            r.workload,
+            r.k,
+            r.kind.short(),
+            r.precision,
+            r.relative_error,
+            r.absolute_error,
+            r.overestimates
+        );
+    }
+    out
+}
