@@ -69,7 +69,7 @@ pub fn precision_vs_memory(
             .configure_mesh()
             .x_desc("memory (bytes)")
             .y_desc("precision")
-            .x_label_formatter(&|x| human_bytes(*x))
+            .x_label_formatter(&|x| decimal_bytes(*x))
             .draw()?;
         for kind in Kind::ALL {
             let mut points: Vec<(f64, f64)> = rows
@@ -130,6 +130,17 @@ pub fn throughput_bars(bars: &[Throughput], title: &str, path: &Path) -> PlotRes
     }
     root.present()?;
     Ok(())
+}
+
+/// Axis labels: the log-scale ticks fall on powers of ten.
+fn decimal_bytes(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.0} MB", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.0} kB", x / 1e3)
+    } else {
+        format!("{x:.0} B")
+    }
 }
 
 pub fn human_bytes(x: f64) -> String {
