@@ -195,12 +195,7 @@ fn info_describes_the_sketch() {
         ],
     );
     value(&mut con, &["HK.INCRBY", "i", "a", "10"]);
-    let flat: Vec<Value> = redis::cmd("HK.INFO").arg("i").query(&mut con).unwrap();
-    let mut info = std::collections::HashMap::new();
-    for pair in flat.chunks(2) {
-        let name: String = redis::from_redis_value(&pair[0]).unwrap();
-        info.insert(name, pair[1].clone());
-    }
+    let info = common::hk_info(&mut con, "i");
     let text = |name: &str| -> String { redis::from_redis_value(&info[name]).unwrap() };
     assert_eq!(text("k"), "7");
     assert_eq!(text("width"), "100");

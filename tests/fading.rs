@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{digest, info_field, list_with_count, value, wait_until, Server};
+use common::{
+    digest, hk_info, info_field, list_with_count, list_with_count_at, value, wait_until, Server,
+};
 use redis::{Connection, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -160,12 +162,8 @@ fn days_of_simulated_time_neither_overflow_nor_drift() {
     // Batching a minute's arrivals at its end makes the fading count saw-tooth
     // between 60 * 2^-1 / (1 - 1/2) and 60 / (1 - 1/2): at a batch, 120 -> rate 1.39.
     assert!(r.is_finite() && (1.0..=1.5).contains(&r), "rate {r}");
-    let info: Vec<Value> = redis::cmd("HK.INFO").arg("days").query(&mut con).unwrap();
-    let at = info
-        .iter()
-        .position(|v| *v == Value::BulkString(b"clock".to_vec()))
-        .unwrap();
-    assert_eq!(info[at + 1], Value::Int(start + minutes * 60_000));
+    let info = hk_info(&mut con, "days");
+    assert_eq!(info["clock"], Value::Int(start + minutes * 60_000));
     let counts: Vec<i64> = redis::cmd("HK.COUNT")
         .arg("days")
         .arg("heartbeat")
@@ -246,7 +244,7 @@ fn a_sketch_loaded_later_has_faded_by_exactly_that_time() {
         .unwrap();
     let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
     // Ten minutes = ten half-lives: 4096 -> 4.
-    let ten_minutes_later = list_at(&mut con, "f", t + 600_000);
+    let ten_minutes_later = list_with_count_at(&mut con, "f", Some(t + 600_000));
     assert_eq!(ten_minutes_later, vec![(b"x".to_vec(), 4)]);
     let dump: Vec<u8> = redis::cmd("DUMP").arg("f").query(&mut con).unwrap();
     let _: () = redis::cmd("RESTORE")
@@ -255,25 +253,10 @@ fn a_sketch_loaded_later_has_faded_by_exactly_that_time() {
         .arg(&dump)
         .query(&mut con)
         .unwrap();
-    assert_eq!(list_at(&mut con, "g", t + 600_000), ten_minutes_later);
-}
-
-fn list_at(con: &mut Connection, key: &str, at: i64) -> Vec<(Vec<u8>, i64)> {
-    let flat: Vec<Value> = redis::cmd("HK.LIST")
-        .arg(key)
-        .arg("WITHCOUNT")
-        .arg("AT")
-        .arg(at)
-        .query(con)
-        .unwrap();
-    flat.chunks(2)
-        .map(|p| {
-            (
-                redis::from_redis_value(&p[0]).unwrap(),
-                redis::from_redis_value(&p[1]).unwrap(),
-            )
-        })
-        .collect()
+    assert_eq!(
+        list_with_count_at(&mut con, "g", Some(t + 600_000)),
+        ten_minutes_later
+    );
 }
 
 #[test]
@@ -281,14 +264,8 @@ fn info_explains_the_fading_numbers() {
     let server = Server::start();
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "a", "5", "ALPHA", "0.05"]);
-    let flat: Vec<Value> = redis::cmd("HK.INFO").arg("a").query(&mut con).unwrap();
-    let field = |name: &str| -> String {
-        let at = flat
-            .iter()
-            .position(|v| *v == Value::BulkString(name.as_bytes().to_vec()))
-            .unwrap_or_else(|| panic!("no {name}"));
-        redis::from_redis_value(&flat[at + 1]).unwrap()
-    };
+    let info = hk_info(&mut con, "a");
+    let field = |name: &str| -> String { redis::from_redis_value(&info[name]).unwrap() };
     // alpha 0.05 per second is a half-life of ln 2 / -ln 0.95 = 13.51 s.
     let h: f64 = field("halflife").parse().unwrap();
     assert!((h - 13.513).abs() < 0.001, "{h}");

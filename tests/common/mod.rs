@@ -209,16 +209,35 @@ pub fn server_error_text(e: &redis::RedisError) -> String {
 
 /// `HK.LIST key WITHCOUNT` as (item, count) pairs, on a RESP2 connection.
 pub fn list_with_count(con: &mut Connection, key: &str) -> Vec<(Vec<u8>, i64)> {
-    let flat: Vec<Value> = redis::cmd("HK.LIST")
-        .arg(key)
-        .arg("WITHCOUNT")
-        .query(con)
-        .expect("HK.LIST");
+    list_with_count_at(con, key, None)
+}
+
+/// `HK.LIST key WITHCOUNT [AT at]` as (item, count) pairs.
+pub fn list_with_count_at(con: &mut Connection, key: &str, at: Option<i64>) -> Vec<(Vec<u8>, i64)> {
+    let mut cmd = redis::cmd("HK.LIST");
+    cmd.arg(key).arg("WITHCOUNT");
+    if let Some(at) = at {
+        cmd.arg("AT").arg(at);
+    }
+    let flat: Vec<Value> = cmd.query(con).expect("HK.LIST");
     flat.chunks(2)
         .map(|pair| {
             (
                 Vec::<u8>::from_redis_value(&pair[0]).expect("item"),
                 i64::from_redis_value(&pair[1]).expect("count"),
+            )
+        })
+        .collect()
+}
+
+/// `HK.INFO key` as a name -> value map, on a RESP2 connection.
+pub fn hk_info(con: &mut Connection, key: &str) -> std::collections::HashMap<String, Value> {
+    let flat: Vec<Value> = redis::cmd("HK.INFO").arg(key).query(con).expect("HK.INFO");
+    flat.chunks(2)
+        .map(|pair| {
+            (
+                String::from_redis_value(&pair[0]).expect("field name"),
+                pair[1].clone(),
             )
         })
         .collect()
