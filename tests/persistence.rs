@@ -28,7 +28,9 @@ fn fill(con: &mut Connection, key: &str) {
 }
 
 /// What must be equal before and after: digest, listing and info.
-fn snapshot(con: &mut Connection, key: &str) -> (String, Vec<(Vec<u8>, i64)>, Vec<Value>) {
+type Snapshot = (String, Vec<(Vec<u8>, i64)>, Vec<Value>);
+
+fn snapshot(con: &mut Connection, key: &str) -> Snapshot {
     let info: Vec<Value> = redis::cmd("HK.INFO").arg(key).query(con).unwrap();
     let info = info
         .chunks(2)

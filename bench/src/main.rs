@@ -129,7 +129,7 @@ fn main() {
 
     stage(2, "accuracy at equal memory, every sketch, budget and k");
     let progress = |done: usize, total: usize, r: &Accuracy| {
-        if done % 10 == 0 || done == total {
+        if done.is_multiple_of(10) || done == total {
             eprintln!(
                 "  {done}/{total} runs ({} k={} {} {:.3})",
                 r.workload,

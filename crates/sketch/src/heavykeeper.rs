@@ -36,6 +36,23 @@ pub struct HeavyKeeper {
     pub(crate) arrivals: u64,
 }
 
+/// One arrival as the buckets see it.
+#[derive(Clone, Copy)]
+struct Arrival {
+    hash: ItemHash,
+    weight: u64,
+    /// Stored weight of one arrival at its own time.
+    unit: f64,
+    /// Stored weight of one arrival at the clock: turns a mass into a count.
+    now_unit: f64,
+}
+
+impl Arrival {
+    fn mass(&self) -> f64 {
+        self.weight as f64 * self.unit
+    }
+}
+
 /// What one arrival found in its `depth` buckets.
 struct Lookup {
     /// Mapped bucket holding the fingerprint with the largest count.
@@ -103,16 +120,18 @@ impl HeavyKeeper {
         }
         let hash = ItemHash::of(item, self.params.seed);
         let (nmin, slot_free) = self.admission_floor(now_unit);
-        let mass = weight as f64 * unit;
+        let arrival = Arrival {
+            hash,
+            weight,
+            unit,
+            now_unit,
+        };
+        let mass = arrival.mass();
 
         // Membership is looked up only when the answer can matter: most
         // arrivals (the long tail) end in the buckets, never touching the index.
         let mut member = None;
-        let Some(estimate) =
-            self.update_buckets(hash, item, nmin, &mut member, weight, unit, now_unit)
-        else {
-            return None;
-        };
+        let estimate = self.update_buckets(arrival, item, nmin, &mut member)?;
         if estimate <= nmin {
             // A member already counts at least nmin; a non-member needs nmin + 1.
             return None;
@@ -299,19 +318,16 @@ impl HeavyKeeper {
     /// Steps 2-4 of the insert: changes at most one bucket. Returns the
     /// item's new estimate if a bucket of its own changed. `member` caches the
     /// top-k lookup if selective increment needed it.
-    #[allow(clippy::too_many_arguments)]
     fn update_buckets(
         &mut self,
-        hash: ItemHash,
+        arrival: Arrival,
         item: &[u8],
         nmin: f64,
         member: &mut Option<Option<usize>>,
-        weight: u64,
-        unit: f64,
-        now_unit: f64,
     ) -> Option<f64> {
+        let hash = arrival.hash;
         let lookup = self.lookup(hash);
-        let mass = weight as f64 * unit;
+        let mass = arrival.mass();
         let fingerprint = hash.fingerprint();
         if let Some(i) = lookup.matching {
             let count = self.buckets.get(i)?.count;
@@ -333,7 +349,7 @@ impl HeavyKeeper {
             };
             return Some(mass);
         }
-        let taken_with = self.decay_bucket(lookup.smallest, weight, unit, now_unit)?;
+        let taken_with = self.decay_bucket(lookup.smallest, arrival)?;
         *self.buckets.get_mut(lookup.smallest)? = Bucket {
             fingerprint,
             count: taken_with,
@@ -344,7 +360,13 @@ impl HeavyKeeper {
     /// Plays `weight` arrivals against the bucket at `index`, each decaying it
     /// by one unit with probability `b^-C`. Returns the mass the item takes the
     /// bucket with, if the bucket was emptied.
-    fn decay_bucket(&mut self, index: usize, weight: u64, unit: f64, now_unit: f64) -> Option<f64> {
+    fn decay_bucket(&mut self, index: usize, arrival: Arrival) -> Option<f64> {
+        let Arrival {
+            weight,
+            unit,
+            now_unit,
+            ..
+        } = arrival;
         let bucket = self.buckets.get_mut(index)?;
         let mut count = bucket.count;
         let mut remaining = weight as f64;

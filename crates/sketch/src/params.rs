@@ -73,7 +73,7 @@ impl Params {
             return err("DECAY must be greater than 0 and at most 1".into());
         }
         if let Some(h) = self.half_life_ms {
-            if !(h >= 1.0 && h <= Self::MAX_HALF_LIFE_MS) {
+            if !(1.0..=Self::MAX_HALF_LIFE_MS).contains(&h) {
                 return err("the half-life must be between 1 millisecond and 100 years".into());
             }
         }
