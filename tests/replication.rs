@@ -87,6 +87,16 @@ fn a_fading_replica_applies_the_primarys_timestamps() {
     zipf_traffic(&mut p, "recent", true);
     sync(&mut p);
     assert_eq!(digest(&mut p, "recent"), digest(&mut r, "recent"));
+    // Read both as of the same moment (each server's own clock differs).
+    let Value::Int(clock) = common::hk_info(&mut p, "recent")["clock"] else {
+        panic!("a fading sketch has a clock");
+    };
+    let listed = common::list_with_count_at(&mut p, "recent", Some(clock));
+    assert!(!listed.is_empty());
+    assert_eq!(
+        common::list_with_count_at(&mut r, "recent", Some(clock)),
+        listed
+    );
 }
 
 #[test]
