@@ -288,12 +288,12 @@ impl HeavyKeeper {
         let width = self.params.width as usize;
         let mut first_empty = None;
         let (mut smallest, mut smallest_count) = (0usize, f64::INFINITY);
-        for (row, cells) in self.buckets.chunks_exact(width).enumerate() {
-            let col = hash.column(row, width);
-            let Some(bucket) = cells.get(col) else {
+        for row in 0..self.params.depth as usize {
+            let i = row * width + hash.column(row, width);
+            let Some(bucket) = self.buckets.get(i) else {
                 continue;
             };
-            let (count, i) = (bucket.count, row * width + col);
+            let count = bucket.count;
             if count <= 0.0 {
                 first_empty = first_empty.or(Some(i));
             } else if bucket.fingerprint == fingerprint {
