@@ -13,7 +13,7 @@ pub mod panic_guard;
 pub mod reply;
 pub mod sketch_key;
 
-use commands::{add, info, list, load_state, query, reserve};
+use commands::{add, info, list, load_state, merge, query, reserve};
 use data_type::HK_TYPE;
 use panic_guard::guarded;
 use redis_module::configuration::ConfigurationFlags;
@@ -54,6 +54,7 @@ redis_module! {
         ["hk.rate", guarded(query::rate), "readonly fast", 1, 1, 1, ""],
         ["hk.list", guarded(list::list), "readonly", 1, 1, 1, ""],
         ["hk.info", guarded(info::info), "readonly fast", 1, 1, 1, ""],
+        ["hk.merge", guarded(merge::merge), "write deny-oom", 1, -1, 1, ""],
         ["hk.loadstate", guarded(load_state::load_state), "write deny-oom", 1, 1, 1, ""],
     ],
     configurations: [

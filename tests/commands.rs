@@ -414,3 +414,59 @@ fn acl_key_patterns_apply_to_sketch_commands() {
     let e = error(&mut con, &["HK.LIST", "other:hot"]);
     assert!(e.starts_with("NOPERM"), "{e}");
 }
+
+#[test]
+fn shards_counted_on_separate_keys_merge_into_one_top_k() {
+    let server = Server::start();
+    let mut con = server.client();
+    for key in ["total", "shard:1", "shard:2", "shard:3"] {
+        value(&mut con, &["HK.RESERVE", key, "3", "SEED", "7"]);
+    }
+    // Each shard sees part of the traffic; only together is "b" the hottest.
+    value(&mut con, &["HK.INCRBY", "shard:1", "a", "50", "b", "40"]);
+    value(&mut con, &["HK.INCRBY", "shard:2", "b", "30", "c", "20"]);
+    value(&mut con, &["HK.INCRBY", "shard:3", "c", "25", "d", "5"]);
+    assert_eq!(
+        value(
+            &mut con,
+            &["HK.MERGE", "total", "shard:1", "shard:2", "shard:3"]
+        ),
+        Value::Okay
+    );
+    assert_eq!(
+        list_with_count(&mut con, "total"),
+        vec![
+            (b"b".to_vec(), 70),
+            (b"a".to_vec(), 50),
+            (b"c".to_vec(), 45)
+        ]
+    );
+    let info = common::hk_info(&mut con, "total");
+    assert_eq!(
+        redis::from_redis_value::<String>(&info["arrivals"]).unwrap(),
+        "170"
+    );
+
+    // Refused merges change nothing.
+    let before = common::digest(&mut con, "total");
+    value(&mut con, &["HK.RESERVE", "other-seed", "3", "SEED", "8"]);
+    let e = error(&mut con, &["HK.MERGE", "total", "shard:1", "other-seed"]);
+    assert_eq!(e, "ERR sketches differ in SEED");
+    assert_eq!(
+        error(&mut con, &["HK.MERGE", "total", "shard:1", "missing"]),
+        "ERR no such key"
+    );
+    let _: () = redis::cmd("SET")
+        .arg("str")
+        .arg("v")
+        .query(&mut con)
+        .unwrap();
+    assert!(error(&mut con, &["HK.MERGE", "total", "str"]).starts_with("WRONGTYPE"));
+    assert_eq!(common::digest(&mut con, "total"), before);
+    let keys: Vec<String> = redis::cmd("COMMAND")
+        .arg("GETKEYS")
+        .arg(&["HK.MERGE", "total", "shard:1", "shard:2"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(keys, vec!["total", "shard:1", "shard:2"]);
+}

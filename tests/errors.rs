@@ -29,6 +29,7 @@ fn wrong_arity_uses_the_standard_message() {
         &["HK.INFO"],
         &["HK.INFO", "k", "extra"],
         &["HK.LOADSTATE", "k"],
+        &["HK.MERGE", "k"],
     ];
     for case in cases {
         let e = error(&mut con, case);

@@ -147,3 +147,23 @@ fn a_failed_command_replicates_nothing() {
     let after = info_field(&mut p, "replication", "master_repl_offset").unwrap();
     assert_eq!(before, after);
 }
+
+#[test]
+fn a_merge_replicates_to_an_identical_result() {
+    let primary = Server::start();
+    let replica = replica_of(&primary);
+    let mut p = primary.client();
+    let mut r = replica.client();
+    for key in ["all", "east", "west"] {
+        value(&mut p, &["HK.RESERVE", key, "50", "SEED", "99"]);
+    }
+    zipf_traffic(&mut p, "east", false);
+    zipf_traffic(&mut p, "west", false);
+    value(&mut p, &["HK.MERGE", "all", "east", "west"]);
+    sync(&mut p);
+    assert_eq!(digest(&mut p, "all"), digest(&mut r, "all"));
+    assert_eq!(
+        list_with_count(&mut p, "all"),
+        list_with_count(&mut r, "all")
+    );
+}

@@ -5,6 +5,7 @@
 mod accuracy;
 mod contenders;
 mod fading;
+mod merging;
 mod plots;
 mod redis_phase;
 mod report;
@@ -30,7 +31,7 @@ struct Options {
     module: PathBuf,
     out: PathBuf,
     threads: usize,
-    /// Only this stage (accuracy, speed, redis, fading); all when `None`.
+    /// Only this stage (accuracy, speed, redis, fading, merge); all when `None`.
     only: Option<String>,
 }
 
@@ -61,7 +62,7 @@ fn options() -> Options {
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading|merge]");
                 std::process::exit(2);
             }
         }
@@ -171,8 +172,16 @@ fn main() {
         RedisFigures::default()
     };
 
-    stage(6, "fading: takeover after a shift, rate error");
+    stage(
+        6,
+        "fading: takeover after a shift, rate error; merging shards",
+    );
     let fade = o.runs("fading").then(|| fading::measure(o.quick));
+    let merges = if o.runs("merge") {
+        merging::measure(&loads, &ks)
+    } else {
+        Vec::new()
+    };
 
     let names: Vec<String> = loads.iter().map(|w| w.name.clone()).collect();
     let goals = goals(
@@ -244,6 +253,9 @@ fn main() {
     md.push_str(&redis.markdown());
     if let Some(fade) = &fade {
         md.push_str(&fade.markdown());
+    }
+    if !merges.is_empty() {
+        md.push_str(&merging::markdown(&merges));
     }
 
     if let Err(e) = std::fs::create_dir_all(&o.out) {

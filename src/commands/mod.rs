@@ -5,5 +5,6 @@ pub mod add;
 pub mod info;
 pub mod list;
 pub mod load_state;
+pub mod merge;
 pub mod query;
 pub mod reserve;

@@ -81,6 +81,17 @@ impl Fading {
         Some((target, factor))
     }
 
+    /// The exact factor that moves a stored mass from epoch `from` to a
+    /// later epoch `to`: 2^-(32 (to - from)), 0 once that underflows.
+    pub fn epoch_factor(from: i64, to: i64) -> f64 {
+        let shift = to.saturating_sub(from) as f64 * RENORMALISE_HALF_LIVES;
+        if shift > 2000.0 {
+            0.0
+        } else {
+            (-shift).exp2()
+        }
+    }
+
     pub fn move_to_epoch(&mut self, epoch: i64) {
         self.epoch = epoch;
     }

@@ -172,24 +172,38 @@ impl HeavyKeeper {
     /// [`Self::ranked`] reports; otherwise a sketch estimate capped at the
     /// top-k minimum (a larger one could only be a fingerprint collision).
     pub fn count(&self, item: &[u8], now_ms: i64) -> f64 {
-        let now_unit = self.read_unit(now_ms);
         let hash = ItemHash::of(item, self.params.seed);
-        if let Some(count) = self
+        self.stored_estimate(item, hash) / self.read_unit(now_ms)
+    }
+
+    /// `count` in stored units: the member's count, or the bucket estimate
+    /// capped at the top-k minimum.
+    pub(crate) fn stored_estimate(&self, item: &[u8], hash: ItemHash) -> f64 {
+        match self
             .topk
             .find(hash.value(), item)
             .and_then(|id| self.topk.count(id))
         {
-            return count / now_unit;
+            Some(count) => count,
+            None => {
+                let nmin = if self.topk.is_full() {
+                    self.topk.min_count().unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                self.bucket_estimate(hash).min(nmin)
+            }
         }
-        let (nmin, _) = self.admission_floor(now_unit);
+    }
+
+    /// The largest count among the item's buckets holding its fingerprint.
+    pub(crate) fn bucket_estimate(&self, hash: ItemHash) -> f64 {
         let fingerprint = hash.fingerprint();
-        let estimate = self
-            .columns(hash)
+        self.columns(hash)
             .filter_map(|i| self.buckets.get(i))
             .filter(|b| b.holds(fingerprint))
             .map(|b| b.count)
-            .fold(0.0, f64::max);
-        estimate.min(nmin) / now_unit
+            .fold(0.0, f64::max)
     }
 
     /// The top-k at `now_ms`, highest count first, ties by item bytes; items
@@ -244,18 +258,24 @@ impl HeavyKeeper {
     /// Moves the clock to `time_ms` and renormalises if due. Returns the
     /// stored weight of one arrival at `time_ms` and of one at the clock.
     fn advance_clock(&mut self, time_ms: i64) -> (f64, f64) {
-        let Some(fading) = self.fading.as_mut() else {
+        let Some(mut fading) = self.fading else {
             return (1.0, 1.0);
         };
         self.clock_ms = self.clock_ms.max(time_ms);
         if let Some((epoch, factor)) = fading.renormalisation(self.clock_ms) {
             fading.move_to_epoch(epoch);
-            for bucket in &mut self.buckets {
-                bucket.count *= factor;
-            }
-            self.topk.scale(factor);
+            self.fading = Some(fading);
+            self.rescale(factor);
         }
         (fading.weight(time_ms), fading.weight(self.clock_ms))
+    }
+
+    /// Multiplies every stored mass by `factor` (a landmark move).
+    pub(crate) fn rescale(&mut self, factor: f64) {
+        for bucket in &mut self.buckets {
+            bucket.count *= factor;
+        }
+        self.topk.scale(factor);
     }
 
     /// Stored weight of one arrival at the read time: reads never run the

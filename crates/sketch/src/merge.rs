@@ -1,0 +1,142 @@
+//! Merging sketches of the same shape (reference section 7): shards of one
+//! stream, counted on different servers, combined into one top-k.
+//!
+//! Buckets: the same fingerprint (or one side empty) adds up; different
+//! fingerprints keep the larger count (ties to the larger fingerprint, so
+//! merging is commutative). Never subtract: that would model Misra-Gries and
+//! under-count the elephants. Top-k: every member of either side is a
+//! candidate, scored by the larger of its merged-bucket estimate and the sum
+//! of both sides' estimates; the k best stay. Counts remain lower bounds.
+
+use crate::bucket::Bucket;
+use crate::fading::Fading;
+use crate::heavykeeper::HeavyKeeper;
+use crate::item_hash::ItemHash;
+use crate::topk::TopK;
+use std::collections::HashSet;
+use std::fmt;
+
+/// Why two sketches cannot be merged.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergeError(pub &'static str);
+
+impl fmt::Display for MergeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for MergeError {}
+
+impl HeavyKeeper {
+    /// Folds `other` into `self`. Both must share width, depth, seed, decay
+    /// and half-life (the same hash layout and the same units); `self` keeps
+    /// its k and its random state.
+    pub fn merge(&mut self, other: &HeavyKeeper) -> Result<(), MergeError> {
+        self.check_mergeable(other)?;
+        let other_factor = self.align_epochs(other);
+        let candidates = self.candidates(other, other_factor);
+        self.merge_buckets(other, other_factor);
+        self.keep_best(candidates);
+        self.clock_ms = self.clock_ms.max(other.clock_ms);
+        self.created_ms = self.created_ms.min(other.created_ms);
+        self.arrivals = self.arrivals.saturating_add(other.arrivals);
+        Ok(())
+    }
+
+    fn check_mergeable(&self, other: &HeavyKeeper) -> Result<(), MergeError> {
+        let (a, b) = (&self.params, &other.params);
+        if a.width != b.width || a.depth != b.depth {
+            return Err(MergeError("sketches differ in WIDTH or DEPTH"));
+        }
+        if a.seed != b.seed {
+            return Err(MergeError("sketches differ in SEED"));
+        }
+        if a.decay.to_bits() != b.decay.to_bits() {
+            return Err(MergeError("sketches differ in DECAY"));
+        }
+        let half_life = |p: &crate::Params| p.half_life_ms.map(f64::to_bits);
+        if half_life(a) != half_life(b) {
+            return Err(MergeError("sketches differ in HALFLIFE"));
+        }
+        Ok(())
+    }
+
+    /// Brings `self` to the later of both landmarks; returns the factor that
+    /// brings `other`'s stored masses there too.
+    fn align_epochs(&mut self, other: &HeavyKeeper) -> f64 {
+        let (Some(mine), Some(theirs)) = (self.fading, other.fading) else {
+            return 1.0;
+        };
+        let target = mine.epoch().max(theirs.epoch());
+        if target > mine.epoch() {
+            let mut moved = mine;
+            moved.move_to_epoch(target);
+            self.fading = Some(moved);
+            self.rescale(Fading::epoch_factor(mine.epoch(), target));
+        }
+        Fading::epoch_factor(theirs.epoch(), target)
+    }
+
+    fn merge_buckets(&mut self, other: &HeavyKeeper, other_factor: f64) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            let theirs = Bucket {
+                fingerprint: theirs.fingerprint,
+                count: theirs.count * other_factor,
+            };
+            if theirs.is_empty() {
+                continue;
+            }
+            if mine.is_empty() {
+                *mine = theirs;
+            } else if mine.fingerprint == theirs.fingerprint {
+                mine.count += theirs.count;
+            } else {
+                let (a, b) = (
+                    (mine.count, mine.fingerprint),
+                    (theirs.count, theirs.fingerprint),
+                );
+                if b.0 > a.0 || (b.0 == a.0 && b.1 > a.1) {
+                    *mine = theirs;
+                }
+            }
+        }
+    }
+
+    /// Every member of either side with the sum of both sides' own
+    /// estimates, taken before the buckets merge.
+    fn candidates(&self, other: &HeavyKeeper, other_factor: f64) -> Vec<(Vec<u8>, f64)> {
+        let mut seen = HashSet::new();
+        let items = self.topk.heap_order().chain(other.topk.heap_order());
+        items
+            .filter(|(item, _)| seen.insert(*item))
+            .map(|(item, _)| {
+                let hash = ItemHash::of(item, self.params.seed);
+                let sum = self.stored_estimate(item, hash)
+                    + other.stored_estimate(item, hash) * other_factor;
+                (item.to_vec(), sum)
+            })
+            .collect()
+    }
+
+    /// The k candidates with the best score, the larger of their merged
+    /// bucket estimate and their summed estimate; ties by item bytes.
+    fn keep_best(&mut self, candidates: Vec<(Vec<u8>, f64)>) {
+        let mut scored: Vec<(Vec<u8>, f64)> = candidates
+            .into_iter()
+            .map(|(item, sum)| {
+                let hash = ItemHash::of(&item, self.params.seed);
+                let score = self.bucket_estimate(hash).max(sum);
+                (item, score)
+            })
+            .filter(|(_, score)| *score > 0.0)
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        scored.truncate(self.params.k as usize);
+        let mut topk = TopK::with_capacity(self.params.k as usize);
+        for (item, score) in scored {
+            topk.insert(&item, ItemHash::of(&item, self.params.seed).value(), score);
+        }
+        self.topk = topk;
+    }
+}
