@@ -61,7 +61,8 @@ fn parse_options(options: &[RedisString]) -> Result<Request, RedisError> {
                 &mut request.depth,
                 integer(value, "DEPTH", 1, u64::from(Params::MAX_DEPTH))? as u32,
             ),
-            "DECAY" => set(&mut request.decay, decay(value)?),
+            // Its range is checked with the other parameters, in `Params::validate`.
+            "DECAY" => set(&mut request.decay, decimal(value, "DECAY")?),
             "SEED" => set(&mut request.seed, integer(value, "SEED", 0, u64::MAX)?),
             "CREATED" => set(&mut request.created_ms, timestamp(value)?),
             "HALFLIFE" | "ALPHA" => {
@@ -83,15 +84,6 @@ fn parse_options(options: &[RedisString]) -> Result<Request, RedisError> {
 /// Stores `value`; true if one was already there.
 fn set<T>(slot: &mut Option<T>, value: T) -> bool {
     slot.replace(value).is_some()
-}
-
-fn decay(value: &RedisString) -> Result<f64, RedisError> {
-    let p = decimal(value, "DECAY")?;
-    if p > 0.0 && p <= 1.0 {
-        Ok(p)
-    } else {
-        Err(err("DECAY must be greater than 0 and at most 1"))
-    }
 }
 
 /// `HALFLIFE` in seconds, or `ALPHA`, the per-second smoothing factor

@@ -55,7 +55,9 @@ impl Arrival {
 
 /// What one arrival found in its `depth` buckets.
 struct Lookup {
-    /// Mapped bucket holding the fingerprint with the largest count.
+    /// The first mapped bucket holding the fingerprint: an item claims a
+    /// bucket only when none holds its fingerprint, so it holds at most one
+    /// (barring a 32-bit fingerprint shared in the same column).
     matching: Option<usize>,
     first_empty: Option<usize>,
     /// Mapped bucket with the smallest count (all held by others).
@@ -397,6 +399,17 @@ impl HeavyKeeper {
                 count
             };
             let p = self.curve.decay_probability(current);
+            if p >= 1.0 {
+                // Every arrival decays (DECAY 1, or an all but empty bucket),
+                // and p only grows as the count falls: no coins needed.
+                let levels = (count / unit).ceil();
+                if remaining >= levels {
+                    remaining -= levels;
+                    break true;
+                }
+                count -= remaining * unit;
+                break false;
+            }
             if remaining == 1.0 {
                 // The hot path: one arrival, one coin.
                 if DecayCurve::coin(p, &mut self.rng) {

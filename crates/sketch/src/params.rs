@@ -37,6 +37,7 @@ impl Params {
     pub const MAX_HALF_LIFE_MS: f64 = 100.0 * 365.25 * 86_400_000.0;
     pub const DEFAULT_DEPTH: u32 = 3;
     pub const DEFAULT_DECAY: f64 = 0.9;
+    pub const MAX_FRACTIONAL_DECAY: f64 = 0.999;
 
     /// The width used when the user gives none. Chosen by measurement (see the
     /// README's "Choosing parameters"): enough buckets that the true top-k
@@ -69,8 +70,10 @@ impl Params {
         if self.depth == 0 || self.depth > Self::MAX_DEPTH {
             return err(format!("DEPTH must be between 1 and {}", Self::MAX_DEPTH));
         }
-        if !(self.decay > 0.0 && self.decay <= 1.0) {
-            return err("DECAY must be greater than 0 and at most 1".into());
+        // Between 0.999 and 1 a weighted increment could drain tens of
+        // thousands of levels one coin at a time; exactly 1 is O(1).
+        if !((self.decay > 0.0 && self.decay <= Self::MAX_FRACTIONAL_DECAY) || self.decay == 1.0) {
+            return err("DECAY must be greater than 0 and at most 0.999, or exactly 1".into());
         }
         if let Some(h) = self.half_life_ms {
             if !(1.0..=Self::MAX_HALF_LIFE_MS).contains(&h) {
@@ -117,6 +120,10 @@ mod tests {
             Params { depth: 17, ..ok },
             Params { decay: 0.0, ..ok },
             Params { decay: 1.5, ..ok },
+            Params {
+                decay: 0.9995,
+                ..ok
+            },
             Params {
                 decay: f64::NAN,
                 ..ok

@@ -93,6 +93,23 @@ fn a_huge_increment_costs_what_a_few_adds_cost() {
 }
 
 #[test]
+fn decay_one_drains_a_bucket_deterministically_and_at_once() {
+    let params = Params {
+        width: 1,
+        depth: 1,
+        decay: 1.0,
+        ..Params::for_k(2, 3)
+    };
+    let mut hk = HeavyKeeper::new(params, 0);
+    hk.add(b"resident", 1 << 52, 0);
+    // Every arrival decrements: 2^52 of them empty the bucket, the rest
+    // count (the one that emptied it included).
+    hk.add(b"newcomer", (1 << 52) + 5, 0);
+    assert_eq!(hk.count(b"newcomer", 0), 6.0);
+    assert!(hk.contains(b"newcomer", 0));
+}
+
+#[test]
 fn weighted_increments_match_repeated_adds_in_distribution() {
     // A bucket holding count 3 in a 1x1 sketch, then 20 arrivals of another
     // item: weighted or one by one, it takes the bucket about equally often.
