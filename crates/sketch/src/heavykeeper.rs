@@ -380,8 +380,13 @@ impl HeavyKeeper {
     }
 
     /// Plays `weight` arrivals against the bucket at `index`, each decaying it
-    /// by one unit with probability `b^-C`. Returns the mass the item takes the
-    /// bucket with, if the bucket was emptied.
+    /// by one current unit with probability `b^-C` (C its current count).
+    /// Returns the mass the item takes the bucket with, if it was emptied.
+    ///
+    /// Every success lowers C by one, so the loop runs at most once per level
+    /// whose probability is not negligible, whatever the weight and however
+    /// old the arrival (an old arrival decays by a current unit too, as the
+    /// reference prescribes, but only adds its own faded weight).
     fn decay_bucket(&mut self, index: usize, arrival: Arrival) -> Option<f64> {
         let Arrival {
             weight,
@@ -390,32 +395,32 @@ impl HeavyKeeper {
             ..
         } = arrival;
         let bucket = self.buckets.get_mut(index)?;
-        let mut count = bucket.count;
+        // Without fading the unit is 1: skip the division on the hot path.
+        let mut level = if now_unit == 1.0 {
+            bucket.count
+        } else {
+            bucket.count / now_unit
+        };
         let mut remaining = weight as f64;
         let emptied = loop {
-            let current = if self.fading.is_some() {
-                count / now_unit
-            } else {
-                count
-            };
-            let p = self.curve.decay_probability(current);
+            let p = self.curve.decay_probability(level);
             if p >= 1.0 {
                 // Every arrival decays (DECAY 1, or an all but empty bucket),
                 // and p only grows as the count falls: no coins needed.
-                let levels = (count / unit).ceil();
+                let levels = level.ceil();
                 if remaining >= levels {
                     remaining -= levels;
                     break true;
                 }
-                count -= remaining * unit;
+                level -= remaining;
                 break false;
             }
             if remaining == 1.0 {
                 // The hot path: one arrival, one coin.
                 if DecayCurve::coin(p, &mut self.rng) {
-                    count -= unit;
+                    level -= 1.0;
                     remaining = 0.0;
-                    break count <= 0.0;
+                    break level <= 0.0;
                 }
                 break false;
             }
@@ -426,8 +431,8 @@ impl HeavyKeeper {
                 break false;
             }
             remaining -= trials;
-            count -= unit;
-            if count <= 0.0 {
+            level -= 1.0;
+            if level <= 0.0 {
                 break true;
             }
             if remaining <= 0.0 {
@@ -438,7 +443,7 @@ impl HeavyKeeper {
             // The arrival that emptied it is the item's first.
             return Some((remaining + 1.0) * unit);
         }
-        bucket.count = count;
+        bucket.count = level * now_unit;
         None
     }
 

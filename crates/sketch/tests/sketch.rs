@@ -110,6 +110,24 @@ fn decay_one_drains_a_bucket_deterministically_and_at_once() {
 }
 
 #[test]
+fn a_huge_weight_from_the_distant_past_ends_at_once() {
+    let start = 1_700_000_000_000;
+    let params = Params {
+        width: 1,
+        depth: 1,
+        half_life_ms: Some(1_000.0),
+        ..Params::for_k(2, 3)
+    };
+    let mut hk = HeavyKeeper::new(params, start);
+    hk.add(b"resident", 5, start + 200_000);
+    // 2^50 arrivals from 100 half-lives ago: each weighs 2^-100 now, and
+    // each decay costs the resident a whole current unit.
+    hk.add(b"ancient", 1 << 50, start + 100_000);
+    assert!(hk.count(b"ancient", start + 200_000) < 1e-10);
+    hk.check_invariants().unwrap();
+}
+
+#[test]
 fn weighted_increments_match_repeated_adds_in_distribution() {
     // A bucket holding count 3 in a 1x1 sketch, then 20 arrivals of another
     // item: weighted or one by one, it takes the bucket about equally often.
