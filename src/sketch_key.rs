@@ -6,38 +6,36 @@ use heavykeeper_sketch::HeavyKeeper;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{RedisError, RedisString};
 
-pub fn wrong_type() -> RedisError {
-    RedisError::WrongType
-}
-
-pub fn no_such_key() -> RedisError {
-    err("no such key")
-}
-
 /// The sketch at `key`, read-only. Missing key: `ERR no such key`.
 pub fn read(key: &RedisKey) -> Result<&HeavyKeeper, RedisError> {
-    match key.get_value::<HeavyKeeper>(&HK_TYPE) {
-        Ok(Some(sketch)) => Ok(sketch),
-        Ok(None) => Err(no_such_key()),
-        Err(_) => Err(wrong_type()),
-    }
+    found(key.get_value::<HeavyKeeper>(&HK_TYPE))
 }
 
 /// The sketch at `key`, writable. Missing key: `ERR no such key`.
 pub fn write(key: &RedisKeyWritable) -> Result<&mut HeavyKeeper, RedisError> {
-    match key.get_value::<HeavyKeeper>(&HK_TYPE) {
+    found(key.get_value::<HeavyKeeper>(&HK_TYPE))
+}
+
+/// The crate reports a key of another type as an error without the
+/// standard prefix: answer with the standard `WRONGTYPE` message instead.
+fn found<T>(value: Result<Option<T>, RedisError>) -> Result<T, RedisError> {
+    match value {
         Ok(Some(sketch)) => Ok(sketch),
-        Ok(None) => Err(no_such_key()),
-        Err(_) => Err(wrong_type()),
+        Ok(None) => Err(err("no such key")),
+        Err(_) => Err(RedisError::WrongType),
     }
 }
 
-/// Stores a new sketch at an empty `key`; an existing key of any type is an error.
-pub fn create(key: &RedisKeyWritable, sketch: HeavyKeeper) -> Result<(), RedisError> {
+/// Stores a new sketch at an empty `key`; an existing key of any type is an
+/// error, found before the sketch is built.
+pub fn create(
+    key: &RedisKeyWritable,
+    build: impl FnOnce() -> Result<HeavyKeeper, RedisError>,
+) -> Result<(), RedisError> {
     if !key.is_empty() {
         return Err(err("key already exists"));
     }
-    key.set_value(&HK_TYPE, sketch)
+    key.set_value(&HK_TYPE, build()?)
         .map_err(|e| err(format!("could not store the sketch: {e}")))
 }
 

@@ -13,12 +13,9 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let name = sketch_key::name(&args)?;
     let key = ctx.open_key_writable(name);
-    if !key.is_empty() {
-        return Err(err("key already exists"));
-    }
-    let sketch =
-        decode(args[2].as_slice(), config::max_sketch_bytes()).map_err(|e| err(e.to_string()))?;
-    sketch_key::create(&key, sketch)?;
+    sketch_key::create(&key, || {
+        decode(args[2].as_slice(), config::max_sketch_bytes()).map_err(|e| err(e.to_string()))
+    })?;
     ctx.replicate_verbatim();
     keyspace_event::key_changed(ctx, c"hk.loadstate", name);
     Ok(RedisValue::SimpleStringStatic("OK"))

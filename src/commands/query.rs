@@ -9,19 +9,20 @@ use heavykeeper_sketch::HeavyKeeper;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn query(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    per_item(ctx, &args, |sketch, item, now| {
+    per_item(ctx, &args, false, |sketch, item, now| {
         RedisValue::Integer(i64::from(sketch.contains(item, now)))
     })
 }
 
 pub fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    per_item(ctx, &args, |sketch, item, now| {
+    per_item(ctx, &args, false, |sketch, item, now| {
         reply::count(sketch.count(item, now))
     })
 }
 
 pub fn rate(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    per_item(ctx, &args, |sketch, item, now| {
+    // A rate without fading is measured since creation: it needs the clock.
+    per_item(ctx, &args, true, |sketch, item, now| {
         RedisValue::Float(sketch.rate(sketch.count(item, now), now))
     })
 }
@@ -29,6 +30,7 @@ pub fn rate(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 fn per_item(
     ctx: &Context,
     args: &[RedisString],
+    needs_clock: bool,
     answer: impl Fn(&HeavyKeeper, &[u8], i64) -> RedisValue,
 ) -> RedisResult {
     if args.len() < 3 {
@@ -36,7 +38,12 @@ fn per_item(
     }
     let key = ctx.open_key(sketch_key::name(args)?);
     let sketch = sketch_key::read(&key)?;
-    let now = clock::now_ms();
+    // Only fading counts depend on the time they are read at.
+    let now = if needs_clock || sketch.fading().is_some() {
+        clock::now_ms()
+    } else {
+        0
+    };
     Ok(RedisValue::Array(
         args[2..]
             .iter()

@@ -38,7 +38,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 
     let name = sketch_key::name(&args)?;
     let key = ctx.open_key_writable(name);
-    sketch_key::create(&key, HeavyKeeper::new(params, created_ms))?;
+    sketch_key::create(&key, || Ok(HeavyKeeper::new(params, created_ms)))?;
     replicate_with_fixed_seed_and_time(ctx, &args, &request, seed, created_ms);
     keyspace_event::key_changed(ctx, c"hk.reserve", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
