@@ -456,11 +456,7 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
         error(&mut con, &["HK.MERGE", "total", "shard:1", "missing"]),
         "ERR no such key"
     );
-    let _: () = redis::cmd("SET")
-        .arg("str")
-        .arg("v")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["SET", "str", "v"]);
     assert!(error(&mut con, &["HK.MERGE", "total", "str"]).starts_with("WRONGTYPE"));
     assert_eq!(common::digest(&mut con, "total"), before);
     let keys: Vec<String> = redis::cmd("COMMAND")

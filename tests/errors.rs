@@ -46,11 +46,7 @@ fn wrong_arity_uses_the_standard_message() {
 fn another_type_is_wrongtype_and_a_missing_key_is_err() {
     let server = Server::start();
     let mut con = server.client();
-    let _: () = redis::cmd("SET")
-        .arg("str")
-        .arg("v")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["SET", "str", "v"]);
     let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
     for cmd in [
         vec!["HK.ADD", "str", "a"],
@@ -77,11 +73,7 @@ fn another_type_is_wrongtype_and_a_missing_key_is_err() {
 fn reserve_refuses_existing_keys_and_bad_parameters() {
     let server = Server::start();
     let mut con = server.client();
-    let _: () = redis::cmd("SET")
-        .arg("str")
-        .arg("v")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["SET", "str", "v"]);
     value(&mut con, &["HK.RESERVE", "hk", "2"]);
     assert_eq!(
         error(&mut con, &["HK.RESERVE", "str", "2"]),
