@@ -1,5 +1,6 @@
 //! The sketch alone: nanoseconds per arrival on a Zipf(1.0) stream held back
-//! to back in memory, for several k. `cargo bench -p heavykeeper-sketch`.
+//! to back in memory, for several k. `cargo bench -p heavykeeper-sketch`;
+//! `ARRIVALS`, `DEPTH` and `WIDTH` in the environment override the defaults.
 
 use heavykeeper_sketch::zipf::zipf_stream;
 use heavykeeper_sketch::{HeavyKeeper, Params};
