@@ -466,3 +466,41 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
         .unwrap();
     assert_eq!(keys, vec!["total", "shard:1", "shard:2"]);
 }
+
+#[test]
+fn writes_notify_keyspace_subscribers() {
+    let server = Server::start();
+    let mut con = server.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "notify-keyspace-events", "Ed"])
+        .query(&mut con)
+        .unwrap();
+    let mut listener = server.client();
+    let mut pubsub = listener.as_pubsub();
+    pubsub.subscribe("__keyevent@0__:hk.add").unwrap();
+    pubsub.subscribe("__keyevent@0__:hk.reserve").unwrap();
+    pubsub
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    value(&mut con, &["HK.RESERVE", "watched", "5"]);
+    value(&mut con, &["HK.INCRBY", "watched", "a", "3"]);
+    let events: Vec<(String, String)> = (0..2)
+        .map(|_| {
+            let msg = pubsub.get_message().expect("a keyspace event");
+            (
+                msg.get_channel_name().to_string(),
+                msg.get_payload().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            (
+                "__keyevent@0__:hk.reserve".to_string(),
+                "watched".to_string()
+            ),
+            ("__keyevent@0__:hk.add".to_string(), "watched".to_string()),
+        ]
+    );
+}

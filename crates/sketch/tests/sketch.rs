@@ -322,3 +322,31 @@ fn days_of_fading_renormalise_invisibly() {
     let back = decode(&bytes, u64::MAX).unwrap();
     assert_eq!(back.count(b"steady", t), hk.count(b"steady", t));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Saving and loading at any point (a restart, DEBUG RELOAD, a replica's
+    /// full sync) changes nothing that happens afterwards.
+    #[test]
+    fn a_reload_anywhere_changes_no_future(
+        ops in proptest::collection::vec((0u8..60, 1u64..4, 0i64..400), 1..300),
+        reload_at in 0usize..300,
+        fading in any::<bool>(),
+    ) {
+        let make = || if fading { fading_sketch(6, 500.0, 0) } else {
+            HeavyKeeper::new(Params { width: 16, depth: 2, ..Params::for_k(6, 2) }, 0)
+        };
+        let (mut straight, mut reloaded) = (make(), make());
+        let mut time = 0;
+        for (i, (item, weight, dt)) in ops.into_iter().enumerate() {
+            if i == reload_at {
+                reloaded = decode(&encode(&reloaded), u64::MAX).unwrap();
+            }
+            time += dt;
+            let weight = if weight == 3 { 1_000_000 } else { weight };
+            prop_assert_eq!(straight.add(&[item], weight, time), reloaded.add(&[item], weight, time));
+        }
+        prop_assert_eq!(encode(&straight), encode(&reloaded));
+    }
+}
