@@ -73,9 +73,11 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    if let Some(sketch) = sketch(value) {
-        raw::save_slice(rdb, &encode(sketch));
-    }
+    or_fallback((), || {
+        if let Some(sketch) = sketch(value) {
+            raw::save_slice(rdb, &encode(sketch));
+        }
+    })
 }
 
 unsafe extern "C" fn aof_rewrite(
@@ -83,21 +85,24 @@ unsafe extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    let (Some(sketch), Some(emit)) = (sketch(value), raw::RedisModule_EmitAOF) else {
-        return;
-    };
-    let bytes = encode(sketch);
-    let (Ok(command), Ok(format)) = (CString::new(LOAD_STATE_COMMAND), CString::new("sb")) else {
-        return;
-    };
-    emit(
-        aof,
-        command.as_ptr(),
-        format.as_ptr(),
-        key,
-        bytes.as_ptr().cast::<c_char>(),
-        bytes.len(),
-    );
+    or_fallback((), || {
+        let (Some(sketch), Some(emit)) = (sketch(value), raw::RedisModule_EmitAOF) else {
+            return;
+        };
+        let bytes = encode(sketch);
+        let (Ok(command), Ok(format)) = (CString::new(LOAD_STATE_COMMAND), CString::new("sb"))
+        else {
+            return;
+        };
+        emit(
+            aof,
+            command.as_ptr(),
+            format.as_ptr(),
+            key,
+            bytes.as_ptr().cast::<c_char>(),
+            bytes.len(),
+        );
+    })
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
@@ -105,16 +110,18 @@ unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    let (Some(sketch), Some(add), Some(end)) = (
-        sketch(value),
-        raw::RedisModule_DigestAddStringBuffer,
-        raw::RedisModule_DigestEndSequence,
-    ) else {
-        return;
-    };
-    let bytes = encode(sketch);
-    add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
-    end(md);
+    or_fallback((), || {
+        let (Some(sketch), Some(add), Some(end)) = (
+            sketch(value),
+            raw::RedisModule_DigestAddStringBuffer,
+            raw::RedisModule_DigestEndSequence,
+        ) else {
+            return;
+        };
+        let bytes = encode(sketch);
+        add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
+        end(md);
+    })
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {

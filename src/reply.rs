@@ -13,9 +13,7 @@ pub fn rows(ctx: &Context, rows: Vec<Vec<RedisValue>>) -> RedisValue {
     let nested = is_resp3(ctx);
     let mut out = Vec::with_capacity(rows.iter().map(Vec::len).sum());
     for mut row in rows {
-        if row.len() == 1 {
-            out.append(&mut row);
-        } else if nested {
+        if nested && row.len() > 1 {
             out.push(RedisValue::Array(row));
         } else {
             out.append(&mut row);
