@@ -184,6 +184,8 @@ fn main() {
     };
 
     let names: Vec<String> = loads.iter().map(|w| w.name.clone()).collect();
+    // A quick run never overwrites the full run's report and plots.
+    let suffix = if o.quick { "-quick" } else { "" };
     let goals = goals(
         &rows,
         &defaults,
@@ -224,7 +226,7 @@ fn main() {
     }
     md.push_str("\n## Precision at equal memory\n\nBudgets count everything a sketch holds, items included (peers: their own `mem_bytes`; Space-Saving: its counters, index, heap and filter). A sketch that cannot fit a budget shows —. Precision counts an item tied with the true k-th as correct; relative error is over the true top-k items reported.\n\n");
     for k in ks {
-        let _ = writeln!(md, "![precision k={k}](precision_k{k}.png)\n");
+        let _ = writeln!(md, "![precision k={k}](precision_k{k}{suffix}.png)\n");
         for w in &names {
             let _ = writeln!(
                 md,
@@ -240,7 +242,7 @@ fn main() {
         plots::human_bytes(error_budget as f64),
         report::error_table(&rows, error_budget)
     );
-    md.push_str("## Speed\n\n![throughput](throughput.png)\n\n| sketch | memory | M arrivals/s |\n|---|---|---|\n");
+    let _ = write!(md, "## Speed\n\n![throughput](throughput{suffix}.png)\n\n| sketch | memory | M arrivals/s |\n|---|---|---|\n");
     for t in &equal {
         let _ = writeln!(md, "| {} | {} B | {:.2} |", t.kind.name(), t.memory, t.mops);
     }
@@ -267,7 +269,7 @@ fn main() {
                 &rows,
                 k,
                 &names,
-                &o.out.join(format!("precision_k{k}.png")),
+                &o.out.join(format!("precision_k{k}{suffix}.png")),
             ) {
                 eprintln!("plot k={k}: {e}");
             }
@@ -275,7 +277,7 @@ fn main() {
         if let Err(e) = plots::throughput_bars(
             &equal,
             "k = 100, 64 KiB each, zipf-1.0",
-            &o.out.join("throughput.png"),
+            &o.out.join(format!("throughput{suffix}.png")),
         ) {
             eprintln!("plot throughput: {e}");
         }
