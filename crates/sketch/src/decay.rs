@@ -65,10 +65,11 @@ impl DecayCurve {
         (self.low.len() + self.high.len()) * std::mem::size_of::<f64>()
     }
 
-    /// One Bernoulli trial with success probability `p`.
+    /// One Bernoulli trial with success probability `p` (a draw in [0, 1)
+    /// is below any `p >= 1`; `p == 0` spends no draw).
     #[inline]
     pub fn coin<R: Rng>(p: f64, rng: &mut R) -> bool {
-        p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
+        p > 0.0 && rng.random::<f64>() < p
     }
 
     /// Number of arrivals up to and including the first successful decay,

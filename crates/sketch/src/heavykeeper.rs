@@ -309,11 +309,9 @@ impl HeavyKeeper {
     #[inline]
     fn lookup(&self, hash: ItemHash) -> Lookup {
         let fingerprint = hash.fingerprint();
-        let width = self.params.width as usize;
         let mut first_empty = None;
         let (mut smallest, mut smallest_count) = (0usize, f64::INFINITY);
-        for row in 0..self.params.depth as usize {
-            let i = row * width + hash.column(row, width);
+        for i in self.columns(hash) {
             let Some(bucket) = self.buckets.get(i) else {
                 continue;
             };
