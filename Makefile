@@ -25,10 +25,15 @@ build: deps
 run: build
 	redis-server redis.conf.example
 
-## test: unit tests of the sketch and integration tests against a real redis-server
+## test: unit, property and integration tests (debug module with its fault hooks), then the
+## property tests and the whole integration suite again in release mode, against the module
+## that ships (overflow checks on, fault hooks compiled out)
 test: deps
 	cargo build
 	cargo test --workspace --exclude hk-bench
+	cargo build --release
+	cargo test --release -p heavykeeper-sketch --test payloads --test golden
+	HK_MODULE=$(CURDIR)/$(MODULE) cargo test -p redis-heavykeeper --tests
 
 ## bench: accuracy, memory and speed report (QUICK=1 for a one-minute run)
 bench: build

@@ -1,9 +1,44 @@
 //! Argument parsing with error messages that say which argument is wrong.
+//!
+//! Every error goes through [`err`], which keeps the message printable ASCII:
+//! the crate turns an error into a C string byte by byte (`char as u8`), so a
+//! character such as U+0100 would become a NUL and abort the server. Client
+//! bytes quoted in a message go through [`printable`] first.
 
 use redis_module::{RedisError, RedisString};
 
-pub fn err(message: impl Into<String>) -> RedisError {
-    RedisError::String(format!("ERR {}", message.into()))
+/// Client bytes quoted in an error: at most this many, then `...`.
+const QUOTED_BYTES: usize = 64;
+
+/// An `ERR` reply; anything outside printable ASCII is escaped as `\xNN`.
+pub fn err(message: impl AsRef<str>) -> RedisError {
+    let mut text = String::from("ERR ");
+    for &byte in message.as_ref().as_bytes() {
+        push_escaped(&mut text, byte, false);
+    }
+    RedisError::String(text)
+}
+
+/// Client bytes as printable ASCII for an error message: `\xNN` for every
+/// other byte (and `\\` for a backslash, so the rendering is unambiguous),
+/// cut after 64 bytes.
+pub fn printable(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len().min(QUOTED_BYTES) + 8);
+    for &byte in bytes.iter().take(QUOTED_BYTES) {
+        push_escaped(&mut text, byte, true);
+    }
+    if bytes.len() > QUOTED_BYTES {
+        text.push_str("...");
+    }
+    text
+}
+
+fn push_escaped(text: &mut String, byte: u8, escape_backslash: bool) {
+    match byte {
+        b'\\' if escape_backslash => text.push_str("\\\\"),
+        0x20..=0x7e => text.push(char::from(byte)),
+        _ => text.push_str(&format!("\\x{byte:02x}")),
+    }
 }
 
 fn text(arg: &RedisString) -> Option<&str> {
@@ -35,4 +70,35 @@ pub fn is_keyword(arg: &RedisString, keyword: &str) -> bool {
 pub fn timestamp(arg: &RedisString) -> Result<i64, RedisError> {
     let max = crate::clock::MAX_TIMESTAMP_MS as u64;
     integer(arg, "timestamp (milliseconds since the Unix epoch)", 0, max).map(|t| t as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(e: RedisError) -> String {
+        match e {
+            RedisError::String(s) => s,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn client_bytes_become_printable_ascii() {
+        assert_eq!(printable("Ā".as_bytes()), "\\xc4\\x80");
+        assert_eq!(printable(b"a\0b\r\n\\"), "a\\x00b\\x0d\\x0a\\\\");
+        assert_eq!(printable(&[b'x'; 70]), format!("{}...", "x".repeat(64)));
+    }
+
+    #[test]
+    fn every_error_is_printable_ascii_whatever_it_was_given() {
+        let e = message(err("option 'Ā' \u{4e00}\r\n"));
+        assert!(e.bytes().all(|b| (0x20..=0x7e).contains(&b)), "{e}");
+        assert!(e.starts_with("ERR option '"));
+        // Already printable text (an escaped quote included) is left alone.
+        assert_eq!(
+            message(err(format!("x '{}'", printable(b"\\\xff")))),
+            "ERR x '\\\\\\xff'"
+        );
+    }
 }

@@ -2,8 +2,8 @@
 
 use redis_module::raw;
 
-/// Latest timestamp a command may carry: the year 9999.
-pub const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
+/// Latest timestamp a command may carry: the end of the year 9999.
+pub use heavykeeper_sketch::MAX_TIMESTAMP_MS;
 
 pub fn now_ms() -> i64 {
     // SAFETY: the function pointer is filled in by the server before any

@@ -2,13 +2,14 @@
 //! digest, copy and free. Every byte format comes from the sketch crate's
 //! `encoding` module; nothing here lays out bytes of its own.
 
+use crate::fault;
 use crate::panic_guard::or_fallback;
 use heavykeeper_sketch::{decode, encode, HeavyKeeper, ENCODING_VERSION};
 use redis_module::logging::log_warning;
 use redis_module::native_types::RedisType;
 use redis_module::raw;
-use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Registered type name (exactly nine characters, as Redis requires).
 pub const TYPE_NAME: &str = "heavykeep";
@@ -38,9 +39,6 @@ pub static HK_TYPE: RedisType = RedisType::new(
         unlink2: None,
     },
 );
-
-/// The internal command the AOF rewrite emits to rebuild a key exactly.
-pub const LOAD_STATE_COMMAND: &str = "HK.LOADSTATE";
 
 /// # Safety
 /// `value` must be a pointer this module handed to Redis.
@@ -72,12 +70,32 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
     })
 }
 
-unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    or_fallback((), || {
-        if let Some(sketch) = sketch(value) {
-            raw::save_slice(rdb, &encode(sketch));
-        }
+/// The bytes to save for a sketch, never nothing: a value missing from the
+/// stream would corrupt the whole RDB (every key after it unreadable).
+/// Encoding does not fail; should it panic all the same, the sketch is saved
+/// empty with its shape, and the log says so.
+fn encode_for_saving(sketch: Option<&HeavyKeeper>) -> Vec<u8> {
+    let Some(sketch) = sketch else {
+        log_warning(
+            "heavykeeper: asked to save a missing sketch; saving a marker that will not load",
+        );
+        return vec![0];
+    };
+    catch_unwind(AssertUnwindSafe(|| {
+        fault::on_encode(sketch);
+        encode(sketch)
+    }))
+    .unwrap_or_else(|_| {
+        log_warning(
+            "heavykeeper: a sketch could not be encoded (a bug: please report it); it is saved empty with its parameters",
+        );
+        catch_unwind(AssertUnwindSafe(|| encode(&HeavyKeeper::empty_like(sketch))))
+            .unwrap_or_else(|_| vec![0])
     })
+}
+
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    raw::save_slice(rdb, &encode_for_saving(sketch(value)));
 }
 
 unsafe extern "C" fn aof_rewrite(
@@ -85,24 +103,18 @@ unsafe extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    or_fallback((), || {
-        let (Some(sketch), Some(emit)) = (sketch(value), raw::RedisModule_EmitAOF) else {
-            return;
-        };
-        let bytes = encode(sketch);
-        let (Ok(command), Ok(format)) = (CString::new(LOAD_STATE_COMMAND), CString::new("sb"))
-        else {
-            return;
-        };
-        emit(
-            aof,
-            command.as_ptr(),
-            format.as_ptr(),
-            key,
-            bytes.as_ptr().cast::<c_char>(),
-            bytes.len(),
-        );
-    })
+    let Some(emit) = raw::RedisModule_EmitAOF else {
+        return;
+    };
+    let bytes = encode_for_saving(sketch(value));
+    emit(
+        aof,
+        c"HK.LOADSTATE".as_ptr(),
+        c"sb".as_ptr(),
+        key,
+        bytes.as_ptr().cast::<c_char>(),
+        bytes.len(),
+    );
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
@@ -110,18 +122,15 @@ unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    or_fallback((), || {
-        let (Some(sketch), Some(add), Some(end)) = (
-            sketch(value),
-            raw::RedisModule_DigestAddStringBuffer,
-            raw::RedisModule_DigestEndSequence,
-        ) else {
-            return;
-        };
-        let bytes = encode(sketch);
-        add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
-        end(md);
-    })
+    let (Some(add), Some(end)) = (
+        raw::RedisModule_DigestAddStringBuffer,
+        raw::RedisModule_DigestEndSequence,
+    ) else {
+        return;
+    };
+    let bytes = encode_for_saving(sketch(value));
+    add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
+    end(md);
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {

@@ -8,7 +8,9 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod data_type;
+pub mod fault;
 pub mod keyspace_event;
+pub mod limits;
 pub mod panic_guard;
 pub mod reply;
 pub mod sketch_key;
@@ -65,6 +67,15 @@ redis_module! {
                 config::DEFAULT_MAX_SKETCH_BYTES,
                 config::MIN_MAX_SKETCH_BYTES,
                 config::MAX_MAX_SKETCH_BYTES,
+                ConfigurationFlags::DEFAULT,
+                None
+            ],
+            [
+                "max-future-ms",
+                &config::MAX_FUTURE_MS,
+                config::DEFAULT_MAX_FUTURE_MS,
+                0,
+                config::MAX_MAX_FUTURE_MS,
                 ConfigurationFlags::DEFAULT,
                 None
             ],

@@ -468,6 +468,53 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
 }
 
 #[test]
+fn a_merge_is_idempotent_and_never_counts_a_stream_twice() {
+    let server = Server::start();
+    let mut con = server.client();
+    for key in ["east", "west", "t"] {
+        value(&mut con, &["HK.RESERVE", key, "3", "SEED", "7"]);
+    }
+    value(&mut con, &["HK.INCRBY", "east", "a", "50", "b", "40"]);
+    value(&mut con, &["HK.INCRBY", "west", "b", "30", "c", "20"]);
+    value(&mut con, &["HK.INCRBY", "t", "x", "100"]);
+    let merged = vec![
+        (b"b".to_vec(), 70),
+        (b"a".to_vec(), 50),
+        (b"c".to_vec(), 20),
+    ];
+    // A missing destination is created; a retry (after a timeout, say)
+    // leaves the same answer, not twice the counts.
+    for _ in 0..3 {
+        value(&mut con, &["HK.MERGE", "total", "east", "west"]);
+        assert_eq!(list_with_count(&mut con, "total"), merged);
+    }
+    // An existing destination becomes the merge of its sources: what it
+    // held before does not count.
+    value(&mut con, &["HK.INCRBY", "t", "x", "5"]);
+    value(&mut con, &["HK.MERGE", "t", "east", "west"]);
+    assert_eq!(list_with_count(&mut con, "t"), merged);
+    // A sketch merged with itself is itself.
+    let before = common::digest(&mut con, "east");
+    value(&mut con, &["HK.MERGE", "east", "east"]);
+    assert_eq!(common::digest(&mut con, "east"), before);
+    assert_eq!(
+        list_with_count(&mut con, "east"),
+        vec![(b"a".to_vec(), 50), (b"b".to_vec(), 40)]
+    );
+    // Listing the destination among the sources accumulates, explicitly.
+    value(&mut con, &["HK.MERGE", "east", "east", "west"]);
+    assert_eq!(list_with_count(&mut con, "east"), merged);
+    // A source listed twice would count its stream twice: refused.
+    let e = error(&mut con, &["HK.MERGE", "t2", "west", "west"]);
+    assert_eq!(
+        e,
+        "ERR source 'west' is listed twice: it would count its sub-stream twice"
+    );
+    let exists: i64 = redis::cmd("EXISTS").arg("t2").query(&mut con).unwrap();
+    assert_eq!(exists, 0);
+}
+
+#[test]
 fn writes_notify_keyspace_subscribers() {
     let server = Server::start();
     let mut con = server.client();

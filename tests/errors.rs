@@ -185,3 +185,134 @@ fn load_state_refuses_garbage_and_existing_keys() {
     assert!(error(&mut con, &["HK.LOADSTATE", "k", "x"]).starts_with("ERR key already exists"));
     assert!(server.is_alive());
 }
+
+fn is_printable_ascii(text: &str) -> bool {
+    text.bytes().all(|b| (0x20..=0x7e).contains(&b))
+}
+
+fn error_bytes(con: &mut redis::Connection, parts: &[&[u8]]) -> String {
+    match common::run::<Value>(con, parts) {
+        Ok(v) => panic!("{parts:?} succeeded with {v:?}"),
+        Err(e) => common::server_error_text(&e),
+    }
+}
+
+#[test]
+fn client_bytes_in_errors_are_escaped_and_never_crash_the_server() {
+    let mut server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "a", "10"]);
+    value(&mut con, &["HK.RESERVE", "b", "10"]);
+    let cases: &[(&[&[u8]], &str)] = &[
+        (&[b"HK.LIST", b"a", "Ā".as_bytes()], "'\\xc4\\x80'"),
+        (&[b"HK.LIST", b"a", b"x\x00\r\n"], "'x\\x00\\x0d\\x0a'"),
+        (
+            &[b"HK.RESERVE", b"n", b"5", "Ā\u{4e00}".as_bytes(), b"1"],
+            "'\\xc4\\x80\\xe4\\xb8\\x80'",
+        ),
+        (
+            &[b"HK.RESERVE", b"n", b"5", b"wid\xffth", b"1"],
+            "'wid\\xffth'",
+        ),
+        (
+            &[b"HK.MERGE", b"d", "Ā".as_bytes(), "Ā".as_bytes()],
+            "'\\xc4\\x80'",
+        ),
+    ];
+    for (cmd, quoted) in cases {
+        let e = error_bytes(&mut con, cmd);
+        assert!(e.starts_with("ERR "), "{e}");
+        assert!(is_printable_ascii(&e), "{e:?}");
+        assert!(e.contains(quoted), "{e} should quote {quoted}");
+    }
+    let long = vec![0xffu8; 70_000];
+    let e = error_bytes(&mut con, &[b"HK.LIST", b"a", &long]);
+    assert!(e.len() < 400 && e.contains("..."), "{}", e.len());
+    assert!(server.is_alive(), "{}", server.log());
+    assert_eq!(
+        value(&mut con, &["PING"]),
+        Value::SimpleString("PONG".into())
+    );
+}
+
+#[test]
+fn timestamps_far_ahead_of_the_clock_are_refused_from_clients() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "f", "5", "HALFLIFE", "10"]);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let year_2100 = "4102444800000";
+    let tomorrow = (now + 86_400_000).to_string();
+    let before = digest(&mut con, "f");
+    for cmd in [
+        vec!["HK.ADDAT", "f", year_2100, "x"],
+        vec!["HK.INCRBYAT", "f", &tomorrow, "x", "3"],
+        vec![
+            "HK.RESERVE",
+            "g",
+            "5",
+            "HALFLIFE",
+            "10",
+            "CREATED",
+            year_2100,
+        ],
+    ] {
+        let e = error(&mut con, &cmd);
+        assert!(e.contains("ahead of the server clock"), "{cmd:?}: {e}");
+        assert!(e.contains("heavykeeper.max-future-ms allows 60000"), "{e}");
+    }
+    assert_eq!(digest(&mut con, "f"), before);
+    // Within the window (a client whose clock runs a little fast): fine.
+    value(
+        &mut con,
+        &["HK.ADDAT", "f", &(now + 5_000).to_string(), "x"],
+    );
+    // The window is a config.
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.max-future-ms", "172800000"],
+    );
+    value(&mut con, &["HK.ADDAT", "f", &tomorrow, "x"]);
+    let listed = common::list_with_count_at(&mut con, "f", Some(now + 86_400_000));
+    assert_eq!(listed[0].0, b"x");
+}
+
+/// Debug builds only (the release module compiles the fault hook out).
+fn fault_hooks_compiled_in() -> bool {
+    common::module_path().to_string_lossy().contains("/debug/")
+}
+
+#[test]
+fn a_panic_in_the_middle_of_add_is_one_error_and_the_connection_stays_in_step() {
+    if !fault_hooks_compiled_in() {
+        eprintln!("skipped: the release module has no fault hooks");
+        return;
+    }
+    let mut server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "k", "5", "SEED", "1"]);
+    let panic_item = "heavykeeper:fault:panic-on-add";
+    for resp3 in [false, true] {
+        let mut con = if resp3 {
+            server.client_resp3()
+        } else {
+            server.client()
+        };
+        let e = error(&mut con, &["HK.ADD", "k", "a", "b", panic_item, "c"]);
+        assert_eq!(
+            e,
+            "ERR internal error in the heavykeeper module after 2 of 4 arrivals (those were applied)"
+        );
+        // The very next reply on this connection is the next command's.
+        assert_eq!(
+            value(&mut con, &["ECHO", "in step"]),
+            Value::BulkString(b"in step".to_vec())
+        );
+    }
+    assert!(server.is_alive());
+    let listed = common::list_with_count(&mut con, "k");
+    assert_eq!(listed, vec![(b"a".to_vec(), 2), (b"b".to_vec(), 2)]);
+}

@@ -14,6 +14,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const DAY_MS: i64 = 86_400_000;
 
 /// A simulated clock starting a day after the server's.
+/// A server that accepts simulated timelines: timestamps days ahead of its
+/// clock are refused by default (`heavykeeper.max-future-ms`).
+fn simulation_server(extra: &[&str]) -> Server {
+    Server::start_configured(&["max-future-ms", "253402300799999"], extra)
+}
+
 fn simulated_start() -> i64 {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -35,7 +41,7 @@ fn rate(con: &mut Connection, key: &str, item: &str) -> f64 {
 
 #[test]
 fn a_steady_item_reports_its_rate() {
-    let server = Server::start();
+    let server = simulation_server(&[]);
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "api", "10", "HALFLIFE", "1"]);
     let start = simulated_start();
@@ -79,7 +85,7 @@ fn a_steady_item_reports_its_rate() {
 
 #[test]
 fn rates_without_a_half_life_average_since_creation() {
-    let server = Server::start();
+    let server = simulation_server(&[]);
     let mut con = server.client();
     let created = simulated_start() - DAY_MS - 10_000;
     value(
@@ -94,7 +100,7 @@ fn rates_without_a_half_life_average_since_creation() {
 
 #[test]
 fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
-    let server = Server::start();
+    let server = simulation_server(&[]);
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "cdn", "5", "HALFLIFE", "2"]);
     let start = simulated_start();
@@ -142,7 +148,7 @@ fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
 
 #[test]
 fn days_of_simulated_time_neither_overflow_nor_drift() {
-    let server = Server::start();
+    let server = simulation_server(&[]);
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "days", "3", "HALFLIFE", "60"]);
     let start = simulated_start();
@@ -206,7 +212,7 @@ fn snapshot_at(con: &mut Connection, key: &str, at: i64) -> (String, Vec<Value>)
 
 #[test]
 fn a_fading_sketch_survives_reload_restart_and_aof_replay() {
-    let mut server = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let mut server = simulation_server(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
     let mut con = server.client();
     fill_fading(&mut con, "f");
     let at = simulated_start() + 120_000;
@@ -231,7 +237,7 @@ fn a_fading_sketch_survives_reload_restart_and_aof_replay() {
 
 #[test]
 fn a_sketch_loaded_later_has_faded_by_exactly_that_time() {
-    let server = Server::start();
+    let server = simulation_server(&[]);
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "f", "5", "HALFLIFE", "60"]);
     let t = simulated_start();
@@ -261,7 +267,7 @@ fn a_sketch_loaded_later_has_faded_by_exactly_that_time() {
 
 #[test]
 fn info_explains_the_fading_numbers() {
-    let server = Server::start();
+    let server = simulation_server(&[]);
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "a", "5", "ALPHA", "0.05"]);
     let info = hk_info(&mut con, "a");

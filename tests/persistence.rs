@@ -4,6 +4,7 @@
 mod common;
 
 use common::{digest, error, info_field, list_with_count, value, wait_until, Server};
+use heavykeeper_sketch::ENCODING_VERSION;
 use redis::{Connection, Value};
 use std::time::Duration;
 
@@ -210,8 +211,20 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
         }
         assert!(accepted_cuts <= 2);
         // Byte flips everywhere after the type byte, with a valid checksum.
-        // Some (a fingerprint, a count still in heap order) leave a valid sketch.
-        let mut accepted = 0;
+        // Some (a fingerprint, a count still in heap order) leave a valid
+        // sketch, which must then work; flips of the fields that fix the
+        // payload's layout (version, width, depth, fading flag) never do.
+        // (Compressed, the blob cannot be found: flips there are checked
+        // for crashes only.)
+        let blob = dump
+            .body
+            .windows(13)
+            .position(|w| w == [ENCODING_VERSION, 8, 0, 0, 0, 16, 0, 0, 0, 2, 0, 0, 0]);
+        assert!(blob.is_some() || compression == "yes");
+        let layout_fields: Vec<usize> = blob
+            .map(|b| vec![b, b + 5, b + 9, b + 30])
+            .unwrap_or_default();
+        let mut refused_layout_flips = 0;
         for at in 1..dump.body.len() {
             for flip in [0x01u8, 0x80, 0xFF] {
                 let mut bad = Dump {
@@ -219,9 +232,14 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
                     rdb_version: dump.rdb_version,
                 };
                 bad.body[at] ^= flip;
-                accepted += usize::from(try_restore(&mut con, &bad.payload()));
+                let accepted = try_restore(&mut con, &bad.payload());
+                if layout_fields.contains(&at) {
+                    assert!(!accepted, "a flip {flip:#x} at {at} was accepted");
+                    refused_layout_flips += 1;
+                }
             }
         }
+        assert_eq!(refused_layout_flips, layout_fields.len() * 3);
         assert!(
             server.is_alive(),
             "compression {compression}\n{}",
@@ -229,7 +247,6 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
         );
         let exists: i64 = redis::cmd("EXISTS").arg("t").query(&mut con).unwrap();
         assert_eq!(exists, 0, "no half-built key");
-        assert!(accepted < dump.body.len() * 3);
     }
 }
 
@@ -251,8 +268,8 @@ fn a_payload_from_a_newer_encoding_is_refused() {
     // 10 bits are the encoding version.
     assert_eq!(&dump.body[..2], &[7, 0x81]);
     let mut id = u64::from_be_bytes(dump.body[2..10].try_into().unwrap());
-    assert_eq!(id & 1023, 1);
-    id = (id & !1023) | 2;
+    assert_eq!(id & 1023, u64::from(ENCODING_VERSION));
+    id = (id & !1023) | u64::from(ENCODING_VERSION + 1);
     let mut newer = Dump {
         body: dump.body.clone(),
         rdb_version: dump.rdb_version,
@@ -265,8 +282,8 @@ fn a_payload_from_a_newer_encoding_is_refused() {
     );
 
     // The same inside the blob: its first byte is the encoding version too.
-    // Version 1, k = 3, width = 8, depth = 1, all little-endian.
-    let header = [1, 3, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0];
+    // The version, k = 3, width = 8, depth = 1, all little-endian.
+    let header = [ENCODING_VERSION, 3, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0];
     let blob_at = dump
         .body
         .windows(header.len())
@@ -276,68 +293,382 @@ fn a_payload_from_a_newer_encoding_is_refused() {
         body: dump.body.clone(),
         rdb_version: dump.rdb_version,
     };
-    newer_blob.body[blob_at] = 2;
+    newer_blob.body[blob_at] = ENCODING_VERSION + 1;
     assert!(restore(&mut con, "t", &newer_blob.payload()).is_err());
     assert!(server.log().contains("newer than this module supports"));
 }
 
-/// Version-1 sketches saved by this module must load in every later one.
-#[test]
-fn a_version_1_dump_still_loads() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/v1-sketch.dump.hex"
+/// The commands behind every `vN-sketch.dump.hex` fixture.
+fn fixture_commands(con: &mut Connection, key: &str) {
+    value(
+        con,
+        &[
+            "HK.RESERVE",
+            key,
+            "5",
+            "WIDTH",
+            "32",
+            "DEPTH",
+            "2",
+            "SEED",
+            "1",
+            "CREATED",
+            "1700000000000",
+        ],
     );
+    for i in 0..300 {
+        value(
+            con,
+            &["HK.ADD", key, &format!("k{}", (i * 7) % 13 % (1 + i % 5))],
+        );
+    }
+    value(con, &["HK.INCRBY", key, "weighted", "1000"]);
+}
+
+fn fixture_path(version: u8) -> String {
+    format!(
+        "{}/tests/fixtures/v{version}-sketch.dump.hex",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// `HK_WRITE_FIXTURES=1` records the current encoding's fixture (never an
+/// older one's: those are history).
+fn write_current_fixture(con: &mut Connection) {
+    fixture_commands(con, "fixture");
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("fixture").query(con).unwrap();
+    let hex: String = dump.iter().map(|b| format!("{b:02x}")).collect();
+    std::fs::write(fixture_path(ENCODING_VERSION), hex + "\n").unwrap();
+    let _: () = redis::cmd("DEL").arg("fixture").query(con).unwrap();
+}
+
+/// Sketches saved by every encoding version this module ever wrote must
+/// load in every later one, with the same counts.
+#[test]
+fn every_saved_encoding_version_still_loads() {
     let server = Server::start();
     let mut con = server.client();
     if std::env::var("HK_WRITE_FIXTURES").is_ok() {
+        write_current_fixture(&mut con);
+    }
+    // Every version recorded the same counts for the same commands.
+    let listed = vec![
+        (b"weighted".to_vec(), 1000),
+        (b"k0".to_vec(), 147),
+        (b"k1".to_vec(), 75),
+        (b"k2".to_vec(), 47),
+        (b"k3".to_vec(), 22),
+    ];
+    for version in 1..=ENCODING_VERSION {
+        let key = format!("v{version}");
+        let hex = std::fs::read_to_string(fixture_path(version)).unwrap();
+        let bytes: Vec<u8> = (0..hex.trim().len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        restore(&mut con, &key, &bytes).unwrap();
+        assert_eq!(list_with_count(&mut con, &key), listed, "version {version}");
+        assert_eq!(
+            common::hk_info(&mut con, &key)["created"],
+            Value::Int(1_700_000_000_000)
+        );
+        // It keeps counting, and saves in the current version.
+        value(&mut con, &["HK.ADD", &key, "k3"]);
+        assert_eq!(list_with_count(&mut con, &key)[4], (b"k3".to_vec(), 23));
+        assert!(error(&mut con, &["HK.RESERVE", &key, "5"]).starts_with("ERR key already exists"));
+    }
+    value(&mut con, &["DEBUG", "RELOAD"]);
+    assert_eq!(list_with_count(&mut con, "v1").len(), 5);
+}
+
+/// The encoded sketch inside an uncompressed DUMP body: where it starts.
+fn blob_offset(body: &[u8], blob: &[u8]) -> usize {
+    body.windows(blob.len())
+        .position(|w| w == blob)
+        .expect("the encoded sketch inside the dump")
+}
+
+/// A fading sketch built the same way on the server and here, so that the
+/// test knows its exact bytes.
+fn fading_pair(con: &mut Connection) -> (Vec<u8>, Dump) {
+    use heavykeeper_sketch::{encode, HeavyKeeper, Params};
+    let created = 1_700_000_000_000i64;
+    value(
+        con,
+        &[
+            "HK.RESERVE",
+            "f",
+            "3",
+            "WIDTH",
+            "4",
+            "DEPTH",
+            "1",
+            "SEED",
+            "5",
+            "HALFLIFE",
+            "10",
+            "CREATED",
+            &created.to_string(),
+        ],
+    );
+    let params = Params {
+        width: 4,
+        depth: 1,
+        half_life_ms: Some(10_000.0),
+        ..Params::for_k(3, 5)
+    };
+    let local = encode(&HeavyKeeper::new(params, created));
+    let dump = Dump::parse(&redis::cmd("DUMP").arg("f").query::<Vec<u8>>(con).unwrap());
+    (local, dump)
+}
+
+#[test]
+fn a_crafted_payload_with_an_impossible_clock_is_refused_and_cannot_freeze_the_server() {
+    let mut server = Server::start_with(&["--rdbcompression", "no"]);
+    let mut con = server.client();
+    let (blob, dump) = fading_pair(&mut con);
+    let at = blob_offset(&dump.body, &blob);
+    // Field offsets in the encoding: epoch at 39, clock at 47, created at 55.
+    let crafted = [
+        (39, i64::MIN),
+        (39, i64::MAX),
+        (39, 0),
+        (47, i64::MIN),
+        (47, 253_402_300_800_000),
+        (55, -1),
+        (55, i64::MAX),
+    ];
+    for (field, number) in crafted {
+        let mut bad_blob = blob.clone();
+        bad_blob[field..field + 8].copy_from_slice(&number.to_le_bytes());
+        let e = common::server_error_text(
+            &common::run::<Value>(&mut con, &[b"HK.LOADSTATE", b"x", &bad_blob]).unwrap_err(),
+        );
+        assert!(
+            e.starts_with("ERR corrupt sketch payload"),
+            "{field}/{number}: {e}"
+        );
+        let mut bad = Dump {
+            body: dump.body.clone(),
+            rdb_version: dump.rdb_version,
+        };
+        bad.body[at + field..at + field + 8].copy_from_slice(&number.to_le_bytes());
+        assert!(
+            restore(&mut con, "x", &bad.payload()).is_err(),
+            "{field}/{number}"
+        );
+    }
+    // The untouched payload loads and takes the largest increment at once.
+    common::run::<Value>(&mut con, &[b"HK.LOADSTATE", b"x", &blob]).unwrap();
+    value(
+        &mut con,
+        &[
+            "HK.INCRBY",
+            "x",
+            "a",
+            "9007199254740992",
+            "b",
+            "9007199254740992",
+        ],
+    );
+    value(&mut con, &["HK.INCRBY", "x", "c", "9007199254740992"]);
+    assert!(server.is_alive());
+    value(&mut con, &["DEBUG", "RELOAD"]);
+    assert!(list_with_count(&mut con, "x").len() >= 2);
+}
+
+#[test]
+fn a_valid_payload_over_the_cap_is_too_large_not_corrupt() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "big", "10", "WIDTH", "2000"]);
+    let blob = heavykeeper_sketch::encode(&heavykeeper_sketch::HeavyKeeper::new(
+        heavykeeper_sketch::Params {
+            width: 2000,
+            ..heavykeeper_sketch::Params::for_k(10, 1)
+        },
+        1_700_000_000_000,
+    ));
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "4096"],
+    );
+    let e = common::server_error_text(
+        &common::run::<Value>(&mut con, &[b"HK.LOADSTATE", b"copy", &blob]).unwrap_err(),
+    );
+    assert!(e.starts_with("ERR sketch would take"), "{e}");
+    assert!(e.contains("heavykeeper.max-sketch-bytes"), "{e}");
+    assert!(!e.contains("corrupt"), "{e}");
+}
+
+#[test]
+fn merges_that_double_counts_saturate_and_the_server_still_restarts() {
+    let mut server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["SET", "bystander", "still here"]);
+    for key in ["a", "b"] {
+        value(&mut con, &["HK.RESERVE", key, "3", "SEED", "1"]);
+        value(&mut con, &["HK.INCRBY", key, "x", "1000", "y", "10"]);
+    }
+    // A cycle: each merges the other into itself, doubling every time.
+    for _ in 0..1_100 {
+        value(&mut con, &["HK.MERGE", "a", "a", "b"]);
+        value(&mut con, &["HK.MERGE", "b", "b", "a"]);
+        value(&mut con, &["HK.MERGE", "o", "a"]);
+    }
+    let max = 9_007_199_254_740_992i64;
+    assert_eq!(list_with_count(&mut con, "a")[0], (b"x".to_vec(), max));
+    value(&mut con, &["DEBUG", "RELOAD"]);
+    value(&mut con, &["SAVE"]);
+    server.restart_configured(&[], &["--save", "", "--dbfilename", "dump.rdb"]);
+    let mut con = server.client();
+    assert_eq!(list_with_count(&mut con, "b")[0], (b"x".to_vec(), max));
+    assert_eq!(list_with_count(&mut con, "o")[0], (b"x".to_vec(), max));
+    let bystander: String = redis::cmd("GET").arg("bystander").query(&mut con).unwrap();
+    assert_eq!(bystander, "still here");
+}
+
+#[test]
+fn a_sketch_that_fails_to_encode_is_saved_empty_and_nothing_else_is_lost() {
+    if !common::module_path().to_string_lossy().contains("/debug/") {
+        eprintln!("skipped: the release module has no fault hooks");
+        return;
+    }
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["SET", "before", "1"]);
+    value(&mut con, &["HK.RESERVE", "poisoned", "4", "WIDTH", "64"]);
+    value(
+        &mut con,
+        &["HK.ADD", "poisoned", "heavykeeper:fault:panic-on-encode"],
+    );
+    value(&mut con, &["SET", "after", "2"]);
+    value(&mut con, &["DEBUG", "RELOAD"]);
+    let keys: Vec<Option<String>> = redis::cmd("MGET")
+        .arg(&["before", "after"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(keys, vec![Some("1".into()), Some("2".into())]);
+    let info = common::hk_info(&mut con, "poisoned");
+    assert_eq!(info["width"], Value::Int(64));
+    assert!(list_with_count(&mut con, "poisoned").is_empty());
+    assert!(
+        server.log().contains("could not be encoded"),
+        "{}",
+        server.log()
+    );
+}
+
+/// The same commands on any host give the same bytes: the DUMP body (all
+/// but the server's RDB-version footer) is recorded in a fixture. Fading,
+/// ALPHA, a fractional DECAY and weighted arrivals exercise every
+/// floating-point function that shapes the state.
+#[test]
+fn a_fixed_command_sequence_gives_the_recorded_dump_on_every_host() {
+    let server = Server::start_configured(
+        &["max-future-ms", "253402300799999"],
+        &["--rdbcompression", "no"],
+    );
+    let mut con = server.client();
+    let t0 = 1_700_000_000_000i64;
+    value(
+        &mut con,
+        &[
+            "HK.RESERVE",
+            "g",
+            "20",
+            "WIDTH",
+            "64",
+            "DEPTH",
+            "3",
+            "DECAY",
+            "0.925",
+            "ALPHA",
+            "0.05",
+            "SEED",
+            "42",
+            "CREATED",
+            &t0.to_string(),
+        ],
+    );
+    for i in 0..2_000i64 {
+        let item = format!("k{}", (i * i) % 97 % (1 + i % 13));
+        let time = (t0 + i * 37 + if i >= 1_000 { 86_400_000 } else { 0 }).to_string();
         value(
             &mut con,
             &[
-                "HK.RESERVE",
-                "v1",
-                "5",
-                "WIDTH",
-                "32",
-                "DEPTH",
-                "2",
-                "SEED",
-                "1",
-                "CREATED",
-                "1700000000000",
+                "HK.INCRBYAT",
+                "g",
+                &time,
+                &item,
+                &(1 + i % 4 * 50).to_string(),
             ],
         );
-        for i in 0..300 {
-            value(
-                &mut con,
-                &["HK.ADD", "v1", &format!("k{}", (i * 7) % 13 % (1 + i % 5))],
-            );
-        }
-        value(&mut con, &["HK.INCRBY", "v1", "weighted", "1000"]);
-        let dump: Vec<u8> = redis::cmd("DUMP").arg("v1").query(&mut con).unwrap();
-        let hex: String = dump.iter().map(|b| format!("{b:02x}")).collect();
-        std::fs::write(path, hex + "\n").unwrap();
-        let _: () = redis::cmd("DEL").arg("v1").query(&mut con).unwrap();
     }
-    let hex = std::fs::read_to_string(path).unwrap();
-    let bytes: Vec<u8> = (0..hex.trim().len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-        .collect();
-    restore(&mut con, "v1", &bytes).unwrap();
-    assert_eq!(
-        list_with_count(&mut con, "v1"),
-        vec![
-            (b"weighted".to_vec(), 1000),
-            (b"k0".to_vec(), 147),
-            (b"k1".to_vec(), 75),
-            (b"k2".to_vec(), 47),
-            (b"k3".to_vec(), 22),
-        ]
+    let dump = Dump::parse(
+        &redis::cmd("DUMP")
+            .arg("g")
+            .query::<Vec<u8>>(&mut con)
+            .unwrap(),
     );
-    assert_eq!(
-        common::hk_info(&mut con, "v1")["created"],
-        Value::Int(1_700_000_000_000)
+    let hex: String = dump.body.iter().map(|b| format!("{b:02x}")).collect();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/golden-dump.hex"
     );
-    assert!(error(&mut con, &["HK.RESERVE", "v1", "5"]).starts_with("ERR key already exists"));
+    if std::env::var("HK_WRITE_FIXTURES").is_ok() {
+        std::fs::write(path, format!("{hex}\n")).unwrap();
+    }
+    let recorded = std::fs::read_to_string(path).unwrap();
+    assert!(
+        recorded.trim() == hex,
+        "the DUMP of the golden sequence changed"
+    );
+}
+
+/// A big sketch through the AOF, then a restart with a lower cap: the
+/// server's own log is applied verbatim, never refused.
+fn big_sketch_survives_restart(raise_by_config_set: bool) {
+    let aof = ["--appendonly", "yes", "--aof-use-rdb-preamble", "no"];
+    let module_args: &[&str] = if raise_by_config_set {
+        &["max-sketch-bytes", "4096"]
+    } else {
+        &[]
+    };
+    let mut server = Server::start_configured(module_args, &aof);
+    let mut con = server.client();
+    if raise_by_config_set {
+        // Raised at run time, never written to the config file.
+        value(
+            &mut con,
+            &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "10485760"],
+        );
+    }
+    value(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "20000"]);
+    value(&mut con, &["HK.ADD", "big", "a", "b", "a"]);
+    let before = digest(&mut con, "big");
+    server.restart_configured(&["max-sketch-bytes", "4096"], &aof);
+    let mut con = server.client();
+    assert_eq!(digest(&mut con, "big"), before, "{}", server.log());
+    // The same after the AOF is rewritten (HK.LOADSTATE per key).
+    value(&mut con, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]);
+    value(&mut con, &["BGREWRITEAOF"]);
+    wait_until("the AOF rewrite", Duration::from_secs(30), || {
+        info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
+            && info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
+    });
+    server.restart_configured(&["max-sketch-bytes", "4096"], &aof);
+    let mut con = server.client();
+    assert_eq!(digest(&mut con, "big"), before, "{}", server.log());
+    assert_eq!(list_with_count(&mut con, "big")[0], (b"a".to_vec(), 2));
+}
+
+#[test]
+fn an_aof_restart_with_a_lower_size_cap_keeps_the_sketch() {
+    big_sketch_survives_restart(false);
+}
+
+#[test]
+fn a_cap_raised_at_run_time_and_not_rewritten_loses_nothing_at_restart() {
+    big_sketch_survives_restart(true);
 }

@@ -9,8 +9,13 @@ use redis::{Connection, Value};
 use std::time::Duration;
 
 fn replica_of(primary: &Server) -> Server {
+    replica_with(primary, &[])
+}
+
+/// A replica loaded with its own module arguments (its own limits).
+fn replica_with(primary: &Server, module_args: &[&str]) -> Server {
     let port = primary.port.to_string();
-    let replica = Server::start_with(&["--replicaof", "127.0.0.1", &port]);
+    let replica = Server::start_configured(module_args, &["--replicaof", "127.0.0.1", &port]);
     let mut con = replica.client();
     wait_until("the replica link", Duration::from_secs(30), || {
         info_field(&mut con, "replication", "master_link_status").as_deref() == Some("up")
@@ -129,12 +134,14 @@ fn two_servers_fed_the_same_commands_hold_byte_identical_sketches() {
 
 #[test]
 fn a_failed_command_replicates_nothing() {
-    let primary = Server::start();
+    // No pings to replicas during the test: only commands move the offset.
+    let primary = Server::start_with(&["--repl-ping-replica-period", "3600"]);
     let _replica = replica_of(&primary);
     let mut p = primary.client();
     value(&mut p, &["HK.RESERVE", "k", "5", "SEED", "1"]);
     sync(&mut p);
-    let before = info_field(&mut p, "replication", "master_repl_offset").unwrap();
+    let offset = |p: &mut Connection| info_field(p, "replication", "master_repl_offset").unwrap();
+    let before = offset(&mut p);
     for bad in [
         vec!["HK.INCRBY", "k", "a", "1", "b", "0"],
         vec!["HK.RESERVE", "k", "5"],
@@ -144,8 +151,98 @@ fn a_failed_command_replicates_nothing() {
         let bytes: Vec<&[u8]> = bad.iter().map(|s| s.as_bytes()).collect();
         assert!(common::run::<Value>(&mut p, &bytes).is_err());
     }
-    let after = info_field(&mut p, "replication", "master_repl_offset").unwrap();
-    assert_eq!(before, after);
+    assert_eq!(offset(&mut p), before);
+    // The measure can tell: one successful write moves it.
+    value(&mut p, &["HK.ADD", "k", "a"]);
+    assert_ne!(offset(&mut p), before);
+}
+
+#[test]
+fn a_replica_with_a_lower_size_cap_still_applies_what_the_primary_accepted() {
+    let primary = Server::start();
+    let replica = replica_with(&primary, &["max-sketch-bytes", "1024"]);
+    let mut p = primary.client();
+    let mut r = replica.client();
+    value(&mut p, &["HK.RESERVE", "big", "100", "WIDTH", "20000"]);
+    value(&mut p, &["HK.ADD", "big", "a", "b", "a"]);
+    let blob = heavykeeper_sketch::encode(&heavykeeper_sketch::HeavyKeeper::new(
+        heavykeeper_sketch::Params {
+            width: 20000,
+            ..heavykeeper_sketch::Params::for_k(100, 1)
+        },
+        1_700_000_000_000,
+    ));
+    common::run::<Value>(&mut p, &[b"HK.LOADSTATE", b"loaded", &blob]).unwrap();
+    sync(&mut p);
+    for key in ["big", "loaded"] {
+        assert_eq!(digest(&mut p, key), digest(&mut r, key), "{key}");
+    }
+    assert_eq!(list_with_count(&mut r, "big")[0], (b"a".to_vec(), 2));
+    // A client of the replica is still held to the replica's cap.
+    value(&mut r, &["CONFIG", "SET", "replica-read-only", "no"]);
+    let e = common::error(&mut r, &["HK.RESERVE", "mine", "100", "WIDTH", "20000"]);
+    assert!(e.starts_with("ERR sketch would take"), "{e}");
+}
+
+#[test]
+fn a_replica_applies_the_primarys_timestamps_whatever_its_own_window() {
+    let primary = Server::start_configured(&["max-future-ms", "253402300799999"], &[]);
+    let replica = replica_of(&primary);
+    let mut p = primary.client();
+    let mut r = replica.client();
+    let year_2100 = "4102444800000";
+    value(
+        &mut p,
+        &[
+            "HK.RESERVE",
+            "f",
+            "5",
+            "HALFLIFE",
+            "10",
+            "CREATED",
+            year_2100,
+        ],
+    );
+    value(&mut p, &["HK.ADDAT", "f", year_2100, "x"]);
+    sync(&mut p);
+    assert_eq!(digest(&mut p, "f"), digest(&mut r, "f"));
+}
+
+#[test]
+fn a_panic_mid_command_replicates_exactly_what_was_applied() {
+    if !common::module_path().to_string_lossy().contains("/debug/") {
+        eprintln!("skipped: the release module has no fault hooks");
+        return;
+    }
+    let primary = Server::start();
+    let replica = replica_of(&primary);
+    let mut p = primary.client();
+    let mut r = replica.client();
+    value(&mut p, &["HK.RESERVE", "k", "5", "SEED", "1"]);
+    value(
+        &mut p,
+        &["HK.RESERVE", "f", "5", "SEED", "1", "HALFLIFE", "60"],
+    );
+    let poison = "heavykeeper:fault:panic-on-add";
+    for key in ["k", "f"] {
+        let bytes: Vec<&[u8]> = vec![
+            b"HK.INCRBY",
+            key.as_bytes(),
+            b"a",
+            b"3",
+            poison.as_bytes(),
+            b"1",
+            b"c",
+            b"5",
+        ];
+        assert!(common::run::<Value>(&mut p, &bytes).is_err());
+    }
+    sync(&mut p);
+    for key in ["k", "f"] {
+        assert_eq!(digest(&mut p, key), digest(&mut r, key), "{key}");
+    }
+    assert_eq!(list_with_count(&mut r, "k"), vec![(b"a".to_vec(), 3)]);
+    assert!(primary.log().contains("an arrival panicked"));
 }
 
 #[test]

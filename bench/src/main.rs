@@ -9,6 +9,7 @@ mod merging;
 mod plots;
 mod redis_phase;
 mod report;
+mod row_layout;
 mod speed;
 mod workloads;
 
@@ -31,7 +32,7 @@ struct Options {
     module: PathBuf,
     out: PathBuf,
     threads: usize,
-    /// Only this stage (accuracy, speed, redis, fading, merge); all when `None`.
+    /// Only this stage (accuracy, speed, redis, fading, merge, layout); all when `None`.
     only: Option<String>,
 }
 
@@ -62,7 +63,7 @@ fn options() -> Options {
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading|merge]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading|merge|layout]");
                 std::process::exit(2);
             }
         }
@@ -74,7 +75,7 @@ fn main() {
     let o = options();
     let started = Instant::now();
     let stage = |n: usize, what: &str| {
-        eprintln!("[{n}/6] {what} ({:.0} s)", started.elapsed().as_secs_f64())
+        eprintln!("[{n}/7] {what} ({:.0} s)", started.elapsed().as_secs_f64())
     };
     let (arrivals, distinct) = if o.quick {
         (1_000_000, 100_000)
@@ -183,6 +184,12 @@ fn main() {
         Vec::new()
     };
 
+    stage(
+        7,
+        "row layout: pairs sharing every column, precision effect",
+    );
+    let layout = o.runs("layout").then(|| row_layout::measure(&loads));
+
     let names: Vec<String> = loads.iter().map(|w| w.name.clone()).collect();
     // A quick run never overwrites the full run's report and plots.
     let suffix = if o.quick { "-quick" } else { "" };
@@ -258,6 +265,9 @@ fn main() {
     }
     if !merges.is_empty() {
         md.push_str(&merging::markdown(&merges));
+    }
+    if let Some(layout) = &layout {
+        md.push_str(&layout.markdown());
     }
 
     if let Err(e) = std::fs::create_dir_all(&o.out) {

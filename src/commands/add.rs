@@ -7,27 +7,41 @@
 //! Every reply is an array with one entry per item: nil, or the item that
 //! this arrival expelled from the top-k.
 
-use crate::args::{integer, timestamp};
-use crate::{clock, keyspace_event, sketch_key};
+use crate::args::{err, integer, timestamp};
+use crate::{clock, fault, keyspace_event, limits, sketch_key};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::{c_char, c_long};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Largest increment: counts are exact integers up to 2^53.
 pub const MAX_INCREMENT: u64 = 1 << 53;
+
+/// Where a command's arrivals sit among its arguments.
+struct Arrivals {
+    /// Index of the first item argument.
+    first: usize,
+    /// Arguments per arrival: 1 (`item`) or 2 (`item increment`).
+    stride: usize,
+    /// One weight per arrival, parsed before anything is applied.
+    weights: Vec<u64>,
+    /// The command that carries an explicit time, for replication.
+    timed_command: &'static str,
+}
 
 pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    count_arrivals(ctx, &args, None, unit_arrivals(&args[2..]), "HK.ADDAT")
+    let arrivals = unit_arrivals(&args, 2, "HK.ADDAT");
+    count_arrivals(ctx, &args, None, arrivals)
 }
 
 pub fn incrby(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 4 || args.len() % 2 != 0 {
         return Err(RedisError::WrongArity);
     }
-    let arrivals = weighted_arrivals(&args[2..])?;
-    count_arrivals(ctx, &args, None, arrivals.into_iter(), "HK.INCRBYAT")
+    let arrivals = weighted_arrivals(&args, 2, "HK.INCRBYAT")?;
+    count_arrivals(ctx, &args, None, arrivals)
 }
 
 pub fn add_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -35,13 +49,8 @@ pub fn add_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let time = timestamp(&args[2])?;
-    count_arrivals(
-        ctx,
-        &args,
-        Some(time),
-        unit_arrivals(&args[3..]),
-        "HK.ADDAT",
-    )
+    let arrivals = unit_arrivals(&args, 3, "HK.ADDAT");
+    count_arrivals(ctx, &args, Some(time), arrivals)
 }
 
 pub fn incrby_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -49,42 +58,59 @@ pub fn incrby_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let time = timestamp(&args[2])?;
-    let arrivals = weighted_arrivals(&args[3..])?;
-    count_arrivals(ctx, &args, Some(time), arrivals.into_iter(), "HK.INCRBYAT")
+    let arrivals = weighted_arrivals(&args, 3, "HK.INCRBYAT")?;
+    count_arrivals(ctx, &args, Some(time), arrivals)
 }
 
-fn unit_arrivals(items: &[RedisString]) -> impl ExactSizeIterator<Item = (&[u8], u64)> {
-    items.iter().map(|item| (item.as_slice(), 1))
+fn unit_arrivals(args: &[RedisString], first: usize, timed_command: &'static str) -> Arrivals {
+    Arrivals {
+        first,
+        stride: 1,
+        weights: vec![1; args.len().saturating_sub(first)],
+        timed_command,
+    }
 }
 
-/// Parses every pair before anything is applied: one bad increment fails the
-/// whole command.
-fn weighted_arrivals(pairs: &[RedisString]) -> Result<Vec<(&[u8], u64)>, RedisError> {
-    pairs
+/// Parses every increment before anything is applied: one bad increment
+/// fails the whole command.
+fn weighted_arrivals(
+    args: &[RedisString],
+    first: usize,
+    timed_command: &'static str,
+) -> Result<Arrivals, RedisError> {
+    let weights = args
+        .get(first..)
+        .unwrap_or_default()
         .chunks(2)
         .map(|pair| match pair {
-            [item, increment] => Ok((
-                item.as_slice(),
-                integer(increment, "increment", 1, MAX_INCREMENT)?,
-            )),
+            [_, increment] => integer(increment, "increment", 1, MAX_INCREMENT),
             _ => Err(RedisError::WrongArity),
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(Arrivals {
+        first,
+        stride: 2,
+        weights,
+        timed_command,
+    })
 }
 
 /// Applies the arrivals at `time` (the server clock if `None`). A fading
-/// sketch replicates the explicit-time form `timed_command`, so replicas and
-/// the AOF apply exactly the primary's timestamp.
+/// sketch replicates the explicit-time form, so replicas and the AOF apply
+/// exactly the primary's timestamp.
 ///
-/// The reply is written as the arrivals are applied rather than collected
-/// first: this is the hot path, and every allocation shows.
-fn count_arrivals<'a>(
+/// The reply is written only once every arrival is applied: if one of them
+/// panicked, the client gets one error (not a half-written array) and the
+/// replicas get exactly the arrivals that were applied.
+fn count_arrivals(
     ctx: &Context,
     args: &[RedisString],
     time: Option<i64>,
-    arrivals: impl ExactSizeIterator<Item = (&'a [u8], u64)>,
-    timed_command: &str,
+    arrivals: Arrivals,
 ) -> RedisResult {
+    if let Some(t) = time {
+        limits::check_not_in_future(ctx, "the timestamp", t)?;
+    }
     let name = sketch_key::name(args)?;
     let key = ctx.open_key_writable(name);
     let sketch = sketch_key::write(&key)?;
@@ -95,24 +121,106 @@ fn count_arrivals<'a>(
         None if fading => clock::now_ms(),
         None => 0,
     };
-    raw::reply_with_array(ctx.ctx, arrivals.len() as c_long);
-    for (item, weight) in arrivals {
-        match sketch.add(item, weight, now) {
+    let items = args
+        .get(arrivals.first..)
+        .unwrap_or_default()
+        .iter()
+        .step_by(arrivals.stride);
+    let mut expelled = Vec::with_capacity(arrivals.weights.len());
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        for (item, &weight) in items.zip(&arrivals.weights) {
+            let item = item.as_slice();
+            fault::on_add(item);
+            expelled.push(sketch.add(item, weight, now));
+        }
+    }));
+    // A panicking arrival may have changed the sketch before it stopped:
+    // replicas replay it too, and deterministically stop at the same point.
+    let applied = match outcome {
+        Ok(()) => expelled.len(),
+        Err(_) => expelled.len() + 1,
+    };
+    replicate(ctx, args, &arrivals, applied, fading && time.is_none(), now);
+    keyspace_event::key_changed(ctx, c"hk.add", name);
+    if outcome.is_err() {
+        ctx.log_warning("heavykeeper: an arrival panicked; the arrivals before it were applied");
+        return Err(err(format!(
+            "internal error in the heavykeeper module after {} of {} arrivals (those were applied)",
+            applied - 1,
+            arrivals.weights.len()
+        )));
+    }
+    reply_expelled(ctx, &expelled);
+    Ok(RedisValue::NoReply)
+}
+
+fn reply_expelled(ctx: &Context, expelled: &[Option<Box<[u8]>>]) {
+    raw::reply_with_array(ctx.ctx, expelled.len() as c_long);
+    for out in expelled {
+        match out {
             Some(out) => {
                 raw::reply_with_string_buffer(ctx.ctx, out.as_ptr().cast::<c_char>(), out.len())
             }
             None => raw::reply_with_null(ctx.ctx),
         };
     }
+}
 
-    if fading && time.is_none() {
-        let stamp = now.to_string();
-        let mut out: Vec<&[u8]> = vec![name.as_slice(), stamp.as_bytes()];
-        out.extend(args[2..].iter().map(RedisString::as_slice));
-        ctx.replicate(timed_command, out.as_slice());
-    } else {
+/// Replicates the first `applied` arrivals: verbatim when that is all of
+/// them and the command carries its own time; otherwise rebuilt, with the
+/// primary's clock for a fading sketch.
+fn replicate(
+    ctx: &Context,
+    args: &[RedisString],
+    arrivals: &Arrivals,
+    applied: usize,
+    stamp_clock: bool,
+    now: i64,
+) {
+    let all = applied >= arrivals.weights.len();
+    if all && !stamp_clock {
         ctx.replicate_verbatim();
+        return;
     }
-    keyspace_event::key_changed(ctx, c"hk.add", name);
-    Ok(RedisValue::NoReply)
+    if applied == 0 {
+        return;
+    }
+    let end = (arrivals.first + applied * arrivals.stride).min(args.len());
+    let stamp = now.to_string();
+    let mut out: Vec<&[u8]> = Vec::with_capacity(end);
+    out.extend(
+        args.get(1..2)
+            .unwrap_or_default()
+            .iter()
+            .map(RedisString::as_slice),
+    );
+    let command = if stamp_clock {
+        out.push(stamp.as_bytes());
+        arrivals.timed_command
+    } else {
+        // The command as given (with its own timestamp, if any), cut short.
+        out.extend(
+            args.get(2..arrivals.first)
+                .unwrap_or_default()
+                .iter()
+                .map(RedisString::as_slice),
+        );
+        command_name(arrivals)
+    };
+    out.extend(
+        args.get(arrivals.first..end)
+            .unwrap_or_default()
+            .iter()
+            .map(RedisString::as_slice),
+    );
+    ctx.replicate(command, out.as_slice());
+}
+
+/// The name of the command an `Arrivals` came from, untimed or timed.
+fn command_name(arrivals: &Arrivals) -> &'static str {
+    match (arrivals.stride, arrivals.first) {
+        (1, 2) => "HK.ADD",
+        (2, 2) => "HK.INCRBY",
+        _ => arrivals.timed_command,
+    }
 }

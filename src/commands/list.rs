@@ -2,7 +2,7 @@
 //! count first. `AT` reads a fading sketch as of a later time (never earlier
 //! than its latest arrival), e.g. at the end of a backfilled log.
 
-use crate::args::{err, is_keyword, timestamp};
+use crate::args::{err, is_keyword, printable, timestamp};
 use crate::reply;
 use crate::{clock, sketch_key};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -23,7 +23,7 @@ pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         } else {
             return Err(err(format!(
                 "unknown or repeated option '{}': expected WITHCOUNT, WITHRATE, AT timestamp",
-                String::from_utf8_lossy(option.as_slice())
+                printable(option.as_slice())
             )));
         }
     }

@@ -3,8 +3,8 @@
 //! whose module versions differ (the payload carries its encoding version).
 
 use crate::args::err;
-use crate::{config, keyspace_event, sketch_key};
-use heavykeeper_sketch::decode;
+use crate::{keyspace_event, limits, sketch_key};
+use heavykeeper_sketch::{decode, HeavyKeeper};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -14,9 +14,22 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = sketch_key::name(&args)?;
     let key = ctx.open_key_writable(name);
     sketch_key::create(&key, || {
-        decode(args[2].as_slice(), config::max_sketch_bytes()).map_err(|e| err(e.to_string()))
+        let sketch = decode(args[2].as_slice(), limits::max_sketch_bytes(ctx))
+            .map_err(|e| err(e.to_string()))?;
+        check_clocks(ctx, &sketch)?;
+        Ok(sketch)
     })?;
     ctx.replicate_verbatim();
     keyspace_event::key_changed(ctx, c"hk.loadstate", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// A client's payload may not carry a clock far ahead of the server's:
+/// the same rule as a client's timestamps.
+fn check_clocks(ctx: &Context, sketch: &HeavyKeeper) -> Result<(), RedisError> {
+    limits::check_not_in_future(ctx, "the payload's creation time", sketch.created_ms())?;
+    if let Some(clock) = sketch.clock_ms() {
+        limits::check_not_in_future(ctx, "the payload's clock", clock)?;
+    }
+    Ok(())
 }

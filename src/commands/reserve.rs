@@ -1,7 +1,7 @@
 //! `HK.RESERVE key k [WIDTH w] [DEPTH d] [DECAY p] [SEED n] [HALFLIFE s | ALPHA a] [CREATED ms]`
 
-use crate::args::{decimal, err, integer, is_keyword, timestamp};
-use crate::{clock, config, keyspace_event, sketch_key};
+use crate::args::{decimal, err, integer, is_keyword, printable, timestamp};
+use crate::{clock, keyspace_event, limits, sketch_key};
 use heavykeeper_sketch::{HeavyKeeper, Params};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -23,6 +23,9 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let k = integer(&args[2], "k", 1, u64::from(Params::MAX_K))? as u32;
     let request = parse_options(&args[3..])?;
     let seed = request.seed.unwrap_or_else(rand::random);
+    if let Some(created) = request.created_ms {
+        limits::check_not_in_future(ctx, "CREATED", created)?;
+    }
     let created_ms = request.created_ms.unwrap_or_else(clock::now_ms);
     let params = Params {
         k,
@@ -31,9 +34,10 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         decay: request.decay.unwrap_or(Params::DEFAULT_DECAY),
         seed,
         half_life_ms: request.half_life_ms,
+        layout: Default::default(),
     };
     params
-        .validate(config::max_sketch_bytes())
+        .validate(limits::max_sketch_bytes(ctx))
         .map_err(|e| err(e.to_string()))?;
 
     let name = sketch_key::name(&args)?;
@@ -51,31 +55,36 @@ fn parse_options(options: &[RedisString]) -> Result<Request, RedisError> {
         let [name, value] = pair else {
             return Err(RedisError::WrongArity);
         };
-        let keyword = String::from_utf8_lossy(name.as_slice()).to_ascii_uppercase();
-        let duplicate = match keyword.as_str() {
-            "WIDTH" => set(
+        let keyword = name.as_slice().to_ascii_uppercase();
+        let duplicate = match keyword.as_slice() {
+            b"WIDTH" => set(
                 &mut request.width,
                 integer(value, "WIDTH", 1, u64::from(Params::MAX_WIDTH))? as u32,
             ),
-            "DEPTH" => set(
+            b"DEPTH" => set(
                 &mut request.depth,
                 integer(value, "DEPTH", 1, u64::from(Params::MAX_DEPTH))? as u32,
             ),
             // Its range is checked with the other parameters, in `Params::validate`.
-            "DECAY" => set(&mut request.decay, decimal(value, "DECAY")?),
-            "SEED" => set(&mut request.seed, integer(value, "SEED", 0, u64::MAX)?),
-            "CREATED" => set(&mut request.created_ms, timestamp(value)?),
-            "HALFLIFE" | "ALPHA" => {
+            b"DECAY" => set(&mut request.decay, decimal(value, "DECAY")?),
+            b"SEED" => set(&mut request.seed, integer(value, "SEED", 0, u64::MAX)?),
+            b"CREATED" => set(&mut request.created_ms, timestamp(value)?),
+            b"HALFLIFE" | b"ALPHA" => {
                 if fading_given {
                     return Err(err("give HALFLIFE or ALPHA, once, not both"));
                 }
                 fading_given = true;
                 set(&mut request.half_life_ms, half_life_ms(name, value)?)
             }
-            _ => return Err(err(format!("unknown option '{keyword}'"))),
+            _ => {
+                return Err(err(format!(
+                "unknown option '{}': expected WIDTH, DEPTH, DECAY, SEED, HALFLIFE, ALPHA, CREATED",
+                printable(name.as_slice())
+            )))
+            }
         };
         if duplicate {
-            return Err(err(format!("option {keyword} given twice")));
+            return Err(err(format!("option {} given twice", printable(&keyword))));
         }
     }
     Ok(request)
@@ -94,7 +103,7 @@ fn half_life_ms(name: &RedisString, value: &RedisString) -> Result<f64, RedisErr
         if !(a > 0.0 && a < 1.0) {
             return Err(err("ALPHA must be greater than 0 and less than 1"));
         }
-        return Ok(std::f64::consts::LN_2 / -(-a).ln_1p() * 1000.0);
+        return Ok(Params::half_life_ms_from_alpha(a));
     }
     let seconds = decimal(value, "HALFLIFE")?;
     if seconds <= 0.0 {

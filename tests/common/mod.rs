@@ -35,6 +35,7 @@ pub struct Server {
     child: Option<Child>,
     pub port: u16,
     dir: TempDir,
+    module_args: Vec<String>,
     extra: Vec<String>,
 }
 
@@ -45,15 +46,35 @@ impl Server {
 
     /// Starts a server with extra `--option value` arguments.
     pub fn start_with(extra: &[&str]) -> Self {
+        Self::start_configured(&[], extra)
+    }
+
+    /// Starts a server with module load arguments (`name value ...`, as on
+    /// a `loadmodule` line) and extra `--option value` server arguments.
+    pub fn start_configured(module_args: &[&str], extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut server = Server {
             child: None,
             port: 0,
             dir,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
+            module_args: strings(module_args),
+            extra: strings(extra),
         };
         server.launch();
         server
+    }
+
+    /// Restarts on the same directory and port with other arguments, as an
+    /// operator editing redis.conf would.
+    pub fn restart_configured(&mut self, module_args: &[&str], extra: &[&str]) {
+        self.stop();
+        self.module_args = strings(module_args);
+        self.extra = strings(extra);
+        assert!(
+            self.launch_on(self.port),
+            "redis-server did not restart:\n{}",
+            self.log()
+        );
     }
 
     pub fn dir(&self) -> &Path {
@@ -64,7 +85,11 @@ impl Server {
     /// directory and port: what it finds on disk is what it loads.
     pub fn restart(&mut self) {
         self.stop();
-        self.launch_on(self.port);
+        assert!(
+            self.launch_on(self.port),
+            "redis-server did not restart:\n{}",
+            self.log()
+        );
     }
 
     /// Stops the server and waits for the process to end.
@@ -120,6 +145,7 @@ impl Server {
             ])
             .arg("--loadmodule")
             .arg(&module)
+            .args(&self.module_args)
             .args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -165,6 +191,10 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
 }
 
 fn free_port() -> u16 {

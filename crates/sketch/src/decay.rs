@@ -1,5 +1,9 @@
 //! HeavyKeeper's exponential-weakening decay: the chance `b^-C` that a
 //! colliding arrival knocks one unit off a bucket holding count `C`.
+//!
+//! `exp`, `ln` and `ln_1p` come from `libm`: a coin's outcome enters the
+//! stored state, and the platform's C library picks CPU-specific variants
+//! that may differ in the last bit between a primary and its replica.
 
 use rand::Rng;
 
@@ -14,6 +18,9 @@ const STEP: usize = 32;
 /// The decay probability as a function of a bucket's current count.
 #[derive(Clone, Debug)]
 pub struct DecayCurve {
+    /// Counts above this have a negligible decay probability: a bucket can
+    /// lose at most this many levels to one weighted arrival (plus one).
+    reach: usize,
     /// `ln b`, where `b = 1 / decay` (RedisBloom's convention for `decay`).
     ln_base: f64,
     /// `b^-c` for `c` in `0..STEP`.
@@ -25,14 +32,15 @@ pub struct DecayCurve {
 impl DecayCurve {
     /// `decay` is the probability base `1/b`, in `(0, 1]`.
     pub fn new(decay: f64) -> Self {
-        let ln_base = -decay.ln();
-        let p = |c: f64| (-c * ln_base).exp();
+        let ln_base = -libm::log(decay);
+        let p = |c: f64| libm::exp(-c * ln_base);
         let reach = if ln_base > 0.0 {
             (NEGLIGIBLE_EXPONENT / ln_base).ceil().min(1e6) as usize
         } else {
             0
         };
         Self {
+            reach,
             ln_base,
             low: (0..STEP).map(|c| p(c as f64)).collect(),
             high: (0..=reach / STEP + 1)
@@ -58,7 +66,13 @@ impl DecayCurve {
                 return lo * hi;
             }
         }
-        (-exponent).exp()
+        libm::exp(-exponent)
+    }
+
+    /// Most levels one weighted arrival can take off a bucket: every decay
+    /// lowers the count by one, and above `reach` no coin can succeed.
+    pub fn max_decays(&self) -> usize {
+        self.reach + 1
     }
 
     pub fn table_bytes(&self) -> usize {
@@ -79,12 +93,18 @@ impl DecayCurve {
         if p >= 1.0 {
             return 1.0;
         }
-        if p <= 0.0 {
+        if p.is_nan() || p <= 0.0 {
             return f64::INFINITY;
         }
         // 1 - u lies in (0, 1], so its log is finite.
         let u = 1.0 - rng.random::<f64>();
-        (u.ln() / (-p).ln_1p()).ceil().max(1.0)
+        let trials = (libm::log(u) / libm::log1p(-p)).ceil();
+        // Not a number only if p was (it never should be): then never decay.
+        if trials.is_nan() {
+            f64::INFINITY
+        } else {
+            trials.max(1.0)
+        }
     }
 }
 

@@ -1,22 +1,32 @@
 //! The one persistent encoding of a sketch, used by RDB, AOF rewrite and
 //! digests. Versioned: every version ever written stays decodable.
 //!
-//! Version 1, little-endian:
+//! Version 2, little-endian:
 //! ```text
 //! u8  version
 //! u32 k, u32 width, u32 depth, f64 decay, u64 seed
+//! u8  row layout (0: double hashing, as version 1; 1: remixed rows)
 //! u8  fading (0/1), f64 half_life_ms, i64 epoch, i64 clock_ms
 //! i64 created_ms, u64 arrivals
 //! [u8; 32] rng seed, u64 rng stream, u128 rng word position
 //! width * depth buckets: u32 fingerprint, f64 count
 //! u32 members, each: u32 length, bytes, f64 count   (in heap order)
 //! ```
+//! Version 1 is the same without the row-layout byte (its rows are always
+//! double hashed).
+//!
+//! The decoder trusts nothing: every field is range-checked, times must be
+//! real times, the landmark must be the one the clock implies, and counts
+//! must lie under the bound every operation saturates at, so a payload that
+//! passes can be used by every command without overflow, NaN or a loop that
+//! never ends.
 
 use crate::bucket::Bucket;
+use crate::count_bound::{is_valid_mass, max_mass};
 use crate::decay::DecayCurve;
-use crate::fading::Fading;
+use crate::fading::{Fading, MAX_TIMESTAMP_MS};
 use crate::heavykeeper::HeavyKeeper;
-use crate::item_hash::ItemHash;
+use crate::item_hash::{ItemHash, RowLayout};
 use crate::params::Params;
 use crate::topk::{Entry, TopK};
 use rand::SeedableRng;
@@ -24,7 +34,10 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const ENCODING_VERSION: u8 = 1;
+pub const ENCODING_VERSION: u8 = 2;
+
+/// ChaCha's word position is a 68-bit number.
+const RNG_WORD_POSITIONS: u128 = 1 << 68;
 
 /// Why bytes could not be turned back into a sketch.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,6 +46,8 @@ pub enum DecodeError {
     NewerVersion(u8),
     /// Truncated, inconsistent or otherwise not a sketch.
     Corrupt(String),
+    /// A valid sketch, larger than the caller allows.
+    TooLarge(String),
 }
 
 impl fmt::Display for DecodeError {
@@ -43,6 +58,7 @@ impl fmt::Display for DecodeError {
                 "encoding version {v} is newer than this module supports ({ENCODING_VERSION})"
             ),
             DecodeError::Corrupt(why) => write!(f, "corrupt sketch payload: {why}"),
+            DecodeError::TooLarge(why) => f.write_str(why),
         }
     }
 }
@@ -64,6 +80,7 @@ pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
     out.extend_from_slice(&p.depth.to_le_bytes());
     out.extend_from_slice(&p.decay.to_le_bytes());
     out.extend_from_slice(&p.seed.to_le_bytes());
+    out.push(p.layout.code());
     let fading = sketch.fading;
     out.push(u8::from(fading.is_some()));
     out.extend_from_slice(&fading.map_or(0.0, |f| f.half_life_ms()).to_le_bytes());
@@ -90,19 +107,36 @@ pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
 
 /// A sketch from bytes written by any version of [`encode`]. Everything is
 /// checked before it is trusted; nothing is allocated beyond what the bytes
-/// themselves show to exist and `max_bytes` allows.
+/// themselves show to exist. A valid sketch whose fixed footprint exceeds
+/// `max_bytes` is refused as [`DecodeError::TooLarge`], not as corrupt.
 pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<HeavyKeeper, DecodeError> {
     let mut r = Reader { bytes };
     match r.u8()? {
-        1 => decode_v1(&mut r, max_bytes),
+        v @ (1 | 2) => decode_body(&mut r, v, max_bytes),
         0 => Err(corrupt("version 0 does not exist")),
         v => Err(DecodeError::NewerVersion(v)),
     }
 }
 
-fn decode_v1(r: &mut Reader<'_>, max_bytes: u64) -> Result<HeavyKeeper, DecodeError> {
+/// The clock fields as stored.
+struct Clock {
+    fading: Option<Fading>,
+    clock_ms: i64,
+    created_ms: i64,
+}
+
+fn decode_body(
+    r: &mut Reader<'_>,
+    version: u8,
+    max_bytes: u64,
+) -> Result<HeavyKeeper, DecodeError> {
     let (k, width, depth) = (r.u32()?, r.u32()?, r.u32()?);
     let (decay, seed) = (r.f64()?, r.u64()?);
+    let layout = if version >= 2 {
+        RowLayout::from_code(r.u8()?).ok_or_else(|| corrupt("unknown row layout"))?
+    } else {
+        RowLayout::DoubleHash
+    };
     let has_fading = match r.u8()? {
         0 => false,
         1 => true,
@@ -117,16 +151,83 @@ fn decode_v1(r: &mut Reader<'_>, max_bytes: u64) -> Result<HeavyKeeper, DecodeEr
         decay,
         seed,
         half_life_ms: has_fading.then_some(half_life_ms),
+        layout,
     };
     params
-        .validate(max_bytes)
+        .validate_shape()
         .map_err(|e| corrupt(&e.to_string()))?;
+    let clock = check_clock(&params, half_life_ms, epoch, clock_ms, created_ms)?;
+    params
+        .check_size(max_bytes)
+        .map_err(|e| DecodeError::TooLarge(e.to_string()))?;
 
     let mut rng = ChaCha8Rng::from_seed(r.array::<32>()?);
     rng.set_stream(r.u64()?);
-    rng.set_word_pos(r.u128()?);
+    let word_pos = r.u128()?;
+    if word_pos >= RNG_WORD_POSITIONS {
+        return Err(corrupt("random state out of range"));
+    }
+    rng.set_word_pos(word_pos);
 
-    let cells = width as usize * depth as usize;
+    // Every stored mass lies under the bound at the sketch's clock.
+    let cap = max_mass(clock.fading.map_or(1.0, |f| f.weight(clock.clock_ms)));
+    let buckets = decode_buckets(r, width as usize * depth as usize, cap)?;
+    let topk = decode_members(r, k, seed, cap)?;
+    if !r.bytes.is_empty() {
+        return Err(corrupt("trailing bytes"));
+    }
+    Ok(HeavyKeeper {
+        params,
+        buckets,
+        topk,
+        rng,
+        curve: DecayCurve::new(decay),
+        fading: clock.fading,
+        clock_ms: clock.clock_ms,
+        created_ms: clock.created_ms,
+        arrivals,
+    })
+}
+
+/// Times must be real times (0 to the year 9999), the clock no earlier than
+/// the creation, and the landmark exactly the one the clock implies: every
+/// weight is then in `[1, 2^32)` at the clock and nothing can overflow.
+/// Without fading there is no clock and no landmark: both are stored as 0.
+fn check_clock(
+    params: &Params,
+    half_life_ms: f64,
+    epoch: i64,
+    clock_ms: i64,
+    created_ms: i64,
+) -> Result<Clock, DecodeError> {
+    if !(0..=MAX_TIMESTAMP_MS).contains(&created_ms) {
+        return Err(corrupt("creation time out of range"));
+    }
+    let Some(half_life) = params.half_life_ms else {
+        if half_life_ms != 0.0 || epoch != 0 || clock_ms != 0 {
+            return Err(corrupt("fading fields set on a sketch that does not fade"));
+        }
+        return Ok(Clock {
+            fading: None,
+            clock_ms: 0,
+            created_ms,
+        });
+    };
+    if !(created_ms..=MAX_TIMESTAMP_MS).contains(&clock_ms) {
+        return Err(corrupt("clock out of range"));
+    }
+    let fading = Fading::from_parts(half_life, epoch);
+    if fading.epoch_at(clock_ms) != epoch {
+        return Err(corrupt("landmark does not match the clock"));
+    }
+    Ok(Clock {
+        fading: Some(fading),
+        clock_ms,
+        created_ms,
+    })
+}
+
+fn decode_buckets(r: &mut Reader<'_>, cells: usize, cap: f64) -> Result<Vec<Bucket>, DecodeError> {
     // The bytes must be there before the buckets are allocated.
     let mut raw = r.take(
         cells
@@ -137,12 +238,15 @@ fn decode_v1(r: &mut Reader<'_>, max_bytes: u64) -> Result<HeavyKeeper, DecodeEr
     for _ in 0..cells {
         let fingerprint = raw.u32()?;
         let count = raw.f64()?;
-        if !(count >= 0.0 && count.is_finite()) {
+        if !is_valid_mass(count, cap) {
             return Err(corrupt("bucket count out of range"));
         }
         buckets.push(Bucket { fingerprint, count });
     }
+    Ok(buckets)
+}
 
+fn decode_members(r: &mut Reader<'_>, k: u32, seed: u64, cap: f64) -> Result<TopK, DecodeError> {
     let members = r.u32()?;
     if members > k {
         return Err(corrupt("more members than k"));
@@ -152,28 +256,13 @@ fn decode_v1(r: &mut Reader<'_>, max_bytes: u64) -> Result<HeavyKeeper, DecodeEr
         let len = r.u32()? as usize;
         let item: Box<[u8]> = r.take(len)?.bytes.into();
         let count = r.f64()?;
-        if !(count >= 0.0 && count.is_finite()) {
+        if !is_valid_mass(count, cap) {
             return Err(corrupt("member count out of range"));
         }
         let hash = ItemHash::of(&item, seed).value();
         entries.push(Entry { item, hash, count });
     }
-    if !r.bytes.is_empty() {
-        return Err(corrupt("trailing bytes"));
-    }
-    let topk = TopK::from_heap_order(k as usize, entries).map_err(corrupt)?;
-
-    Ok(HeavyKeeper {
-        params,
-        buckets,
-        topk,
-        rng,
-        curve: DecayCurve::new(decay),
-        fading: has_fading.then(|| Fading::from_parts(half_life_ms, epoch)),
-        clock_ms,
-        created_ms,
-        arrivals,
-    })
+    TopK::from_heap_order(k as usize, entries).map_err(corrupt)
 }
 
 fn corrupt(why: &str) -> DecodeError {

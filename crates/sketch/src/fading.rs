@@ -7,10 +7,22 @@
 //! The landmark `L` is kept as a whole number of "epochs" of
 //! [`RENORMALISE_HALF_LIVES`] half-lives, so that moving it rescales the stored
 //! masses by an exact power of two: no reply can tell that it happened.
+//!
+//! Every function here that shapes stored state is computed with `libm`, not
+//! the platform's C library: a replica on another CPU must store the same bits.
 
 /// Half-lives between landmark moves: stored masses never exceed 2^32 times a
 /// current count, far from the edge of an `f64`.
 pub const RENORMALISE_HALF_LIVES: f64 = 32.0;
+
+/// Latest time a sketch accepts, in milliseconds since the Unix epoch: the
+/// end of the year 9999. Earliest: the epoch itself.
+pub const MAX_TIMESTAMP_MS: i64 = 253_402_300_799_999;
+
+/// A time in the range every sketch accepts.
+pub fn clamp_time(time_ms: i64) -> i64 {
+    time_ms.clamp(0, MAX_TIMESTAMP_MS)
+}
 
 /// The fading clock of a sketch.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,9 +39,7 @@ impl Fading {
             half_life_ms,
             epoch: 0,
         };
-        if let Some((epoch, _)) = fading.renormalisation(now_ms) {
-            fading.epoch = epoch;
-        }
+        fading.epoch = fading.epoch_at(now_ms);
         fading
     }
 
@@ -54,7 +64,20 @@ impl Fading {
     }
 
     fn half_lives_since_epoch0(&self, time_ms: i64) -> f64 {
-        time_ms as f64 / self.half_life_ms
+        clamp_time(time_ms) as f64 / self.half_life_ms
+    }
+
+    /// The epoch a clock at `time_ms` has its landmark in: the one a sketch
+    /// whose latest arrival is at `time_ms` always holds. Times are clamped
+    /// to `0..=MAX_TIMESTAMP_MS` and half-lives are at least 1 ms, so this
+    /// is below 2^43.
+    pub fn epoch_at(&self, time_ms: i64) -> i64 {
+        let epochs = (self.half_lives_since_epoch0(time_ms) / RENORMALISE_HALF_LIVES).floor();
+        if epochs.is_finite() && epochs > 0.0 {
+            epochs as i64
+        } else {
+            0
+        }
     }
 
     /// `g(t)`: the stored weight of one arrival at `time_ms`.
@@ -62,33 +85,27 @@ impl Fading {
         // Exact: both terms are multiples of the first one's ulp.
         let exponent =
             self.half_lives_since_epoch0(time_ms) - RENORMALISE_HALF_LIVES * self.epoch as f64;
-        exponent.exp2()
+        libm::exp2(exponent)
     }
 
     /// The epoch to move to before applying an arrival at `time_ms`, if the
     /// landmark has fallen more than `RENORMALISE_HALF_LIVES` behind, together
     /// with the exact factor every stored mass must be multiplied by.
     pub fn renormalisation(&self, time_ms: i64) -> Option<(i64, f64)> {
-        let target = (self.half_lives_since_epoch0(time_ms) / RENORMALISE_HALF_LIVES).floor();
-        if !target.is_finite() || target <= self.epoch as f64 {
-            return None;
-        }
-        let target = target as i64;
-        let shift = (target - self.epoch) as f64 * RENORMALISE_HALF_LIVES;
-        // 2^-shift, exact; a huge shift underflows to 0, which is the right
-        // answer for counts that have faded for thousands of half-lives.
-        let factor = if shift > 2000.0 { 0.0 } else { (-shift).exp2() };
-        Some((target, factor))
+        let target = self.epoch_at(time_ms);
+        (target > self.epoch).then(|| (target, Self::epoch_factor(self.epoch, target)))
     }
 
     /// The exact factor that moves a stored mass from epoch `from` to a
     /// later epoch `to`: 2^-(32 (to - from)), 0 once that underflows.
     pub fn epoch_factor(from: i64, to: i64) -> f64 {
         let shift = to.saturating_sub(from) as f64 * RENORMALISE_HALF_LIVES;
+        // A huge shift underflows to 0, the right answer for counts that
+        // have faded for thousands of half-lives.
         if shift > 2000.0 {
             0.0
         } else {
-            (-shift).exp2()
+            libm::exp2(-shift)
         }
     }
 
@@ -121,5 +138,16 @@ mod tests {
         assert_eq!(before * factor, after);
         assert!((1.0..2f64.powi(32)).contains(&after));
         assert!(fading.renormalisation(now).is_none());
+    }
+
+    #[test]
+    fn times_out_of_range_are_clamped_not_overflowed() {
+        let fading = Fading::starting_at(1.0, 0);
+        assert_eq!(fading.epoch_at(i64::MIN), 0);
+        assert_eq!(fading.epoch_at(i64::MAX), fading.epoch_at(MAX_TIMESTAMP_MS));
+        assert!(fading.epoch_at(MAX_TIMESTAMP_MS) < 1 << 43);
+        let far = Fading::from_parts(1.0, i64::MIN);
+        assert_eq!(far.renormalisation(0), Some((0, 0.0)));
+        assert_eq!(Fading::epoch_factor(i64::MIN, i64::MAX), 0.0);
     }
 }

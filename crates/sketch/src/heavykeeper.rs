@@ -3,11 +3,12 @@
 //! geometric skipping, an in-sketch PRNG and optional forward-decay fading.
 
 use crate::bucket::Bucket;
+use crate::count_bound::{max_mass, saturating_sum};
 use crate::decay::DecayCurve;
-use crate::fading::Fading;
+use crate::fading::{clamp_time, Fading};
 use crate::item_hash::ItemHash;
 use crate::params::Params;
-use crate::topk::TopK;
+use crate::topk::{MemberId, TopK};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -49,24 +50,38 @@ struct Arrival {
 
 impl Arrival {
     fn mass(&self) -> f64 {
-        self.weight as f64 * self.unit
+        (self.weight as f64 * self.unit).min(self.cap())
+    }
+
+    /// The largest stored mass at this arrival's clock.
+    fn cap(&self) -> f64 {
+        max_mass(self.now_unit)
     }
 }
 
 /// What one arrival found in its `depth` buckets.
-struct Lookup {
+enum Lookup {
     /// The first mapped bucket holding the fingerprint: an item claims a
     /// bucket only when none holds its fingerprint, so it holds at most one
     /// (barring a 32-bit fingerprint shared in the same column).
-    matching: Option<usize>,
-    first_empty: Option<usize>,
-    /// Mapped bucket with the smallest count (all held by others).
-    smallest: usize,
+    Matching(usize),
+    Empty(usize),
+    /// Every mapped bucket is held by others: the one with the smallest count.
+    Smallest(usize),
+}
+
+/// The item's bucket after an arrival changed it.
+struct Counted {
+    /// The item's new estimate (stored units).
+    estimate: f64,
+    /// Its top-k slot, if selective increment already had to look it up.
+    member: Option<MemberId>,
 }
 
 impl HeavyKeeper {
     /// An empty sketch. `params` must have passed [`Params::validate`].
     pub fn new(params: Params, created_ms: i64) -> Self {
+        let created_ms = clamp_time(created_ms);
         let cells = params.width as usize * params.depth as usize;
         Self {
             buckets: vec![Bucket::default(); cells],
@@ -116,47 +131,62 @@ impl HeavyKeeper {
         }
         self.arrivals = self.arrivals.saturating_add(weight);
         let (unit, now_unit) = self.advance_clock(time_ms);
-        if unit <= 0.0 {
+        if unit.is_nan() || unit <= 0.0 {
             // So old that its weight underflowed: it no longer counts.
             return None;
         }
         let hash = ItemHash::of(item, self.params.seed);
-        let (nmin, slot_free) = self.admission_floor(now_unit);
         let arrival = Arrival {
             hash,
             weight,
             unit,
             now_unit,
         };
-        let mass = arrival.mass();
+        let nmin = self.nmin();
+        let counted = self.update_buckets(arrival, item, nmin)?;
+        self.update_topk(item, arrival, nmin, counted)
+    }
 
+    /// Step 5 of the insert: a member's count follows its estimate; a
+    /// non-member is admitted when its estimate passes `nmin` by at most
+    /// this arrival's mass, evicting the minimum if the top-k is full.
+    fn update_topk(
+        &mut self,
+        item: &[u8],
+        arrival: Arrival,
+        nmin: f64,
+        counted: Counted,
+    ) -> Option<Box<[u8]>> {
+        let Counted { estimate, member } = counted;
+        if estimate <= nmin {
+            // A member already counts at least nmin; a non-member needs more.
+            return None;
+        }
         // Membership is looked up only when the answer can matter: most
         // arrivals (the long tail) end in the buckets, never touching the index.
-        let mut member = None;
-        let estimate = self.update_buckets(arrival, item, nmin, &mut member)?;
-        if estimate <= nmin {
-            // A member already counts at least nmin; a non-member needs nmin + 1.
+        let hash = arrival.hash.value();
+        if let Some(id) = member.or_else(|| self.topk.find(hash, item)) {
+            self.topk.raise(id, estimate);
             return None;
         }
-        let member = member.unwrap_or_else(|| self.topk.find(hash.value(), item));
-        if let Some(slot) = member {
-            self.topk.raise(slot, estimate);
-            return None;
-        }
-        if estimate > nmin + mass {
+        if estimate > nmin + arrival.mass() {
             // A jump past nmin + weight can only come from a fingerprint
             // shared with a member: ignoring it keeps counts honest.
             return None;
         }
-        let expelled = if slot_free && self.topk.is_full() {
-            self.topk.pop_min().map(|e| e.item)
+        self.topk.insert(item, hash, estimate).map(|e| e.item)
+    }
+
+    /// The count a non-member must pass to enter: the real minimum of a full
+    /// top-k (even one faded below a single arrival: fading scales every
+    /// stored value alike, so non-member buckets still sit at or below it),
+    /// 0 while there is room.
+    pub(crate) fn nmin(&self) -> f64 {
+        if self.topk.is_full() {
+            self.topk.min_count().unwrap_or(0.0)
         } else {
-            None
-        };
-        self.topk
-            .insert(item, hash.value(), estimate)
-            .map(|e| e.item)
-            .or(expelled)
+            0.0
+        }
     }
 
     /// Is `item` in the top-k at `now_ms`?
@@ -187,14 +217,7 @@ impl HeavyKeeper {
             .and_then(|id| self.topk.count(id))
         {
             Some(count) => count,
-            None => {
-                let nmin = if self.topk.is_full() {
-                    self.topk.min_count().unwrap_or(0.0)
-                } else {
-                    0.0
-                };
-                self.bucket_estimate(hash).min(nmin)
-            }
+            None => self.bucket_estimate(hash).min(self.nmin()),
         }
     }
 
@@ -229,7 +252,7 @@ impl HeavyKeeper {
         match &self.fading {
             Some(f) => f.lambda_per_second() * count,
             None => {
-                let elapsed_s = (now_ms - self.created_ms).max(1) as f64 / 1000.0;
+                let elapsed_s = now_ms.saturating_sub(self.created_ms).max(1) as f64 / 1000.0;
                 count / elapsed_s
             }
         }
@@ -263,6 +286,7 @@ impl HeavyKeeper {
         let Some(mut fading) = self.fading else {
             return (1.0, 1.0);
         };
+        let time_ms = clamp_time(time_ms);
         self.clock_ms = self.clock_ms.max(time_ms);
         if let Some((epoch, factor)) = fading.renormalisation(self.clock_ms) {
             fading.move_to_epoch(epoch);
@@ -270,6 +294,11 @@ impl HeavyKeeper {
             self.rescale(factor);
         }
         (fading.weight(time_ms), fading.weight(self.clock_ms))
+    }
+
+    /// The largest stored mass at the sketch's clock: [`crate::count_bound`].
+    pub(crate) fn mass_cap(&self) -> f64 {
+        max_mass(self.read_unit(self.clock_ms))
     }
 
     /// Multiplies every stored mass by `factor` (a landmark move).
@@ -289,29 +318,25 @@ impl HeavyKeeper {
         }
     }
 
-    /// `nmin` for the admission rule, and whether a slot is free (not full, or
-    /// the minimum has faded below one arrival). `nmin` is 0 when a slot is free.
-    fn admission_floor(&self, now_unit: f64) -> (f64, bool) {
-        match self.topk.min_count() {
-            Some(min) if self.topk.is_full() && min >= now_unit => (min, false),
-            _ => (0.0, true),
-        }
-    }
-
-    fn columns(&self, hash: ItemHash) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn columns(&self, hash: ItemHash) -> impl Iterator<Item = usize> + '_ {
         let width = self.params.width as usize;
-        (0..self.params.depth as usize).map(move |row| row * width + hash.column(row, width))
+        let layout = self.params.layout;
+        (0..self.params.depth as usize)
+            .map(move |row| row * width + hash.column(layout, row, width))
     }
 
-    /// One pass over the item's `depth` buckets, one per row.
     /// One pass over the item's `depth` buckets, one per row. A match ends
     /// the scan: an item holds at most one bucket.
     #[inline]
-    fn lookup(&self, hash: ItemHash) -> Lookup {
+    fn lookup(&self, hash: ItemHash) -> Option<Lookup> {
         let fingerprint = hash.fingerprint();
         let mut first_empty = None;
-        let (mut smallest, mut smallest_count) = (0usize, f64::INFINITY);
-        for i in self.columns(hash) {
+        let mut columns = self.columns(hash);
+        // The search for the smallest starts inside the item's own buckets,
+        // so even counts that compare with nothing cannot send it elsewhere.
+        let mut smallest = columns.next()?;
+        let mut smallest_count = f64::INFINITY;
+        for i in std::iter::once(smallest).chain(columns) {
             let Some(bucket) = self.buckets.get(i) else {
                 continue;
             };
@@ -319,11 +344,7 @@ impl HeavyKeeper {
             if count <= 0.0 {
                 first_empty = first_empty.or(Some(i));
             } else if bucket.fingerprint == fingerprint {
-                return Lookup {
-                    matching: Some(i),
-                    first_empty: None,
-                    smallest: 0,
-                };
+                return Some(Lookup::Matching(i));
             } else {
                 // A select, not a branch: which row is smallest is a coin
                 // toss the branch predictor cannot learn (measured: -10%).
@@ -332,53 +353,33 @@ impl HeavyKeeper {
                 smallest_count = smallest_count.min(count);
             }
         }
-        Lookup {
-            matching: None,
-            first_empty,
-            smallest,
-        }
+        Some(first_empty.map_or(Lookup::Smallest(smallest), Lookup::Empty))
     }
 
     /// Steps 2-4 of the insert: changes at most one bucket. Returns the
-    /// item's new estimate if a bucket of its own changed. `member` caches the
-    /// top-k lookup if selective increment needed it.
-    fn update_buckets(
-        &mut self,
-        arrival: Arrival,
-        item: &[u8],
-        nmin: f64,
-        member: &mut Option<Option<usize>>,
-    ) -> Option<f64> {
+    /// item's new estimate if a bucket of its own changed.
+    fn update_buckets(&mut self, arrival: Arrival, item: &[u8], nmin: f64) -> Option<Counted> {
         let hash = arrival.hash;
-        let lookup = self.lookup(hash);
         let mass = arrival.mass();
-        let fingerprint = hash.fingerprint();
-        if let Some(i) = lookup.matching {
-            let count = self.buckets.get(i)?.count;
-            if count > nmin {
-                // Selective increment: a non-member above nmin shares its
-                // fingerprint with a member; growing the bucket only adds error.
-                let slot = self.topk.find(hash.value(), item);
-                *member = Some(slot);
-                slot?;
+        let (index, estimate, member) = match self.lookup(hash)? {
+            Lookup::Matching(i) => {
+                let count = self.buckets.get(i)?.count;
+                let mut member = None;
+                if count > nmin {
+                    // Selective increment: a non-member above nmin shares its
+                    // fingerprint with a member; growing the bucket only adds error.
+                    member = Some(self.topk.find(hash.value(), item)?);
+                }
+                (i, saturating_sum(count, mass, arrival.cap()), member)
             }
-            let bucket = self.buckets.get_mut(i)?;
-            bucket.count = count + mass;
-            return Some(count + mass);
-        }
-        if let Some(i) = lookup.first_empty {
-            *self.buckets.get_mut(i)? = Bucket {
-                fingerprint,
-                count: mass,
-            };
-            return Some(mass);
-        }
-        let taken_with = self.decay_bucket(lookup.smallest, arrival)?;
-        *self.buckets.get_mut(lookup.smallest)? = Bucket {
-            fingerprint,
-            count: taken_with,
+            Lookup::Empty(i) => (i, mass, None),
+            Lookup::Smallest(i) => (i, self.decay_bucket(i, arrival)?, None),
         };
-        Some(taken_with)
+        *self.buckets.get_mut(index)? = Bucket {
+            fingerprint: hash.fingerprint(),
+            count: estimate,
+        };
+        Some(Counted { estimate, member })
     }
 
     /// Plays `weight` arrivals against the bucket at `index`, each decaying it
@@ -388,7 +389,8 @@ impl HeavyKeeper {
     /// Every success lowers C by one, so the loop runs at most once per level
     /// whose probability is not negligible, whatever the weight and however
     /// old the arrival (an old arrival decays by a current unit too, as the
-    /// reference prescribes, but only adds its own faded weight).
+    /// reference prescribes, but only adds its own faded weight). The bound
+    /// is also explicit, for a value that should never exist.
     fn decay_bucket(&mut self, index: usize, arrival: Arrival) -> Option<f64> {
         let Arrival {
             weight,
@@ -396,6 +398,7 @@ impl HeavyKeeper {
             now_unit,
             ..
         } = arrival;
+        let max_decays = self.curve.max_decays();
         let bucket = self.buckets.get_mut(index)?;
         // Without fading the unit is 1: skip the division on the hot path.
         let mut level = if now_unit == 1.0 {
@@ -403,8 +406,12 @@ impl HeavyKeeper {
         } else {
             bucket.count / now_unit
         };
+        if !level.is_finite() {
+            return None;
+        }
         let mut remaining = weight as f64;
-        let emptied = loop {
+        let mut emptied = false;
+        for _ in 0..max_decays {
             let p = self.curve.decay_probability(level);
             if p >= 1.0 {
                 // Every arrival decays (DECAY 1, or an all but empty bucket),
@@ -412,45 +419,135 @@ impl HeavyKeeper {
                 let levels = level.ceil();
                 if remaining >= levels {
                     remaining -= levels;
-                    break true;
+                    emptied = true;
+                } else {
+                    level -= remaining;
                 }
-                level -= remaining;
-                break false;
+                break;
             }
-            if remaining == 1.0 {
-                // The hot path: one arrival, one coin.
+            // One arrival spends one coin (the hot path); more skip ahead
+            // to the next successful decay (reference section 4).
+            let trials = if remaining == 1.0 {
                 if DecayCurve::coin(p, &mut self.rng) {
-                    level -= 1.0;
-                    remaining = 0.0;
-                    break level <= 0.0;
+                    1.0
+                } else {
+                    f64::INFINITY
                 }
-                break false;
-            }
-            // Geometric skipping: the number of arrivals until the next
-            // successful decay, drawn at once (reference section 4).
-            let trials = DecayCurve::trials_until_decay(p, &mut self.rng);
+            } else {
+                DecayCurve::trials_until_decay(p, &mut self.rng)
+            };
             if trials > remaining {
-                break false;
+                break;
             }
             remaining -= trials;
             level -= 1.0;
             if level <= 0.0 {
-                break true;
+                emptied = true;
+                break;
             }
             if remaining <= 0.0 {
-                break false;
+                break;
             }
-        };
+        }
         if emptied {
             // The arrival that emptied it is the item's first.
-            return Some((remaining + 1.0) * unit);
+            return Some(((remaining + 1.0) * unit).min(arrival.cap()));
         }
         bucket.count = level * now_unit;
         None
     }
 
+    /// How far the sketch's random stream has advanced, in 32-bit words: a
+    /// measure of work done that is the same on every machine.
+    pub fn random_words_used(&self) -> u128 {
+        self.rng.get_word_pos()
+    }
+
     /// Checks the top-k store's invariants; for tests.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.topk.check_invariants()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(decay: f64) -> HeavyKeeper {
+        let params = Params {
+            width: 4,
+            depth: 3,
+            decay,
+            ..Params::for_k(2, 5)
+        };
+        HeavyKeeper::new(params, 0)
+    }
+
+    /// A state no command can reach (decoding refuses it): every bucket held
+    /// by a stranger with a count that compares with nothing.
+    fn poisoned(count: f64) -> HeavyKeeper {
+        let mut hk = small(0.9);
+        for bucket in &mut hk.buckets {
+            *bucket = Bucket {
+                fingerprint: 7,
+                count,
+            };
+        }
+        hk
+    }
+
+    #[test]
+    fn a_count_that_should_never_exist_cannot_loop_or_spread() {
+        for count in [f64::NAN, f64::INFINITY, 1e300] {
+            let mut hk = poisoned(count);
+            hk.add(b"x", 1 << 53, 0);
+            hk.add(b"y", 1, 0);
+            // Bounded by levels, not by the weight: a handful of draws.
+            assert!(
+                hk.random_words_used() <= 2 * 40,
+                "{count}: {}",
+                hk.random_words_used()
+            );
+            assert!(hk
+                .buckets
+                .iter()
+                .all(|b| !b.count.is_nan() || count.is_nan()));
+        }
+    }
+
+    #[test]
+    fn the_smallest_search_stays_inside_the_items_own_buckets() {
+        let mut hk = poisoned(f64::NAN);
+        let hash = ItemHash::of(b"x", hk.params.seed);
+        let own: Vec<usize> = hk.columns(hash).collect();
+        let before: Vec<u64> = hk.buckets.iter().map(|b| b.count.to_bits()).collect();
+        for _ in 0..100 {
+            hk.add(b"x", 1_000, 0);
+        }
+        for (i, bucket) in hk.buckets.iter().enumerate() {
+            if !own.contains(&i) {
+                assert_eq!(bucket.count.to_bits(), before[i], "bucket {i} is not x's");
+            }
+        }
+    }
+
+    #[test]
+    fn a_faded_minimum_does_not_lock_out_a_bucket_holder() {
+        let params = Params {
+            half_life_ms: Some(1_000.0),
+            ..Params::for_k(1, 5)
+        };
+        let mut hk = HeavyKeeper::new(params, 0);
+        hk.add(b"old", 100, 0);
+        hk.add(b"new", 1, 0); // holds a bucket, not a member (1 <= 100)
+        assert!(!hk.contains(b"new", 0));
+        // Ten half-lives later "old" counts 0.1: below one arrival.
+        let later = 10_000;
+        assert!(hk.ranked(later).is_empty());
+        for t in 0..3 {
+            hk.add(b"new", 1, later + t);
+        }
+        assert!(hk.contains(b"new", later + 3), "{:?}", hk.ranked(later + 3));
+        assert!(hk.count(b"new", later + 3) > 2.9);
     }
 }

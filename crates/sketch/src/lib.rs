@@ -5,6 +5,7 @@
 //! Plain Rust: nothing here knows about Redis.
 
 pub mod bucket;
+pub mod count_bound;
 pub mod decay;
 pub mod encoding;
 pub mod fading;
@@ -15,8 +16,10 @@ pub mod params;
 pub mod topk;
 pub mod zipf;
 
+pub use count_bound::MAX_COUNT;
 pub use encoding::{decode, encode, DecodeError, ENCODING_VERSION};
+pub use fading::MAX_TIMESTAMP_MS;
 pub use heavykeeper::{HeavyKeeper, Ranked};
-pub use item_hash::ItemHash;
+pub use item_hash::{ItemHash, RowLayout};
 pub use merge::MergeError;
 pub use params::{ParamError, Params};

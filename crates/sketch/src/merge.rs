@@ -6,9 +6,12 @@
 //! merging is commutative). Never subtract: that would model Misra-Gries and
 //! under-count the elephants. Top-k: every member of either side is a
 //! candidate, scored by the larger of its merged-bucket estimate and the sum
-//! of both sides' estimates; the k best stay. Counts remain lower bounds.
+//! of both sides' estimates; the k best stay. Counts remain lower bounds as
+//! long as the sources counted disjoint sub-streams, and saturate at the
+//! bound of [`crate::count_bound`], like every other count.
 
 use crate::bucket::Bucket;
+use crate::count_bound::saturating_sum;
 use crate::fading::Fading;
 use crate::heavykeeper::HeavyKeeper;
 use crate::item_hash::ItemHash;
@@ -29,22 +32,24 @@ impl fmt::Display for MergeError {
 impl std::error::Error for MergeError {}
 
 impl HeavyKeeper {
-    /// Folds `other` into `self`. Both must share width, depth, seed, decay
-    /// and half-life (the same hash layout and the same units); `self` keeps
-    /// its k and its random state.
+    /// Folds `other` into `self`. Both must share width, depth, seed, decay,
+    /// half-life and row layout (the same hash layout and the same units);
+    /// `self` keeps its k and its random state.
     pub fn merge(&mut self, other: &HeavyKeeper) -> Result<(), MergeError> {
         self.check_mergeable(other)?;
         let other_factor = self.align_epochs(other);
-        let candidates = self.candidates(other, other_factor);
-        self.merge_buckets(other, other_factor);
-        self.keep_best(candidates);
         self.clock_ms = self.clock_ms.max(other.clock_ms);
         self.created_ms = self.created_ms.min(other.created_ms);
         self.arrivals = self.arrivals.saturating_add(other.arrivals);
+        let candidates = self.candidates(other, other_factor);
+        self.merge_buckets(other, other_factor);
+        self.keep_best(candidates);
+        self.lower_buckets_outside_topk();
         Ok(())
     }
 
-    fn check_mergeable(&self, other: &HeavyKeeper) -> Result<(), MergeError> {
+    /// Can `other` be merged into `self`?
+    pub fn check_mergeable(&self, other: &HeavyKeeper) -> Result<(), MergeError> {
         let (a, b) = (&self.params, &other.params);
         if a.width != b.width || a.depth != b.depth {
             return Err(MergeError("sketches differ in WIDTH or DEPTH"));
@@ -59,7 +64,33 @@ impl HeavyKeeper {
         if half_life(a) != half_life(b) {
             return Err(MergeError("sketches differ in HALFLIFE"));
         }
+        if a.layout != b.layout {
+            return Err(MergeError(
+                "sketches differ in row layout (one was saved by encoding version 1)",
+            ));
+        }
         Ok(())
+    }
+
+    /// A new, empty merge destination: `template`'s shape and k, its clocks.
+    pub fn empty_like(template: &HeavyKeeper) -> HeavyKeeper {
+        let mut empty = HeavyKeeper::new(template.params, template.created_ms);
+        empty.fading = template.fading;
+        empty.clock_ms = template.clock_ms;
+        empty
+    }
+
+    /// Empties an existing merge destination in place, keeping its k, its
+    /// random state and its allocations, with `template`'s clocks (the
+    /// destination becomes the merge of its sources, nothing of its own).
+    /// `template` must be mergeable with `self`.
+    pub fn clear_like(&mut self, template: &HeavyKeeper) {
+        self.buckets.fill(Bucket::default());
+        self.topk.clear();
+        self.fading = template.fading;
+        self.clock_ms = template.clock_ms;
+        self.created_ms = template.created_ms;
+        self.arrivals = 0;
     }
 
     /// Brings `self` to the later of both landmarks; returns the factor that
@@ -79,10 +110,11 @@ impl HeavyKeeper {
     }
 
     fn merge_buckets(&mut self, other: &HeavyKeeper, other_factor: f64) {
+        let cap = self.mass_cap();
         for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
             let theirs = Bucket {
                 fingerprint: theirs.fingerprint,
-                count: theirs.count * other_factor,
+                count: (theirs.count * other_factor).min(cap),
             };
             if theirs.is_empty() {
                 continue;
@@ -90,7 +122,7 @@ impl HeavyKeeper {
             if mine.is_empty() {
                 *mine = theirs;
             } else if mine.fingerprint == theirs.fingerprint {
-                mine.count += theirs.count;
+                mine.count = saturating_sum(mine.count, theirs.count, cap);
             } else {
                 let (a, b) = (
                     (mine.count, mine.fingerprint),
@@ -106,14 +138,18 @@ impl HeavyKeeper {
     /// Every member of either side with the sum of both sides' own
     /// estimates, taken before the buckets merge.
     fn candidates(&self, other: &HeavyKeeper, other_factor: f64) -> Vec<(Vec<u8>, f64)> {
+        let cap = self.mass_cap();
         let mut seen = HashSet::new();
         let items = self.topk.heap_order().chain(other.topk.heap_order());
         items
             .filter(|(item, _)| seen.insert(*item))
             .map(|(item, _)| {
                 let hash = ItemHash::of(item, self.params.seed);
-                let sum = self.stored_estimate(item, hash)
-                    + other.stored_estimate(item, hash) * other_factor;
+                let sum = saturating_sum(
+                    self.stored_estimate(item, hash),
+                    other.stored_estimate(item, hash) * other_factor,
+                    cap,
+                );
                 (item.to_vec(), sum)
             })
             .collect()
@@ -138,5 +174,31 @@ impl HeavyKeeper {
             topk.insert(&item, ItemHash::of(&item, self.params.seed).value(), score);
         }
         self.topk = topk;
+    }
+
+    /// Selective increment trusts that no bucket outside the top-k counts
+    /// more than `nmin` (one that does must be a fingerprint shared with a
+    /// member). Merged buckets can break that: an item just outside both
+    /// sides' top-k can sum past the new minimum. Its arrivals would then be
+    /// dropped forever. Lowering such buckets to `nmin` (emptying them while
+    /// the top-k has room) keeps every count a lower bound and lets the item
+    /// in at its next arrival.
+    fn lower_buckets_outside_topk(&mut self) {
+        let nmin = self.nmin();
+        let mut held: Vec<usize> = Vec::with_capacity(self.topk.len() * self.params.depth as usize);
+        for (item, _) in self.topk.heap_order() {
+            let hash = ItemHash::of(item, self.params.seed);
+            let fingerprint = hash.fingerprint();
+            held.extend(
+                self.columns(hash)
+                    .filter(|&i| self.buckets.get(i).is_some_and(|b| b.holds(fingerprint))),
+            );
+        }
+        held.sort_unstable();
+        for (i, bucket) in self.buckets.iter_mut().enumerate() {
+            if bucket.count > nmin && held.binary_search(&i).is_err() {
+                bucket.count = nmin;
+            }
+        }
     }
 }

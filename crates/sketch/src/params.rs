@@ -1,6 +1,7 @@
 //! The shape of a sketch, validated before anything is allocated.
 
 use crate::bucket::Bucket;
+use crate::item_hash::RowLayout;
 use crate::topk::Entry;
 use std::fmt;
 
@@ -15,6 +16,8 @@ pub struct Params {
     pub seed: u64,
     /// Forward-decay half-life; `None` means counts never fade.
     pub half_life_ms: Option<f64>,
+    /// How the item hash picks a column per row (fixed at creation).
+    pub layout: RowLayout,
 }
 
 /// Why a set of parameters was refused.
@@ -46,6 +49,13 @@ impl Params {
         k.saturating_mul(2).clamp(512, Self::MAX_WIDTH)
     }
 
+    /// The half-life equivalent to a per-second smoothing factor `alpha`
+    /// (`count <- count * (1 - alpha) + arrivals`): `ln 2 / -ln(1 - alpha)`
+    /// seconds. With `libm`, so every server derives the same bits.
+    pub fn half_life_ms_from_alpha(alpha: f64) -> f64 {
+        std::f64::consts::LN_2 / -libm::log1p(-alpha) * 1000.0
+    }
+
     /// Defaults for everything the caller leaves out.
     pub fn for_k(k: u32, seed: u64) -> Self {
         Self {
@@ -55,11 +65,18 @@ impl Params {
             decay: Self::DEFAULT_DECAY,
             seed,
             half_life_ms: None,
+            layout: RowLayout::default(),
         }
     }
 
     /// Checks every field, and the fixed footprint against `max_bytes`.
     pub fn validate(&self, max_bytes: u64) -> Result<(), ParamError> {
+        self.validate_shape()?;
+        self.check_size(max_bytes)
+    }
+
+    /// Checks every field, whatever the size.
+    pub fn validate_shape(&self) -> Result<(), ParamError> {
         let err = |m: String| Err(ParamError(m));
         if self.k == 0 || self.k > Self::MAX_K {
             return err(format!("k must be between 1 and {}", Self::MAX_K));
@@ -80,11 +97,16 @@ impl Params {
                 return err("the half-life must be between 1 millisecond and 100 years".into());
             }
         }
+        Ok(())
+    }
+
+    /// Checks the fixed footprint against `max_bytes` (the client-facing cap).
+    pub fn check_size(&self, max_bytes: u64) -> Result<(), ParamError> {
         let bytes = self.fixed_bytes();
         if bytes > max_bytes {
-            return err(format!(
+            return Err(ParamError(format!(
                 "sketch would take {bytes} bytes, more than the {max_bytes} allowed by heavykeeper.max-sketch-bytes"
-            ));
+            )));
         }
         Ok(())
     }

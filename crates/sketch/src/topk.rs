@@ -159,6 +159,14 @@ impl TopK {
         }
     }
 
+    /// Removes every member, keeping the allocations.
+    pub fn clear(&mut self) {
+        self.heap.clear();
+        self.place.clear();
+        self.members.clear();
+        self.index.clear();
+    }
+
     /// Members, highest count first; ties by item bytes, so the order is the
     /// same on every server.
     pub fn ranked(&self) -> Vec<(&[u8], f64)> {

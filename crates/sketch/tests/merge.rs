@@ -1,7 +1,7 @@
 //! Merging shards of one stream gives (nearly) the sketch of the whole.
 
 use heavykeeper_sketch::zipf::{exact_counts, precision_at_k, zipf_stream};
-use heavykeeper_sketch::{encode, HeavyKeeper, ItemHash, MergeError, Params};
+use heavykeeper_sketch::{encode, HeavyKeeper, ItemHash, MergeError, Params, MAX_COUNT};
 use std::collections::HashMap;
 
 fn params(k: u32) -> Params {
@@ -137,4 +137,96 @@ fn fading_sketches_merge_across_landmarks() {
         assert!((merged.count(b"new", end) - 32.0).abs() < 1e-9);
         merged.check_invariants().unwrap();
     }
+}
+
+fn round_trips(hk: &HeavyKeeper) -> bool {
+    heavykeeper_sketch::decode(&encode(hk), u64::MAX).is_ok_and(|back| encode(&back) == encode(hk))
+}
+
+#[test]
+fn repeated_self_merges_and_cycles_saturate_and_still_load() {
+    let mut a = HeavyKeeper::new(params(5), 0);
+    let mut b = HeavyKeeper::new(params(5), 0);
+    for item in zipf_stream(1.0, 50, 2_000, 9) {
+        a.add(&item, 1, 0);
+        b.add(&item, 1_000_000, 0);
+    }
+    for _ in 0..1_100 {
+        let copy = a.clone();
+        a.merge(&copy).unwrap();
+        a.merge(&b).unwrap();
+        b.merge(&a).unwrap();
+    }
+    for hk in [&a, &b] {
+        assert!(hk.ranked(0).iter().all(|r| r.count <= MAX_COUNT));
+        assert_eq!(hk.ranked(0)[0].count, MAX_COUNT);
+        assert!(round_trips(hk), "a state the merge reached must load");
+        hk.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn a_merged_bucket_above_the_new_minimum_does_not_lock_its_item_out() {
+    // Each side: ten members at 100 and "z" at 50-60 just outside its top-k.
+    let side = |prefix: &str, z: u64| {
+        let mut hk = HeavyKeeper::new(
+            Params {
+                width: 4096,
+                ..params(10)
+            },
+            0,
+        );
+        for i in 0..10 {
+            hk.add(format!("{prefix}{i}").as_bytes(), 100, 0);
+        }
+        for _ in 0..z {
+            hk.add(b"z", 1, 0);
+        }
+        assert!(!hk.contains(b"z", 0));
+        hk
+    };
+    let (east, west) = (side("east", 50), side("west", 60));
+    let mut all = HeavyKeeper::empty_like(&east);
+    all.merge(&east).unwrap();
+    all.merge(&west).unwrap();
+    // z's merged bucket (110) beats the new minimum (100), but z is no member.
+    assert!(!all.contains(b"z", 0));
+    for _ in 0..100 {
+        all.add(b"z", 1, 0);
+    }
+    assert!(
+        all.contains(b"z", 0),
+        "z is locked out: {:?}",
+        all.ranked(0)
+    );
+    // Still a lower bound of its 210 arrivals.
+    assert!(all.count(b"z", 0) <= 210.0 && all.count(b"z", 0) >= 100.0);
+}
+
+#[test]
+fn a_destination_becomes_the_merge_of_its_sources_whatever_it_held() {
+    let stream = zipf_stream(1.0, 500, 20_000, 4);
+    let mut east = HeavyKeeper::new(params(20), 0);
+    let mut west = HeavyKeeper::new(params(20), 0);
+    for (i, item) in stream.iter().enumerate() {
+        [&mut east, &mut west][i % 2].add(item, 1, 0);
+    }
+    let mut fresh = HeavyKeeper::empty_like(&east);
+    fresh.merge(&east).unwrap();
+    fresh.merge(&west).unwrap();
+    // An existing destination full of other counts ends with the same top-k.
+    let mut reused = HeavyKeeper::new(params(20), 0);
+    for item in zipf_stream(1.2, 50, 5_000, 5) {
+        reused.add(&item, 7, 0);
+    }
+    reused.clear_like(&east);
+    reused.merge(&east).unwrap();
+    reused.merge(&west).unwrap();
+    assert_eq!(fresh.ranked(0), reused.ranked(0));
+    assert_eq!(reused.arrivals(), 20_000);
+    // Merging the same sources again gives the same answer: no double count.
+    reused.clear_like(&east);
+    reused.merge(&east).unwrap();
+    reused.merge(&west).unwrap();
+    assert_eq!(fresh.ranked(0), reused.ranked(0));
 }

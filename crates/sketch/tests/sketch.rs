@@ -2,7 +2,9 @@
 //! increments, determinism, fading and persistence.
 
 use heavykeeper_sketch::zipf::{exact_counts, precision_at_k, zipf_stream};
-use heavykeeper_sketch::{decode, encode, DecodeError, HeavyKeeper, ItemHash, Params};
+use heavykeeper_sketch::{
+    decode, encode, DecodeError, HeavyKeeper, ItemHash, Params, ENCODING_VERSION, MAX_COUNT,
+};
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 
@@ -85,11 +87,36 @@ fn a_huge_increment_costs_what_a_few_adds_cost() {
     for i in 0..5_000u32 {
         hk.add(&i.to_le_bytes(), 1, 0);
     }
-    // Into a full sketch, where it must decay its way in.
+    // Into a full sketch, where it must decay its way in: one draw per level
+    // of the smallest bucket, not one per arrival (that would be 2e9 words).
+    let words = hk.random_words_used();
     hk.add(b"whale", 1_000_000_000, 0);
+    let spent = hk.random_words_used() - words;
+    assert!(
+        spent <= 200,
+        "{spent} random words for one weighted arrival"
+    );
     let count = hk.count(b"whale", 0);
     assert!(count > 999_000_000.0 && count <= 1e9, "{count}");
     assert_eq!(hk.ranked(0)[0].item, b"whale");
+}
+
+#[test]
+fn counts_stop_at_two_to_the_53_and_never_round_above_it() {
+    let mut hk = sketch(3);
+    hk.add(b"x", (1 << 53) - 1, 0);
+    hk.add(b"x", 4, 0);
+    assert_eq!(hk.count(b"x", 0), MAX_COUNT);
+    hk.add(b"y", 1 << 53, 0);
+    hk.add(b"y", 3, 0);
+    assert_eq!(
+        hk.count(b"y", 0),
+        MAX_COUNT,
+        "2^53 + 3 must not become 2^53 + 4"
+    );
+    assert_eq!(hk.ranked(0)[0].count, MAX_COUNT);
+    let back = decode(&encode(&hk), u64::MAX).unwrap();
+    assert_eq!(encode(&back), encode(&hk));
 }
 
 #[test]
@@ -103,8 +130,10 @@ fn decay_one_drains_a_bucket_deterministically_and_at_once() {
     let mut hk = HeavyKeeper::new(params, 0);
     hk.add(b"resident", 1 << 52, 0);
     // Every arrival decrements: 2^52 of them empty the bucket, the rest
-    // count (the one that emptied it included).
+    // count (the one that emptied it included). No coin is needed.
+    let words = hk.random_words_used();
     hk.add(b"newcomer", (1 << 52) + 5, 0);
+    assert_eq!(hk.random_words_used(), words);
     assert_eq!(hk.count(b"newcomer", 0), 6.0);
     assert!(hk.contains(b"newcomer", 0));
 }
@@ -121,8 +150,11 @@ fn a_huge_weight_from_the_distant_past_ends_at_once() {
     let mut hk = HeavyKeeper::new(params, start);
     hk.add(b"resident", 5, start + 200_000);
     // 2^50 arrivals from 100 half-lives ago: each weighs 2^-100 now, and
-    // each decay costs the resident a whole current unit.
+    // each decay costs the resident a whole current unit: at most five
+    // decays, a few draws each.
+    let words = hk.random_words_used();
     hk.add(b"ancient", 1 << 50, start + 100_000);
+    assert!(hk.random_words_used() - words <= 24);
     assert!(hk.count(b"ancient", start + 200_000) < 1e-10);
     hk.check_invariants().unwrap();
 }
@@ -208,12 +240,15 @@ fn truncated_or_newer_payloads_are_refused() {
     longer.push(0);
     assert!(decode(&longer, u64::MAX).is_err());
     let mut newer = bytes.clone();
-    newer[0] = 2;
+    newer[0] = ENCODING_VERSION + 1;
     assert_eq!(
         decode(&newer, u64::MAX).unwrap_err(),
-        DecodeError::NewerVersion(2)
+        DecodeError::NewerVersion(ENCODING_VERSION + 1)
     );
-    assert!(decode(&bytes, 100).is_err(), "over the size cap");
+    assert!(
+        matches!(decode(&bytes, 100), Err(DecodeError::TooLarge(_))),
+        "over the size cap, and not corrupt"
+    );
 }
 
 proptest! {

@@ -1,0 +1,43 @@
+//! Client-facing limits, and who they apply to.
+//!
+//! A limit protects the server from a client. It must never apply to what
+//! the primary already accepted (the replication stream) or what the server
+//! itself wrote (AOF and RDB loading): a replica or a restart with a lower
+//! limit would otherwise drop a key the primary holds, and every later write
+//! to it would fail. Those commands are applied verbatim.
+
+use crate::args::err;
+use crate::{clock, config};
+use redis_module::{Context, ContextFlags, RedisError};
+
+/// Does this command come from a client (not the primary, not a load)?
+pub fn apply_to(ctx: &Context) -> bool {
+    !ctx.get_flags()
+        .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
+}
+
+/// The size cap for a sketch this command creates.
+pub fn max_sketch_bytes(ctx: &Context) -> u64 {
+    if apply_to(ctx) {
+        config::max_sketch_bytes()
+    } else {
+        u64::MAX
+    }
+}
+
+/// Refuses a client's timestamp too far ahead of the server clock: one
+/// arrival dated in 2100 would make every real arrival weigh nothing until
+/// then.
+pub fn check_not_in_future(ctx: &Context, what: &str, time_ms: i64) -> Result<(), RedisError> {
+    if !apply_to(ctx) {
+        return Ok(());
+    }
+    let window = config::max_future_ms();
+    let ahead = time_ms.saturating_sub(clock::now_ms());
+    if ahead > window {
+        return Err(err(format!(
+            "{what} is {ahead} ms ahead of the server clock; heavykeeper.max-future-ms allows {window}"
+        )));
+    }
+    Ok(())
+}
