@@ -510,8 +510,158 @@ fn a_merge_is_idempotent_and_never_counts_a_stream_twice() {
         e,
         "ERR source 'west' is listed twice: it would count its sub-stream twice"
     );
+    // A destination listed as a source must exist, like any source.
+    assert_eq!(
+        error(&mut con, &["HK.MERGE", "t2", "t2", "west"]),
+        "ERR no such key"
+    );
     let exists: i64 = redis::cmd("EXISTS").arg("t2").query(&mut con).unwrap();
     assert_eq!(exists, 0);
+}
+
+#[test]
+fn a_merge_reads_its_sources_in_place_without_copying_them() {
+    let server = Server::start();
+    let mut con = server.client();
+    // 20 sources of ~1.2 MB each: copying them all would peak at +24 MB.
+    let sources: Vec<String> = (0..20).map(|i| format!("src:{i}")).collect();
+    for (i, key) in sources.iter().chain([&"dest".to_string()]).enumerate() {
+        value(
+            &mut con,
+            &[
+                "HK.RESERVE",
+                key,
+                "10",
+                "WIDTH",
+                "100000",
+                "DEPTH",
+                "1",
+                "SEED",
+                "3",
+            ],
+        );
+        value(&mut con, &["HK.INCRBY", key, &format!("item:{i}"), "5"]);
+    }
+    let sketch_bytes: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("dest")
+        .query(&mut con)
+        .unwrap();
+    let used = |con: &mut redis::Connection, field: &str| -> i64 {
+        common::info_field(con, "memory", field)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    for target in ["dest", "fresh"] {
+        value(&mut con, &["CONFIG", "RESETSTAT"]);
+        let before = used(&mut con, "used_memory");
+        let mut merge = redis::cmd("HK.MERGE");
+        merge.arg(target).arg(&sources);
+        let _: () = merge.query(&mut con).unwrap();
+        let peak = used(&mut con, "used_memory_peak");
+        // An existing destination is rebuilt in place; a new one is one sketch.
+        let allowed = if target == "dest" { 0 } else { sketch_bytes } + sketch_bytes / 2;
+        assert!(
+            peak - before < allowed,
+            "{target}: peak +{} bytes, a sketch is {sketch_bytes}",
+            peak - before
+        );
+    }
+    assert_eq!(common::list_with_count(&mut con, "fresh").len(), 10);
+    assert_eq!(
+        common::list_with_count(&mut con, "dest"),
+        common::list_with_count(&mut con, "fresh")
+    );
+}
+
+#[test]
+fn an_item_just_outside_both_shards_top_k_is_not_locked_out_after_a_merge() {
+    let server = Server::start();
+    let mut con = server.client();
+    for (shard, z) in [("east", "50"), ("west", "60")] {
+        value(
+            &mut con,
+            &["HK.RESERVE", shard, "10", "WIDTH", "4096", "SEED", "9"],
+        );
+        for i in 0..10 {
+            value(
+                &mut con,
+                &["HK.INCRBY", shard, &format!("{shard}:{i}"), "100"],
+            );
+        }
+        value(&mut con, &["HK.INCRBY", shard, "z", z]);
+    }
+    value(&mut con, &["HK.MERGE", "all", "east", "west"]);
+    for _ in 0..100 {
+        value(&mut con, &["HK.ADD", "all", "z"]);
+    }
+    let queried: Vec<i64> = redis::cmd("HK.QUERY")
+        .arg("all")
+        .arg("z")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        queried,
+        vec![1],
+        "{:?}",
+        common::list_with_count(&mut con, "all")
+    );
+    let count = common::list_with_count(&mut con, "all")
+        .into_iter()
+        .find(|(item, _)| item == b"z")
+        .unwrap()
+        .1;
+    assert!(
+        (100..=210).contains(&count),
+        "{count}: a lower bound of 210 arrivals"
+    );
+}
+
+#[test]
+fn an_item_holding_a_bucket_enters_once_the_minimum_has_faded() {
+    let server = Server::start();
+    let mut con = server.client();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let t0 = (now - 60_000).to_string();
+    value(
+        &mut con,
+        &["HK.RESERVE", "f", "1", "HALFLIFE", "1", "CREATED", &t0],
+    );
+    value(&mut con, &["HK.INCRBYAT", "f", &t0, "old", "100"]);
+    value(&mut con, &["HK.ADDAT", "f", &t0, "new"]);
+    // Twenty half-lives later "old" has faded below one arrival.
+    let later = (now - 40_000).to_string();
+    for _ in 0..3 {
+        value(&mut con, &["HK.ADDAT", "f", &later, "new"]);
+    }
+    let listed = common::list_with_count_at(&mut con, "f", Some(now - 40_000));
+    assert_eq!(listed, vec![(b"new".to_vec(), 3)]);
+}
+
+#[test]
+fn counts_stop_at_two_to_the_53_through_every_command() {
+    let server = Server::start();
+    let mut con = server.client();
+    for key in ["k", "k2"] {
+        value(&mut con, &["HK.RESERVE", key, "3", "SEED", "1"]);
+    }
+    value(&mut con, &["HK.INCRBY", "k", "x", "9007199254740992"]);
+    value(
+        &mut con,
+        &["HK.INCRBY", "k", "x", "3", "x", "9007199254740992"],
+    );
+    value(&mut con, &["HK.INCRBY", "k2", "x", "10"]);
+    value(&mut con, &["HK.MERGE", "k", "k", "k2"]);
+    let counts: Vec<i64> = redis::cmd("HK.COUNT")
+        .arg("k")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(counts, vec![9_007_199_254_740_992]);
 }
 
 #[test]

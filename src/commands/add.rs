@@ -22,17 +22,41 @@ struct Arrivals {
     first: usize,
     /// Arguments per arrival: 1 (`item`) or 2 (`item increment`).
     stride: usize,
-    /// One weight per arrival, parsed before anything is applied.
-    weights: Vec<u64>,
-    /// The command that carries an explicit time, for replication.
+    weights: Weights,
+    /// The command as given, and its form with an explicit time: what is
+    /// replicated.
+    command: &'static str,
     timed_command: &'static str,
+}
+
+/// The weight of each arrival, parsed before anything is applied.
+enum Weights {
+    /// `count` arrivals of weight 1 (nothing to allocate on the hot path).
+    Unit(usize),
+    Each(Vec<u64>),
+}
+
+impl Weights {
+    fn len(&self) -> usize {
+        match self {
+            Weights::Unit(count) => *count,
+            Weights::Each(weights) => weights.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            Weights::Unit(_) => 1,
+            Weights::Each(weights) => weights.get(i).copied().unwrap_or(0),
+        }
+    }
 }
 
 pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    let arrivals = unit_arrivals(&args, 2, "HK.ADDAT");
+    let arrivals = unit_arrivals(&args, 2, "HK.ADD");
     count_arrivals(ctx, &args, None, arrivals)
 }
 
@@ -40,7 +64,7 @@ pub fn incrby(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 4 || args.len() % 2 != 0 {
         return Err(RedisError::WrongArity);
     }
-    let arrivals = weighted_arrivals(&args, 2, "HK.INCRBYAT")?;
+    let arrivals = weighted_arrivals(&args, 2, "HK.INCRBY")?;
     count_arrivals(ctx, &args, None, arrivals)
 }
 
@@ -62,12 +86,13 @@ pub fn incrby_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     count_arrivals(ctx, &args, Some(time), arrivals)
 }
 
-fn unit_arrivals(args: &[RedisString], first: usize, timed_command: &'static str) -> Arrivals {
+fn unit_arrivals(args: &[RedisString], first: usize, command: &'static str) -> Arrivals {
     Arrivals {
         first,
         stride: 1,
-        weights: vec![1; args.len().saturating_sub(first)],
-        timed_command,
+        weights: Weights::Unit(args.len().saturating_sub(first)),
+        command,
+        timed_command: "HK.ADDAT",
     }
 }
 
@@ -76,7 +101,7 @@ fn unit_arrivals(args: &[RedisString], first: usize, timed_command: &'static str
 fn weighted_arrivals(
     args: &[RedisString],
     first: usize,
-    timed_command: &'static str,
+    command: &'static str,
 ) -> Result<Arrivals, RedisError> {
     let weights = args
         .get(first..)
@@ -90,8 +115,9 @@ fn weighted_arrivals(
     Ok(Arrivals {
         first,
         stride: 2,
-        weights,
-        timed_command,
+        weights: Weights::Each(weights),
+        command,
+        timed_command: "HK.INCRBYAT",
     })
 }
 
@@ -128,10 +154,10 @@ fn count_arrivals(
         .step_by(arrivals.stride);
     let mut expelled = Vec::with_capacity(arrivals.weights.len());
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        for (item, &weight) in items.zip(&arrivals.weights) {
+        for (i, item) in items.take(arrivals.weights.len()).enumerate() {
             let item = item.as_slice();
             fault::on_add(item);
-            expelled.push(sketch.add(item, weight, now));
+            expelled.push(sketch.add(item, arrivals.weights.get(i), now));
         }
     }));
     // A panicking arrival may have changed the sketch before it stopped:
@@ -205,7 +231,7 @@ fn replicate(
                 .iter()
                 .map(RedisString::as_slice),
         );
-        command_name(arrivals)
+        arrivals.command
     };
     out.extend(
         args.get(arrivals.first..end)
@@ -214,13 +240,4 @@ fn replicate(
             .map(RedisString::as_slice),
     );
     ctx.replicate(command, out.as_slice());
-}
-
-/// The name of the command an `Arrivals` came from, untimed or timed.
-fn command_name(arrivals: &Arrivals) -> &'static str {
-    match (arrivals.stride, arrivals.first) {
-        (1, 2) => "HK.ADD",
-        (2, 2) => "HK.INCRBY",
-        _ => arrivals.timed_command,
-    }
 }

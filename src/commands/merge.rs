@@ -37,6 +37,10 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .collect::<Result<Vec<&HeavyKeeper>, _>>()?;
     let key = ctx.open_key_writable(destination);
     let existing = if key.is_empty() {
+        if destination_listed {
+            // Listed as a source, it must exist like every other source.
+            return Err(err("no such key"));
+        }
         None
     } else {
         Some(sketch_key::write(&key)?)
@@ -46,8 +50,8 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let template: &HeavyKeeper = match (&existing, others.first()) {
         (Some(d), _) if destination_listed => d,
         (_, Some(first)) => first,
-        (None, None) => return Err(err("no such key")),
         (Some(d), None) => d,
+        (None, None) => return Err(err("no such key")),
     };
     for other in others.iter().copied().chain(existing.as_deref()) {
         template
