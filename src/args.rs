@@ -79,7 +79,7 @@ mod tests {
     fn message(e: RedisError) -> String {
         match e {
             RedisError::String(s) => s,
-            other => panic!("{other:?}"),
+            other => panic!("{other:?}"), // panic-ok: unit test
         }
     }
 

@@ -280,14 +280,9 @@ fn timestamps_far_ahead_of_the_clock_are_refused_from_clients() {
     assert_eq!(listed[0].0, b"x");
 }
 
-/// Debug builds only (the release module compiles the fault hook out).
-fn fault_hooks_compiled_in() -> bool {
-    common::module_path().to_string_lossy().contains("/debug/")
-}
-
 #[test]
 fn a_panic_in_the_middle_of_add_is_one_error_and_the_connection_stays_in_step() {
-    if !fault_hooks_compiled_in() {
+    if !common::fault_hooks_compiled_in() {
         eprintln!("skipped: the release module has no fault hooks");
         return;
     }

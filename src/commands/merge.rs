@@ -37,41 +37,32 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .collect::<Result<Vec<&HeavyKeeper>, _>>()?;
     let key = ctx.open_key_writable(destination);
     let existing = if key.is_empty() {
-        if destination_listed {
-            // Listed as a source, it must exist like every other source.
-            return Err(err("no such key"));
-        }
         None
     } else {
         Some(sketch_key::write(&key)?)
     };
 
     // Every shape is checked before anything changes.
-    let template: &HeavyKeeper = match (&existing, others.first()) {
-        (Some(d), _) if destination_listed => d,
-        (_, Some(first)) => first,
-        (Some(d), None) => d,
-        (None, None) => return Err(err("no such key")),
-    };
-    for other in others.iter().copied().chain(existing.as_deref()) {
-        template
-            .check_mergeable(other)
-            .map_err(|e| err(e.to_string()))?;
-    }
-
-    match existing {
-        Some(d) if destination_listed => fold(d, &others),
-        Some(d) => {
-            let first = *others.first().ok_or_else(|| err("no such key"))?;
-            d.clear_like(first);
-            fold(d, &others);
-        }
-        None => {
-            let first = *others.first().ok_or_else(|| err("no such key"))?;
-            let mut merged = HeavyKeeper::empty_like(first);
-            fold(&mut merged, &others);
-            key.set_value(&HK_TYPE, merged)
-                .map_err(|e| err(format!("could not store the sketch: {e}")))?;
+    if destination_listed {
+        // Listed as a source, the destination must exist like any source;
+        // the others are folded into it in place.
+        let destination = existing.ok_or_else(|| err("no such key"))?;
+        check_mergeable(destination, others.iter().copied())?;
+        fold(destination, &others);
+    } else {
+        let first = *others.first().ok_or(RedisError::WrongArity)?;
+        check_mergeable(first, others.iter().copied().chain(existing.as_deref()))?;
+        match existing {
+            Some(destination) => {
+                destination.clear_like(first);
+                fold(destination, &others);
+            }
+            None => {
+                let mut merged = HeavyKeeper::empty_like(first);
+                fold(&mut merged, &others);
+                key.set_value(&HK_TYPE, merged)
+                    .map_err(|e| err(format!("could not store the sketch: {e}")))?;
+            }
         }
     }
     ctx.replicate_verbatim();
@@ -88,6 +79,18 @@ fn refuse_repeated(sources: &[RedisString]) -> Result<(), RedisError> {
                 printable(source.as_slice())
             )));
         }
+    }
+    Ok(())
+}
+
+fn check_mergeable<'a>(
+    template: &HeavyKeeper,
+    sketches: impl Iterator<Item = &'a HeavyKeeper>,
+) -> Result<(), RedisError> {
+    for sketch in sketches {
+        template
+            .check_mergeable(sketch)
+            .map_err(|e| err(e.to_string()))?;
     }
     Ok(())
 }

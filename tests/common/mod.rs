@@ -299,3 +299,14 @@ pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<St
             .map(|v| v.trim().to_string())
     })
 }
+
+/// Do the module's fault hooks exist? Debug builds only: the release module
+/// compiles them out, and tests that need one say so and skip.
+pub fn fault_hooks_compiled_in() -> bool {
+    module_path().to_string_lossy().contains("/debug/")
+}
+
+/// The encoded state of an empty sketch, as `HK.LOADSTATE` takes it.
+pub fn empty_sketch_payload(params: heavykeeper_sketch::Params, created_ms: i64) -> Vec<u8> {
+    heavykeeper_sketch::encode(&heavykeeper_sketch::HeavyKeeper::new(params, created_ms))
+}
