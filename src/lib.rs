@@ -14,12 +14,16 @@ pub mod limits;
 pub mod panic_guard;
 pub mod reply;
 pub mod sketch_key;
+pub mod tracking;
 
-use commands::{add, info, list, load_state, merge, query, reserve};
+use commands::{add, hotkeys, info, list, load_state, merge, query, reserve};
 use data_type::HK_TYPE;
 use panic_guard::guarded;
-use redis_module::configuration::ConfigurationFlags;
-use redis_module::{redis_module, Context, ModuleOptions, RedisString, Status};
+use redis_module::configuration::{ConfigurationContext, ConfigurationFlags};
+use redis_module::{
+    redis_module, Context, InfoContext, ModuleOptions, RedisResult, RedisString, Status,
+};
+use tracking::config as track;
 
 // Module memory goes through the server's allocator so that INFO memory,
 // maxmemory and MEMORY USAGE see it; unit tests run without a server.
@@ -36,7 +40,27 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // Without this, a truncated payload in RESTORE or an RDB makes the server
     // panic; with it, the read fails and the callback refuses the value.
     ctx.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    // The configs were applied before init (the crate's order): now that
+    // there is a context, register the filter if tracking is on.
+    tracking::filter::attach(ctx);
+    tracking::apply_configs();
     Status::Ok
+}
+
+/// Every tracking config takes effect as soon as it changes.
+fn on_tracking_config<T>(_: &ConfigurationContext, _: &str, _: &'static T) {
+    tracking::apply_configs();
+}
+
+type OnConfigChange<T> = Box<dyn Fn(&ConfigurationContext, &str, &'static T)>;
+
+fn tracking_changed<T: 'static>() -> Option<OnConfigChange<T>> {
+    Some(Box::new(on_tracking_config::<T>))
+}
+
+/// `INFO heavykeeper`: the tracker's figures.
+fn info(ctx: &InfoContext, _for_crash_report: bool) {
+    tracking::info::add_section(ctx);
 }
 
 redis_module! {
@@ -45,6 +69,7 @@ redis_module! {
     allocator: (ModuleAllocator, MODULE_ALLOCATOR),
     data_types: [HK_TYPE],
     init: init,
+    info: info,
     commands: [
         ["hk.reserve", guarded(reserve::reserve), "write deny-oom", 1, 1, 1, ""],
         ["hk.add", guarded(add::add), "write deny-oom fast", 1, 1, 1, ""],
@@ -58,6 +83,7 @@ redis_module! {
         ["hk.info", guarded(info::info), "readonly fast", 1, 1, 1, ""],
         ["hk.merge", guarded(merge::merge), "write deny-oom", 1, -1, 1, ""],
         ["hk.loadstate", guarded(load_state::load_state), "write deny-oom", 1, 1, 1, ""],
+        ["hk.hotkeys", guarded(hotkeys::hotkeys), "readonly", 0, 0, 0, ""],
     ],
     configurations: [
         i64: [
@@ -79,9 +105,14 @@ redis_module! {
                 ConfigurationFlags::DEFAULT,
                 None
             ],
+            ["track-k", &track::TRACK_K, track::DEFAULT_K, 1, track::MAX_K, ConfigurationFlags::DEFAULT, tracking_changed()],
+            ["track-halflife", &track::TRACK_HALFLIFE, track::DEFAULT_HALFLIFE_S, 1, track::MAX_HALFLIFE_S, ConfigurationFlags::DEFAULT, tracking_changed()],
+            ["track-sample", &track::TRACK_SAMPLE, 1, 1, track::MAX_SAMPLE, ConfigurationFlags::DEFAULT, tracking_changed()],
         ],
         string: [],
-        bool: [],
+        bool: [
+            ["track", &track::TRACK, false, ConfigurationFlags::DEFAULT, tracking_changed()],
+        ],
         enum: [],
         module_args_as_configuration: true,
     ]

@@ -11,6 +11,7 @@ mod redis_phase;
 mod report;
 mod row_layout;
 mod speed;
+mod tracking;
 mod workloads;
 
 use accuracy::Accuracy;
@@ -32,7 +33,7 @@ struct Options {
     module: PathBuf,
     out: PathBuf,
     threads: usize,
-    /// Only this stage (accuracy, speed, redis, fading, merge, layout); all when `None`.
+    /// Only this stage (accuracy, speed, redis, fading, merge, layout, tracking); all when `None`.
     only: Option<String>,
 }
 
@@ -63,7 +64,7 @@ fn options() -> Options {
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading|merge|layout]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading|merge|layout|tracking]");
                 std::process::exit(2);
             }
         }
@@ -75,7 +76,7 @@ fn main() {
     let o = options();
     let started = Instant::now();
     let stage = |n: usize, what: &str| {
-        eprintln!("[{n}/7] {what} ({:.0} s)", started.elapsed().as_secs_f64())
+        eprintln!("[{n}/8] {what} ({:.0} s)", started.elapsed().as_secs_f64())
     };
     let (arrivals, distinct) = if o.quick {
         (1_000_000, 100_000)
@@ -190,10 +191,19 @@ fn main() {
     );
     let layout = o.runs("layout").then(|| row_layout::measure(&loads));
 
+    stage(
+        8,
+        "tracking a server's own hot keys: cost per command, accuracy",
+    );
+    let tracked = o.runs("tracking").then(|| {
+        let module = std::fs::canonicalize(&o.module).unwrap_or_else(|_| o.module.clone());
+        tracking::measure(&module, zipf1, o.quick)
+    });
+
     let names: Vec<String> = loads.iter().map(|w| w.name.clone()).collect();
     // A quick run never overwrites the full run's report and plots.
     let suffix = if o.quick { "-quick" } else { "" };
-    let goals = goals(
+    let mut goals = goals(
         &rows,
         &defaults,
         &equal,
@@ -202,6 +212,9 @@ fn main() {
         &loads,
         fade.as_ref(),
     );
+    if let Some(t) = &tracked {
+        tracking_goals(t, &mut goals);
+    }
     let mut md = String::new();
     let _ = writeln!(md, "# HeavyKeeper benchmark report\n");
     let _ = writeln!(
@@ -268,6 +281,9 @@ fn main() {
     }
     if let Some(layout) = &layout {
         md.push_str(&layout.markdown());
+    }
+    if let Some(tracked) = &tracked {
+        md.push_str(&tracked.markdown());
     }
 
     if let Err(e) = std::fs::create_dir_all(&o.out) {
@@ -558,4 +574,38 @@ fn cpu_model() -> String {
                 .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into())
+}
+
+fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
+    for (sampled, limit, what) in [
+        (false, 0.01, "full tracking"),
+        (true, 0.003, "1-in-16 sampling"),
+    ] {
+        if let Some(loss) = t.worst_loss(sampled) {
+            goals.push(Goal::new(
+                format!("tracking throughput loss, {what} (GET/SET/MGET, -P 16 and -P 1)"),
+                format!("<= {:.1}%", limit * 100.0),
+                format!("worst {:.2}%", loss * 100.0),
+                loss <= limit,
+            ));
+        }
+    }
+    if let Some(p) = t.precision {
+        goals.push(Goal::new(
+            "tracking: top-100 of a Zipf(1.0) GET stream through the server",
+            ">= 0.99",
+            format!("{p:.3}"),
+            p >= 0.99,
+        ));
+    }
+    for (sample, limit) in [(1u64, 0.05), (16, 0.10)] {
+        if let Some(e) = t.worst_rate_error(sample) {
+            goals.push(Goal::new(
+                format!("tracking: steady-key rate error, sampling 1 in {sample}"),
+                format!("<= {:.0}%", limit * 100.0),
+                format!("worst {:.2}%", e * 100.0),
+                e <= limit,
+            ));
+        }
+    }
 }

@@ -55,6 +55,13 @@ impl Server {
         Err("redis-server did not start".into())
     }
 
+    /// CPU time the server's main thread has used, in nanoseconds (Linux).
+    pub fn main_thread_cpu_ns(&self) -> Option<u64> {
+        let pid = self.child.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).ok()?;
+        stat.split_whitespace().next()?.parse().ok()
+    }
+
     pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
     }
@@ -74,8 +81,20 @@ pub fn benchmark(
     pipeline: usize,
     command: &[&str],
 ) -> Result<f64, String> {
+    benchmark_over(port, requests, pipeline, 1_000_000, command)
+}
+
+/// The same, with `__rand_int__` drawn from `0..keyspace`.
+pub fn benchmark_over(
+    port: u16,
+    requests: usize,
+    pipeline: usize,
+    keyspace: usize,
+    command: &[&str],
+) -> Result<f64, String> {
     let out = Command::new("redis-benchmark")
-        .args(["-p", &port.to_string(), "-q", "-c", "50", "-r", "1000000"])
+        .args(["-p", &port.to_string(), "-q", "-c", "50"])
+        .args(["-r", &keyspace.to_string()])
         .args(["-n", &requests.to_string(), "-P", &pipeline.to_string()])
         .args(command)
         .output()
@@ -145,7 +164,7 @@ pub fn add_versus_incr(
     Ok(out)
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

@@ -2,6 +2,7 @@
 //! touch a key, so a failing command changes nothing and replicates nothing.
 
 pub mod add;
+pub mod hotkeys;
 pub mod info;
 pub mod list;
 pub mod load_state;

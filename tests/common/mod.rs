@@ -11,19 +11,23 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
-/// The module under test: `$HK_MODULE`, or the debug build of this crate.
+/// The module under test: `$HK_MODULE`, or the debug build in the
+/// workspace's target directory (found from any crate of the workspace).
 pub fn module_path() -> PathBuf {
     if let Ok(path) = std::env::var("HK_MODULE") {
         return PathBuf::from(path);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = root.join("target/debug/libheavykeeper_redis.so");
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build` (or `make test`) first",
-        path.display()
-    );
-    path
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found = here
+        .ancestors()
+        .map(|dir| dir.join("target/debug/libheavykeeper_redis.so"))
+        .find(|path| path.exists());
+    found.unwrap_or_else(|| {
+        panic!(
+            "target/debug/libheavykeeper_redis.so is missing above {}: run `cargo build` (or `make test`) first",
+            here.display()
+        )
+    })
 }
 
 /// The server binary: `$REDIS_SERVER` or `redis-server` on the PATH.

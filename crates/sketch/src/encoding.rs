@@ -186,6 +186,7 @@ fn decode_body(
         clock_ms: clock.clock_ms,
         created_ms: clock.created_ms,
         arrivals,
+        clock_unit: crate::heavykeeper::ClockUnit::UNKNOWN,
     })
 }
 

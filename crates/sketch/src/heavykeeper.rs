@@ -35,6 +35,38 @@ pub struct HeavyKeeper {
     pub(crate) created_ms: i64,
     /// Total weight of all arrivals, saturating.
     pub(crate) arrivals: u64,
+    /// The weight of one arrival at the clock, remembered with the clock
+    /// and landmark it was computed for: thousands of arrivals share one
+    /// millisecond, and `exp2` is the largest cost of a fading arrival.
+    /// Derived, never saved.
+    pub(crate) clock_unit: ClockUnit,
+}
+
+/// `g(clock)` for one `(clock, epoch)`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ClockUnit {
+    clock_ms: i64,
+    epoch: i64,
+    unit: f64,
+}
+
+impl ClockUnit {
+    pub(crate) const UNKNOWN: Self = Self {
+        clock_ms: i64::MIN,
+        epoch: i64::MIN,
+        unit: f64::NAN,
+    };
+
+    fn get(&mut self, fading: &Fading, clock_ms: i64) -> f64 {
+        if self.clock_ms != clock_ms || self.epoch != fading.epoch() {
+            *self = Self {
+                clock_ms,
+                epoch: fading.epoch(),
+                unit: fading.weight(clock_ms),
+            };
+        }
+        self.unit
+    }
 }
 
 /// One arrival as the buckets see it.
@@ -98,6 +130,7 @@ impl HeavyKeeper {
             },
             created_ms,
             arrivals: 0,
+            clock_unit: ClockUnit::UNKNOWN,
             params,
         }
     }
@@ -293,7 +326,14 @@ impl HeavyKeeper {
             self.fading = Some(fading);
             self.rescale(factor);
         }
-        (fading.weight(time_ms), fading.weight(self.clock_ms))
+        let now_unit = self.clock_unit.get(&fading, self.clock_ms);
+        // Most arrivals are at the clock: one exp2, not two.
+        let unit = if time_ms == self.clock_ms {
+            now_unit
+        } else {
+            fading.weight(time_ms)
+        };
+        (unit, now_unit)
     }
 
     /// The largest stored mass at the sketch's clock: [`crate::count_bound`].

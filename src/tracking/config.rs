@@ -1,0 +1,36 @@
+//! The tracking configs: `heavykeeper.track`, `track-k`, `track-halflife`
+//! and `track-sample`, at load time or with `CONFIG SET`. Each change is
+//! applied at once (see [`super::apply_configs`]).
+
+use heavykeeper_sketch::{KeyTracker, TrackerShape};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+pub static TRACK: AtomicBool = AtomicBool::new(false);
+pub static TRACK_K: AtomicI64 = AtomicI64::new(DEFAULT_K);
+pub static TRACK_HALFLIFE: AtomicI64 = AtomicI64::new(DEFAULT_HALFLIFE_S);
+pub static TRACK_SAMPLE: AtomicI64 = AtomicI64::new(1);
+
+pub const DEFAULT_K: i64 = 100;
+pub const MAX_K: i64 = KeyTracker::MAX_K as i64;
+pub const DEFAULT_HALFLIFE_S: i64 = 10;
+/// A day: longer half-lives would not mean "now" any more.
+pub const MAX_HALFLIFE_S: i64 = 86_400;
+pub const MAX_SAMPLE: i64 = 1_000_000;
+
+pub fn tracking_on() -> bool {
+    TRACK.load(Ordering::Relaxed)
+}
+
+pub fn shape() -> TrackerShape {
+    TrackerShape {
+        k: TRACK_K.load(Ordering::Relaxed).clamp(1, MAX_K) as u32,
+        half_life_ms: TRACK_HALFLIFE
+            .load(Ordering::Relaxed)
+            .clamp(1, MAX_HALFLIFE_S) as f64
+            * 1000.0,
+    }
+}
+
+pub fn sample() -> u64 {
+    TRACK_SAMPLE.load(Ordering::Relaxed).clamp(1, MAX_SAMPLE) as u64
+}

@@ -1,0 +1,294 @@
+//! The command filter: every command a client sends passes here before it
+//! runs. Key positions and read/write flags come from the server's own
+//! command table (`RedisModule_GetCommandKeysWithFlags`), never from a list
+//! kept here, so `MGET`, `EVAL` numkeys, `XREAD ... STREAMS`, `ZUNIONSTORE`
+//! numkeys, `SORT ... STORE` and `MIGRATE ... KEYS` all count as the server
+//! itself sees them.
+//!
+//! What is skipped: commands of a running script (its `EVAL`/`FCALL` already
+//! counted the keys it declared), and clients that do not exist as
+//! connections (a module's `RM_Call`). On servers that tell a filter which
+//! client sent the command (Redis 7.2+, Valkey) the key is counted in that
+//! client's database; Redis 7.0 does not, and counts every key as database 0.
+
+use super::command_table::CommandTable;
+use super::{with_state, Tracking};
+use crate::clock;
+use heavykeeper_sketch::Access;
+use redis_module::{raw, Context};
+use std::os::raw::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// The module's own context, detached from any client: filters are
+/// registered and unregistered through it when a config changes.
+static MODULE_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(null_mut());
+static FILTER: AtomicPtr<raw::RedisModuleCommandFilter> = AtomicPtr::new(null_mut());
+
+/// Arguments looked at without allocating; longer commands use the heap.
+const STACK_ARGS: usize = 32;
+
+const WRITE_FLAGS: u32 =
+    raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_RM;
+
+/// Keeps the module's context for later config changes (called from init).
+pub fn attach(ctx: &Context) {
+    // SAFETY: called once at load, on the main thread, with the load context.
+    let detached =
+        unsafe { raw::RedisModule_GetDetachedThreadSafeContext.map_or(null_mut(), |f| f(ctx.ctx)) };
+    MODULE_CTX.store(detached, Ordering::Relaxed);
+}
+
+pub fn is_attached() -> bool {
+    !MODULE_CTX.load(Ordering::Relaxed).is_null()
+}
+
+/// Registers the filter (`on`) or removes it (after [`attach`]).
+pub fn set_registered(on: bool) {
+    let ctx = MODULE_CTX.load(Ordering::Relaxed);
+    if ctx.is_null() {
+        return;
+    }
+    let current = FILTER.load(Ordering::Relaxed);
+    // SAFETY: main thread; `ctx` is the module's detached context and
+    // `current` a filter it registered.
+    unsafe {
+        if on && current.is_null() {
+            if let Some(register) = raw::RedisModule_RegisterCommandFilter {
+                let filter = register(
+                    ctx,
+                    Some(on_command),
+                    raw::REDISMODULE_CMDFILTER_NOSELF as c_int,
+                );
+                FILTER.store(filter, Ordering::Relaxed);
+            }
+        } else if !on && !current.is_null() {
+            if let Some(unregister) = raw::RedisModule_UnregisterCommandFilter {
+                unregister(ctx, current);
+            }
+            FILTER.store(null_mut(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// The server's command table, read through the module's context.
+pub fn command_table() -> CommandTable {
+    let ctx = MODULE_CTX.load(Ordering::Relaxed);
+    if ctx.is_null() {
+        return CommandTable::default();
+    }
+    CommandTable::load(&Context::new(ctx))
+}
+
+pub fn is_registered() -> bool {
+    !FILTER.load(Ordering::Relaxed).is_null()
+}
+
+unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+    // A panic must not unwind into the server; a lost count is harmless.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        with_state(|state| {
+            if let Some(tracking) = state.as_mut() {
+                tracking.commands_seen += 1;
+                if tracking.sampler.take() {
+                    tracking.commands_sampled += 1;
+                    count_keys(fctx, tracking);
+                }
+            }
+        });
+    }));
+}
+
+/// Counts every key of the command in `fctx`, weighted by the sampling rate.
+fn count_keys(fctx: *mut raw::RedisModuleCommandFilterCtx, tracking: &mut Tracking) {
+    // SAFETY: `fctx` is the live filter context of this call.
+    let argc = unsafe { raw::RedisModule_CommandFilterArgsCount.map_or(0, |f| f(fctx)) };
+    if argc < 2 {
+        return; // no room for a key: PING, INFO, MULTI...
+    }
+    let mut stack = [null_mut::<raw::RedisModuleString>(); STACK_ARGS];
+    let mut heap = Vec::new();
+    let argv: &mut [*mut raw::RedisModuleString] = if argc as usize <= STACK_ARGS {
+        &mut stack[..argc as usize]
+    } else {
+        heap.resize(argc as usize, null_mut());
+        &mut heap
+    };
+    for (i, slot) in argv.iter_mut().enumerate() {
+        // SAFETY: `i < argc`.
+        *slot = unsafe {
+            raw::RedisModule_CommandFilterArgGet.map_or(null_mut(), |f| f(fctx, i as c_int))
+        };
+    }
+    let args = |i: usize| argv.get(i).map(|&s| string_bytes(s));
+    let key_use = tracking.commands.command_of(&args);
+    let weight = tracking.sampler.every();
+    let pending = &mut tracking.pending;
+    if key_use.positions_known() {
+        // The server's key specs, cached: no call into the server at all
+        // for a command without keys.
+        if !key_use.has_keys() {
+            return;
+        }
+        let Some(db) = counted_client_db(fctx) else {
+            return;
+        };
+        let now = clock::cached_now_ms();
+        key_use.for_each_key(&args, argv.len(), |position, access| {
+            if let Some(key) = args(position) {
+                pending.push(db, key, access, weight, now);
+            }
+        });
+        tracking.flush_if_full();
+        return;
+    }
+    let Some(keys) = CommandKeys::of(argv) else {
+        return;
+    };
+    let Some(db) = counted_client_db(fctx) else {
+        return;
+    };
+    let now = clock::cached_now_ms();
+    for (position, flags) in keys.iter() {
+        let Some(key) = args(position) else {
+            continue;
+        };
+        let access = if flags & (raw::REDISMODULE_CMD_KEY_RO | WRITE_FLAGS) == 0 {
+            // The server did not say: the key spec it came from does.
+            key_use.access(&args, position)
+        } else if flags & raw::REDISMODULE_CMD_KEY_RO != 0 && flags & WRITE_FLAGS == 0 {
+            Access::Read
+        } else {
+            Access::Write
+        };
+        pending.push(db, key, access, weight, now);
+    }
+    tracking.flush_if_full();
+}
+
+/// The database to count the command's keys in, or `None` when they are
+/// not to be counted: inside a running script (the script's own command
+/// counted the keys it declared), or from a client that is no connection.
+fn counted_client_db(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u16> {
+    if in_script(MODULE_CTX.load(Ordering::Relaxed)) {
+        return None;
+    }
+    client_db(fctx)
+}
+
+/// Key positions and flags the server found in a command, in memory the
+/// server allocated (freed on drop).
+struct CommandKeys {
+    positions: *mut c_int,
+    flags: *mut c_int,
+    count: usize,
+}
+
+impl CommandKeys {
+    /// `None` for a command without keys (or one the server does not know,
+    /// or with the wrong arity).
+    fn of(argv: &[*mut raw::RedisModuleString]) -> Option<Self> {
+        let ctx = MODULE_CTX.load(Ordering::Relaxed);
+        let get_keys = unsafe { raw::RedisModule_GetCommandKeysWithFlags }?;
+        let (mut count, mut flags): (c_int, *mut c_int) = (0, null_mut());
+        // SAFETY: `argv` holds the command's own argument strings; the
+        // server only reads them.
+        let positions = unsafe {
+            get_keys(
+                ctx,
+                argv.as_ptr().cast_mut(),
+                argv.len() as c_int,
+                &mut count,
+                &mut flags,
+            )
+        };
+        let keys = CommandKeys {
+            positions,
+            flags,
+            count: usize::try_from(count).unwrap_or(0),
+        };
+        if keys.positions.is_null() || keys.count == 0 {
+            return None;
+        }
+        Some(keys)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
+        (0..self.count).map(|i| {
+            // SAFETY: both arrays hold `count` entries (flags may be null).
+            unsafe {
+                let position = *self.positions.add(i);
+                let flags = if self.flags.is_null() {
+                    0
+                } else {
+                    *self.flags.add(i)
+                };
+                (
+                    usize::try_from(position).unwrap_or(usize::MAX),
+                    flags as u32,
+                )
+            }
+        })
+    }
+}
+
+impl Drop for CommandKeys {
+    fn drop(&mut self) {
+        // SAFETY: both were allocated by the server for the module to free.
+        unsafe {
+            if let Some(free) = raw::RedisModule_Free {
+                for ptr in [self.positions, self.flags] {
+                    if !ptr.is_null() {
+                        free(ptr.cast::<c_void>());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Is a script running? Its commands pass the filter too, but the script's
+/// own command already counted the keys it declared.
+fn in_script(ctx: *mut raw::RedisModuleCtx) -> bool {
+    // SAFETY: the flags of the module's detached context; the script flag is
+    // server-wide.
+    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) };
+    flags as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0
+}
+
+/// The database of the client that sent the command: `None` for a client
+/// that is no connection (a module's call), 0 where the server cannot say.
+fn client_db(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u16> {
+    // SAFETY: function pointers filled by the server; `info` is a version-1
+    // structure as the API requires.
+    unsafe {
+        let Some(client_id) = raw::RedisModule_CommandFilterGetClientId else {
+            return Some(0);
+        };
+        let info_by_id = raw::RedisModule_GetClientInfoById?;
+        let mut info: raw::RedisModuleClientInfo = std::mem::zeroed();
+        info.version = 1;
+        let found = info_by_id(
+            (&mut info as *mut raw::RedisModuleClientInfo).cast(),
+            client_id(fctx),
+        );
+        (found == raw::REDISMODULE_OK as c_int).then_some(info.db)
+    }
+}
+
+fn string_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
+    let mut len = 0usize;
+    // SAFETY: a live argument string of the current command.
+    unsafe {
+        let Some(ptr_len) = raw::RedisModule_StringPtrLen else {
+            return &[];
+        };
+        let ptr = ptr_len(s, &mut len);
+        if ptr.is_null() {
+            &[]
+        } else {
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        }
+    }
+}

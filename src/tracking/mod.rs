@@ -1,0 +1,122 @@
+//! The server's own hot keys: a command filter counts every key a client
+//! command touches into a [`KeyTracker`], with no change to the application.
+//! Off by default (`heavykeeper.track yes` turns it on); turning it off
+//! unregisters the filter, so that it then costs nothing per command.
+//!
+//! Everything here runs on the server's main thread (filters, commands,
+//! config callbacks, INFO), so the state is a thread-local: reaching it
+//! from the filter costs no atomic operation. The counting itself happens
+//! on a worker thread (see [`worker`]).
+
+pub mod command_table;
+pub mod config;
+pub mod filter;
+pub mod info;
+pub mod worker;
+
+use crate::clock;
+use command_table::CommandTable;
+use heavykeeper_sketch::{KeyBatch, KeyTracker, Sampler, TrackerShape};
+use std::cell::RefCell;
+use worker::Worker;
+
+/// The tracker and its counters while tracking is on.
+pub struct Tracking {
+    shape: TrackerShape,
+    pub sampler: Sampler,
+    /// The server's key specs, read when tracking started.
+    pub commands: CommandTable,
+    /// Commands that passed the filter, and those of them that were sampled.
+    pub commands_seen: u64,
+    pub commands_sampled: u64,
+    /// Accesses seen but not yet handed to the worker.
+    pub pending: KeyBatch,
+    pub worker: Worker,
+}
+
+impl Tracking {
+    pub fn shape(&self) -> TrackerShape {
+        self.shape
+    }
+
+    /// Hands the pending accesses to the worker once there are enough.
+    #[inline]
+    pub fn flush_if_full(&mut self) {
+        if self.pending.len() >= worker::BATCH_ACCESSES {
+            self.worker.submit(&mut self.pending);
+        }
+    }
+}
+
+thread_local! {
+    static STATE: RefCell<Option<Tracking>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on the tracking state (`None` while tracking is off). `None`
+/// if the state is already in use further up the stack (never expected).
+pub fn with_state<R>(f: impl FnOnce(&mut Option<Tracking>) -> R) -> Option<R> {
+    STATE.with(|state| state.try_borrow_mut().ok().map(|mut s| f(&mut s)))
+}
+
+fn new_tracking(shape: TrackerShape, sample: u64, commands: CommandTable) -> Tracking {
+    Tracking {
+        shape,
+        worker: Worker::start(KeyTracker::new(shape, rand::random(), clock::now_ms())),
+        pending: KeyBatch::default(),
+        sampler: Sampler::new(sample, rand::random()),
+        commands,
+        commands_seen: 0,
+        commands_sampled: 0,
+    }
+}
+
+/// Brings the filter and the tracker in line with the configs: registers or
+/// unregisters the filter, and starts counting afresh when the shape (k,
+/// half-life) changed. A new sampling rate applies from the next command.
+pub fn apply_configs() {
+    if !filter::is_attached() {
+        return; // at load, before init: init applies them
+    }
+    let wanted = config::tracking_on();
+    // Read before touching the state: the server runs a command for us.
+    let starting = wanted && with_state(|s| s.is_none()).unwrap_or(false);
+    let commands = if starting {
+        filter::command_table()
+    } else {
+        CommandTable::default()
+    };
+    with_state(|state| {
+        if !wanted {
+            *state = None;
+        } else {
+            let shape = config::shape();
+            let sample = config::sample();
+            match state.as_mut() {
+                Some(t) if t.shape() == shape => {
+                    if t.sampler.every() != sample {
+                        t.sampler = Sampler::new(sample, rand::random());
+                    }
+                }
+                Some(t) => {
+                    let commands = std::mem::take(&mut t.commands);
+                    *t = new_tracking(shape, sample, commands);
+                }
+                None => *state = Some(new_tracking(shape, sample, commands)),
+            }
+        }
+    });
+    filter::set_registered(wanted);
+}
+
+/// Forgets every count (`HK.HOTKEYS RESET`). False if tracking is off.
+pub fn reset() -> bool {
+    with_state(|state| match state.as_mut() {
+        Some(t) => {
+            let commands = std::mem::take(&mut t.commands);
+            *t = new_tracking(t.shape(), t.sampler.every(), commands);
+            true
+        }
+        None => false,
+    })
+    .unwrap_or(false)
+}

@@ -1,0 +1,353 @@
+//! An app team finds its hot keys without changing the app: the module
+//! counts every key every client command touches, reads and writes apart.
+
+mod common;
+
+use common::{error, info_field, value, Server};
+use redis::{Connection, Value};
+
+/// `key, db, rate, count` rows of `HK.HOTKEYS ...` on a RESP2 connection.
+fn hotkeys(con: &mut Connection, args: &[&str]) -> Vec<(String, i64, f64, i64)> {
+    let mut cmd = redis::cmd("HK.HOTKEYS");
+    for a in args {
+        cmd.arg(*a);
+    }
+    let flat: Vec<Value> = cmd.query(con).expect("HK.HOTKEYS");
+    flat.chunks(4)
+        .map(|row| {
+            (
+                redis::from_redis_value(&row[0]).unwrap(),
+                redis::from_redis_value(&row[1]).unwrap(),
+                redis::from_redis_value(&row[2]).unwrap(),
+                redis::from_redis_value(&row[3]).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn counts(con: &mut Connection, args: &[&str]) -> Vec<(String, i64)> {
+    hotkeys(con, args)
+        .into_iter()
+        .map(|(key, _, _, count)| (key, count))
+        .collect()
+}
+
+/// A server tracking its keys; counts fade slowly enough to read as totals.
+fn tracking_server() -> Server {
+    Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[])
+}
+
+fn times(con: &mut Connection, n: usize, cmd: &[&str]) {
+    for _ in 0..n {
+        value(con, cmd);
+    }
+}
+
+/// Redis 7.0's command filters cannot tell which client sent a command.
+fn server_knows_databases(con: &mut Connection) -> bool {
+    let version = info_field(con, "server", "redis_version").unwrap_or_default();
+    let valkey = info_field(con, "server", "valkey_version").is_some();
+    valkey || !version.starts_with("7.0")
+}
+
+#[test]
+fn tracking_turns_on_and_off_at_run_time() {
+    let server = Server::start();
+    let mut con = server.client();
+    assert_eq!(
+        error(&mut con, &["HK.HOTKEYS"]),
+        "ERR key tracking is off: CONFIG SET heavykeeper.track yes"
+    );
+    assert_eq!(
+        info_field(&mut con, "heavykeeper", "heavykeeper_enabled").as_deref(),
+        Some("0")
+    );
+    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "yes"]);
+    assert_eq!(
+        info_field(&mut con, "heavykeeper", "heavykeeper_enabled").as_deref(),
+        Some("1")
+    );
+    times(&mut con, 5, &["GET", "page:home"]);
+    assert_eq!(counts(&mut con, &[]), vec![("page:home".to_string(), 5)]);
+    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "no"]);
+    assert_eq!(
+        info_field(&mut con, "heavykeeper", "heavykeeper_enabled").as_deref(),
+        Some("0")
+    );
+    assert!(error(&mut con, &["HK.HOTKEYS"]).contains("tracking is off"));
+    // On again: a fresh start.
+    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "yes"]);
+    assert_eq!(counts(&mut con, &[]), vec![]);
+}
+
+#[test]
+fn every_key_a_command_touches_counts_as_the_server_sees_it() {
+    let server = tracking_server();
+    let mut con = server.client();
+    times(&mut con, 3, &["MGET", "m1", "m2", "m3"]);
+    times(
+        &mut con,
+        4,
+        &["XREAD", "COUNT", "1", "STREAMS", "s1", "s2", "0", "0"],
+    );
+    times(&mut con, 5, &["ZUNIONSTORE", "zout", "2", "za", "zb"]);
+    times(&mut con, 6, &["SORT", "list", "STORE", "sorted"]);
+    times(
+        &mut con,
+        7,
+        &["EVAL", "return redis.call('GET', KEYS[1])", "1", "scripted"],
+    );
+    times(&mut con, 2, &["PING"]);
+    let reads = counts(&mut con, &["READS"]);
+    let writes = counts(&mut con, &["WRITES"]);
+    let read = |k: &str| reads.iter().find(|(key, _)| key == k).map(|(_, c)| *c);
+    let write = |k: &str| writes.iter().find(|(key, _)| key == k).map(|(_, c)| *c);
+    for key in ["m1", "m2", "m3"] {
+        assert_eq!(read(key), Some(3), "{key} {reads:?}");
+    }
+    assert_eq!((read("s1"), read("s2")), (Some(4), Some(4)));
+    assert_eq!(
+        (read("za"), read("zb"), write("zout")),
+        (Some(5), Some(5), Some(5))
+    );
+    assert_eq!((read("list"), write("sorted")), (Some(6), Some(6)));
+    // The script's declared key, once per EVAL (its own GET is not counted
+    // again); EVAL declares its keys read-write.
+    assert_eq!(write("scripted"), Some(7));
+    assert_eq!(reads.len() + writes.len(), 11, "{reads:?} {writes:?}");
+    // Together: hottest first, rates in requests per second.
+    let all = hotkeys(&mut con, &["COUNT", "3"]);
+    assert_eq!(all.len(), 3);
+    assert_eq!(all[0].0, "scripted");
+    let lambda = std::f64::consts::LN_2 / 3600.0;
+    assert!(
+        (all[0].2 - 7.0 * lambda).abs() < 0.01 * 7.0 * lambda,
+        "{all:?}"
+    );
+    let commands: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_commands_seen")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(commands >= 27, "{commands}");
+}
+
+#[test]
+fn keys_in_different_databases_are_different_keys() {
+    let server = tracking_server();
+    let mut con = server.client();
+    times(&mut con, 3, &["SET", "user:1", "a"]);
+    value(&mut con, &["SELECT", "5"]);
+    times(&mut con, 2, &["SET", "user:1", "b"]);
+    let rows = hotkeys(&mut con, &[]);
+    if server_knows_databases(&mut con) {
+        let dbs: Vec<(i64, i64)> = rows.iter().map(|r| (r.1, r.3)).collect();
+        assert_eq!(dbs, vec![(0, 3), (5, 2)], "{rows:?}");
+    } else {
+        // Redis 7.0: documented, every key counts in database 0.
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].1, rows[0].3), (0, 5));
+    }
+}
+
+#[test]
+fn sampling_one_command_in_n_keeps_counts_and_rates_right() {
+    let server = Server::start_configured(
+        &[
+            "track",
+            "yes",
+            "track-halflife",
+            "3600",
+            "track-sample",
+            "16",
+        ],
+        &[],
+    );
+    let mut con = server.client();
+    let mut pipe = redis::pipe();
+    for _ in 0..16_000 {
+        pipe.cmd("GET").arg("hot").ignore();
+    }
+    let _: () = pipe.query(&mut con).unwrap();
+    let rows = hotkeys(&mut con, &[]);
+    let count = rows[0].3 as f64;
+    // ~1,000 samples of weight 16: five standard deviations is ~16%.
+    assert!((count - 16_000.0).abs() < 0.16 * 16_000.0, "{count}");
+    let sampled: f64 = info_field(&mut con, "heavykeeper", "heavykeeper_commands_sampled")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((sampled - 1_000.0).abs() < 200.0, "{sampled}");
+}
+
+#[test]
+fn reset_forgets_and_configs_are_validated() {
+    let server = tracking_server();
+    let mut con = server.client();
+    times(&mut con, 3, &["INCR", "counter"]);
+    assert_eq!(counts(&mut con, &[]).len(), 1);
+    assert_eq!(value(&mut con, &["HK.HOTKEYS", "RESET"]), Value::Okay);
+    assert_eq!(counts(&mut con, &[]), vec![]);
+    for (name, bad) in [
+        ("track-k", "0"),
+        ("track-k", "10001"),
+        ("track-halflife", "0"),
+        ("track-sample", "0"),
+        ("track", "maybe"),
+    ] {
+        let e = error(
+            &mut con,
+            &["CONFIG", "SET", &format!("heavykeeper.{name}"), bad],
+        );
+        assert!(e.starts_with("ERR"), "{name} {bad}: {e}");
+    }
+    for bad in [
+        vec!["HK.HOTKEYS", "READS", "WRITES"],
+        vec!["HK.HOTKEYS", "COUNT", "0"],
+        vec!["HK.HOTKEYS", "Ā"],
+    ] {
+        assert!(error(&mut con, &bad).starts_with("ERR"), "{bad:?}");
+    }
+    // A new k starts afresh with that many slots.
+    value(&mut con, &["CONFIG", "SET", "heavykeeper.track-k", "2"]);
+    for key in ["a", "b", "c"] {
+        times(&mut con, 3, &["GET", key]);
+    }
+    assert!(counts(&mut con, &["READS"]).len() <= 2);
+    let memory: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_memory_bytes")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(memory > 10_000, "{memory}");
+}
+
+#[test]
+fn resp3_clients_get_nested_rows() {
+    let server = tracking_server();
+    let mut con = server.client_resp3();
+    times(&mut con, 2, &["GET", "k"]);
+    let Value::Array(rows) = value(&mut con, &["HK.HOTKEYS"]) else {
+        panic!("an array");
+    };
+    assert_eq!(rows.len(), 1);
+    let Value::Array(row) = &rows[0] else {
+        panic!("a nested row: {rows:?}");
+    };
+    assert_eq!(row.len(), 4);
+    assert_eq!(row[1], Value::Int(0));
+    assert!(matches!(row[2], Value::Double(_)));
+}
+
+#[test]
+fn a_replica_tracks_the_traffic_it_serves() {
+    let primary = tracking_server();
+    let port = primary.port.to_string();
+    let replica = Server::start_configured(
+        &["track", "yes", "track-halflife", "3600"],
+        &["--replicaof", "127.0.0.1", &port],
+    );
+    let mut r = replica.client();
+    common::wait_until(
+        "the replica link",
+        std::time::Duration::from_secs(30),
+        || info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up"),
+    );
+    let mut p = primary.client();
+    times(&mut p, 3, &["SET", "written", "v"]);
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut p).unwrap();
+    assert_eq!(acked, 1);
+    times(&mut r, 4, &["GET", "read-on-replica"]);
+    // The replica counts its own reads, and the writes its primary streams
+    // to it (they reach its filter as a client's commands).
+    let replica_counts = counts(&mut r, &[]);
+    assert!(
+        replica_counts.contains(&("read-on-replica".to_string(), 4)),
+        "{replica_counts:?}"
+    );
+    assert!(
+        replica_counts.contains(&("written".to_string(), 3)),
+        "{replica_counts:?}"
+    );
+    // Nothing of the tracker is replicated or written to the keyspace.
+    let primary_counts = counts(&mut p, &[]);
+    assert!(!primary_counts.iter().any(|(k, _)| k == "read-on-replica"));
+    let keys: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
+    assert_eq!(keys, 1);
+}
+
+#[test]
+fn counted_keys_are_exactly_the_keys_the_server_finds() {
+    let server = tracking_server();
+    let mut con = server.client();
+    value(&mut con, &["XADD", "s1", "*", "f", "v"]);
+    value(&mut con, &["XGROUP", "CREATE", "s1", "g", "0"]);
+    let commands: &[&[&str]] = &[
+        &["GET", "a"],
+        &["MGET", "a", "b", "c"],
+        &["MSET", "a", "1", "b", "2"],
+        &["XREAD", "COUNT", "1", "STREAMS", "s1", "s2", "0", "0"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s1", ">"],
+        &["EVAL", "return 1", "2", "k1", "k2", "arg"],
+        &["EVAL_RO", "return 1", "1", "k1", "arg"],
+        &["ZUNIONSTORE", "zd", "2", "za", "zb", "WEIGHTS", "1", "2"],
+        &["ZINTER", "2", "za", "zb"],
+        &["SINTERCARD", "2", "sa", "sb", "LIMIT", "1"],
+        &["LMPOP", "2", "l1", "l2", "LEFT"],
+        &["BLPOP", "l1", "l2", "0.01"],
+        &["LMOVE", "la", "lb", "LEFT", "RIGHT"],
+        &["COPY", "a", "acopy"],
+        &["SORT", "list", "BY", "w_*", "STORE", "sorted"],
+        &["SORT_RO", "list"],
+        &[
+            "MIGRATE",
+            "127.0.0.1",
+            "1",
+            "",
+            "0",
+            "10",
+            "KEYS",
+            "m1",
+            "m2",
+        ],
+        &["GEORADIUS", "geo", "0", "0", "1", "km", "STORE", "geodst"],
+        &[
+            "GEOSEARCHSTORE",
+            "gd",
+            "gs",
+            "FROMLONLAT",
+            "0",
+            "0",
+            "BYRADIUS",
+            "1",
+            "km",
+        ],
+        &["OBJECT", "FREQ", "a"],
+        &["XINFO", "STREAM", "s1"],
+        &["MEMORY", "USAGE", "a"],
+        &["BITOP", "AND", "bd", "ba", "bb"],
+        &["PFMERGE", "pd", "pa", "pb"],
+        &["SMOVE", "sa", "sb", "m"],
+        &["TOUCH", "a", "b"],
+        &["HK.ADD", "hk", "x"],
+    ];
+    for command in commands {
+        value(&mut con, &["HK.HOTKEYS", "RESET"]);
+        for _ in 0..3 {
+            let parts: Vec<&[u8]> = command.iter().map(|p| p.as_bytes()).collect();
+            let _ = common::run::<Value>(&mut con, &parts);
+        }
+        let mut getkeys = redis::cmd("COMMAND");
+        getkeys.arg("GETKEYS");
+        for part in *command {
+            getkeys.arg(*part);
+        }
+        let mut expected: Vec<String> = getkeys.query(&mut con).unwrap();
+        expected.sort();
+        let mut counted: Vec<String> = counts(&mut con, &[])
+            .into_iter()
+            .filter(|(_, count)| *count == 3)
+            .map(|(key, _)| key)
+            .collect();
+        counted.sort();
+        assert_eq!(counted, expected, "{command:?}");
+    }
+}

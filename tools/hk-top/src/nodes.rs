@@ -1,0 +1,95 @@
+//! Which servers to ask: the one given, or every node of its cluster.
+
+use redis::{Connection, RedisResult};
+
+/// One server whose tracker is read.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Node {
+    pub address: String,
+    pub primary: bool,
+}
+
+/// The node at `address`, or, in a cluster, every primary (and every
+/// replica with `replicas`), as `CLUSTER NODES` lists them.
+pub fn discover(address: &str, replicas: bool) -> RedisResult<Vec<Node>> {
+    let mut con = connect(address)?;
+    let cluster: String = redis::cmd("INFO").arg("cluster").query(&mut con)?;
+    if !cluster.lines().any(|l| l.trim() == "cluster_enabled:1") {
+        return Ok(vec![Node {
+            address: address.to_string(),
+            primary: true,
+        }]);
+    }
+    let listing: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con)?;
+    let mut nodes: Vec<Node> = listing
+        .lines()
+        .filter_map(|line| parse_cluster_node(line, address))
+        .filter(|node| node.primary || replicas)
+        .collect();
+    nodes.sort();
+    Ok(nodes)
+}
+
+/// `<id> <ip:port@cport[,hostname]> <flags> ...`: the address and role.
+fn parse_cluster_node(line: &str, asked: &str) -> Option<Node> {
+    let mut fields = line.split_whitespace();
+    let _id = fields.next()?;
+    let endpoint = fields.next()?;
+    let flags = fields.next()?;
+    if flags.contains("fail") || flags.contains("noaddr") || flags.contains("handshake") {
+        return None;
+    }
+    let mut address = endpoint.split(['@', ',']).next()?.to_string();
+    if address.starts_with(':') {
+        // A node that does not know its own IP yet answers ":port".
+        let host = asked.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
+        address = format!("{host}{address}");
+    }
+    Some(Node {
+        address,
+        primary: flags.contains("master"),
+    })
+}
+
+pub fn connect(address: &str) -> RedisResult<Connection> {
+    let url = if address.contains("://") {
+        address.to_string()
+    } else {
+        format!("redis://{address}/?protocol=resp2")
+    };
+    redis::Client::open(url)?.get_connection_with_timeout(std::time::Duration::from_secs(2))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_nodes_lines_give_addresses_and_roles() {
+        let line = "07c3 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460";
+        assert_eq!(
+            parse_cluster_node(line, "127.0.0.1:30001"),
+            Some(Node {
+                address: "127.0.0.1:30001".into(),
+                primary: true
+            })
+        );
+        let replica = "9a1f 10.0.0.2:6380@16380,host slave 07c3 0 0 1 connected";
+        assert_eq!(
+            parse_cluster_node(replica, "x:1"),
+            Some(Node {
+                address: "10.0.0.2:6380".into(),
+                primary: false
+            })
+        );
+        assert_eq!(
+            parse_cluster_node("ab 1.2.3.4:5@6 master,fail - 0 0 1 disconnected", ""),
+            None
+        );
+        let unknown = "cd :7000@17000 myself,master - 0 0 0 connected";
+        assert_eq!(
+            parse_cluster_node(unknown, "127.0.0.1:7000").map(|n| n.address),
+            Some("127.0.0.1:7000".into())
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! `hk-top` against real servers: one server, and a three-primary cluster
+//! created by `redis-cli --cluster create` on loopback, where the union of
+//! the nodes' lists is the cluster's list and each key shows its node.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use common::{value, wait_until, Server};
+use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Duration;
+
+const TRACKING: &[&str] = &["track", "yes", "track-halflife", "3600"];
+
+fn hk_top(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_hk-top"))
+        .args(args)
+        .output()
+        .expect("run hk-top");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+#[test]
+fn once_prints_the_hottest_keys_of_one_server() {
+    let server = Server::start_configured(TRACKING, &[]);
+    let mut con = server.client();
+    for (key, n) in [("cart:9", 6), ("user:1", 3)] {
+        for _ in 0..n {
+            value(&mut con, &["GET", key]);
+        }
+    }
+    // Two writes: a single one fades below one arrival at once and is not listed.
+    value(&mut con, &["SET", "user:1", "x"]);
+    value(&mut con, &["SET", "user:1", "y"]);
+    let port = server.port.to_string();
+    let table = hk_top(&["--port", &port, "--once"]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("KEY"), "{table}");
+    assert!(lines[1].starts_with("cart:9"), "{table}");
+    assert!(lines[2].starts_with("user:1"), "{table}");
+    let parsed: Json = serde_json::from_str(&hk_top(&["--port", &port, "--json"])).unwrap();
+    let user = &parsed["keys"][1];
+    assert_eq!(user["key"], "user:1");
+    assert!(user["reads_per_second"].as_f64().unwrap() > 0.0);
+    assert!(user["writes_per_second"].as_f64().unwrap() > 0.0);
+    assert_eq!(user["node"], format!("127.0.0.1:{port}"));
+}
+
+/// Which node serves each slot, from `CLUSTER NODES`.
+fn slot_owners(con: &mut redis::Connection) -> Vec<(u16, u16, String)> {
+    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(con).unwrap();
+    let mut owners = Vec::new();
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let address = fields[1].split('@').next().unwrap().to_string();
+        for range in &fields[8..] {
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            owners.push((lo.parse().unwrap(), hi.parse().unwrap(), address.clone()));
+        }
+    }
+    owners
+}
+
+#[test]
+fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
+    let cluster = [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ];
+    let nodes: Vec<Server> = (0..3)
+        .map(|_| Server::start_configured(TRACKING, &cluster))
+        .collect();
+    let addresses: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let created = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&addresses)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli --cluster create");
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stdout)
+    );
+    for node in &nodes {
+        let mut con = node.client();
+        wait_until("the cluster", Duration::from_secs(30), || {
+            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
+            info.contains("cluster_state:ok")
+        });
+    }
+    let mut first = nodes[0].client();
+    let owners = slot_owners(&mut first);
+    let mut connections: HashMap<String, redis::Connection> = nodes
+        .iter()
+        .zip(&addresses)
+        .map(|(n, a)| (a.clone(), n.client()))
+        .collect();
+    // user:0 is the hottest, user:29 the coolest; each on its own node.
+    let mut owner_of = HashMap::new();
+    for i in 0..30 {
+        let key = format!("user:{i}");
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&key)
+            .query(&mut first)
+            .unwrap();
+        let owner = owners
+            .iter()
+            .find(|(lo, hi, _)| (*lo..=*hi).contains(&slot))
+            .map(|(_, _, a)| a.clone())
+            .unwrap();
+        let con = connections.get_mut(&owner).unwrap();
+        for _ in 0..(40 - i) {
+            let _: Option<String> = redis::cmd("GET").arg(&key).query(con).unwrap();
+        }
+        owner_of.insert(key, owner);
+    }
+    let parsed: Json = serde_json::from_str(&hk_top(&[
+        "--port",
+        &nodes[2].port.to_string(),
+        "--json",
+        "--count",
+        "10",
+    ]))
+    .unwrap();
+    let keys = parsed["keys"].as_array().unwrap();
+    let listed: Vec<&str> = keys.iter().map(|k| k["key"].as_str().unwrap()).collect();
+    let expected: Vec<String> = (0..10).map(|i| format!("user:{i}")).collect();
+    assert_eq!(listed, expected, "{parsed}");
+    for k in keys {
+        assert_eq!(k["node"], owner_of[k["key"].as_str().unwrap()], "{k}");
+    }
+    let distinct: std::collections::HashSet<&str> =
+        keys.iter().map(|k| k["node"].as_str().unwrap()).collect();
+    assert!(
+        distinct.len() >= 2,
+        "the hot keys span the nodes: {distinct:?}"
+    );
+    assert_eq!(parsed["errors"].as_array().unwrap().len(), 0);
+}
