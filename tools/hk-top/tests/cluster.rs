@@ -149,4 +149,19 @@ fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
         "the hot keys span the nodes: {distinct:?}"
     );
     assert_eq!(parsed["errors"].as_array().unwrap().len(), 0);
+    // The same union as a table, from another node.
+    let table = hk_top(&[
+        "--port",
+        &nodes[0].port.to_string(),
+        "--once",
+        "--count",
+        "10",
+    ]);
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert_eq!(rows.len(), 10, "{table}");
+    for (row, key) in rows.iter().zip(&expected) {
+        let fields: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(fields[0], key, "{table}");
+        assert_eq!(fields[2], owner_of[key], "{table}");
+    }
 }
