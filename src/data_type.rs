@@ -61,7 +61,12 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         // loading never applies the RESERVE size cap: lowering the cap must
         // not make existing data unloadable.
         match decode(buffer.as_ref(), u64::MAX) {
-            Ok(sketch) => Box::into_raw(Box::new(sketch)).cast::<c_void>(),
+            Ok(sketch) => {
+                if sketch.watch().is_some() {
+                    remember_watched(rdb);
+                }
+                Box::into_raw(Box::new(sketch)).cast::<c_void>()
+            }
             Err(e) => {
                 log_warning(format!("heavykeeper: refusing to load a sketch: {e}"));
                 std::ptr::null_mut()
@@ -92,6 +97,28 @@ fn encode_for_saving(sketch: Option<&HeavyKeeper>) -> Vec<u8> {
         catch_unwind(AssertUnwindSafe(|| encode(&HeavyKeeper::empty_like(sketch))))
             .unwrap_or_else(|_| vec![0])
     })
+}
+
+/// A loaded sketch is watched: tell the timer where it is, so that its
+/// fade-driven events go out even if nobody writes to it.
+unsafe fn remember_watched(rdb: *mut raw::RedisModuleIO) {
+    let (Some(key_name), Some(db_id), Some(ptr_len)) = (
+        raw::RedisModule_GetKeyNameFromIO,
+        raw::RedisModule_GetDbIdFromIO,
+        raw::RedisModule_StringPtrLen,
+    ) else {
+        return;
+    };
+    let name = key_name(rdb);
+    if name.is_null() {
+        return;
+    }
+    let mut len = 0usize;
+    let ptr = ptr_len(name, &mut len);
+    if !ptr.is_null() {
+        let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
+        crate::watching::register_in(db_id(rdb), bytes);
+    }
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {

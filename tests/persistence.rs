@@ -591,6 +591,11 @@ fn a_fixed_command_sequence_gives_the_recorded_dump_on_every_host() {
             &t0.to_string(),
         ],
     );
+    // The watch is part of what is saved (encoding version 3).
+    value(
+        &mut con,
+        &["HK.WATCH", "g", "golden", "MEMBERS", "ABOVE", "0.5"],
+    );
     for i in 0..2_000i64 {
         let item = format!("k{}", (i * i) % 97 % (1 + i % 13));
         let time = (t0 + i * 37 + if i >= 1_000 { 86_400_000 } else { 0 }).to_string();

@@ -12,6 +12,7 @@ mod report;
 mod row_layout;
 mod speed;
 mod tracking;
+mod watch_bench;
 mod workloads;
 
 use accuracy::Accuracy;
@@ -33,7 +34,7 @@ struct Options {
     module: PathBuf,
     out: PathBuf,
     threads: usize,
-    /// Only this stage (accuracy, speed, redis, fading, merge, layout, tracking); all when `None`.
+    /// Only this stage (accuracy, speed, redis, fading, merge, layout, tracking, watch); all when `None`.
     only: Option<String>,
 }
 
@@ -64,7 +65,7 @@ fn options() -> Options {
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading|merge|layout|tracking]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading|merge|layout|tracking|watch]");
                 std::process::exit(2);
             }
         }
@@ -76,7 +77,7 @@ fn main() {
     let o = options();
     let started = Instant::now();
     let stage = |n: usize, what: &str| {
-        eprintln!("[{n}/8] {what} ({:.0} s)", started.elapsed().as_secs_f64())
+        eprintln!("[{n}/9] {what} ({:.0} s)", started.elapsed().as_secs_f64())
     };
     let (arrivals, distinct) = if o.quick {
         (1_000_000, 100_000)
@@ -200,6 +201,15 @@ fn main() {
         tracking::measure(&module, zipf1, o.quick)
     });
 
+    stage(
+        9,
+        "watched sketches: event delays, cost per arrival, the cap",
+    );
+    let watched = o.runs("watch").then(|| {
+        let module = std::fs::canonicalize(&o.module).unwrap_or_else(|_| o.module.clone());
+        watch_bench::measure(&module, zipf1, o.quick)
+    });
+
     let names: Vec<String> = loads.iter().map(|w| w.name.clone()).collect();
     // A quick run never overwrites the full run's report and plots.
     let suffix = if o.quick { "-quick" } else { "" };
@@ -214,6 +224,9 @@ fn main() {
     );
     if let Some(t) = &tracked {
         tracking_goals(t, &mut goals);
+    }
+    if let Some(w) = &watched {
+        watch_goals(w, &mut goals);
     }
     let mut md = String::new();
     let _ = writeln!(md, "# HeavyKeeper benchmark report\n");
@@ -284,6 +297,9 @@ fn main() {
     }
     if let Some(tracked) = &tracked {
         md.push_str(&tracked.markdown());
+    }
+    if let Some(watched) = &watched {
+        md.push_str(&watched.markdown());
     }
 
     if let Err(e) = std::fs::create_dir_all(&o.out) {
@@ -607,5 +623,41 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 e <= limit,
             ));
         }
+    }
+}
+
+fn watch_goals(w: &watch_bench::WatchFigures, goals: &mut Vec<Goal>) {
+    if let Some((p50, p99)) = w.arrival_delay_ms {
+        goals.push(Goal::new(
+            "watch: arrival to subscriber, p99 (loopback)",
+            "<= 5 ms",
+            format!("p50 {p50:.2} ms, p99 {p99:.2} ms"),
+            p99 <= 5.0,
+        ));
+    }
+    if let Some((p50, p99, interval)) = w.fade_delay_ms {
+        goals.push(Goal::new(
+            "watch: fade crossing to subscriber, p99",
+            format!("<= {} ms (interval + 5)", interval + 5),
+            format!("p50 {p50:.1} ms, p99 {p99:.1} ms"),
+            p99 <= interval as f64 + 5.0,
+        ));
+    }
+    if let Some((plain, watched)) = w.add_ns {
+        let extra = watched / plain - 1.0;
+        goals.push(Goal::new(
+            "watch: HK.ADD cost per item, watched vs unwatched",
+            "<= +5%",
+            format!("{:+.1}% ({watched:.1} vs {plain:.1} ns)", extra * 100.0),
+            extra <= 0.05,
+        ));
+    }
+    if let Some((rate, cap)) = w.capped {
+        goals.push(Goal::new(
+            "watch: events per second at the cap (reported)",
+            format!("<= {cap}"),
+            format!("{rate:.0}"),
+            rate <= cap as f64 * 1.05,
+        ));
     }
 }

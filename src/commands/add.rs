@@ -8,7 +8,7 @@
 //! this arrival expelled from the top-k.
 
 use crate::args::{err, integer, timestamp};
-use crate::{clock, fault, keyspace_event, limits, sketch_key};
+use crate::{clock, fault, keyspace_event, limits, sketch_key, watching};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::{c_char, c_long};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -141,12 +141,15 @@ fn count_arrivals(
     let key = ctx.open_key_writable(name);
     let sketch = sketch_key::write(&key)?;
     let fading = sketch.fading().is_some();
-    // Only a fading sketch reads the clock; the others ignore time.
+    // Only a primary's watched sketch announces what its arrivals cause.
+    let announcing = sketch.watch().is_some() && watching::announces(ctx);
+    // Only a fading or announcing sketch reads the clock; others ignore time.
     let now = match time {
         Some(t) => t,
-        None if fading => clock::now_ms(),
+        None if fading || announcing => clock::now_ms(),
         None => 0,
     };
+    let mut events = Vec::new();
     let items = args
         .get(arrivals.first..)
         .unwrap_or_default()
@@ -157,7 +160,12 @@ fn count_arrivals(
         for (i, item) in items.take(arrivals.weights.len()).enumerate() {
             let item = item.as_slice();
             fault::on_add(item);
-            expelled.push(sketch.add(item, arrivals.weights.get(i), now));
+            let weight = arrivals.weights.get(i);
+            expelled.push(if announcing {
+                sketch.add_watched(item, weight, now, &mut events)
+            } else {
+                sketch.add(item, weight, now)
+            });
         }
     }));
     // A panicking arrival may have changed the sketch before it stopped:
@@ -177,6 +185,10 @@ fn count_arrivals(
         )));
     }
     reply_expelled(ctx, &expelled);
+    if announcing {
+        watching::register(ctx, name);
+        watching::publish(ctx, name, sketch, &events);
+    }
     Ok(RedisValue::NoReply)
 }
 

@@ -41,6 +41,29 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ("clock", sketch.clock_ms().map_or(RedisValue::Null, int)),
         ("encoding", int(i64::from(ENCODING_VERSION))),
     ];
+    let watch = sketch.watch().cloned();
+    let dropped = sketch.watch_events_dropped();
+    let float = |v: Option<f64>| v.map_or(RedisValue::Null, |v| text(v.to_string()));
+    let fields = fields.into_iter().chain([
+        (
+            "watch_channel",
+            watch.as_ref().map_or(RedisValue::Null, |w| {
+                RedisValue::StringBuffer(w.channel.clone())
+            }),
+        ),
+        (
+            "watch_members",
+            watch
+                .as_ref()
+                .map_or(RedisValue::Null, |w| int(i64::from(w.members))),
+        ),
+        ("watch_above", float(watch.as_ref().and_then(|w| w.above))),
+        (
+            "watch_below",
+            float(watch.as_ref().and_then(|w| w.cool_line())),
+        ),
+        ("watch_events_dropped", int(dropped as i64)),
+    ]);
     let map: BTreeMap<RedisValueKey, RedisValue> = fields
         .into_iter()
         .map(|(name, value)| (RedisValueKey::String(name.to_string()), value))

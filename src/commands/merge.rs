@@ -95,10 +95,13 @@ fn check_mergeable<'a>(
     Ok(())
 }
 
-/// Folds every source into `destination`; shapes were checked already.
+/// Folds every source into `destination`; shapes were checked already. A
+/// watched destination derives what it announced afresh, silently: a merge
+/// is a new state, not a stream of arrivals.
 fn fold(destination: &mut HeavyKeeper, sources: &[&HeavyKeeper]) {
     for source in sources {
         // Cannot fail: the same check passed above.
         let _ = destination.merge(source);
     }
+    destination.forget_watch_state();
 }

@@ -9,3 +9,4 @@ pub mod load_state;
 pub mod merge;
 pub mod query;
 pub mod reserve;
+pub mod watch;

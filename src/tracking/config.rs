@@ -4,11 +4,19 @@
 
 use heavykeeper_sketch::{KeyTracker, TrackerShape};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Mutex;
 
 pub static TRACK: AtomicBool = AtomicBool::new(false);
 pub static TRACK_K: AtomicI64 = AtomicI64::new(DEFAULT_K);
 pub static TRACK_HALFLIFE: AtomicI64 = AtomicI64::new(DEFAULT_HALFLIFE_S);
 pub static TRACK_SAMPLE: AtomicI64 = AtomicI64::new(1);
+
+/// Publish `hot`/`cool` for keys whose rate crosses this (req/s; 0: off).
+pub static TRACK_NOTIFY_ABOVE: AtomicI64 = AtomicI64::new(0);
+pub const MAX_NOTIFY_ABOVE: i64 = 1_000_000_000;
+/// Where those events go.
+pub static TRACK_CHANNEL: Mutex<String> = Mutex::new(String::new());
+pub const DEFAULT_CHANNEL: &str = "heavykeeper:hotkeys";
 
 pub const DEFAULT_K: i64 = 100;
 pub const MAX_K: i64 = KeyTracker::MAX_K as i64;
@@ -33,4 +41,17 @@ pub fn shape() -> TrackerShape {
 
 pub fn sample() -> u64 {
     TRACK_SAMPLE.load(Ordering::Relaxed).clamp(1, MAX_SAMPLE) as u64
+}
+
+pub fn notify_above() -> f64 {
+    TRACK_NOTIFY_ABOVE
+        .load(Ordering::Relaxed)
+        .clamp(0, MAX_NOTIFY_ABOVE) as f64
+}
+
+pub fn channel() -> String {
+    TRACK_CHANNEL
+        .lock()
+        .map(|c| c.clone())
+        .unwrap_or_else(|_| DEFAULT_CHANNEL.to_string())
 }

@@ -12,6 +12,7 @@ pub mod command_table;
 pub mod config;
 pub mod filter;
 pub mod info;
+pub mod notify;
 pub mod worker;
 
 use crate::clock;
@@ -32,6 +33,8 @@ pub struct Tracking {
     /// Accesses seen but not yet handed to the worker.
     pub pending: KeyBatch,
     pub worker: Worker,
+    /// Keys announced `hot` on the tracking channel and not yet `cool`.
+    pub notified: std::collections::HashSet<(u16, Vec<u8>)>,
 }
 
 impl Tracking {
@@ -63,6 +66,7 @@ fn new_tracking(shape: TrackerShape, sample: u64, commands: CommandTable) -> Tra
         shape,
         worker: Worker::start(KeyTracker::new(shape, rand::random(), clock::now_ms())),
         pending: KeyBatch::default(),
+        notified: Default::default(),
         sampler: Sampler::new(sample, rand::random()),
         commands,
         commands_seen: 0,

@@ -314,3 +314,50 @@ pub fn fault_hooks_compiled_in() -> bool {
 pub fn empty_sketch_payload(params: heavykeeper_sketch::Params, created_ms: i64) -> Vec<u8> {
     heavykeeper_sketch::encode(&heavykeeper_sketch::HeavyKeeper::new(params, created_ms))
 }
+
+/// A client subscribed to one channel (`SUBSCRIBE`, or `SSUBSCRIBE` for
+/// shard channels), reading the JSON events published there. A thread reads
+/// the connection without timeouts (a timed-out read could lose a message)
+/// and hands the events over.
+pub struct Subscriber {
+    events: std::sync::mpsc::Receiver<serde_json::Value>,
+}
+
+impl Subscriber {
+    pub fn new(server: &Server, channel: &str, shard: bool) -> Self {
+        let mut con = server.client();
+        let command = if shard { "SSUBSCRIBE" } else { "SUBSCRIBE" };
+        let _: Value = redis::cmd(command)
+            .arg(channel)
+            .query(&mut con)
+            .expect(command);
+        let (send, events) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            while let Ok(Value::Array(parts)) = con.recv_response() {
+                if let Some(Value::BulkString(payload)) = parts.get(2) {
+                    let event = serde_json::from_slice(payload).expect("a JSON event");
+                    if send.send(event).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Subscriber { events }
+    }
+
+    /// Every event published within `window` (stops early after `max`).
+    pub fn events(&mut self, window: Duration, max: usize) -> Vec<serde_json::Value> {
+        let deadline = Instant::now() + window;
+        let mut events = Vec::new();
+        while events.len() < max {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            match self.events.recv_timeout(left) {
+                Ok(event) => events.push(event),
+                Err(_) => break,
+            }
+        }
+        events
+    }
+}

@@ -11,9 +11,11 @@
 //! [u8; 32] rng seed, u64 rng stream, u128 rng word position
 //! width * depth buckets: u32 fingerprint, f64 count
 //! u32 members, each: u32 length, bytes, f64 count   (in heap order)
+//! u8  watched (0/1); if 1: u32 length, channel bytes, u8 members,
+//!     u8 has_above, f64 above, u8 has_below, f64 below
 //! ```
-//! Version 1 is the same without the row-layout byte (its rows are always
-//! double hashed).
+//! Version 2 is the same without the watch; version 1 also without the
+//! row-layout byte (its rows are always double hashed).
 //!
 //! The decoder trusts nothing: every field is range-checked, times must be
 //! real times, the landmark must be the one the clock implies, and counts
@@ -29,12 +31,13 @@ use crate::heavykeeper::HeavyKeeper;
 use crate::item_hash::{ItemHash, RowLayout};
 use crate::params::Params;
 use crate::topk::{Entry, TopK};
+use crate::watch::WatchSpec;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const ENCODING_VERSION: u8 = 2;
+pub const ENCODING_VERSION: u8 = 3;
 
 /// ChaCha's word position is a 68-bit number.
 const RNG_WORD_POSITIONS: u128 = 1 << 68;
@@ -102,7 +105,23 @@ pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
         out.extend_from_slice(item);
         out.extend_from_slice(&count.to_le_bytes());
     }
+    encode_watch(sketch.watch(), &mut out);
     out
+}
+
+fn encode_watch(watch: Option<&WatchSpec>, out: &mut Vec<u8>) {
+    let Some(w) = watch else {
+        out.push(0);
+        return;
+    };
+    out.push(1);
+    out.extend_from_slice(&(w.channel.len() as u32).to_le_bytes());
+    out.extend_from_slice(&w.channel);
+    out.push(u8::from(w.members));
+    for line in [w.above, w.below] {
+        out.push(u8::from(line.is_some()));
+        out.extend_from_slice(&line.unwrap_or(0.0).to_le_bytes());
+    }
 }
 
 /// A sketch from bytes written by any version of [`encode`]. Everything is
@@ -112,7 +131,7 @@ pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
 pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<HeavyKeeper, DecodeError> {
     let mut r = Reader { bytes };
     match r.u8()? {
-        v @ (1 | 2) => decode_body(&mut r, v, max_bytes),
+        v @ 1..=3 => decode_body(&mut r, v, max_bytes),
         0 => Err(corrupt("version 0 does not exist")),
         v => Err(DecodeError::NewerVersion(v)),
     }
@@ -173,10 +192,11 @@ fn decode_body(
     let cap = max_mass(clock.fading.map_or(1.0, |f| f.weight(clock.clock_ms)));
     let buckets = decode_buckets(r, width as usize * depth as usize, cap)?;
     let topk = decode_members(r, k, seed, cap)?;
+    let watch = if version >= 3 { decode_watch(r)? } else { None };
     if !r.bytes.is_empty() {
         return Err(corrupt("trailing bytes"));
     }
-    Ok(HeavyKeeper {
+    let mut sketch = HeavyKeeper {
         params,
         buckets,
         topk,
@@ -187,7 +207,43 @@ fn decode_body(
         created_ms: clock.created_ms,
         arrivals,
         clock_unit: crate::heavykeeper::ClockUnit::UNKNOWN,
-    })
+        watch: None,
+    };
+    sketch.set_watch(watch);
+    Ok(sketch)
+}
+
+fn decode_watch(r: &mut Reader<'_>) -> Result<Option<WatchSpec>, DecodeError> {
+    match r.u8()? {
+        0 => return Ok(None),
+        1 => {}
+        _ => return Err(corrupt("bad watch flag")),
+    }
+    let len = r.u32()? as usize;
+    let channel = r.take(len)?.bytes.to_vec();
+    let members = match r.u8()? {
+        0 => false,
+        1 => true,
+        _ => return Err(corrupt("bad watch members flag")),
+    };
+    let mut line = || -> Result<Option<f64>, DecodeError> {
+        let present = r.u8()?;
+        let value = r.f64()?;
+        match present {
+            0 => Ok(None),
+            1 => Ok(Some(value)),
+            _ => Err(corrupt("bad watch line flag")),
+        }
+    };
+    let (above, below) = (line()?, line()?);
+    let spec = WatchSpec {
+        channel,
+        members,
+        above,
+        below,
+    };
+    spec.validate().map_err(|e| corrupt(e.0))?;
+    Ok(Some(spec))
 }
 
 /// Times must be real times (0 to the year 9999), the clock no earlier than

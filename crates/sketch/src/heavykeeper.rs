@@ -40,6 +40,8 @@ pub struct HeavyKeeper {
     /// millisecond, and `exp2` is the largest cost of a fading arrival.
     /// Derived, never saved.
     pub(crate) clock_unit: ClockUnit,
+    /// Who is told when items enter, leave, turn hot or cool (`HK.WATCH`).
+    pub(crate) watch: Option<crate::watch::Watch>,
 }
 
 /// `g(clock)` for one `(clock, epoch)`.
@@ -67,6 +69,17 @@ impl ClockUnit {
         }
         self.unit
     }
+}
+
+/// What one arrival did to the top-k, in stored units (see
+/// [`HeavyKeeper::unit_at`]): for whoever watches the sketch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Arrived {
+    /// The member this arrival pushed out, with its count.
+    pub expelled: Option<(Box<[u8]>, f64)>,
+    /// The item's count before (0 if it just entered) and after, if it is
+    /// a member now.
+    pub member: Option<(f64, f64)>,
 }
 
 /// One arrival as the buckets see it.
@@ -131,6 +144,7 @@ impl HeavyKeeper {
             created_ms,
             arrivals: 0,
             clock_unit: ClockUnit::UNKNOWN,
+            watch: None,
             params,
         }
     }
@@ -159,14 +173,21 @@ impl HeavyKeeper {
     /// Counts `weight` arrivals of `item` at `time_ms` (ignored without
     /// fading). Returns the item this pushed out of the top-k, if any.
     pub fn add(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Option<Box<[u8]>> {
+        self.add_observed(item, weight, time_ms)
+            .expelled
+            .map(|(item, _)| item)
+    }
+
+    /// [`Self::add`], telling what changed in the top-k.
+    pub fn add_observed(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Arrived {
         if weight == 0 {
-            return None;
+            return Arrived::default();
         }
         self.arrivals = self.arrivals.saturating_add(weight);
         let (unit, now_unit) = self.advance_clock(time_ms);
         if unit.is_nan() || unit <= 0.0 {
             // So old that its weight underflowed: it no longer counts.
-            return None;
+            return Arrived::default();
         }
         let hash = ItemHash::of(item, self.params.seed);
         let arrival = Arrival {
@@ -176,8 +197,10 @@ impl HeavyKeeper {
             now_unit,
         };
         let nmin = self.nmin();
-        let counted = self.update_buckets(arrival, item, nmin)?;
-        self.update_topk(item, arrival, nmin, counted)
+        match self.update_buckets(arrival, item, nmin) {
+            Some(counted) => self.update_topk(item, arrival, nmin, counted),
+            None => Arrived::default(),
+        }
     }
 
     /// Step 5 of the insert: a member's count follows its estimate; a
@@ -189,25 +212,31 @@ impl HeavyKeeper {
         arrival: Arrival,
         nmin: f64,
         counted: Counted,
-    ) -> Option<Box<[u8]>> {
+    ) -> Arrived {
         let Counted { estimate, member } = counted;
         if estimate <= nmin {
             // A member already counts at least nmin; a non-member needs more.
-            return None;
+            return Arrived::default();
         }
         // Membership is looked up only when the answer can matter: most
         // arrivals (the long tail) end in the buckets, never touching the index.
         let hash = arrival.hash.value();
         if let Some(id) = member.or_else(|| self.topk.find(hash, item)) {
-            self.topk.raise(id, estimate);
-            return None;
+            return Arrived {
+                expelled: None,
+                member: self.topk.raise(id, estimate),
+            };
         }
         if estimate > nmin + arrival.mass() {
             // A jump past nmin + weight can only come from a fingerprint
             // shared with a member: ignoring it keeps counts honest.
-            return None;
+            return Arrived::default();
         }
-        self.topk.insert(item, hash, estimate).map(|e| e.item)
+        let expelled = self.topk.insert(item, hash, estimate);
+        Arrived {
+            expelled: expelled.map(|e| (e.item, e.count)),
+            member: (self.topk.capacity() > 0).then_some((0.0, estimate)),
+        }
     }
 
     /// The count a non-member must pass to enter: the real minimum of a full
@@ -347,6 +376,12 @@ impl HeavyKeeper {
             bucket.count *= factor;
         }
         self.topk.scale(factor);
+    }
+
+    /// Stored weight of one arrival at `now_ms` (never earlier than the
+    /// latest arrival): divides a stored count into a current one.
+    pub fn unit_at(&self, now_ms: i64) -> f64 {
+        self.read_unit(now_ms)
     }
 
     /// Stored weight of one arrival at the read time: reads never run the

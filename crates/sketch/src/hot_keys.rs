@@ -113,6 +113,20 @@ impl KeyTracker {
         hot
     }
 
+    /// One key's rates and count now, listed or not.
+    pub fn key(&self, db: u16, key: &[u8], now_ms: i64) -> HotKey {
+        let mut item = Vec::with_capacity(key.len() + 2);
+        item.extend_from_slice(&db.to_be_bytes());
+        item.extend_from_slice(key);
+        self.hot_key(&item, None, now_ms).unwrap_or(HotKey {
+            db,
+            key: key.to_vec(),
+            reads_per_second: 0.0,
+            writes_per_second: 0.0,
+            count: 0.0,
+        })
+    }
+
     fn ranked_rate(key: &HotKey, only: Option<Access>) -> f64 {
         match only {
             Some(Access::Read) => key.reads_per_second,

@@ -16,14 +16,16 @@ pub mod merge;
 pub mod params;
 pub mod sampler;
 pub mod topk;
+pub mod watch;
 pub mod zipf;
 
 pub use count_bound::MAX_COUNT;
 pub use encoding::{decode, encode, DecodeError, ENCODING_VERSION};
 pub use fading::MAX_TIMESTAMP_MS;
-pub use heavykeeper::{HeavyKeeper, Ranked};
+pub use heavykeeper::{Arrived, HeavyKeeper, Ranked};
 pub use hot_keys::{Access, HotKey, KeyBatch, KeyTracker, TrackerShape};
 pub use item_hash::{ItemHash, RowLayout};
 pub use merge::MergeError;
 pub use params::{ParamError, Params};
 pub use sampler::Sampler;
+pub use watch::{EventKind, WatchEvent, WatchSpec, WatchState};

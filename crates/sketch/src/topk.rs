@@ -104,18 +104,18 @@ impl TopK {
         self.heap.get(place).map(|s| s.count)
     }
 
-    /// Raises a member's count to `count` if that is larger.
-    pub fn raise(&mut self, id: MemberId, count: f64) {
-        let Some(&place) = self.place.get(id) else {
-            return;
-        };
-        let place = place as usize;
-        if let Some(slot) = self.heap.get_mut(place) {
-            if count > slot.count {
-                slot.count = count;
-                self.sift_down(place);
-            }
+    /// Raises a member's count to `count` if that is larger. Returns the
+    /// count before and after.
+    pub fn raise(&mut self, id: MemberId, count: f64) -> Option<(f64, f64)> {
+        let place = *self.place.get(id)? as usize;
+        let slot = self.heap.get_mut(place)?;
+        let before = slot.count;
+        if count > before {
+            slot.count = count;
+            self.sift_down(place);
+            return Some((before, count));
         }
+        Some((before, before))
     }
 
     /// Adds `item` (not a member). When full, the minimum is evicted and returned.

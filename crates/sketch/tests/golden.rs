@@ -39,6 +39,12 @@ fn golden_sketches() -> Vec<(&'static str, HeavyKeeper)> {
         ..Params::for_k(50, 42)
     };
     let mut fading = HeavyKeeper::new(fading_params, start);
+    fading.set_watch(Some(heavykeeper_sketch::WatchSpec {
+        channel: b"golden-events".to_vec(),
+        members: true,
+        above: Some(50.0),
+        below: Some(20.0),
+    }));
     for (i, (item, weight)) in stream(30_000, 1).into_iter().enumerate() {
         // Mostly forward in time, some backfilled, and one jump of days
         // (a landmark move) halfway.

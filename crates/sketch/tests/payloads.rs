@@ -33,6 +33,14 @@ fn valid_payload(kind: u8, seed: u64) -> Vec<u8> {
     };
     let start = [0, 1_700_000_000_000, MAX_TIMESTAMP_MS][kind as usize % 3];
     let mut hk = HeavyKeeper::new(params, start);
+    if kind % 3 == 0 {
+        hk.set_watch(Some(heavykeeper_sketch::WatchSpec {
+            channel: vec![kind; kind as usize % 4],
+            members: kind % 2 == 0,
+            above: Some(5.0),
+            below: (kind % 4 == 0).then_some(1.0),
+        }));
+    }
     for i in 0..(kind as u64 % 4) * 5 {
         let weight = WEIGHTS[(i % 5) as usize];
         hk.add(
@@ -68,11 +76,23 @@ fn extreme(choice: u8, random: u64) -> [u8; 8] {
 
 /// Uses a sketch every way a command can, then checks it still saves and loads.
 fn exercise(hk: &mut HeavyKeeper, ops: &[(u8, u8, u8)]) -> Result<(), TestCaseError> {
+    let mut events = Vec::new();
     for &(item, weight, time) in ops {
         let time = TIMES[time as usize % TIMES.len()];
-        hk.add(&[item % 9], WEIGHTS[weight as usize % WEIGHTS.len()], time);
+        hk.add_watched(
+            &[item % 9],
+            WEIGHTS[weight as usize % WEIGHTS.len()],
+            time,
+            &mut events,
+        );
         prop_assert!(hk.check_invariants().is_ok());
+        if hk.watch_due(time) {
+            hk.sweep_watch(time, &mut events);
+        }
     }
+    prop_assert!(events
+        .iter()
+        .all(|e| e.count.is_finite() && e.rate.is_finite() || e.count == 0.0));
     for now in TIMES {
         for r in hk.ranked(now) {
             prop_assert!(r.count.is_finite() && r.count <= MAX_COUNT * 1.000_001);

@@ -1,0 +1,272 @@
+//! Watched sketches through a real server: how soon a subscriber hears of
+//! a crossing, what watching costs an arrival, and the event cap.
+
+use crate::redis_phase::{median, Server};
+use crate::workloads::Workload;
+use std::fmt::Write;
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[derive(Default)]
+pub struct WatchFigures {
+    /// Arrival to receipt, ms: p50, p99.
+    pub arrival_delay_ms: Option<(f64, f64)>,
+    /// Predicted fade crossing to receipt, ms: p50, p99, and the interval.
+    pub fade_delay_ms: Option<(f64, f64, u64)>,
+    /// Server-side ns per item, unwatched and watched.
+    pub add_ns: Option<(f64, f64)>,
+    /// Events received per second with a cap of `cap`.
+    pub capped: Option<(f64, u64)>,
+    pub error: Option<String>,
+}
+
+fn unix_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let i = ((values.len() as f64 - 1.0) * p).round() as usize;
+    values.get(i).copied().unwrap_or(f64::NAN)
+}
+
+/// A subscriber thread: (receipt time in Unix ms, JSON event) per message.
+fn subscribe(server: &Server, channel: &str) -> Result<mpsc::Receiver<(f64, String)>, String> {
+    let mut con = server.connection().map_err(|e| e.to_string())?;
+    let _: redis::Value = redis::cmd("SUBSCRIBE")
+        .arg(channel)
+        .query(&mut con)
+        .map_err(|e| e.to_string())?;
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(redis::Value::Array(parts)) = con.recv_response() {
+            if let Some(redis::Value::BulkString(payload)) = parts.get(2) {
+                let text = String::from_utf8_lossy(payload).to_string();
+                if send.send((unix_ms(), text)).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    Ok(receive)
+}
+
+fn cmd(con: &mut redis::Connection, parts: &[&str]) -> Result<redis::Value, String> {
+    let mut c = redis::cmd(parts[0]);
+    for p in &parts[1..] {
+        c.arg(*p);
+    }
+    c.query(con).map_err(|e| e.to_string())
+}
+
+pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> WatchFigures {
+    let run = || -> Result<WatchFigures, String> {
+        let server = Server::start(module)?;
+        Ok(WatchFigures {
+            arrival_delay_ms: Some(arrival_delay(&server, if quick { 500 } else { 2000 })?),
+            fade_delay_ms: Some(fade_delay(&server)?),
+            add_ns: Some(add_cost(&server, zipf, if quick { 100 } else { 400 })?),
+            capped: Some(capped(&server)?),
+            error: None,
+        })
+    };
+    run().unwrap_or_else(|e| {
+        eprintln!("  watch phase failed: {e}");
+        WatchFigures {
+            error: Some(e),
+            ..Default::default()
+        }
+    })
+}
+
+/// Each `HK.ADD` of a new item into a watched sketch causes an `enter`.
+fn arrival_delay(server: &Server, n: usize) -> Result<(f64, f64), String> {
+    let mut con = server.connection().map_err(|e| e.to_string())?;
+    cmd(
+        &mut con,
+        &["HK.RESERVE", "w:arrive", "100000", "WIDTH", "300000"],
+    )?;
+    cmd(&mut con, &["HK.WATCH", "w:arrive", "arrive", "MEMBERS"])?;
+    let events = subscribe(server, "arrive")?;
+    let mut delays = Vec::with_capacity(n);
+    for i in 0..n {
+        let sent = unix_ms();
+        cmd(&mut con, &["HK.ADD", "w:arrive", &format!("item:{i}")])?;
+        let (received, _) = events
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|_| "an enter event did not arrive")?;
+        delays.push(received - sent);
+    }
+    Ok((percentile(&mut delays, 0.5), percentile(&mut delays, 0.99)))
+}
+
+/// Items that cool by fading alone, at times computed in advance.
+fn fade_delay(server: &Server) -> Result<(f64, f64, u64), String> {
+    let mut con = server.connection().map_err(|e| e.to_string())?;
+    let interval = 100u64;
+    let half_life = 0.5;
+    cmd(
+        &mut con,
+        &[
+            "HK.RESERVE",
+            "w:fade",
+            "1000",
+            "WIDTH",
+            "8192",
+            "HALFLIFE",
+            "0.5",
+        ],
+    )?;
+    // A line of 10 req/s is a count of 10/λ = 7.2; cool below 8/s (5.8).
+    cmd(&mut con, &["HK.WATCH", "w:fade", "fade", "ABOVE", "10"])?;
+    let events = subscribe(server, "fade")?;
+    let lambda = std::f64::consts::LN_2 / half_life;
+    let cool_count = 8.0 / lambda;
+    let mut predicted = std::collections::HashMap::new();
+    for i in 0..60u32 {
+        let count = 8 + (i % 30) * 3;
+        let at = unix_ms().floor();
+        cmd(
+            &mut con,
+            &[
+                "HK.INCRBYAT",
+                "w:fade",
+                &format!("{at}"),
+                &format!("f{i}"),
+                &count.to_string(),
+            ],
+        )?;
+        let crossing = at + half_life * 1000.0 * (f64::from(count) / cool_count).log2();
+        predicted.insert(format!("f{i}"), crossing);
+        std::thread::sleep(Duration::from_millis(7));
+    }
+    let mut delays = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while delays.len() < predicted.len() && Instant::now() < deadline {
+        let Ok((received, text)) = events.recv_timeout(Duration::from_millis(500)) else {
+            continue;
+        };
+        let event: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        if event["event"] == "cool" {
+            if let Some(crossing) = event["item"].as_str().and_then(|i| predicted.get(i)) {
+                delays.push(received - crossing);
+            }
+        }
+    }
+    if delays.is_empty() {
+        return Err("no cool event arrived".into());
+    }
+    Ok((
+        percentile(&mut delays, 0.5),
+        percentile(&mut delays, 0.99),
+        interval,
+    ))
+}
+
+/// Server-side ns per item of 1000-item `HK.ADD`s, unwatched then watched,
+/// in interleaved rounds; medians.
+fn add_cost(server: &Server, zipf: &Workload, batches: usize) -> Result<(f64, f64), String> {
+    let mut con = server.connection().map_err(|e| e.to_string())?;
+    cmd(&mut con, &["HK.RESERVE", "w:plain", "1000"])?;
+    cmd(&mut con, &["HK.RESERVE", "w:watched", "1000"])?;
+    cmd(
+        &mut con,
+        &[
+            "HK.WATCH",
+            "w:watched",
+            "cost",
+            "MEMBERS",
+            "ABOVE",
+            "1000000",
+        ],
+    )?;
+    let mut runs = [Vec::new(), Vec::new()];
+    let mut chunks = zipf.stream.chunks(1000).cycle();
+    for _ in 0..3 {
+        for (i, key) in ["w:plain", "w:watched"].into_iter().enumerate() {
+            cmd(&mut con, &["CONFIG", "RESETSTAT"])?;
+            for _ in 0..batches {
+                let mut add = redis::cmd("HK.ADD");
+                add.arg(key);
+                for &id in chunks.next().unwrap_or(&[]) {
+                    add.arg(zipf.item(id));
+                }
+                add.query::<redis::Value>(&mut con)
+                    .map_err(|e| e.to_string())?;
+            }
+            let info: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query(&mut con)
+                .map_err(|e| e.to_string())?;
+            let line = info
+                .lines()
+                .find(|l| l.starts_with("cmdstat_hk.add:"))
+                .ok_or("no commandstats for hk.add")?;
+            let usec: f64 = line
+                .split([':', ','])
+                .find_map(|kv| kv.strip_prefix("usec=")?.parse().ok())
+                .ok_or("usec")?;
+            runs[i].push(usec * 1000.0 / (batches * 1000) as f64);
+        }
+    }
+    let [plain, watched] = runs.map(|mut r| median(&mut r));
+    Ok((plain, watched))
+}
+
+/// New items as fast as one client sends them, each an `enter`, with the
+/// default cap of 1000 events per second per sketch.
+fn capped(server: &Server) -> Result<(f64, u64), String> {
+    let mut con = server.connection().map_err(|e| e.to_string())?;
+    cmd(
+        &mut con,
+        &["HK.RESERVE", "w:flood", "1000000", "WIDTH", "1000"],
+    )?;
+    cmd(&mut con, &["HK.WATCH", "w:flood", "flood", "MEMBERS"])?;
+    let events = subscribe(server, "flood")?;
+    let seconds = 2.0;
+    let started = Instant::now();
+    let mut i = 0u64;
+    while started.elapsed().as_secs_f64() < seconds {
+        let mut add = redis::cmd("HK.ADD");
+        add.arg("w:flood");
+        for _ in 0..100 {
+            i += 1;
+            add.arg(format!("flood:{i}"));
+        }
+        add.query::<redis::Value>(&mut con)
+            .map_err(|e| e.to_string())?;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(200));
+    let received = events.try_iter().count();
+    Ok((received as f64 / elapsed, 1000))
+}
+
+impl WatchFigures {
+    pub fn markdown(&self) -> String {
+        let mut md = String::from("\n## Watched sketches\n\n");
+        if let Some(e) = &self.error {
+            let _ = writeln!(md, "Not measured: {e}\n");
+            return md;
+        }
+        md.push_str("| measure | figure |\n|---|---|\n");
+        if let Some((p50, p99)) = self.arrival_delay_ms {
+            let _ = writeln!(md, "| `HK.ADD` sent to `enter` received (loopback) | p50 {p50:.2} ms, p99 {p99:.2} ms |");
+        }
+        if let Some((p50, p99, interval)) = self.fade_delay_ms {
+            let _ = writeln!(md, "| computed fade crossing to `cool` received (timer every {interval} ms) | p50 {p50:.1} ms, p99 {p99:.1} ms |");
+        }
+        if let Some((plain, watched)) = self.add_ns {
+            let _ = writeln!(md, "| server-side `HK.ADD` per item, 1000-item batches, k = 1000: unwatched / watched | {plain:.1} / {watched:.1} ns ({:+.1}%) |", 100.0 * (watched / plain - 1.0));
+        }
+        if let Some((rate, cap)) = self.capped {
+            let _ = writeln!(
+                md,
+                "| events received per second, one sketch flooding, cap {cap}/s | {rate:.0} |"
+            );
+        }
+        md
+    }
+}

@@ -1,0 +1,523 @@
+//! Watching a sketch (reference section 9): an `enter` event when an item
+//! joins the top-k and `leave` when it is expelled or fades out; `hot` when
+//! its rate (fading sketches, per second) or count (others) rises to a line,
+//! `cool` when it falls below a lower one (hysteresis, so an item hovering
+//! at the line does not flap).
+//!
+//! The watch's *specification* is part of the sketch (saved, replicated).
+//! Its *state* (which items were announced as listed or hot) is not: only a
+//! primary announces, and a sketch loaded or promoted derives it afresh from
+//! its counts, silently. Fading alone never reorders anything, so the next
+//! item to cool or fade out is known in advance: [`HeavyKeeper::watch_due`]
+//! says when a sweep is worth doing, and no periodic scan is needed.
+
+use crate::heavykeeper::HeavyKeeper;
+use std::collections::HashSet;
+use std::fmt;
+
+/// What to watch for, and where to tell it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchSpec {
+    pub channel: Vec<u8>,
+    /// `enter` and `leave` events.
+    pub members: bool,
+    /// `hot` at or above this rate (fading) or count, `cool` below `below`.
+    pub above: Option<f64>,
+    pub below: Option<f64>,
+}
+
+/// Why a watch specification was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchError(pub &'static str);
+
+impl fmt::Display for WatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl WatchSpec {
+    /// The hysteresis line: `below` if given, else 0.8 of `above`.
+    pub fn cool_line(&self) -> Option<f64> {
+        self.above.map(|a| self.below.unwrap_or(0.8 * a))
+    }
+
+    pub fn validate(&self) -> Result<(), WatchError> {
+        if !self.members && self.above.is_none() {
+            return Err(WatchError("give MEMBERS, ABOVE threshold, or both"));
+        }
+        if self.below.is_some() && self.above.is_none() {
+            return Err(WatchError("BELOW needs ABOVE"));
+        }
+        if let Some(above) = self.above {
+            if !(above.is_finite() && above > 0.0) {
+                return Err(WatchError("ABOVE must be a positive number"));
+            }
+            let below = self.cool_line().unwrap_or(0.0);
+            if !(below.is_finite() && below >= 0.0 && below < above) {
+                return Err(WatchError("BELOW must be at least 0 and below ABOVE"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    Enter,
+    Leave,
+    Hot,
+    Cool,
+}
+
+impl EventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Enter => "enter",
+            EventKind::Leave => "leave",
+            EventKind::Hot => "hot",
+            EventKind::Cool => "cool",
+        }
+    }
+}
+
+/// One event, as of `time_ms`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WatchEvent {
+    pub kind: EventKind,
+    pub item: Vec<u8>,
+    pub count: f64,
+    pub rate: f64,
+    pub time_ms: i64,
+}
+
+/// What a primary has announced, and when to look again.
+#[derive(Clone, Debug, Default)]
+pub struct WatchState {
+    listed: HashSet<Vec<u8>>,
+    hot: HashSet<Vec<u8>>,
+    /// No item can cool or fade out before this time.
+    next_check_ms: i64,
+    /// Events allowed in the current second, and those dropped ever.
+    window_start_ms: i64,
+    sent_in_window: u64,
+    dropped: u64,
+}
+
+impl WatchState {
+    /// Room for one more event this second under `per_second`? Counts the
+    /// ones refused.
+    pub fn take_budget(&mut self, now_ms: i64, per_second: u64) -> bool {
+        if now_ms.saturating_sub(self.window_start_ms) >= 1000 || now_ms < self.window_start_ms {
+            self.window_start_ms = now_ms;
+            self.sent_in_window = 0;
+        }
+        if self.sent_in_window < per_second {
+            self.sent_in_window += 1;
+            true
+        } else {
+            self.dropped = self.dropped.saturating_add(1);
+            false
+        }
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+}
+
+/// A watch on a sketch: its specification and, on a primary, its state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Watch {
+    pub spec: WatchSpec,
+    pub(crate) state: Option<Box<WatchStateCell>>,
+}
+
+/// The state, compared as equal whatever it holds: it is not part of what
+/// a sketch *is* (two equal sketches may have announced different things).
+#[derive(Clone, Debug, Default)]
+pub struct WatchStateCell(pub WatchState);
+
+impl PartialEq for WatchStateCell {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+/// Scalars of the sketch needed to turn stored counts into events.
+#[derive(Clone, Copy)]
+struct Scale {
+    unit: f64,
+    /// λ per second for fading sketches.
+    lambda: Option<f64>,
+    half_life_ms: Option<f64>,
+    created_ms: i64,
+    now_ms: i64,
+}
+
+impl Scale {
+    fn rate(&self, count: f64) -> f64 {
+        match self.lambda {
+            Some(l) => l * count,
+            None => count / (self.now_ms.saturating_sub(self.created_ms).max(1) as f64 / 1000.0),
+        }
+    }
+
+    /// The count a rate line stands for (fading) or the line itself.
+    fn count_line(&self, line: f64) -> f64 {
+        self.lambda.map_or(line, |l| line / l)
+    }
+
+    /// When a current `count` will have faded to `line` (never, without fading).
+    fn crossing_ms(&self, count: f64, line: f64) -> i64 {
+        match self.half_life_ms {
+            Some(h) if line > 0.0 && count > line => {
+                let ahead = h * libm::log2(count / line);
+                self.now_ms.saturating_add(ahead.min(1e15) as i64)
+            }
+            Some(_) => self.now_ms,
+            None => i64::MAX,
+        }
+    }
+
+    fn event(&self, kind: EventKind, item: &[u8], count: f64) -> WatchEvent {
+        WatchEvent {
+            kind,
+            item: item.to_vec(),
+            count,
+            rate: self.rate(count),
+            time_ms: self.now_ms,
+        }
+    }
+}
+
+impl HeavyKeeper {
+    pub fn watch(&self) -> Option<&WatchSpec> {
+        self.watch.as_ref().map(|w| &w.spec)
+    }
+
+    /// Sets (or, with `None`, removes) the watch; its state starts afresh.
+    pub fn set_watch(&mut self, spec: Option<WatchSpec>) {
+        self.watch = spec.map(|spec| Watch { spec, state: None });
+    }
+
+    /// Forgets what was announced (after a merge, say): it is derived again,
+    /// silently, when next needed.
+    pub fn forget_watch_state(&mut self) {
+        if let Some(w) = self.watch.as_mut() {
+            w.state = None;
+        }
+    }
+
+    /// Events the per-second budget refused since the state was derived.
+    pub fn watch_events_dropped(&self) -> u64 {
+        self.watch
+            .as_ref()
+            .and_then(|w| w.state.as_ref())
+            .map_or(0, |s| s.0.dropped)
+    }
+
+    /// The watch state, if any has been derived.
+    pub fn watch_state(&mut self) -> Option<&mut WatchState> {
+        self.watch
+            .as_mut()
+            .and_then(|w| w.state.as_mut())
+            .map(|s| &mut s.0)
+    }
+
+    fn scale(&self, now_ms: i64) -> Scale {
+        let now_ms = now_ms.max(self.clock_ms);
+        Scale {
+            unit: self.unit_at(now_ms),
+            lambda: self.fading.map(|f| f.lambda_per_second()),
+            half_life_ms: self.fading.map(|f| f.half_life_ms()),
+            created_ms: self.created_ms,
+            now_ms,
+        }
+    }
+
+    /// Derives the state from the counts at `now_ms` without announcing
+    /// anything, unless there is one already.
+    fn ensure_watch_state(&mut self, now_ms: i64) {
+        let Some(spec) = self
+            .watch
+            .as_ref()
+            .filter(|w| w.state.is_none())
+            .map(|w| w.spec.clone())
+        else {
+            return;
+        };
+        let scale = self.scale(now_ms);
+        let hot_line = spec.above.map(|a| scale.count_line(a));
+        let mut state = WatchState::default();
+        for r in self.ranked(now_ms) {
+            state.listed.insert(r.item.to_vec());
+            if hot_line.is_some_and(|line| r.count >= line) {
+                state.hot.insert(r.item.to_vec());
+            }
+        }
+        state.next_check_ms = self.next_watch_check(&spec, &state, scale);
+        if let Some(w) = self.watch.as_mut() {
+            w.state = Some(Box::new(WatchStateCell(state)));
+        }
+    }
+
+    /// The earliest time an announced item can cool or fade out.
+    fn next_watch_check(&self, spec: &WatchSpec, state: &WatchState, scale: Scale) -> i64 {
+        let mut next = i64::MAX;
+        if let Some(cool) = spec.cool_line().map(|c| scale.count_line(c)) {
+            for item in &state.hot {
+                next = next.min(scale.crossing_ms(self.count(item, scale.now_ms), cool));
+            }
+        }
+        if spec.members {
+            for item in &state.listed {
+                next = next.min(scale.crossing_ms(self.count(item, scale.now_ms), 1.0));
+            }
+        }
+        next
+    }
+
+    /// Is a sweep due at `now_ms` (some announced item may have cooled or
+    /// faded out)? False for a sketch without a derived watch state.
+    pub fn watch_due(&self, now_ms: i64) -> bool {
+        self.watch
+            .as_ref()
+            .and_then(|w| w.state.as_ref())
+            .is_some_and(|s| now_ms >= s.0.next_check_ms)
+    }
+
+    /// [`Self::add_observed`] on a watched sketch: the events this arrival
+    /// (and the time it moved the clock to) caused, appended to `events`.
+    /// Returns the expelled item, as [`Self::add`] does.
+    pub fn add_watched(
+        &mut self,
+        item: &[u8],
+        weight: u64,
+        time_ms: i64,
+        events: &mut Vec<WatchEvent>,
+    ) -> Option<Box<[u8]>> {
+        if self.watch.is_none() {
+            return self.add(item, weight, time_ms);
+        }
+        self.ensure_watch_state(time_ms);
+        let arrived = self.add_observed(item, weight, time_ms);
+        let now_ms = time_ms.max(self.clock_ms);
+        if self.watch_due(now_ms) {
+            self.sweep_watch(now_ms, events);
+        }
+        let scale = self.scale(now_ms);
+        let Some(watch) = self.watch.as_mut() else {
+            return arrived.expelled.map(|(i, _)| i);
+        };
+        let spec = &watch.spec;
+        let Some(cell) = watch.state.as_mut() else {
+            return arrived.expelled.map(|(i, _)| i);
+        };
+        let state = &mut cell.0;
+        if let Some((gone, stored)) = &arrived.expelled {
+            let count = stored / scale.unit;
+            if state.hot.remove(gone.as_ref()) {
+                events.push(scale.event(EventKind::Cool, gone, count));
+            }
+            if state.listed.remove(gone.as_ref()) && spec.members {
+                events.push(scale.event(EventKind::Leave, gone, count));
+            }
+        }
+        if let Some((before, after)) = arrived.member {
+            let (before, after) = (before / scale.unit, after / scale.unit);
+            if after >= 1.0 && before < 1.0 && state.listed.insert(item.to_vec()) {
+                if spec.members {
+                    events.push(scale.event(EventKind::Enter, item, after));
+                }
+                state.next_check_ms = state.next_check_ms.min(scale.crossing_ms(after, 1.0));
+            }
+            if let (Some(above), Some(cool)) = (spec.above, spec.cool_line()) {
+                let line = scale.count_line(above);
+                if after >= line && before < line && state.hot.insert(item.to_vec()) {
+                    events.push(scale.event(EventKind::Hot, item, after));
+                    let cool = scale.count_line(cool);
+                    state.next_check_ms = state.next_check_ms.min(scale.crossing_ms(after, cool));
+                }
+            }
+        }
+        arrived.expelled.map(|(i, _)| i)
+    }
+
+    /// Announces what fading alone did by `now_ms`: `cool` for hot items
+    /// now below the cool line, `leave` for listed items below one arrival.
+    pub fn sweep_watch(&mut self, now_ms: i64, events: &mut Vec<WatchEvent>) {
+        self.ensure_watch_state(now_ms);
+        let scale = self.scale(now_ms);
+        let Some(spec) = self.watch.as_ref().map(|w| w.spec.clone()) else {
+            return;
+        };
+        let Some(mut state) = self
+            .watch
+            .as_mut()
+            .and_then(|w| w.state.take())
+            .map(|cell| cell.0)
+        else {
+            return;
+        };
+        if let Some(cool) = spec.cool_line().map(|c| scale.count_line(c)) {
+            let cooled: Vec<(Vec<u8>, f64)> = state
+                .hot
+                .iter()
+                .map(|item| (item.clone(), self.count(item, scale.now_ms)))
+                .filter(|(_, count)| *count < cool)
+                .collect();
+            for (item, count) in cooled {
+                state.hot.remove(&item);
+                events.push(scale.event(EventKind::Cool, &item, count));
+            }
+        }
+        let faded: Vec<(Vec<u8>, f64)> = state
+            .listed
+            .iter()
+            .filter(|item| !self.contains(item, scale.now_ms))
+            .map(|item| (item.clone(), self.count(item, scale.now_ms)))
+            .collect();
+        for (item, count) in faded {
+            state.listed.remove(&item);
+            if spec.members {
+                events.push(scale.event(EventKind::Leave, &item, count));
+            }
+        }
+        state.next_check_ms = self.next_watch_check(&spec, &state, scale);
+        if let Some(w) = self.watch.as_mut() {
+            w.state = Some(Box::new(WatchStateCell(state)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Params;
+
+    fn watched(fading: bool, members: bool, above: Option<f64>) -> HeavyKeeper {
+        let params = Params {
+            width: 256,
+            half_life_ms: fading.then_some(1_000.0),
+            ..Params::for_k(3, 1)
+        };
+        let mut hk = HeavyKeeper::new(params, 0);
+        hk.set_watch(Some(WatchSpec {
+            channel: b"events".to_vec(),
+            members,
+            above,
+            below: None,
+        }));
+        hk
+    }
+
+    fn kinds(events: &[WatchEvent]) -> Vec<(EventKind, &[u8])> {
+        events.iter().map(|e| (e.kind, e.item.as_slice())).collect()
+    }
+
+    #[test]
+    fn members_enter_and_leave_when_expelled() {
+        let mut hk = watched(false, true, None);
+        let mut events = Vec::new();
+        for item in [b"a", b"b", b"c"] {
+            hk.add_watched(item, 5, 0, &mut events);
+        }
+        assert_eq!(
+            kinds(&events),
+            vec![
+                (EventKind::Enter, &b"a"[..]),
+                (EventKind::Enter, b"b"),
+                (EventKind::Enter, b"c")
+            ]
+        );
+        events.clear();
+        hk.add_watched(b"d", 10, 0, &mut events);
+        hk.add_watched(b"d", 1, 0, &mut events);
+        let got = kinds(&events);
+        assert!(got.contains(&(EventKind::Enter, b"d")), "{got:?}");
+        assert_eq!(
+            got.iter().filter(|e| e.0 == EventKind::Leave).count(),
+            1,
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn hot_and_cool_with_hysteresis_on_counts() {
+        let mut hk = watched(false, false, Some(10.0));
+        let mut events = Vec::new();
+        hk.add_watched(b"x", 9, 0, &mut events);
+        assert!(events.is_empty());
+        hk.add_watched(b"x", 1, 0, &mut events);
+        assert_eq!(kinds(&events), vec![(EventKind::Hot, &b"x"[..])]);
+        assert_eq!(events[0].count, 10.0);
+        // Without fading a count never falls: no cool, no sweep ever due.
+        hk.add_watched(b"x", 5, 0, &mut events);
+        assert_eq!(events.len(), 1);
+        assert!(!hk.watch_due(i64::MAX - 1));
+    }
+
+    #[test]
+    fn fading_cools_and_fades_out_at_the_computed_times() {
+        // Rate line 10/s with a 1 s half-life: a count line of 10/λ = 14.4.
+        let mut hk = watched(true, true, Some(10.0));
+        let mut events = Vec::new();
+        hk.add_watched(b"x", 20, 0, &mut events);
+        assert_eq!(
+            kinds(&events),
+            vec![(EventKind::Enter, &b"x"[..]), (EventKind::Hot, b"x")]
+        );
+        events.clear();
+        // Cools below 8/s (count 11.5) after log2(20 / 11.54) = 0.79 half-lives.
+        assert!(!hk.watch_due(700));
+        assert!(hk.watch_due(800));
+        hk.sweep_watch(800, &mut events);
+        assert_eq!(kinds(&events), vec![(EventKind::Cool, &b"x"[..])]);
+        assert!(
+            events[0].rate < 8.0 && events[0].rate > 7.0,
+            "{:?}",
+            events[0]
+        );
+        events.clear();
+        // Leaves below one arrival after log2(20) = 4.32 half-lives.
+        assert!(!hk.watch_due(4_300));
+        hk.sweep_watch(4_400, &mut events);
+        assert_eq!(kinds(&events), vec![(EventKind::Leave, &b"x"[..])]);
+        // Hovering: back above 10/s, then between the lines, then above: one hot.
+        events.clear();
+        hk.add_watched(b"x", 20, 5_000, &mut events);
+        hk.add_watched(b"x", 1, 5_300, &mut events);
+        hk.add_watched(b"x", 3, 5_400, &mut events);
+        let hots = events.iter().filter(|e| e.kind == EventKind::Hot).count();
+        assert_eq!(hots, 1, "{:?}", kinds(&events));
+    }
+
+    #[test]
+    fn the_budget_caps_events_per_second_and_counts_the_rest() {
+        let mut state = WatchState::default();
+        let allowed = (0..1500)
+            .filter(|_| state.take_budget(10_000, 1000))
+            .count();
+        assert_eq!((allowed, state.dropped()), (1000, 500));
+        assert!(state.take_budget(11_000, 1000));
+    }
+
+    #[test]
+    fn specs_are_validated() {
+        let spec = |members, above, below| WatchSpec {
+            channel: b"c".to_vec(),
+            members,
+            above,
+            below,
+        };
+        assert!(spec(false, None, None).validate().is_err());
+        assert!(spec(false, None, Some(1.0)).validate().is_err());
+        assert!(spec(false, Some(10.0), Some(10.0)).validate().is_err());
+        assert!(spec(false, Some(-1.0), None).validate().is_err());
+        assert!(spec(false, Some(f64::NAN), None).validate().is_err());
+        assert!(spec(true, None, None).validate().is_ok());
+        assert!(spec(false, Some(10.0), Some(2.0)).validate().is_ok());
+        assert_eq!(spec(false, Some(10.0), None).cool_line(), Some(8.0));
+    }
+}

@@ -1,0 +1,85 @@
+//! Watching a sketch:
+//! - `HK.WATCH key channel [MEMBERS] [ABOVE threshold [BELOW threshold]]`:
+//!   publish `enter`/`leave` (MEMBERS) and `hot`/`cool` (ABOVE: a rate in
+//!   requests per second on a fading sketch, a count otherwise; `cool` below
+//!   BELOW, by default 0.8 of ABOVE) on `channel`. One watch per sketch: a
+//!   second HK.WATCH replaces the first.
+//! - `HK.UNWATCH key`: 1 if a watch was removed, else 0.
+//!
+//! In a cluster the events go out as shard messages (`SSUBSCRIBE`), so the
+//! channel must hash to the key's slot: give both the same hash tag.
+
+use crate::args::{decimal, err, is_keyword, printable};
+use crate::hash_slot::hash_slot;
+use crate::{keyspace_event, sketch_key, watching};
+use heavykeeper_sketch::WatchSpec;
+use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
+
+pub fn watch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name, channel, options @ ..] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let spec = parse(channel, options)?;
+    if ctx.get_flags().contains(ContextFlags::CLUSTER)
+        && hash_slot(name.as_slice()) != hash_slot(channel.as_slice())
+    {
+        return Err(err(format!(
+            "channel '{}' hashes to slot {}, the key to slot {}: give both the same hash tag",
+            printable(channel.as_slice()),
+            hash_slot(channel.as_slice()),
+            hash_slot(name.as_slice())
+        )));
+    }
+    let key = ctx.open_key_writable(name);
+    let sketch = sketch_key::write(&key)?;
+    sketch.set_watch(Some(spec));
+    if watching::announces(ctx) {
+        watching::register(ctx, name);
+    }
+    ctx.replicate_verbatim();
+    keyspace_event::key_changed(ctx, c"hk.watch", name);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+pub fn unwatch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    let [_, name] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let key = ctx.open_key_writable(name);
+    let sketch = sketch_key::write(&key)?;
+    let had = sketch.watch().is_some();
+    sketch.set_watch(None);
+    ctx.replicate_verbatim();
+    if had {
+        keyspace_event::key_changed(ctx, c"hk.unwatch", name);
+    }
+    Ok(RedisValue::Integer(i64::from(had)))
+}
+
+fn parse(channel: &RedisString, options: &[RedisString]) -> Result<WatchSpec, RedisError> {
+    let mut spec = WatchSpec {
+        channel: channel.as_slice().to_vec(),
+        members: false,
+        above: None,
+        below: None,
+    };
+    let mut options = options.iter();
+    while let Some(option) = options.next() {
+        if is_keyword(option, "MEMBERS") && !spec.members {
+            spec.members = true;
+        } else if is_keyword(option, "ABOVE") && spec.above.is_none() {
+            let value = options.next().ok_or(RedisError::WrongArity)?;
+            spec.above = Some(decimal(value, "ABOVE")?);
+        } else if is_keyword(option, "BELOW") && spec.below.is_none() {
+            let value = options.next().ok_or(RedisError::WrongArity)?;
+            spec.below = Some(decimal(value, "BELOW")?);
+        } else {
+            return Err(err(format!(
+                "unknown or repeated option '{}': expected MEMBERS, ABOVE threshold, BELOW threshold",
+                printable(option.as_slice())
+            )));
+        }
+    }
+    spec.validate().map_err(|e| err(e.to_string()))?;
+    Ok(spec)
+}

@@ -1,0 +1,39 @@
+//! A key's cluster hash slot, as Redis computes it: CRC-16 (XMODEM) of the
+//! key, or of its hash tag (the part between the first `{` and the next
+//! `}`, when not empty), modulo 16384.
+
+use crc::{Crc, CRC_16_XMODEM};
+
+const CRC16: Crc<u16> = Crc::<u16>::new(&CRC_16_XMODEM);
+
+pub fn hash_slot(key: &[u8]) -> u16 {
+    CRC16.checksum(hash_tag(key)) % 16384
+}
+
+fn hash_tag(key: &[u8]) -> &[u8] {
+    let Some(open) = key.iter().position(|&b| b == b'{') else {
+        return key;
+    };
+    let rest = key.get(open + 1..).unwrap_or_default();
+    match rest.iter().position(|&b| b == b'}') {
+        Some(close) if close > 0 => rest.get(..close).unwrap_or(key),
+        _ => key,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_match_the_redis_cluster_specification() {
+        // Values from the Redis cluster specification and `CLUSTER KEYSLOT`.
+        // CRC-16/XMODEM check value of "123456789" (0x31C3, below 16384).
+        assert_eq!(hash_slot(b"123456789"), 0x31c3);
+        assert_eq!(hash_slot(b"foo"), 12182);
+        assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"user1000"));
+        assert_eq!(hash_slot(b"foo{}{bar}"), hash_slot(b"foo{}{bar}"));
+        assert_ne!(hash_slot(b"foo{}{bar}"), hash_slot(b"bar"));
+        assert_eq!(hash_slot(b"foo{{bar}}zap"), hash_slot(b"{bar"));
+    }
+}

@@ -1,0 +1,85 @@
+//! The tracker's own events: `hot` when a key's rate (reads plus writes)
+//! rises to `heavykeeper.track-notify-above` requests per second, `cool`
+//! when it falls below 0.8 of that, published on `heavykeeper.track-channel`
+//! by the watch timer (a primary only, like every event).
+
+use super::{config, with_state};
+use crate::clock;
+use crate::watching::message::{count, number, put_bytes};
+use heavykeeper_sketch::HotKey;
+use redis_module::{raw, Context, ContextFlags};
+use serde_json::{json, Map, Value};
+
+/// The share of the line below which a hot key cools.
+const COOL_SHARE: f64 = 0.8;
+
+pub fn tick(ctx: &Context) {
+    let above = config::notify_above();
+    if above <= 0.0 {
+        return;
+    }
+    let now = clock::now_ms();
+    let events = with_state(|state| state.as_mut().map(|t| changes(t, above, now)))
+        .flatten()
+        .unwrap_or_default();
+    if events.is_empty() {
+        return;
+    }
+    let channel = ctx.create_string(config::channel().as_bytes());
+    let shard = ctx.get_flags().contains(ContextFlags::CLUSTER);
+    for (kind, key) in events {
+        let message = ctx.create_string(json(kind, &key, now).as_bytes());
+        // SAFETY: live strings and context.
+        unsafe {
+            let publish = if shard {
+                raw::RedisModule_PublishMessageShard
+            } else {
+                raw::RedisModule_PublishMessage
+            };
+            if let Some(publish) = publish {
+                publish(ctx.ctx, channel.inner, message.inner);
+            }
+        }
+    }
+}
+
+/// Keys that turned hot or cool since the last tick (the tracker as the
+/// worker has counted it; a tick when the worker holds it is skipped).
+fn changes(t: &mut super::Tracking, above: f64, now: i64) -> Vec<(&'static str, HotKey)> {
+    let Some(tracker) = t.worker.try_tracker() else {
+        return Vec::new();
+    };
+    let mut events = Vec::new();
+    for key in tracker.hottest(None, usize::MAX, now) {
+        if key.rate() < above {
+            break;
+        }
+        if t.notified.insert((key.db, key.key.clone())) {
+            events.push(("hot", key));
+        }
+    }
+    let cooled: Vec<HotKey> = t
+        .notified
+        .iter()
+        .map(|(db, key)| tracker.key(*db, key, now))
+        .filter(|key| key.rate() < COOL_SHARE * above)
+        .collect();
+    for key in cooled {
+        t.notified.remove(&(key.db, key.key.clone()));
+        events.push(("cool", key));
+    }
+    events
+}
+
+fn json(kind: &str, key: &HotKey, now: i64) -> String {
+    let mut object = Map::new();
+    put_bytes(&mut object, "key", &key.key);
+    object.insert("db".into(), json!(key.db));
+    object.insert("event".into(), json!(kind));
+    object.insert("rate".into(), number(key.rate()));
+    object.insert("reads_per_second".into(), number(key.reads_per_second));
+    object.insert("writes_per_second".into(), number(key.writes_per_second));
+    object.insert("count".into(), count(key.count));
+    object.insert("time".into(), json!(now));
+    Value::Object(object).to_string()
+}

@@ -1,0 +1,58 @@
+//! The examples a team copies (`examples/`, Python with redis-py) run
+//! against a real server and do what their README sections promise.
+
+mod common;
+
+use common::Server;
+use std::path::Path;
+use std::process::Command;
+
+fn run_example(script: &str, server: &Server, extra: &[&str]) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(script);
+    let out = Command::new("python3")
+        .arg(path)
+        .args(["--port", &server.port.to_string(), "--seconds", "3"])
+        .args(extra)
+        .output()
+        .expect("python3 (make test installs redis-py)");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed:\n{stdout}\n{stderr}");
+    assert!(stderr.trim().is_empty(), "{script} wrote errors:\n{stderr}");
+    stdout
+}
+
+/// The number after `label` in `text`.
+fn number_after(text: &str, label: &str) -> f64 {
+    let rest = text
+        .split(label)
+        .nth(1)
+        .unwrap_or_else(|| panic!("{label:?} in {text}"));
+    rest.trim_start()
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a number after {label:?} in {text}"))
+}
+
+#[test]
+fn the_near_cache_keeps_hot_reads_off_the_server() {
+    let server = Server::start();
+    let out = run_example("near_cache.py", &server, &["--configure"]);
+    let local = number_after(&out, "served from the near cache:");
+    let total = number_after(&out, "reads:");
+    assert!(local > 0.2 * total, "{out}");
+    assert!(out.contains("'product:1'"), "{out}");
+}
+
+#[test]
+fn the_gateway_answers_429_to_the_scraper_only() {
+    let server = Server::start();
+    let out = run_example("gateway_limiter.py", &server, &[]);
+    let scraper_limited = number_after(&out, "served,");
+    let ordinary_limited = number_after(&out.lines().nth(1).unwrap(), "served,");
+    assert!(scraper_limited > 0.0, "{out}");
+    assert_eq!(ordinary_limited, 0.0, "{out}");
+}
