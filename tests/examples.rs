@@ -52,7 +52,7 @@ fn the_gateway_answers_429_to_the_scraper_only() {
     let server = Server::start();
     let out = run_example("gateway_limiter.py", &server, &[]);
     let scraper_limited = number_after(&out, "served,");
-    let ordinary_limited = number_after(&out.lines().nth(1).unwrap(), "served,");
+    let ordinary_limited = number_after(out.lines().nth(1).unwrap(), "served,");
     assert!(scraper_limited > 0.0, "{out}");
     assert_eq!(ordinary_limited, 0.0, "{out}");
 }

@@ -75,8 +75,10 @@ impl ClockUnit {
 /// [`HeavyKeeper::unit_at`]): for whoever watches the sketch.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Arrived {
-    /// The member this arrival pushed out, with its count.
-    pub expelled: Option<(Box<[u8]>, f64)>,
+    /// The item's hash (its identity in the top-k).
+    pub hash: u64,
+    /// The member this arrival pushed out, with its hash and count.
+    pub expelled: Option<(Box<[u8]>, u64, f64)>,
     /// The item's count before (0 if it just entered) and after, if it is
     /// a member now.
     pub member: Option<(f64, f64)>,
@@ -175,7 +177,7 @@ impl HeavyKeeper {
     pub fn add(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Option<Box<[u8]>> {
         self.add_observed(item, weight, time_ms)
             .expelled
-            .map(|(item, _)| item)
+            .map(|(item, _, _)| item)
     }
 
     /// [`Self::add`], telling what changed in the top-k.
@@ -223,6 +225,7 @@ impl HeavyKeeper {
         let hash = arrival.hash.value();
         if let Some(id) = member.or_else(|| self.topk.find(hash, item)) {
             return Arrived {
+                hash,
                 expelled: None,
                 member: self.topk.raise(id, estimate),
             };
@@ -234,7 +237,8 @@ impl HeavyKeeper {
         }
         let expelled = self.topk.insert(item, hash, estimate);
         Arrived {
-            expelled: expelled.map(|e| (e.item, e.count)),
+            hash,
+            expelled: expelled.map(|e| (e.item, e.hash, e.count)),
             member: (self.topk.capacity() > 0).then_some((0.0, estimate)),
         }
     }

@@ -86,6 +86,15 @@ impl TopK {
         })
     }
 
+    /// `(item, hash, count)` of every member, in heap order.
+    pub fn members(&self) -> impl Iterator<Item = (&[u8], u64, f64)> + '_ {
+        self.heap.iter().filter_map(|s| {
+            self.members
+                .get(s.member as usize)
+                .map(|m| (&*m.item, m.hash, s.count))
+        })
+    }
+
     /// The member holding `item`, if any.
     #[inline]
     pub fn find(&self, hash: u64, item: &[u8]) -> Option<MemberId> {

@@ -12,7 +12,7 @@
 //! says when a sweep is worth doing, and no periodic scan is needed.
 
 use crate::heavykeeper::HeavyKeeper;
-use std::collections::HashSet;
+use hashbrown::HashSet;
 use std::fmt;
 
 /// What to watch for, and where to tell it.
@@ -91,11 +91,15 @@ pub struct WatchEvent {
     pub time_ms: i64,
 }
 
-/// What a primary has announced, and when to look again.
+/// What a primary has announced, and when to look again. Items are known
+/// by their hash (their identity in the top-k): a set of numbers, no copy
+/// of the item, and nothing kept at all for a kind of event not watched.
 #[derive(Clone, Debug, Default)]
 pub struct WatchState {
-    listed: HashSet<Vec<u8>>,
-    hot: HashSet<Vec<u8>>,
+    /// Members announced by `enter` (MEMBERS watches only).
+    listed: HashSet<u64>,
+    /// Members announced `hot`.
+    hot: HashSet<u64>,
     /// No item can cool or fade out before this time.
     next_check_ms: i64,
     /// Events allowed in the current second, and those dropped ever.
@@ -238,22 +242,27 @@ impl HeavyKeeper {
 
     /// Derives the state from the counts at `now_ms` without announcing
     /// anything, unless there is one already.
+    #[inline]
     fn ensure_watch_state(&mut self, now_ms: i64) {
-        let Some(spec) = self
-            .watch
-            .as_ref()
-            .filter(|w| w.state.is_none())
-            .map(|w| w.spec.clone())
-        else {
+        if self.watch.as_ref().is_some_and(|w| w.state.is_none()) {
+            self.derive_watch_state(now_ms);
+        }
+    }
+
+    fn derive_watch_state(&mut self, now_ms: i64) {
+        let Some(spec) = self.watch.as_ref().map(|w| w.spec.clone()) else {
             return;
         };
         let scale = self.scale(now_ms);
         let hot_line = spec.above.map(|a| scale.count_line(a));
         let mut state = WatchState::default();
-        for r in self.ranked(now_ms) {
-            state.listed.insert(r.item.to_vec());
-            if hot_line.is_some_and(|line| r.count >= line) {
-                state.hot.insert(r.item.to_vec());
+        for (_, hash, stored) in self.topk.members() {
+            let count = stored / scale.unit;
+            if spec.members && count >= 1.0 {
+                state.listed.insert(hash);
+            }
+            if hot_line.is_some_and(|line| count >= line) {
+                state.hot.insert(hash);
             }
         }
         state.next_check_ms = self.next_watch_check(&spec, &state, scale);
@@ -264,15 +273,18 @@ impl HeavyKeeper {
 
     /// The earliest time an announced item can cool or fade out.
     fn next_watch_check(&self, spec: &WatchSpec, state: &WatchState, scale: Scale) -> i64 {
-        let mut next = i64::MAX;
-        if let Some(cool) = spec.cool_line().map(|c| scale.count_line(c)) {
-            for item in &state.hot {
-                next = next.min(scale.crossing_ms(self.count(item, scale.now_ms), cool));
-            }
+        if state.hot.is_empty() && state.listed.is_empty() {
+            return i64::MAX;
         }
-        if spec.members {
-            for item in &state.listed {
-                next = next.min(scale.crossing_ms(self.count(item, scale.now_ms), 1.0));
+        let cool = spec.cool_line().map(|c| scale.count_line(c));
+        let mut next = i64::MAX;
+        for (_, hash, stored) in self.topk.members() {
+            let count = stored / scale.unit;
+            if let Some(cool) = cool.filter(|_| state.hot.contains(&hash)) {
+                next = next.min(scale.crossing_ms(count, cool));
+            }
+            if state.listed.contains(&hash) {
+                next = next.min(scale.crossing_ms(count, 1.0));
             }
         }
         next
@@ -306,42 +318,44 @@ impl HeavyKeeper {
         if self.watch_due(now_ms) {
             self.sweep_watch(now_ms, events);
         }
+        if arrived.expelled.is_none() && arrived.member.is_none() {
+            // The long tail: the top-k did not change, nothing to announce.
+            return None;
+        }
         let scale = self.scale(now_ms);
         let Some(watch) = self.watch.as_mut() else {
-            return arrived.expelled.map(|(i, _)| i);
+            return arrived.expelled.map(|(i, _, _)| i);
         };
         let spec = &watch.spec;
         let Some(cell) = watch.state.as_mut() else {
-            return arrived.expelled.map(|(i, _)| i);
+            return arrived.expelled.map(|(i, _, _)| i);
         };
         let state = &mut cell.0;
-        if let Some((gone, stored)) = &arrived.expelled {
+        if let Some((gone, hash, stored)) = &arrived.expelled {
             let count = stored / scale.unit;
-            if state.hot.remove(gone.as_ref()) {
+            if state.hot.remove(hash) {
                 events.push(scale.event(EventKind::Cool, gone, count));
             }
-            if state.listed.remove(gone.as_ref()) && spec.members {
+            if state.listed.remove(hash) {
                 events.push(scale.event(EventKind::Leave, gone, count));
             }
         }
         if let Some((before, after)) = arrived.member {
             let (before, after) = (before / scale.unit, after / scale.unit);
-            if after >= 1.0 && before < 1.0 && state.listed.insert(item.to_vec()) {
-                if spec.members {
-                    events.push(scale.event(EventKind::Enter, item, after));
-                }
+            if spec.members && after >= 1.0 && before < 1.0 && state.listed.insert(arrived.hash) {
+                events.push(scale.event(EventKind::Enter, item, after));
                 state.next_check_ms = state.next_check_ms.min(scale.crossing_ms(after, 1.0));
             }
             if let (Some(above), Some(cool)) = (spec.above, spec.cool_line()) {
                 let line = scale.count_line(above);
-                if after >= line && before < line && state.hot.insert(item.to_vec()) {
+                if after >= line && before < line && state.hot.insert(arrived.hash) {
                     events.push(scale.event(EventKind::Hot, item, after));
                     let cool = scale.count_line(cool);
                     state.next_check_ms = state.next_check_ms.min(scale.crossing_ms(after, cool));
                 }
             }
         }
-        arrived.expelled.map(|(i, _)| i)
+        arrived.expelled.map(|(i, _, _)| i)
     }
 
     /// Announces what fading alone did by `now_ms`: `cool` for hot items
@@ -360,28 +374,14 @@ impl HeavyKeeper {
         else {
             return;
         };
-        if let Some(cool) = spec.cool_line().map(|c| scale.count_line(c)) {
-            let cooled: Vec<(Vec<u8>, f64)> = state
-                .hot
-                .iter()
-                .map(|item| (item.clone(), self.count(item, scale.now_ms)))
-                .filter(|(_, count)| *count < cool)
-                .collect();
-            for (item, count) in cooled {
-                state.hot.remove(&item);
-                events.push(scale.event(EventKind::Cool, &item, count));
+        let cool = spec.cool_line().map(|c| scale.count_line(c));
+        for (item, hash, stored) in self.topk.members() {
+            let count = stored / scale.unit;
+            if cool.is_some_and(|line| count < line) && state.hot.remove(&hash) {
+                events.push(scale.event(EventKind::Cool, item, count));
             }
-        }
-        let faded: Vec<(Vec<u8>, f64)> = state
-            .listed
-            .iter()
-            .filter(|item| !self.contains(item, scale.now_ms))
-            .map(|item| (item.clone(), self.count(item, scale.now_ms)))
-            .collect();
-        for (item, count) in faded {
-            state.listed.remove(&item);
-            if spec.members {
-                events.push(scale.event(EventKind::Leave, &item, count));
+            if count < 1.0 && state.listed.remove(&hash) {
+                events.push(scale.event(EventKind::Leave, item, count));
             }
         }
         state.next_check_ms = self.next_watch_check(&spec, &state, scale);
