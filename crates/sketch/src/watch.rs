@@ -322,7 +322,10 @@ impl HeavyKeeper {
             // The long tail: the top-k did not change, nothing to announce.
             return None;
         }
-        let scale = self.scale(now_ms);
+        // Lines are compared in stored units (one multiplication), counts
+        // and rates are worked out only for an event.
+        let unit = self.unit_at(now_ms);
+        let lambda = self.fading.map(|f| f.lambda_per_second());
         let Some(watch) = self.watch.as_mut() else {
             return arrived.expelled.map(|(i, _, _)| i);
         };
@@ -331,29 +334,47 @@ impl HeavyKeeper {
             return arrived.expelled.map(|(i, _, _)| i);
         };
         let state = &mut cell.0;
+        // (kind, item, stored count): no allocation unless something happens.
+        let mut pending: Vec<(EventKind, Vec<u8>, f64)> = Vec::new();
         if let Some((gone, hash, stored)) = &arrived.expelled {
-            let count = stored / scale.unit;
             if state.hot.remove(hash) {
-                events.push(scale.event(EventKind::Cool, gone, count));
+                pending.push((EventKind::Cool, gone.to_vec(), *stored));
             }
             if state.listed.remove(hash) {
-                events.push(scale.event(EventKind::Leave, gone, count));
+                pending.push((EventKind::Leave, gone.to_vec(), *stored));
             }
         }
         if let Some((before, after)) = arrived.member {
-            let (before, after) = (before / scale.unit, after / scale.unit);
-            if spec.members && after >= 1.0 && before < 1.0 && state.listed.insert(arrived.hash) {
-                events.push(scale.event(EventKind::Enter, item, after));
-                state.next_check_ms = state.next_check_ms.min(scale.crossing_ms(after, 1.0));
+            if spec.members && after >= unit && before < unit && state.listed.insert(arrived.hash) {
+                pending.push((EventKind::Enter, item.to_vec(), after));
             }
-            if let (Some(above), Some(cool)) = (spec.above, spec.cool_line()) {
-                let line = scale.count_line(above);
+            if let Some(above) = spec.above {
+                let line = lambda.map_or(above, |l| above / l) * unit;
                 if after >= line && before < line && state.hot.insert(arrived.hash) {
-                    events.push(scale.event(EventKind::Hot, item, after));
-                    let cool = scale.count_line(cool);
-                    state.next_check_ms = state.next_check_ms.min(scale.crossing_ms(after, cool));
+                    pending.push((EventKind::Hot, item.to_vec(), after));
                 }
             }
+        }
+        if pending.is_empty() {
+            return arrived.expelled.map(|(i, _, _)| i);
+        }
+        let cool = spec.cool_line();
+        let scale = self.scale(now_ms);
+        let mut next = i64::MAX;
+        for (kind, item, stored) in pending {
+            let count = stored / scale.unit;
+            match kind {
+                EventKind::Enter => next = next.min(scale.crossing_ms(count, 1.0)),
+                EventKind::Hot => {
+                    let cool = scale.count_line(cool.unwrap_or(0.0));
+                    next = next.min(scale.crossing_ms(count, cool));
+                }
+                _ => {}
+            }
+            events.push(scale.event(kind, &item, count));
+        }
+        if let Some(state) = self.watch_state() {
+            state.next_check_ms = state.next_check_ms.min(next);
         }
         arrived.expelled.map(|(i, _, _)| i)
     }
