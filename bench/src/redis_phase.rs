@@ -197,20 +197,26 @@ pub fn server_ns_per_item(
     for _ in 0..batches {
         add_batch(&mut con, &key, w, chunks.next().unwrap_or(&[]))?;
     }
+    let (calls, usec) = command_stats(&mut con, "hk.add")?;
+    Ok(usec * 1000.0 / (calls * batch as f64))
+}
+
+/// `(calls, usec)` of `command` from `INFO commandstats`.
+pub fn command_stats(con: &mut redis::Connection, command: &str) -> Result<(f64, f64), String> {
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
-        .query(&mut con)
+        .query(con)
         .map_err(|e| e.to_string())?;
+    let prefix = format!("cmdstat_{command}:");
     let line = info
         .lines()
-        .find(|l| l.starts_with("cmdstat_hk.add:"))
-        .ok_or("no commandstats for hk.add")?;
+        .find(|l| l.starts_with(&prefix))
+        .ok_or_else(|| format!("no commandstats for {command}"))?;
     let field = |name: &str| -> Option<f64> {
         line.split([':', ','])
             .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
     };
-    let (calls, usec) = (field("calls").ok_or("calls")?, field("usec").ok_or("usec")?);
-    Ok(usec * 1000.0 / (calls * batch as f64))
+    Ok((field("calls").ok_or("calls")?, field("usec").ok_or("usec")?))
 }
 
 fn add_batch(

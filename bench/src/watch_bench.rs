@@ -1,7 +1,7 @@
 //! Watched sketches through a real server: how soon a subscriber hears of
 //! a crossing, what watching costs an arrival, and the event cap.
 
-use crate::redis_phase::{median, Server};
+use crate::redis_phase::{command_stats, median, Server};
 use crate::workloads::Workload;
 use std::fmt::Write;
 use std::sync::mpsc;
@@ -201,18 +201,7 @@ fn add_cost(server: &Server, zipf: &Workload, batches: usize) -> Result<(f64, f6
                 add.query::<redis::Value>(&mut con)
                     .map_err(|e| e.to_string())?;
             }
-            let info: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query(&mut con)
-                .map_err(|e| e.to_string())?;
-            let line = info
-                .lines()
-                .find(|l| l.starts_with("cmdstat_hk.add:"))
-                .ok_or("no commandstats for hk.add")?;
-            let usec: f64 = line
-                .split([':', ','])
-                .find_map(|kv| kv.strip_prefix("usec=")?.parse().ok())
-                .ok_or("usec")?;
+            let (_, usec) = command_stats(&mut con, "hk.add")?;
             runs[i].push(usec * 1000.0 / (batches * 1000) as f64);
         }
     }

@@ -6,8 +6,9 @@
 use super::{config, with_state};
 use crate::clock;
 use crate::watching::message::{count, number, put_bytes};
+use crate::watching::publish_message;
 use heavykeeper_sketch::HotKey;
-use redis_module::{raw, Context, ContextFlags};
+use redis_module::{Context, ContextFlags};
 use serde_json::{json, Map, Value};
 
 /// The share of the line below which a hot key cools.
@@ -28,18 +29,7 @@ pub fn tick(ctx: &Context) {
     let channel = ctx.create_string(config::channel().as_bytes());
     let shard = ctx.get_flags().contains(ContextFlags::CLUSTER);
     for (kind, key) in events {
-        let message = ctx.create_string(json(kind, &key, now).as_bytes());
-        // SAFETY: live strings and context.
-        unsafe {
-            let publish = if shard {
-                raw::RedisModule_PublishMessageShard
-            } else {
-                raw::RedisModule_PublishMessage
-            };
-            if let Some(publish) = publish {
-                publish(ctx.ctx, channel.inner, message.inner);
-            }
-        }
+        publish_message(ctx, &channel, shard, &json(kind, &key, now));
     }
 }
 

@@ -86,20 +86,25 @@ pub fn publish(ctx: &Context, key: &RedisString, sketch: &mut HeavyKeeper, event
             COUNTERS.with(|c| c.borrow_mut().dropped += 1);
             continue;
         }
-        let text = message::json(key.as_slice(), event);
-        let message = ctx.create_string(text.as_bytes());
-        // SAFETY: live strings and context; the functions exist since 7.0.
-        unsafe {
-            let publish = if shard {
-                raw::RedisModule_PublishMessageShard
-            } else {
-                raw::RedisModule_PublishMessage
-            };
-            if let Some(publish) = publish {
-                publish(ctx.ctx, channel.inner, message.inner);
-            }
-        }
+        publish_message(ctx, &channel, shard, &message::json(key.as_slice(), event));
         COUNTERS.with(|c| c.borrow_mut().published += 1);
+    }
+}
+
+/// Publishes `text` on `channel`: a shard message in a cluster (`shard`),
+/// a plain one otherwise.
+pub fn publish_message(ctx: &Context, channel: &RedisString, shard: bool, text: &str) {
+    let message = ctx.create_string(text.as_bytes());
+    // SAFETY: live strings and context; both functions exist since Redis 7.0.
+    unsafe {
+        let publish = if shard {
+            raw::RedisModule_PublishMessageShard
+        } else {
+            raw::RedisModule_PublishMessage
+        };
+        if let Some(publish) = publish {
+            publish(ctx.ctx, channel.inner, message.inner);
+        }
     }
 }
 
