@@ -1,9 +1,10 @@
 //! Watched sketches through a real server: how soon a subscriber hears of
 //! a crossing, what watching costs an arrival, and the event cap.
 
-use crate::redis_phase::{command_stats, median, Server};
+use crate::redis_phase::{command_stats, Server};
 use crate::workloads::Workload;
 use std::fmt::Write;
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -68,7 +69,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> WatchF
         Ok(WatchFigures {
             arrival_delay_ms: Some(arrival_delay(&server, if quick { 500 } else { 2000 })?),
             fade_delay_ms: Some(fade_delay(&server)?),
-            add_ns: Some(add_cost(&server, zipf, if quick { 100 } else { 400 })?),
+            add_ns: Some(add_cost(module, zipf, if quick { 300 } else { 1000 })?),
             capped: Some(capped(&server)?),
             error: None,
         })
@@ -175,38 +176,41 @@ fn fade_delay(server: &Server) -> Result<(f64, f64, u64), String> {
     ))
 }
 
-/// Server-side ns per item of 1000-item `HK.ADD`s, unwatched then watched,
-/// in interleaved rounds; medians.
-fn add_cost(server: &Server, zipf: &Workload, batches: usize) -> Result<(f64, f64, f64), String> {
-    let mut con = server.connection().map_err(|e| e.to_string())?;
-    cmd(&mut con, &["HK.RESERVE", "w:plain", "1000"])?;
-    cmd(&mut con, &["HK.RESERVE", "w:above", "1000"])?;
-    cmd(&mut con, &["HK.RESERVE", "w:members", "1000"])?;
-    cmd(
-        &mut con,
-        &["HK.WATCH", "w:above", "cost", "ABOVE", "1000000"],
-    )?;
-    cmd(&mut con, &["HK.WATCH", "w:members", "cost", "MEMBERS"])?;
-    let mut runs = [Vec::new(), Vec::new(), Vec::new()];
-    let mut chunks = zipf.stream.chunks(1000).cycle();
-    for _ in 0..3 {
-        for (i, key) in ["w:plain", "w:above", "w:members"].into_iter().enumerate() {
-            cmd(&mut con, &["CONFIG", "RESETSTAT"])?;
-            for _ in 0..batches {
-                let mut add = redis::cmd("HK.ADD");
-                add.arg(key);
-                for &id in chunks.next().unwrap_or(&[]) {
-                    add.arg(zipf.item(id));
-                }
-                add.query::<redis::Value>(&mut con)
-                    .map_err(|e| e.to_string())?;
+/// Server-side ns per item of 1000-item `HK.ADD`s: an unwatched sketch, one
+/// watched `ABOVE` a line no item reaches, one watched `MEMBERS`, each on a
+/// server of its own (`INFO commandstats` counts per command, not per key)
+/// fed the very same batches, batch by batch in turn.
+fn add_cost(module: &Path, zipf: &Workload, batches: usize) -> Result<(f64, f64, f64), String> {
+    let watches: [&[&str]; 3] = [&[], &["ABOVE", "1000000"], &["MEMBERS"]];
+    let mut servers = Vec::new();
+    for watch in watches {
+        let server = Server::start(module)?;
+        let mut con = server.connection().map_err(|e| e.to_string())?;
+        cmd(&mut con, &["HK.RESERVE", "w", "1000", "SEED", "7"])?;
+        if !watch.is_empty() {
+            let mut args = vec!["HK.WATCH", "w", "cost"];
+            args.extend_from_slice(watch);
+            cmd(&mut con, &args)?;
+        }
+        cmd(&mut con, &["CONFIG", "RESETSTAT"])?;
+        servers.push((server, con));
+    }
+    for chunk in zipf.stream.chunks(1000).take(batches) {
+        for (_, con) in servers.iter_mut() {
+            let mut add = redis::cmd("HK.ADD");
+            add.arg("w");
+            for &id in chunk {
+                add.arg(zipf.item(id));
             }
-            let (_, usec) = command_stats(&mut con, "hk.add")?;
-            runs[i].push(usec * 1000.0 / (batches * 1000) as f64);
+            add.query::<redis::Value>(con).map_err(|e| e.to_string())?;
         }
     }
-    let [plain, above, members] = runs.map(|mut r| median(&mut r));
-    Ok((plain, above, members))
+    let mut ns = [0.0; 3];
+    for (i, (_, con)) in servers.iter_mut().enumerate() {
+        let (calls, usec) = command_stats(con, "hk.add")?;
+        ns[i] = usec * 1000.0 / (calls * 1000.0);
+    }
+    Ok((ns[0], ns[1], ns[2]))
 }
 
 /// New items as fast as one client sends them, each an `enter`, with the
