@@ -249,6 +249,8 @@ impl HeavyKeeper {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn derive_watch_state(&mut self, now_ms: i64) {
         let Some(spec) = self.watch.as_ref().map(|w| w.spec.clone()) else {
             return;
@@ -322,10 +324,24 @@ impl HeavyKeeper {
             // The long tail: the top-k did not change, nothing to announce.
             return None;
         }
+        self.announce(item, arrived, now_ms, events)
+    }
+
+    /// The events an arrival that changed the top-k causes.
+    #[inline(never)]
+    fn announce(
+        &mut self,
+        item: &[u8],
+        arrived: crate::heavykeeper::Arrived,
+        now_ms: i64,
+        events: &mut Vec<WatchEvent>,
+    ) -> Option<Box<[u8]>> {
         // Lines are compared in stored units (one multiplication), counts
         // and rates are worked out only for an event.
-        let unit = self.unit_at(now_ms);
-        let lambda = self.fading.map(|f| f.lambda_per_second());
+        let (unit, lambda) = match self.fading {
+            None => (1.0, None),
+            Some(f) => (f.weight(now_ms), Some(f.lambda_per_second())),
+        };
         let Some(watch) = self.watch.as_mut() else {
             return arrived.expelled.map(|(i, _, _)| i);
         };
@@ -381,6 +397,8 @@ impl HeavyKeeper {
 
     /// Announces what fading alone did by `now_ms`: `cool` for hot items
     /// now below the cool line, `leave` for listed items below one arrival.
+    #[cold]
+    #[inline(never)]
     pub fn sweep_watch(&mut self, now_ms: i64, events: &mut Vec<WatchEvent>) {
         self.ensure_watch_state(now_ms);
         let scale = self.scale(now_ms);
