@@ -158,11 +158,6 @@ impl CommandTable {
         KeyUse(self.command(args))
     }
 
-    /// How the command `args` uses the key at `position`.
-    pub fn access<'a>(&self, args: &Args<'a>, position: usize) -> Access {
-        self.command_of(args).access(args, position)
-    }
-
     /// The command (or subcommand) named by the first arguments, looked up
     /// without allocating.
     fn command<'a>(&self, args: &Args<'a>) -> Option<&CommandSpecs> {
@@ -535,7 +530,7 @@ mod tests {
 
     fn access(t: &CommandTable, args: &[&str], position: usize) -> Access {
         let get = |i: usize| args.get(i).map(|a| a.as_bytes());
-        t.access(&get, position)
+        t.command_of(&get).access(&get, position)
     }
 
     #[test]

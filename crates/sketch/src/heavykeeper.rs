@@ -257,7 +257,7 @@ impl HeavyKeeper {
 
     /// Is `item` in the top-k at `now_ms`?
     pub fn contains(&self, item: &[u8], now_ms: i64) -> bool {
-        let now_unit = self.read_unit(now_ms);
+        let now_unit = self.unit_at(now_ms);
         let hash = ItemHash::of(item, self.params.seed);
         self.topk
             .find(hash.value(), item)
@@ -271,7 +271,7 @@ impl HeavyKeeper {
     /// top-k minimum (a larger one could only be a fingerprint collision).
     pub fn count(&self, item: &[u8], now_ms: i64) -> f64 {
         let hash = ItemHash::of(item, self.params.seed);
-        self.stored_estimate(item, hash) / self.read_unit(now_ms)
+        self.stored_estimate(item, hash) / self.unit_at(now_ms)
     }
 
     /// `count` in stored units: the member's count, or the bucket estimate
@@ -300,7 +300,7 @@ impl HeavyKeeper {
     /// The top-k at `now_ms`, highest count first, ties by item bytes; items
     /// faded below one arrival are left out.
     pub fn ranked(&self, now_ms: i64) -> Vec<Ranked<'_>> {
-        let now_unit = self.read_unit(now_ms);
+        let now_unit = self.unit_at(now_ms);
         self.topk
             .ranked()
             .into_iter()
@@ -326,7 +326,7 @@ impl HeavyKeeper {
 
     /// Number of members listed at `now_ms`.
     pub fn members(&self, now_ms: i64) -> usize {
-        let now_unit = self.read_unit(now_ms);
+        let now_unit = self.unit_at(now_ms);
         self.topk
             .heap_order()
             .filter(|&(_, count)| count >= now_unit)
@@ -371,7 +371,7 @@ impl HeavyKeeper {
 
     /// The largest stored mass at the sketch's clock: [`crate::count_bound`].
     pub(crate) fn mass_cap(&self) -> f64 {
-        max_mass(self.read_unit(self.clock_ms))
+        max_mass(self.unit_at(self.clock_ms))
     }
 
     /// Multiplies every stored mass by `factor` (a landmark move).
@@ -382,15 +382,10 @@ impl HeavyKeeper {
         self.topk.scale(factor);
     }
 
-    /// Stored weight of one arrival at `now_ms` (never earlier than the
-    /// latest arrival): divides a stored count into a current one.
+    /// Stored weight of one arrival at `now_ms`: divides a stored count
+    /// into a current one. Reads never run the clock backwards past the
+    /// latest arrival.
     pub fn unit_at(&self, now_ms: i64) -> f64 {
-        self.read_unit(now_ms)
-    }
-
-    /// Stored weight of one arrival at the read time: reads never run the
-    /// clock backwards past the latest arrival.
-    fn read_unit(&self, now_ms: i64) -> f64 {
         match &self.fading {
             Some(f) => f.weight(now_ms.max(self.clock_ms)),
             None => 1.0,
