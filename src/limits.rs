@@ -7,7 +7,7 @@
 //! to it would fail. Those commands are applied verbatim.
 
 use crate::args::err;
-use crate::{clock, config};
+use crate::{clock, config, module_stats};
 use redis_module::{Context, ContextFlags, RedisError};
 
 /// Does this command come from a client (not the primary, not a load)?
@@ -35,9 +35,37 @@ pub fn check_not_in_future(ctx: &Context, what: &str, time_ms: i64) -> Result<()
     let window = config::max_future_ms();
     let ahead = time_ms.saturating_sub(clock::now_ms());
     if ahead > window {
-        return Err(err(format!(
+        return Err(refused(err(format!(
             "{what} is {ahead} ms ahead of the server clock; heavykeeper.max-future-ms allows {window}"
-        )));
+        ))));
     }
     Ok(())
+}
+
+/// Refuses a new sketch of `bytes` that would take the server past
+/// `maxmemory`: `deny-oom` only stops commands once memory is already over,
+/// and one RESERVE can ask for gigabytes.
+pub fn check_fits_in_memory(ctx: &Context, bytes: u64) -> Result<(), RedisError> {
+    if !apply_to(ctx) {
+        return Ok(());
+    }
+    let info = ctx.server_info("memory");
+    let field = |name: &str| -> u64 {
+        info.field(name)
+            .and_then(|v| v.try_as_str().ok().and_then(|s| s.parse().ok()))
+            .unwrap_or(0)
+    };
+    let (used, max) = (field("used_memory"), field("maxmemory"));
+    if max > 0 && used.saturating_add(bytes) > max {
+        return Err(refused(RedisError::String(format!(
+            "OOM a sketch of {bytes} bytes does not fit under maxmemory ({used} of {max} bytes in use)"
+        ))));
+    }
+    Ok(())
+}
+
+/// Counts a refusal for `INFO heavykeeper` and passes the error on.
+pub fn refused(error: RedisError) -> RedisError {
+    module_stats::refused_by_limits();
+    error
 }

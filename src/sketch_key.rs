@@ -1,10 +1,14 @@
 //! Opening a key that holds (or will hold) a sketch, with the standard errors.
+//! Every sketch created or changed by a command passes through here, which
+//! is where the module's memory figure is kept up to date.
 
 use crate::args::err;
 use crate::data_type::HK_TYPE;
+use crate::module_stats;
 use heavykeeper_sketch::HeavyKeeper;
 use redis_module::key::{RedisKey, RedisKeyWritable};
 use redis_module::{RedisError, RedisString};
+use std::ops::{Deref, DerefMut};
 
 /// The sketch at `key`, read-only. Missing key: `ERR no such key`.
 pub fn read(key: &RedisKey) -> Result<&HeavyKeeper, RedisError> {
@@ -12,8 +16,38 @@ pub fn read(key: &RedisKey) -> Result<&HeavyKeeper, RedisError> {
 }
 
 /// The sketch at `key`, writable. Missing key: `ERR no such key`.
-pub fn write(key: &RedisKeyWritable) -> Result<&mut HeavyKeeper, RedisError> {
-    found(key.get_value::<HeavyKeeper>(&HK_TYPE))
+pub fn write(key: &RedisKeyWritable) -> Result<SketchMut<'_>, RedisError> {
+    let sketch = found(key.get_value::<HeavyKeeper>(&HK_TYPE))?;
+    Ok(SketchMut {
+        bytes_before: sketch.memory_bytes(),
+        sketch,
+    })
+}
+
+/// A sketch being changed; when the change is over, its new size is
+/// accounted for.
+pub struct SketchMut<'a> {
+    sketch: &'a mut HeavyKeeper,
+    bytes_before: usize,
+}
+
+impl Deref for SketchMut<'_> {
+    type Target = HeavyKeeper;
+    fn deref(&self) -> &HeavyKeeper {
+        self.sketch
+    }
+}
+
+impl DerefMut for SketchMut<'_> {
+    fn deref_mut(&mut self) -> &mut HeavyKeeper {
+        self.sketch
+    }
+}
+
+impl Drop for SketchMut<'_> {
+    fn drop(&mut self) {
+        module_stats::sketch_resized(self.bytes_before, self.sketch.memory_bytes());
+    }
 }
 
 /// The crate reports a key of another type as an error without the
@@ -35,8 +69,16 @@ pub fn create(
     if !key.is_empty() {
         return Err(err("key already exists"));
     }
-    key.set_value(&HK_TYPE, build()?)
-        .map_err(|e| err(format!("could not store the sketch: {e}")))
+    store(key, build()?)
+}
+
+/// Stores `sketch` at `key`, replacing what was there (freed by the server).
+pub fn store(key: &RedisKeyWritable, sketch: HeavyKeeper) -> Result<(), RedisError> {
+    let bytes = sketch.memory_bytes();
+    key.set_value(&HK_TYPE, sketch)
+        .map_err(|e| err(format!("could not store the sketch: {e}")))?;
+    module_stats::sketch_created(bytes);
+    Ok(())
 }
 
 /// The key name argument, for error-free reuse in replies and replication.

@@ -108,7 +108,8 @@ fn seed_keys(con: &mut Connection) {
 #[test]
 fn random_bytes_to_every_command_never_take_the_server_down() {
     // Key tracking on: its command filter sees every hostile command first.
-    let mut server = Server::start_configured(&["track", "yes"], &[]);
+    // TOPK.* registered: they are fuzzed too.
+    let mut server = Server::start_configured(&["track", "yes", "topk-compat", "yes"], &[]);
     let mut con = server.client();
     let mut resp3 = server.client_resp3();
     let names = module_commands(&mut con);

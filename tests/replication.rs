@@ -264,3 +264,30 @@ fn a_merge_replicates_to_an_identical_result() {
         list_with_count(&mut r, "all")
     );
 }
+
+#[test]
+fn topk_writes_reach_a_replica_without_topk_compat_as_hk_commands() {
+    let primary = Server::start_configured(&["topk-compat", "yes"], &[]);
+    let replica = replica_of(&primary);
+    let mut con = primary.client();
+    value(&mut con, &["TOPK.RESERVE", "t", "5", "64", "4", "0.925"]);
+    value(&mut con, &["TOPK.RESERVE", "d", "3"]);
+    for i in 0..200 {
+        let item = format!("i{}", i % 17 % (1 + i % 5));
+        value(&mut con, &["TOPK.ADD", "t", &item, "x", &item]);
+        value(
+            &mut con,
+            &["TOPK.INCRBY", "d", &item, &(i % 4).to_string(), "zero", "0"],
+        );
+    }
+    sync(&mut con);
+    let mut on_replica = replica.client();
+    for key in ["t", "d"] {
+        assert_eq!(digest(&mut con, key), digest(&mut on_replica, key), "{key}");
+    }
+    // `zero` only ever arrived with weight 0: it was never counted.
+    assert_eq!(
+        value(&mut on_replica, &["HK.COUNT", "d", "zero"]),
+        Value::Array(vec![Value::Int(0)])
+    );
+}

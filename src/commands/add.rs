@@ -8,7 +8,9 @@
 //! this arrival expelled from the top-k.
 
 use crate::args::{err, integer, timestamp};
-use crate::{clock, fault, keyspace_event, limits, sketch_key, watching};
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::{clock, fault, keyspace_event, limits, module_stats, sketch_key, watching};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::{c_char, c_long};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -17,7 +19,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub const MAX_INCREMENT: u64 = 1 << 53;
 
 /// Where a command's arrivals sit among its arguments.
-struct Arrivals {
+pub(crate) struct Arrivals {
     /// Index of the first item argument.
     first: usize,
     /// Arguments per arrival: 1 (`item`) or 2 (`item increment`).
@@ -27,10 +29,13 @@ struct Arrivals {
     /// replicated.
     command: &'static str,
     timed_command: &'static str,
+    /// The command may be replicated as it came (false for `TOPK.*`, which
+    /// replicas may not have: those replicate as `HK.*`).
+    verbatim: bool,
 }
 
 /// The weight of each arrival, parsed before anything is applied.
-enum Weights {
+pub(crate) enum Weights {
     /// `count` arrivals of weight 1 (nothing to allocate on the hot path).
     Unit(usize),
     Each(Vec<u64>),
@@ -41,6 +46,14 @@ impl Weights {
         match self {
             Weights::Unit(count) => *count,
             Weights::Each(weights) => weights.len(),
+        }
+    }
+
+    /// Total weight of the first `n` arrivals, saturating.
+    fn weight_of_first(&self, n: usize) -> u64 {
+        match self {
+            Weights::Unit(count) => (*count).min(n) as u64,
+            Weights::Each(weights) => weights.iter().take(n).fold(0, |a, &w| a.saturating_add(w)),
         }
     }
 
@@ -86,13 +99,37 @@ pub fn incrby_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     count_arrivals(ctx, &args, Some(time), arrivals)
 }
 
-fn unit_arrivals(args: &[RedisString], first: usize, command: &'static str) -> Arrivals {
+pub(crate) fn unit_arrivals(args: &[RedisString], first: usize, command: &'static str) -> Arrivals {
     Arrivals {
         first,
         stride: 1,
         weights: Weights::Unit(args.len().saturating_sub(first)),
         command,
         timed_command: "HK.ADDAT",
+        verbatim: true,
+    }
+}
+
+impl Arrivals {
+    /// Replicated as `command`, never verbatim.
+    pub(crate) fn replicated_as(self, command: &'static str) -> Self {
+        Self {
+            command,
+            verbatim: false,
+            ..self
+        }
+    }
+
+    /// `item weight` pairs from `first` on, with weights parsed already.
+    pub(crate) fn weighted(first: usize, weights: Vec<u64>, command: &'static str) -> Self {
+        Arrivals {
+            first,
+            stride: 2,
+            weights: Weights::Each(weights),
+            command,
+            timed_command: "HK.INCRBYAT",
+            verbatim: true,
+        }
     }
 }
 
@@ -112,13 +149,7 @@ fn weighted_arrivals(
             _ => Err(RedisError::WrongArity),
         })
         .collect::<Result<_, _>>()?;
-    Ok(Arrivals {
-        first,
-        stride: 2,
-        weights: Weights::Each(weights),
-        command,
-        timed_command: "HK.INCRBYAT",
-    })
+    Ok(Arrivals::weighted(first, weights, command))
 }
 
 /// Applies the arrivals at `time` (the server clock if `None`). A fading
@@ -128,7 +159,7 @@ fn weighted_arrivals(
 /// The reply is written only once every arrival is applied: if one of them
 /// panicked, the client gets one error (not a half-written array) and the
 /// replicas get exactly the arrivals that were applied.
-fn count_arrivals(
+pub(crate) fn count_arrivals(
     ctx: &Context,
     args: &[RedisString],
     time: Option<i64>,
@@ -139,7 +170,7 @@ fn count_arrivals(
     }
     let name = sketch_key::name(args)?;
     let key = ctx.open_key_writable(name);
-    let sketch = sketch_key::write(&key)?;
+    let mut sketch = sketch_key::write(&key)?;
     let fading = sketch.fading().is_some();
     // Only a primary's watched sketch announces what its arrivals cause.
     let announcing = sketch.watch().is_some() && watching::announces(ctx);
@@ -174,6 +205,7 @@ fn count_arrivals(
         Ok(()) => expelled.len(),
         Err(_) => expelled.len() + 1,
     };
+    module_stats::counted(arrivals.weights.weight_of_first(applied));
     replicate(ctx, args, &arrivals, applied, fading && time.is_none(), now);
     keyspace_event::key_changed(ctx, c"hk.add", name);
     if outcome.is_err() {
@@ -187,7 +219,7 @@ fn count_arrivals(
     reply_expelled(ctx, &expelled);
     if announcing {
         watching::register(ctx, name);
-        watching::publish(ctx, name, sketch, &events);
+        watching::publish(ctx, name, &mut sketch, &events);
     }
     Ok(RedisValue::NoReply)
 }
@@ -216,11 +248,13 @@ fn replicate(
     now: i64,
 ) {
     let all = applied >= arrivals.weights.len();
-    if all && !stamp_clock {
+    if all && !stamp_clock && arrivals.verbatim {
         ctx.replicate_verbatim();
         return;
     }
-    if applied == 0 {
+    // Arrivals of weight 0 (TOPK.INCRBY allows them) change nothing.
+    let counted = |i: &usize| arrivals.weights.get(*i) > 0;
+    if !(0..applied).any(|i| counted(&i)) {
         return;
     }
     let end = (arrivals.first + applied * arrivals.stride).min(args.len());
@@ -245,11 +279,78 @@ fn replicate(
         );
         arrivals.command
     };
-    out.extend(
-        args.get(arrivals.first..end)
-            .unwrap_or_default()
-            .iter()
-            .map(RedisString::as_slice),
-    );
+    let arrivals_given = args.get(arrivals.first..end).unwrap_or_default();
+    for (i, arrival) in arrivals_given.chunks(arrivals.stride).enumerate() {
+        if counted(&i) {
+            out.extend(arrival.iter().map(RedisString::as_slice));
+        }
+    }
     ctx.replicate(command, out.as_slice());
 }
+
+const ITEMS: &[Arg] = &[Arg::key("key", 0), Arg::string("item").multiple()];
+const WEIGHTED: &[Arg] = &[
+    Arg::key("key", 0),
+    Arg::block("arrival", &[Arg::string("item"), Arg::integer("increment")]).multiple(),
+];
+const TIMED_ITEMS: &[Arg] = &[
+    Arg::key("key", 0),
+    Arg::unix_time("timestamp-ms"),
+    Arg::string("item").multiple(),
+];
+const TIMED_WEIGHTED: &[Arg] = &[
+    Arg::key("key", 0),
+    Arg::unix_time("timestamp-ms"),
+    Arg::block("arrival", &[Arg::string("item"), Arg::integer("increment")]).multiple(),
+];
+
+pub static SPECS: [CommandSpec; 4] = [
+    CommandSpec {
+        name: "hk.add",
+        callback: callback!(add),
+        flags: "write deny-oom fast",
+        arity: -3,
+        keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
+        acl: "write fast",
+        summary: "Counts one arrival of each item; returns the items they expelled from the top-k.",
+        complexity: "O(depth) per item, O(log k) when an item moves in the top-k",
+        since: "1.0.0",
+        args: ITEMS,
+    },
+    CommandSpec {
+        name: "hk.incrby",
+        callback: callback!(incrby),
+        flags: "write deny-oom fast",
+        arity: -4,
+        keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
+        acl: "write fast",
+        summary: "Counts weighted arrivals; returns the items they expelled from the top-k.",
+        complexity: "O(depth) per item, O(log k) when an item moves in the top-k",
+        since: "1.0.0",
+        args: WEIGHTED,
+    },
+    CommandSpec {
+        name: "hk.addat",
+        callback: callback!(add_at),
+        flags: "write deny-oom fast",
+        arity: -4,
+        keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
+        acl: "write fast",
+        summary: "Counts one arrival of each item at a given time (fading sketches).",
+        complexity: "O(depth) per item, O(log k) when an item moves in the top-k",
+        since: "1.0.0",
+        args: TIMED_ITEMS,
+    },
+    CommandSpec {
+        name: "hk.incrbyat",
+        callback: callback!(incrby_at),
+        flags: "write deny-oom fast",
+        arity: -5,
+        keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
+        acl: "write fast",
+        summary: "Counts weighted arrivals at a given time (fading sketches).",
+        complexity: "O(depth) per item, O(log k) when an item moves in the top-k",
+        since: "1.0.0",
+        args: TIMED_WEIGHTED,
+    },
+];

@@ -4,6 +4,8 @@
 //! `HK.HOTKEYS RESET` forgets every count.
 
 use crate::args::{err, integer, is_keyword, printable};
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec};
 use crate::{clock, reply, tracking};
 use heavykeeper_sketch::Access;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -67,3 +69,35 @@ fn parse(options: &[RedisString]) -> Result<(Option<Access>, usize), RedisError>
     }
     Ok((only, count.unwrap_or(usize::MAX)))
 }
+
+pub static SPEC: CommandSpec = CommandSpec {
+    name: "hk.hotkeys",
+    callback: callback!(hotkeys),
+    flags: "readonly",
+    arity: -1,
+    keys: &[],
+    // It names keys of every database, whatever the caller's key patterns.
+    acl: "read slow dangerous",
+    summary:
+        "Lists the server's hottest keys now (needs heavykeeper.track), or RESET forgets them.",
+    complexity: "O(track-k)",
+    since: "1.0.0",
+    args: &[Arg::one_of(
+        "mode",
+        &[
+            Arg::flag("reset", "RESET"),
+            Arg::block(
+                "listing",
+                &[
+                    Arg::one_of(
+                        "access",
+                        &[Arg::flag("reads", "READS"), Arg::flag("writes", "WRITES")],
+                    )
+                    .optional(),
+                    Arg::integer("n").token("COUNT").optional(),
+                ],
+            ),
+        ],
+    )
+    .optional()],
+};

@@ -1,7 +1,10 @@
-//! `HK.INFO key`: the sketch's parameters and state, as a map (RESP3) or flat
-//! name/value pairs (RESP2).
+//! `HK.INFO key`: the sketch's parameters and state, as a map of numbers
+//! (RESP3: integers and doubles) or flat name/value pairs (RESP2, where
+//! fractions and 64-bit values are strings, as they always were).
 
-use crate::{clock, sketch_key};
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::{clock, reply, sketch_key};
 use heavykeeper_sketch::ENCODING_VERSION;
 use redis_module::redisvalue::RedisValueKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -15,27 +18,36 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let sketch = sketch_key::read(&key)?;
     let now = clock::now_ms();
     let p = sketch.params();
+    let resp3 = reply::is_resp3(ctx);
     let int = |v: i64| RedisValue::Integer(v);
-    let text = |v: String| RedisValue::BulkString(v);
+    let real = |v: f64| {
+        if resp3 {
+            RedisValue::Float(v)
+        } else {
+            RedisValue::BulkString(v.to_string())
+        }
+    };
+    let unsigned = |v: u64| match i64::try_from(v) {
+        Ok(v) if resp3 => RedisValue::Integer(v),
+        _ if resp3 => RedisValue::BigNumber(v.to_string()),
+        _ => RedisValue::BulkString(v.to_string()),
+    };
     let half_life = sketch.fading().map(|f| f.half_life_ms() / 1000.0);
     let fields: Vec<(&str, RedisValue)> = vec![
         ("k", int(i64::from(p.k))),
         ("width", int(i64::from(p.width))),
         ("depth", int(i64::from(p.depth))),
-        ("decay", text(p.decay.to_string())),
-        ("seed", text(p.seed.to_string())),
-        ("arrivals", text(sketch.arrivals().to_string())),
+        ("decay", real(p.decay)),
+        ("seed", unsigned(p.seed)),
+        ("arrivals", unsigned(sketch.arrivals())),
         ("members", int(sketch.members(now) as i64)),
         ("memory", int(sketch.memory_bytes() as i64)),
-        (
-            "halflife",
-            half_life.map_or(RedisValue::Null, |h| text(h.to_string())),
-        ),
+        ("halflife", half_life.map_or(RedisValue::Null, real)),
         (
             "lambda",
-            sketch.fading().map_or(RedisValue::Null, |f| {
-                text(f.lambda_per_second().to_string())
-            }),
+            sketch
+                .fading()
+                .map_or(RedisValue::Null, |f| real(f.lambda_per_second())),
         ),
         ("created", int(sketch.created_ms())),
         ("clock", sketch.clock_ms().map_or(RedisValue::Null, int)),
@@ -43,7 +55,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     ];
     let watch = sketch.watch().cloned();
     let dropped = sketch.watch_events_dropped();
-    let float = |v: Option<f64>| v.map_or(RedisValue::Null, |v| text(v.to_string()));
+    let float = |v: Option<f64>| v.map_or(RedisValue::Null, real);
     let fields = fields.into_iter().chain([
         (
             "watch_channel",
@@ -70,3 +82,16 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .collect();
     Ok(RedisValue::OrderedMap(map))
 }
+
+pub static SPEC: CommandSpec = CommandSpec {
+    name: "hk.info",
+    callback: callback!(info),
+    flags: "readonly fast",
+    arity: 2,
+    keys: &[KeySpec::one(KeySpec::READ_METADATA, 1)],
+    acl: "read fast",
+    summary: "Returns a sketch's parameters and state.",
+    complexity: "O(k)",
+    since: "1.0.0",
+    args: &[Arg::key("key", 0)],
+};

@@ -1,17 +1,19 @@
-//! `HK.LIST key [WITHCOUNT] [WITHRATE] [AT timestamp-ms]`: the top-k, highest
-//! count first. `AT` reads a fading sketch as of a later time (never earlier
+//! `HK.LIST key [WITHCOUNT] [WITHRATE] [AT timestamp-ms] [COUNT n]`: the
+//! top-k (or its n highest), highest count first. `AT` reads a fading sketch as of a later time (never earlier
 //! than its latest arrival), e.g. at the end of a backfilled log.
 
-use crate::args::{err, is_keyword, printable, timestamp};
+use crate::args::{err, integer, is_keyword, printable, timestamp};
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::reply;
 use crate::{clock, sketch_key};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    if args.len() < 2 || args.len() > 6 {
+    if args.len() < 2 || args.len() > 8 {
         return Err(RedisError::WrongArity);
     }
-    let (mut with_count, mut with_rate, mut at) = (false, false, None);
+    let (mut with_count, mut with_rate, mut at, mut count) = (false, false, None, None);
     let mut options = args[2..].iter();
     while let Some(option) = options.next() {
         if is_keyword(option, "WITHCOUNT") && !with_count {
@@ -20,9 +22,12 @@ pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             with_rate = true;
         } else if is_keyword(option, "AT") && at.is_none() {
             at = Some(timestamp(options.next().ok_or(RedisError::WrongArity)?)?);
+        } else if is_keyword(option, "COUNT") && count.is_none() {
+            let n = options.next().ok_or(RedisError::WrongArity)?;
+            count = Some(integer(n, "COUNT", 1, u64::from(u32::MAX))? as usize);
         } else {
             return Err(err(format!(
-                "unknown or repeated option '{}': expected WITHCOUNT, WITHRATE, AT timestamp",
+                "unknown or repeated option '{}': expected WITHCOUNT, WITHRATE, AT timestamp, COUNT n",
                 printable(option.as_slice())
             )));
         }
@@ -31,7 +36,7 @@ pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let sketch = sketch_key::read(&key)?;
     let now = at.unwrap_or_else(clock::now_ms);
     let rows = sketch
-        .ranked(now)
+        .top(now, count.unwrap_or(usize::MAX))
         .into_iter()
         .map(|member| {
             let mut row = vec![reply::bytes(member.item)];
@@ -46,3 +51,22 @@ pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .collect();
     Ok(reply::rows(ctx, rows))
 }
+
+pub static SPEC: CommandSpec = CommandSpec {
+    name: "hk.list",
+    callback: callback!(list),
+    flags: "readonly",
+    arity: -2,
+    keys: &[KeySpec::one(KeySpec::READ, 1)],
+    acl: "read slow",
+    summary: "Lists the top-k, highest count first.",
+    complexity: "O(k) to find the n highest, O(n log n) to order them",
+    since: "1.0.0",
+    args: &[
+        Arg::key("key", 0),
+        Arg::flag("withcount", "WITHCOUNT").optional(),
+        Arg::flag("withrate", "WITHRATE").optional(),
+        Arg::unix_time("timestamp-ms").token("AT").optional(),
+        Arg::integer("n").token("COUNT").optional(),
+    ],
+};

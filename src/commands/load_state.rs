@@ -3,8 +3,10 @@
 //! whose module versions differ (the payload carries its encoding version).
 
 use crate::args::err;
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::{keyspace_event, limits, sketch_key};
-use heavykeeper_sketch::{decode, HeavyKeeper};
+use heavykeeper_sketch::{decode, DecodeError, HeavyKeeper};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -14,9 +16,17 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = sketch_key::name(&args)?;
     let key = ctx.open_key_writable(name);
     sketch_key::create(&key, || {
-        let sketch = decode(args[2].as_slice(), limits::max_sketch_bytes(ctx))
-            .map_err(|e| err(e.to_string()))?;
+        let sketch = decode(args[2].as_slice(), limits::max_sketch_bytes(ctx)).map_err(|e| {
+            let too_large = matches!(e, DecodeError::TooLarge(_));
+            let error = err(e.to_string());
+            if too_large {
+                limits::refused(error)
+            } else {
+                error
+            }
+        })?;
         check_clocks(ctx, &sketch)?;
+        limits::check_fits_in_memory(ctx, sketch.memory_bytes() as u64)?;
         Ok(sketch)
     })?;
     ctx.replicate_verbatim();
@@ -33,3 +43,16 @@ fn check_clocks(ctx: &Context, sketch: &HeavyKeeper) -> Result<(), RedisError> {
     }
     Ok(())
 }
+
+pub static SPEC: CommandSpec = CommandSpec {
+    name: "hk.loadstate",
+    callback: callback!(load_state),
+    flags: "write deny-oom",
+    arity: 3,
+    keys: &[KeySpec::one(KeySpec::CREATE, 1)],
+    acl: "write slow dangerous",
+    summary: "Creates a sketch from a saved state (what the AOF rewrite writes).",
+    complexity: "O(size of the payload)",
+    since: "1.0.0",
+    args: &[Arg::key("key", 0), Arg::string("payload")],
+};

@@ -8,7 +8,8 @@
 //! count its sub-stream twice. Sources must count disjoint sub-streams.
 
 use crate::args::{err, printable};
-use crate::data_type::HK_TYPE;
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::{keyspace_event, sketch_key};
 use heavykeeper_sketch::HeavyKeeper;
 use redis_module::key::RedisKey;
@@ -46,22 +47,21 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if destination_listed {
         // Listed as a source, the destination must exist like any source;
         // the others are folded into it in place.
-        let destination = existing.ok_or_else(|| err("no such key"))?;
-        check_mergeable(destination, others.iter().copied())?;
-        fold(destination, &others);
+        let mut destination = existing.ok_or_else(|| err("no such key"))?;
+        check_mergeable(&destination, others.iter().copied())?;
+        fold(&mut destination, &others);
     } else {
         let first = *others.first().ok_or(RedisError::WrongArity)?;
         check_mergeable(first, others.iter().copied().chain(existing.as_deref()))?;
         match existing {
-            Some(destination) => {
+            Some(mut destination) => {
                 destination.clear_like(first);
-                fold(destination, &others);
+                fold(&mut destination, &others);
             }
             None => {
                 let mut merged = HeavyKeeper::empty_like(first);
                 fold(&mut merged, &others);
-                key.set_value(&HK_TYPE, merged)
-                    .map_err(|e| err(format!("could not store the sketch: {e}")))?;
+                sketch_key::store(&key, merged)?;
             }
         }
     }
@@ -105,3 +105,19 @@ fn fold(destination: &mut HeavyKeeper, sources: &[&HeavyKeeper]) {
     }
     destination.forget_watch_state();
 }
+
+pub static SPEC: CommandSpec = CommandSpec {
+    name: "hk.merge",
+    callback: callback!(merge),
+    flags: "write deny-oom",
+    arity: -3,
+    keys: &[
+        KeySpec::one(KeySpec::OVERWRITE, 1),
+        KeySpec::to_end(KeySpec::READ, 2),
+    ],
+    acl: "write slow",
+    summary: "Makes the destination the merge of the source sketches.",
+    complexity: "O(sources * (width * depth + k log k))",
+    since: "1.0.0",
+    args: &[Arg::key("destination", 0), Arg::key("source", 1).multiple()],
+};

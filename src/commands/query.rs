@@ -3,6 +3,8 @@
 //! - `HK.COUNT key item [item ...]`: each item's estimated current count.
 //! - `HK.RATE key item [item ...]`: each item's estimated arrivals per second.
 
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::reply;
 use crate::{clock, sketch_key};
 use heavykeeper_sketch::HeavyKeeper;
@@ -51,3 +53,44 @@ fn per_item(
             .collect(),
     ))
 }
+
+const ITEMS: &[Arg] = &[Arg::key("key", 0), Arg::string("item").multiple()];
+
+pub static SPECS: [CommandSpec; 3] = [
+    CommandSpec {
+        name: "hk.query",
+        callback: callback!(query),
+        flags: "readonly fast",
+        arity: -3,
+        keys: &[KeySpec::one(KeySpec::READ, 1)],
+        acl: "read fast",
+        summary: "Tells for each item whether it is in the top-k now (1 or 0).",
+        complexity: "O(1) per item",
+        since: "1.0.0",
+        args: ITEMS,
+    },
+    CommandSpec {
+        name: "hk.count",
+        callback: callback!(count),
+        flags: "readonly fast",
+        arity: -3,
+        keys: &[KeySpec::one(KeySpec::READ, 1)],
+        acl: "read fast",
+        summary: "Returns each item's estimated count (a lower bound).",
+        complexity: "O(depth) per item",
+        since: "1.0.0",
+        args: ITEMS,
+    },
+    CommandSpec {
+        name: "hk.rate",
+        callback: callback!(rate),
+        flags: "readonly fast",
+        arity: -3,
+        keys: &[KeySpec::one(KeySpec::READ, 1)],
+        acl: "read fast",
+        summary: "Returns each item's estimated arrivals per second.",
+        complexity: "O(depth) per item",
+        since: "1.0.0",
+        args: ITEMS,
+    },
+];

@@ -1,6 +1,8 @@
 //! `HK.RESERVE key k [WIDTH w] [DEPTH d] [DECAY p] [SEED n] [HALFLIFE s | ALPHA a] [CREATED ms]`
 
 use crate::args::{decimal, err, integer, is_keyword, printable, timestamp};
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::{clock, keyspace_event, limits, sketch_key};
 use heavykeeper_sketch::{HeavyKeeper, Params};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -36,13 +38,17 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         half_life_ms: request.half_life_ms,
         layout: Default::default(),
     };
+    params.validate_shape().map_err(|e| err(e.to_string()))?;
     params
-        .validate(limits::max_sketch_bytes(ctx))
-        .map_err(|e| err(e.to_string()))?;
+        .check_size(limits::max_sketch_bytes(ctx))
+        .map_err(|e| limits::refused(err(e.to_string())))?;
 
     let name = sketch_key::name(&args)?;
     let key = ctx.open_key_writable(name);
-    sketch_key::create(&key, || Ok(HeavyKeeper::new(params, created_ms)))?;
+    sketch_key::create(&key, || {
+        limits::check_fits_in_memory(ctx, params.fixed_bytes())?;
+        HeavyKeeper::try_new(params, created_ms).map_err(|e| err(e.to_string()))
+    })?;
     replicate_with_fixed_seed_and_time(ctx, &args, &request, seed, created_ms);
     keyspace_event::key_changed(ctx, c"hk.reserve", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
@@ -133,3 +139,32 @@ fn replicate_with_fixed_seed_and_time(
     let refs: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
     ctx.replicate("HK.RESERVE", refs.as_slice());
 }
+
+pub static SPEC: CommandSpec = CommandSpec {
+    name: "hk.reserve",
+    callback: callback!(reserve),
+    flags: "write deny-oom",
+    arity: -3,
+    keys: &[KeySpec::one(KeySpec::CREATE, 1)],
+    acl: "write slow",
+    summary: "Creates an empty top-k sketch.",
+    complexity: "O(width * depth + k)",
+    since: "1.0.0",
+    args: &[
+        Arg::key("key", 0),
+        Arg::integer("k"),
+        Arg::integer("width").token("WIDTH").optional(),
+        Arg::integer("depth").token("DEPTH").optional(),
+        Arg::double("decay").token("DECAY").optional(),
+        Arg::integer("seed").token("SEED").optional(),
+        Arg::one_of(
+            "fading",
+            &[
+                Arg::double("seconds").token("HALFLIFE"),
+                Arg::double("alpha").token("ALPHA"),
+            ],
+        )
+        .optional(),
+        Arg::unix_time("created-ms").token("CREATED").optional(),
+    ],
+};

@@ -10,6 +10,8 @@
 //! channel must hash to the key's slot: give both the same hash tag.
 
 use crate::args::{decimal, err, is_keyword, printable};
+use crate::callback;
+use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::hash_slot::hash_slot;
 use crate::{keyspace_event, sketch_key, watching};
 use heavykeeper_sketch::WatchSpec;
@@ -31,7 +33,7 @@ pub fn watch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         )));
     }
     let key = ctx.open_key_writable(name);
-    let sketch = sketch_key::write(&key)?;
+    let mut sketch = sketch_key::write(&key)?;
     sketch.set_watch(Some(spec));
     if watching::announces(ctx) {
         watching::register(ctx, name);
@@ -46,7 +48,7 @@ pub fn unwatch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     };
     let key = ctx.open_key_writable(name);
-    let sketch = sketch_key::write(&key)?;
+    let mut sketch = sketch_key::write(&key)?;
     let had = sketch.watch().is_some();
     sketch.set_watch(None);
     ctx.replicate_verbatim();
@@ -83,3 +85,42 @@ fn parse(channel: &RedisString, options: &[RedisString]) -> Result<WatchSpec, Re
     spec.validate().map_err(|e| err(e.to_string()))?;
     Ok(spec)
 }
+
+pub static SPECS: [CommandSpec; 2] = [
+    CommandSpec {
+        name: "hk.watch",
+        callback: callback!(watch),
+        flags: "write",
+        arity: -3,
+        keys: &[KeySpec::one(KeySpec::CONFIGURE, 1)],
+        acl: "write fast pubsub",
+        summary: "Publishes on a channel when items enter or leave the top-k or turn hot or cool.",
+        complexity: "O(1)",
+        since: "1.0.0",
+        args: &[
+            Arg::key("key", 0),
+            Arg::string("channel"),
+            Arg::flag("members", "MEMBERS").optional(),
+            Arg::block(
+                "thresholds",
+                &[
+                    Arg::double("hot").token("ABOVE"),
+                    Arg::double("cool").token("BELOW").optional(),
+                ],
+            )
+            .optional(),
+        ],
+    },
+    CommandSpec {
+        name: "hk.unwatch",
+        callback: callback!(unwatch),
+        flags: "write",
+        arity: 2,
+        keys: &[KeySpec::one(KeySpec::CONFIGURE, 1)],
+        acl: "write fast",
+        summary: "Stops a sketch's watch events.",
+        complexity: "O(1)",
+        since: "1.0.0",
+        args: &[Arg::key("key", 0)],
+    },
+];

@@ -137,7 +137,7 @@ fn sweep_due(ctx: &Context, now_ms: i64) {
         }
         let key_name = ctx.create_string(name.as_slice());
         let key = ctx.open_key_writable(&key_name);
-        let Ok(sketch) = sketch_key::write(&key) else {
+        let Ok(mut sketch) = sketch_key::write(&key) else {
             gone.push((db, name));
             continue;
         };
@@ -148,7 +148,7 @@ fn sweep_due(ctx: &Context, now_ms: i64) {
         if sketch.watch_due(now_ms) {
             let mut events = Vec::new();
             sketch.sweep_watch(now_ms, &mut events);
-            publish(ctx, &key_name, sketch, &events);
+            publish(ctx, &key_name, &mut sketch, &events);
         }
     }
     WATCHED.with(|w| {
@@ -158,4 +158,18 @@ fn sweep_due(ctx: &Context, now_ms: i64) {
             }
         }
     });
+}
+
+/// `INFO heavykeeper` (section `heavykeeper_watch`).
+pub fn add_info_section(ctx: &redis_module::InfoContext) {
+    let counters = counters();
+    let number = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let _ = ctx
+        .builder()
+        .add_section("watch")
+        .field("watched_keys", number(watched_keys() as u64))
+        .and_then(|s| s.field("events_published", number(counters.published)))
+        .and_then(|s| s.field("events_dropped", number(counters.dropped)))
+        .and_then(|s| s.build_section())
+        .and_then(|b| b.build_info());
 }

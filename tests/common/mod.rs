@@ -68,6 +68,23 @@ impl Server {
         server
     }
 
+    /// Tries to start a server that should refuse to load the module; returns
+    /// its log (the server exits) or panics if it started after all.
+    pub fn refused_load(module_args: &[&str], extra: &[&str]) -> String {
+        let mut server = Server {
+            child: None,
+            port: 0,
+            dir: tempfile::tempdir().expect("temp dir"),
+            module_args: strings(module_args),
+            extra: strings(extra),
+        };
+        assert!(
+            !server.launch_on(free_port()),
+            "the server started with {module_args:?} {extra:?}"
+        );
+        server.log()
+    }
+
     /// Restarts on the same directory and port with other arguments, as an
     /// operator editing redis.conf would.
     pub fn restart_configured(&mut self, module_args: &[&str], extra: &[&str]) {

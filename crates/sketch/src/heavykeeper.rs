@@ -7,8 +7,9 @@ use crate::count_bound::{max_mass, saturating_sum};
 use crate::decay::DecayCurve;
 use crate::fading::{clamp_time, Fading};
 use crate::item_hash::ItemHash;
+use crate::out_of_memory::OutOfMemory;
 use crate::params::Params;
-use crate::topk::{MemberId, TopK};
+use crate::topk::{rank_order, MemberId, TopK};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -128,11 +129,31 @@ struct Counted {
 impl HeavyKeeper {
     /// An empty sketch. `params` must have passed [`Params::validate`].
     pub fn new(params: Params, created_ms: i64) -> Self {
-        let created_ms = clamp_time(created_ms);
         let cells = params.width as usize * params.depth as usize;
+        Self::with_parts(
+            params,
+            created_ms,
+            vec![Bucket::default(); cells],
+            TopK::with_capacity(params.k as usize),
+        )
+    }
+
+    /// As [`Self::new`], but an allocation the allocator refuses is an
+    /// error, not an abort: the sizes come from a client.
+    pub fn try_new(params: Params, created_ms: i64) -> Result<Self, OutOfMemory> {
+        let cells = params.width as usize * params.depth as usize;
+        let mut buckets = Vec::new();
+        buckets.try_reserve_exact(cells)?;
+        buckets.resize(cells, Bucket::default());
+        let topk = TopK::try_with_capacity(params.k as usize)?;
+        Ok(Self::with_parts(params, created_ms, buckets, topk))
+    }
+
+    fn with_parts(params: Params, created_ms: i64, buckets: Vec<Bucket>, topk: TopK) -> Self {
+        let created_ms = clamp_time(created_ms);
         Self {
-            buckets: vec![Bucket::default(); cells],
-            topk: TopK::with_capacity(params.k as usize),
+            buckets,
+            topk,
             rng: ChaCha8Rng::seed_from_u64(params.seed),
             curve: DecayCurve::new(params.decay),
             fading: params
@@ -300,11 +321,28 @@ impl HeavyKeeper {
     /// The top-k at `now_ms`, highest count first, ties by item bytes; items
     /// faded below one arrival are left out.
     pub fn ranked(&self, now_ms: i64) -> Vec<Ranked<'_>> {
+        self.top(now_ms, usize::MAX)
+    }
+
+    /// The `n` highest members at `now_ms`, in [`Self::ranked`]'s order,
+    /// without sorting the rest: O(k + n log n).
+    pub fn top(&self, now_ms: i64, n: usize) -> Vec<Ranked<'_>> {
         let now_unit = self.unit_at(now_ms);
-        self.topk
-            .ranked()
-            .into_iter()
+        let mut members: Vec<(&[u8], f64)> = self
+            .topk
+            .heap_order()
             .filter(|&(_, count)| count >= now_unit)
+            .collect();
+        if n < members.len() {
+            if n == 0 {
+                return Vec::new();
+            }
+            members.select_nth_unstable_by(n - 1, rank_order);
+            members.truncate(n);
+        }
+        members.sort_unstable_by(rank_order);
+        members
+            .into_iter()
             .map(|(item, count)| Ranked {
                 item,
                 count: count / now_unit,

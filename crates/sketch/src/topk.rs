@@ -8,6 +8,7 @@
 //! member id, keyed by the item's sketch hash (already computed for every
 //! arrival, so a membership test hashes nothing again).
 
+use crate::out_of_memory::OutOfMemory;
 use hashbrown::HashTable;
 
 /// A member of the top-k, as evicted or persisted.
@@ -43,6 +44,14 @@ pub struct TopK {
     place: Vec<u32>,
     members: Vec<Member>,
     index: HashTable<u32>,
+    /// Bytes of all member items: memory is reported in O(1).
+    item_bytes: usize,
+}
+
+/// The listing order: highest count first, ties by item bytes, so the
+/// order is the same on every server.
+pub fn rank_order(a: &(&[u8], f64), b: &(&[u8], f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0))
 }
 
 impl TopK {
@@ -53,6 +62,29 @@ impl TopK {
             place: Vec::with_capacity(capacity),
             members: Vec::with_capacity(capacity),
             index: HashTable::with_capacity(capacity),
+            item_bytes: 0,
+        }
+    }
+
+    /// As [`Self::with_capacity`], reporting an allocation failure instead of
+    /// aborting: k comes from a client.
+    pub fn try_with_capacity(capacity: usize) -> Result<Self, OutOfMemory> {
+        let mut store = Self::from_parts(capacity, 0);
+        store.heap.try_reserve_exact(capacity)?;
+        store.place.try_reserve_exact(capacity)?;
+        store.members.try_reserve_exact(capacity)?;
+        store.index.try_reserve(capacity, |_| 0)?;
+        Ok(store)
+    }
+
+    fn from_parts(capacity: usize, n: usize) -> Self {
+        Self {
+            capacity,
+            heap: Vec::with_capacity(n),
+            place: Vec::with_capacity(n),
+            members: Vec::with_capacity(n),
+            index: HashTable::with_capacity(n),
+            item_bytes: 0,
         }
     }
 
@@ -136,6 +168,7 @@ impl TopK {
             return self.replace_min(item, hash, count);
         }
         let id = self.members.len() as u32;
+        self.item_bytes += item.len();
         self.members.push(Member {
             item: item.into(),
             hash,
@@ -174,13 +207,14 @@ impl TopK {
         self.place.clear();
         self.members.clear();
         self.index.clear();
+        self.item_bytes = 0;
     }
 
     /// Members, highest count first; ties by item bytes, so the order is the
     /// same on every server.
     pub fn ranked(&self) -> Vec<(&[u8], f64)> {
         let mut ranked: Vec<(&[u8], f64)> = self.heap_order().collect();
-        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        ranked.sort_by(rank_order);
         ranked
     }
 
@@ -193,14 +227,7 @@ impl TopK {
         }
         // Sized by the entries actually present, not by k: a damaged payload
         // claiming a huge k allocates nothing for it.
-        let n = entries.len();
-        let mut store = Self {
-            capacity,
-            heap: Vec::with_capacity(n),
-            place: Vec::with_capacity(n),
-            members: Vec::with_capacity(n),
-            index: HashTable::with_capacity(n),
-        };
+        let mut store = Self::from_parts(capacity, entries.len());
         for (place, entry) in entries.into_iter().enumerate() {
             if place > 0 && store.heap[(place - 1) / 2].count > entry.count {
                 return Err("members out of heap order");
@@ -209,6 +236,7 @@ impl TopK {
                 return Err("an item is listed twice");
             }
             let id = place as u32;
+            store.item_bytes += entry.item.len();
             store.members.push(Member {
                 item: entry.item,
                 hash: entry.hash,
@@ -225,12 +253,11 @@ impl TopK {
 
     /// Heap bytes held, items included.
     pub fn heap_bytes(&self) -> usize {
-        let items: usize = self.members.iter().map(|m| m.item.len()).sum();
         self.heap.capacity() * std::mem::size_of::<HeapSlot>()
             + self.place.capacity() * std::mem::size_of::<u32>()
             + self.members.capacity() * std::mem::size_of::<Member>()
             + self.index.allocation_size()
-            + items
+            + self.item_bytes
     }
 
     fn index_insert(&mut self, hash: u64, id: u32) {
@@ -251,6 +278,7 @@ impl TopK {
                 hash,
             },
         );
+        self.item_bytes = self.item_bytes - evicted.item.len() + item.len();
         if let Ok(found) = self.index.find_entry(evicted.hash, |&m| m == id) {
             found.remove();
         }
@@ -275,6 +303,7 @@ impl TopK {
             found.remove();
         }
         let member = self.members.swap_remove(id);
+        self.item_bytes -= member.item.len();
         self.place.swap_remove(id);
         if id != last {
             // The former last member now has id `id`.
@@ -345,6 +374,13 @@ impl TopK {
         let n = self.heap.len();
         if n > self.capacity {
             return Err("over capacity".into());
+        }
+        let item_bytes: usize = self.members.iter().map(|m| m.item.len()).sum();
+        if item_bytes != self.item_bytes {
+            return Err(format!(
+                "item bytes {item_bytes}, counted {}",
+                self.item_bytes
+            ));
         }
         if self.members.len() != n || self.place.len() != n || self.index.len() != n {
             return Err(format!(

@@ -385,3 +385,31 @@ proptest! {
         prop_assert_eq!(encode(&straight), encode(&reloaded));
     }
 }
+
+#[test]
+fn the_n_highest_are_the_head_of_the_full_ranking() {
+    let mut sketch = HeavyKeeper::new(Params::for_k(200, 11), 0);
+    for i in 0..20_000u64 {
+        // Many equal counts, so ties by item bytes matter.
+        let item = format!("item-{}", (i * 7919) % 500 % (1 + i % 97));
+        sketch.add(item.as_bytes(), 1, 0);
+    }
+    let all = sketch.ranked(0);
+    assert!(all.len() > 50);
+    for n in [0, 1, 2, 10, 49, all.len(), all.len() + 10] {
+        let top = sketch.top(0, n);
+        assert_eq!(top, all[..n.min(all.len())], "n = {n}");
+    }
+}
+
+#[test]
+fn try_new_builds_what_new_builds() {
+    let params = Params::for_k(100, 3);
+    let a = HeavyKeeper::try_new(params, 5).expect("a small sketch allocates");
+    let b = HeavyKeeper::new(params, 5);
+    assert_eq!(
+        heavykeeper_sketch::encode(&a),
+        heavykeeper_sketch::encode(&b)
+    );
+    assert_eq!(a.memory_bytes(), b.memory_bytes());
+}

@@ -1,0 +1,131 @@
+//! Loading the module: the order matters and every refusal is one log line.
+//!
+//! 1. the load arguments are checked before anything is registered;
+//! 2. the data type, the module's ACL category (where the server has one),
+//!    the `HK.*` commands with their key specs, docs and categories;
+//! 3. the configs, with the load arguments as their values, then redis.conf's
+//!    `heavykeeper.*` lines (`RM_LoadConfigs`);
+//! 4. `TOPK.*` if `topk-compat` is on (known only after step 3);
+//! 5. INFO, the tracking filter and the watch timer.
+
+use crate::command_spec::{self, ServerSupport};
+use crate::data_type::HK_TYPE;
+use crate::load_args::{self, LoadArgs};
+use crate::{commands, config, module_stats, tracking, watching};
+use redis_module::{raw, Context, InfoContext, ModuleOptions, RedisString, Status};
+use std::os::raw::c_int;
+
+/// The module's own ACL category, where the server can add one (Redis 7.4+,
+/// Valkey): `+@heavykeeper` grants every command of the module.
+pub const ACL_CATEGORY: &str = "heavykeeper";
+
+/// # Safety
+/// Called from `RedisModule_OnLoad` with the server's arguments.
+pub unsafe fn on_load(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> Status {
+    // SAFETY: the server's context; the name is a static C string, as no
+    // allocation is possible before the API is known.
+    let init = unsafe {
+        raw::Export_RedisModule_Init(
+            ctx,
+            c"heavykeeper".as_ptr(),
+            1,
+            raw::REDISMODULE_APIVER_1 as c_int,
+        )
+    };
+    if init == raw::Status::Err as c_int {
+        return Status::Err;
+    }
+    let context = Context::new(ctx);
+    // Logging from other threads (the tracker's worker) goes through it.
+    let _ = redis_module::MODULE_CONTEXT.set_context(&context);
+    match load(&context, ctx, argv, argc) {
+        Ok(()) => Status::Ok,
+        Err(why) => {
+            context.log_warning(&format!("heavykeeper: refusing to load: {why}"));
+            Status::Err
+        }
+    }
+}
+
+fn load(
+    context: &Context,
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> Result<(), String> {
+    let args: Vec<RedisString> = redis_module::decode_args(ctx, argv, argc);
+    let arg_bytes: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    let given: LoadArgs = load_args::parse(&arg_bytes, &config::kinds())?;
+
+    HK_TYPE
+        .create_data_type(ctx)
+        .map_err(|e| format!("cannot create the data type: {e}"))?;
+    let support = server_support(context);
+    for spec in commands::all() {
+        command_spec::register(context, spec, &support)?;
+    }
+    config::register(context, &given);
+    if let Some(load_configs) = unsafe { raw::RedisModule_LoadConfigs } {
+        // SAFETY: the server's context, during OnLoad.
+        if unsafe { load_configs(ctx) } == raw::Status::Err as c_int {
+            return Err("a heavykeeper.* config in the server's configuration is invalid".into());
+        }
+    }
+    if config::topk_compat() {
+        register_topk(context, &support)?;
+    }
+    // SAFETY: the server's context, during OnLoad.
+    unsafe {
+        raw::RedisModule_RegisterInfoFunc.map(|register| register(ctx, Some(info_callback)));
+    }
+    // Without this, a truncated payload in RESTORE or an RDB makes the server
+    // panic; with it, the read fails and the callback refuses the value.
+    context.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    tracking::filter::attach(context);
+    tracking::apply_configs();
+    watching::start_timer(context);
+    Ok(())
+}
+
+/// ACL categories: Redis 7.2+ and Valkey set them per command; Redis 7.4+
+/// and Valkey also add the module's own. Redis 7.0 has neither: the module
+/// loads all the same, and says once what that means.
+fn server_support(context: &Context) -> ServerSupport {
+    let acl_categories = unsafe { raw::RedisModule_SetCommandACLCategories }.is_some();
+    let module_category = unsafe { raw::RedisModule_AddACLCategory }.and_then(|add| {
+        // SAFETY: the server's context, during OnLoad.
+        let added = unsafe { add(context.ctx, c"heavykeeper".as_ptr()) };
+        (added == raw::Status::Ok as c_int).then_some(ACL_CATEGORY)
+    });
+    if !acl_categories {
+        context.log_notice(
+            "heavykeeper: this server has no module ACL categories (Redis < 7.2): HK.* commands belong to no category, so +@read, -@write and the like do not cover them; grant or deny them by name (+hk.list, -hk.add). Key permissions (%R~, %W~) apply through the key specs.",
+        );
+    }
+    ServerSupport {
+        acl_categories,
+        module_category,
+    }
+}
+
+fn register_topk(context: &Context, support: &ServerSupport) -> Result<(), String> {
+    for spec in commands::topk_compat::SPECS.iter() {
+        command_spec::register(context, spec, support).map_err(|why| {
+            format!(
+                "topk-compat is on but {why}: the name is probably taken by RedisBloom (Redis 8 bundles it); load one or the other, or set topk-compat no"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    let ctx = InfoContext::new(ctx);
+    module_stats::add_section(&ctx);
+    tracking::info::add_section(&ctx);
+    watching::add_info_section(&ctx);
+}

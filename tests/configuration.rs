@@ -1,0 +1,182 @@
+//! An operator configures the module at load time, in redis.conf or with
+//! `CONFIG SET`, and gets the same rules everywhere; memory limits hold.
+
+mod common;
+
+use common::{error, info_field, value, wait_until, Server};
+use redis::Value;
+use std::time::Duration;
+
+/// The module's own line in a refused load's log.
+fn refusal(log: &str) -> &str {
+    log.lines()
+        .find(|l| l.contains("heavykeeper: refusing to load"))
+        .unwrap_or_else(|| panic!("no refusal in the log:\n{log}"))
+}
+
+#[test]
+fn every_bad_load_argument_refuses_the_load_naming_it() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["max-sketch-byte", "10mb"],
+            "unknown argument 'max-sketch-byte' (did you mean 'max-sketch-bytes'?)",
+        ),
+        (
+            &["trak", "yes"],
+            "unknown argument 'trak' (did you mean 'track'?)",
+        ),
+        (&["track"], "argument 'track' has no value"),
+        (
+            &["track", "yes", "track", "no"],
+            "argument 'track' is given twice",
+        ),
+        (
+            &["max-sketch-bytes", "10"],
+            "argument 'max-sketch-bytes': '10' is out of range",
+        ),
+        (
+            &["track-k", "many"],
+            "argument 'track-k': 'many' is not an integer",
+        ),
+        (
+            &["watch-interval-ms", "1"],
+            "argument 'watch-interval-ms': '1' is out of range",
+        ),
+        (
+            &["track", "maybe"],
+            "argument 'track': 'maybe' is not yes or no",
+        ),
+    ];
+    for (args, expected) in cases {
+        let log = Server::refused_load(args, &[]);
+        let line = refusal(&log);
+        assert!(line.contains(expected), "{args:?}: {line}");
+        assert_eq!(log.matches("refusing to load").count(), 1, "{log}");
+    }
+}
+
+#[test]
+fn load_arguments_and_config_set_accept_and_refuse_the_same_values() {
+    let server = Server::start_configured(
+        &["max-sketch-bytes", "2mb", "heavykeeper.track-k", "7"],
+        &[],
+    );
+    let mut con = server.client();
+    let get = |con: &mut redis::Connection, name: &str| -> String {
+        let pair: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(name)
+            .query(con)
+            .unwrap();
+        pair[1].clone()
+    };
+    assert_eq!(
+        get(&mut con, "heavykeeper.max-sketch-bytes"),
+        (2 << 20).to_string()
+    );
+    assert_eq!(get(&mut con, "heavykeeper.track-k"), "7");
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "1gb"],
+    );
+    assert_eq!(
+        get(&mut con, "heavykeeper.max-sketch-bytes"),
+        (1u64 << 30).to_string()
+    );
+    for bad in ["10", "2tb", "lots"] {
+        let e = error(
+            &mut con,
+            &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", bad],
+        );
+        assert!(e.starts_with("ERR"), "{bad}: {e}");
+        let log = Server::refused_load(&["max-sketch-bytes", bad], &[]);
+        refusal(&log);
+    }
+    // topk-compat is decided at load time.
+    let e = error(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.topk-compat", "yes"],
+    );
+    assert!(e.contains("immutable"), "{e}");
+}
+
+#[test]
+fn a_reserve_that_would_not_fit_under_maxmemory_is_refused() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "first", "10", "WIDTH", "1048576"]);
+    // Room for half of another one.
+    let size: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("first")
+        .query(&mut con)
+        .unwrap();
+    let used: i64 = info_field(&mut con, "memory", "used_memory")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let limit = (used + size / 2).to_string();
+    value(&mut con, &["CONFIG", "SET", "maxmemory", &limit]);
+    let e = error(
+        &mut con,
+        &["HK.RESERVE", "second", "10", "WIDTH", "1048576"],
+    );
+    assert!(e.starts_with("OOM "), "{e}");
+    assert!(e.contains("maxmemory"), "{e}");
+    assert_eq!(value(&mut con, &["EXISTS", "second"]), Value::Int(0));
+    // A small one still fits, and the first is untouched.
+    value(&mut con, &["HK.RESERVE", "small", "10"]);
+    value(&mut con, &["HK.ADD", "first", "a"]);
+}
+
+#[test]
+fn a_large_sketch_is_freed_off_the_main_thread() {
+    let server = Server::start();
+    let mut con = server.client();
+    let lazyfreed = |con: &mut redis::Connection| -> i64 {
+        // In `memory` on Redis 7.0, `stats` elsewhere.
+        info_field(con, "all", "lazyfreed_objects")
+            .and_then(|v| v.parse().ok())
+            .expect("lazyfreed_objects in INFO stats")
+    };
+    let before = lazyfreed(&mut con);
+    value(&mut con, &["HK.RESERVE", "big", "1000", "WIDTH", "262144"]);
+    value(
+        &mut con,
+        &["HK.RESERVE", "tiny", "1", "WIDTH", "8", "DEPTH", "1"],
+    );
+    value(&mut con, &["UNLINK", "big", "tiny"]);
+    wait_until("the lazy free", Duration::from_secs(10), || {
+        lazyfreed(&mut con) > before
+    });
+    // The big one went to the lazy-free thread; the tiny one was freed inline.
+    assert_eq!(lazyfreed(&mut con), before + 1);
+    assert_eq!(
+        info_field(&mut con, "heavykeeper", "heavykeeper_sketches").as_deref(),
+        Some("0")
+    );
+}
+
+#[test]
+fn list_count_returns_the_n_highest_only() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "k", "50"]);
+    for (item, times) in [("a", 9), ("b", 7), ("c", 7), ("d", 3), ("e", 1)] {
+        value(&mut con, &["HK.INCRBY", "k", item, &times.to_string()]);
+    }
+    let full = value(&mut con, &["HK.LIST", "k", "WITHCOUNT"]);
+    let Value::Array(full) = full else { panic!() };
+    for n in 1..=6usize {
+        let head = value(
+            &mut con,
+            &["HK.LIST", "k", "WITHCOUNT", "COUNT", &n.to_string()],
+        );
+        let expected = full[..(2 * n).min(full.len())].to_vec();
+        assert_eq!(head, Value::Array(expected), "COUNT {n}");
+    }
+    let e = error(&mut con, &["HK.LIST", "k", "COUNT", "0"]);
+    assert!(e.starts_with("ERR COUNT"), "{e}");
+    let e = error(&mut con, &["HK.LIST", "k", "COUNT", "2", "COUNT", "3"]);
+    assert!(e.contains("repeated"), "{e}");
+}
