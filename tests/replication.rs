@@ -4,7 +4,7 @@
 mod common;
 
 use common::{digest, info_field, list_with_count, value, wait_until, Server};
-use heavykeeper_sketch::zipf::zipf_stream;
+use test_streams::zipf_stream;
 use redis::{Connection, Value};
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! to back in memory, for several k. `cargo bench -p heavykeeper-sketch`;
 //! `ARRIVALS`, `DEPTH` and `WIDTH` in the environment override the defaults.
 
-use heavykeeper_sketch::zipf::zipf_stream;
+use test_streams::zipf_stream;
 use heavykeeper_sketch::{HeavyKeeper, Params};
 use std::time::Instant;
 

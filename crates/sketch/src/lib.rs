@@ -18,7 +18,6 @@ pub mod params;
 pub mod sampler;
 pub mod topk;
 pub mod watch;
-pub mod zipf;
 
 pub use count_bound::MAX_COUNT;
 pub use encoding::{decode, encode, DecodeError, ENCODING_VERSION};

@@ -1,6 +1,6 @@
 //! Merging shards of one stream gives (nearly) the sketch of the whole.
 
-use heavykeeper_sketch::zipf::{exact_counts, precision_at_k, zipf_stream};
+use test_streams::{exact_counts, precision_at_k, zipf_stream};
 use heavykeeper_sketch::{encode, HeavyKeeper, ItemHash, MergeError, Params, MAX_COUNT};
 use std::collections::HashMap;
 

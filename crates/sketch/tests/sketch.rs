@@ -1,7 +1,7 @@
 //! Behaviour of the whole sketch: honesty of counts, precision, weighted
 //! increments, determinism, fading and persistence.
 
-use heavykeeper_sketch::zipf::{exact_counts, precision_at_k, zipf_stream};
+use test_streams::{exact_counts, precision_at_k, zipf_stream};
 use heavykeeper_sketch::{
     decode, encode, DecodeError, HeavyKeeper, ItemHash, Params, ENCODING_VERSION, MAX_COUNT,
 };

@@ -1,4 +1,5 @@
-//! Seeded Zipf streams, shared by the accuracy tests and the benchmark.
+//! Seeded Zipf streams and exact scoring, shared by the accuracy tests and
+//! the benchmark. Test data: neither the sketch nor the module depends on it.
 
 use rand::distr::Distribution;
 use rand::SeedableRng;
