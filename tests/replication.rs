@@ -4,9 +4,9 @@
 mod common;
 
 use common::{digest, info_field, list_with_count, value, wait_until, Server};
-use test_streams::zipf_stream;
 use redis::{Connection, Value};
 use std::time::Duration;
+use test_streams::zipf_stream;
 
 fn replica_of(primary: &Server) -> Server {
     replica_with(primary, &[])

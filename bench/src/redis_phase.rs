@@ -2,6 +2,7 @@
 //! and by batches whose server-side cost `INFO commandstats` reports.
 
 use crate::workloads::Workload;
+use std::fmt::Write;
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -169,36 +170,98 @@ pub fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// Server-side nanoseconds per item of `HK.ADD` with `batch`-item batches,
-/// from `INFO commandstats`.
-pub fn server_ns_per_item(
+/// Server-side cost per item of 1000-item batches, `PFADD` (Redis's own
+/// sketch with a hash per item) and `HK.ADD` at each k, all in one server on
+/// the same stream, in interleaved rounds: each figure is the median of its
+/// rounds, so a machine's drift touches all of them alike.
+pub struct BatchCosts {
+    pub pfadd_ns: f64,
+    /// (k, ns per item)
+    pub add_ns: Vec<(usize, f64)>,
+}
+
+pub fn batch_costs(
     server: &Server,
     w: &Workload,
-    k: usize,
+    ks: &[usize],
     batch: usize,
-    batches: usize,
-) -> Result<f64, String> {
+    batches_per_round: usize,
+    rounds: usize,
+) -> Result<BatchCosts, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let key = format!("bench:batch:{k}");
-    let _: () = redis::cmd("HK.RESERVE")
-        .arg(&key)
-        .arg(k)
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
-    // Warm the sketch up to a steady state first.
-    let mut chunks = w.stream.chunks(batch).cycle();
-    for _ in 0..batches / 4 {
-        add_batch(&mut con, &key, w, chunks.next().unwrap_or(&[]))?;
+    let keys: Vec<String> = ks.iter().map(|k| format!("bench:rounds:{k}")).collect();
+    for (key, k) in keys.iter().zip(ks) {
+        let _: () = redis::cmd("HK.RESERVE")
+            .arg(key)
+            .arg(*k)
+            .query(&mut con)
+            .map_err(|e| e.to_string())?;
     }
+    let mut chunks = w.stream.chunks(batch).cycle();
+    // Warm every sketch (and the HyperLogLog) up to a steady state.
+    for _ in 0..batches_per_round {
+        let ids = chunks.next().unwrap_or(&[]);
+        for key in &keys {
+            send_batch(&mut con, "HK.ADD", key, w, ids)?;
+        }
+        send_batch(&mut con, "PFADD", "bench:rounds:hll", w, ids)?;
+    }
+    let mut pfadd = Vec::new();
+    let mut per_k: Vec<Vec<f64>> = vec![Vec::new(); ks.len()];
+    for _ in 0..rounds {
+        let ids: Vec<&[u32]> = (0..batches_per_round)
+            .map(|_| chunks.next().unwrap_or(&[]))
+            .collect();
+        pfadd.push(round_ns(&mut con, "PFADD", "bench:rounds:hll", w, &ids)?);
+        for (i, key) in keys.iter().enumerate() {
+            per_k[i].push(round_ns(&mut con, "HK.ADD", key, w, &ids)?);
+        }
+    }
+    Ok(BatchCosts {
+        pfadd_ns: median(&mut pfadd),
+        add_ns: ks
+            .iter()
+            .zip(per_k.iter_mut())
+            .map(|(k, ns)| (*k, median(ns)))
+            .collect(),
+    })
+}
+
+/// ns per item of one round of batches of `command`.
+fn round_ns(
+    con: &mut redis::Connection,
+    command: &str,
+    key: &str,
+    w: &Workload,
+    batches: &[&[u32]],
+) -> Result<f64, String> {
     let _: () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
-        .query(&mut con)
+        .query(con)
         .map_err(|e| e.to_string())?;
-    for _ in 0..batches {
-        add_batch(&mut con, &key, w, chunks.next().unwrap_or(&[]))?;
+    for ids in batches {
+        send_batch(con, command, key, w, ids)?;
     }
-    let (calls, usec) = command_stats(&mut con, "hk.add")?;
-    Ok(usec * 1000.0 / (calls * batch as f64))
+    let (_, usec) = command_stats(con, &command.to_ascii_lowercase())?;
+    let items: usize = batches.iter().map(|b| b.len()).sum();
+    Ok(usec * 1000.0 / items.max(1) as f64)
+}
+
+fn send_batch(
+    con: &mut redis::Connection,
+    command: &str,
+    key: &str,
+    w: &Workload,
+    ids: &[u32],
+) -> Result<(), String> {
+    let mut cmd = redis::cmd(command);
+    cmd.arg(key);
+    for &id in ids {
+        cmd.arg(w.item(id));
+    }
+    cmd.query::<redis::Value>(con)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// `(calls, usec)` of `command` from `INFO commandstats`.
@@ -219,18 +282,77 @@ pub fn command_stats(con: &mut redis::Connection, command: &str) -> Result<(f64,
     Ok((field("calls").ok_or("calls")?, field("usec").ok_or("usec")?))
 }
 
-fn add_batch(
-    con: &mut redis::Connection,
-    key: &str,
-    w: &Workload,
-    ids: &[u32],
-) -> Result<(), String> {
-    let mut cmd = redis::cmd("HK.ADD");
-    cmd.arg(key);
-    for &id in ids {
-        cmd.arg(w.item(id));
+#[derive(Default)]
+pub struct RedisFigures {
+    pub versus_incr: Vec<VersusIncr>,
+    pub batch_costs: Option<BatchCosts>,
+    pub error: Option<String>,
+}
+
+impl RedisFigures {
+    pub fn markdown(&self) -> String {
+        let mut md = String::from("\n## Through Redis\n\n");
+        if let Some(e) = &self.error {
+            let _ = writeln!(md, "Not measured: {e}\n");
+            return md;
+        }
+        md.push_str("`redis-benchmark -c 50`, one `HK.ADD` of a random item (1M distinct) per request against `INCR` of one key, alternated, medians. `HK.QUERY` of a random item is the floor of any module command that opens a key (the server's module dispatch: context, key handle, argument wrappers):\n\n| pipeline | INCR req/s | HK.ADD req/s | HK.ADD / INCR | HK.QUERY req/s | HK.QUERY / INCR |\n|---|---|---|---|---|---|\n");
+        for v in &self.versus_incr {
+            let _ = writeln!(
+                md,
+                "| {} | {:.0} | {:.0} | {:.3} | {:.0} | {:.3} |",
+                v.pipeline,
+                v.incr_rps,
+                v.add_rps,
+                v.add_rps / v.incr_rps,
+                v.query_rps,
+                v.query_rps / v.incr_rps
+            );
+        }
+        if let Some(costs) = &self.batch_costs {
+            let _ = write!(md, "\nServer-side cost per item of 1000-item batches, from `INFO commandstats`, in one server on one Zipf(1.0) stream over 100k distinct items; interleaved rounds, medians. `PFADD` (a HyperLogLog: one hash and one register per item) is Redis's own cheapest sketch:\n\n| command | ns per item | vs PFADD |\n|---|---|---|\n| PFADD | {:.1} | 1.00 |\n", costs.pfadd_ns);
+            for (k, ns) in &costs.add_ns {
+                let _ = writeln!(
+                    md,
+                    "| HK.ADD, k={k} | {ns:.1} | {:.2} |",
+                    ns / costs.pfadd_ns
+                );
+            }
+        }
+        md
     }
-    cmd.query::<redis::Value>(con)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+}
+
+/// Every through-Redis figure, or why there is none.
+pub fn measure(module: &Path, quick: bool) -> RedisFigures {
+    let run = || -> Result<RedisFigures, String> {
+        // redis-server resolves a relative module path from its --dir.
+        let module =
+            std::fs::canonicalize(module).map_err(|e| format!("{}: {e}", module.display()))?;
+        let server = Server::start(&module)?;
+        let requests = if quick { 200_000 } else { 1_000_000 };
+        let versus_incr = add_versus_incr(&server, requests, 3)?;
+        // Zipf(1.0) over 100k distinct items: many arrivals are members
+        // and move in the heap, the case where a large k costs most.
+        let stream = crate::workloads::zipf(1.0, 100_000, 2_000_000, 9);
+        let rounds = if quick { 5 } else { 15 };
+        let batch_costs =
+            batch_costs(&server, &stream, &[10, 100, 1000, 10_000], 1000, 20, rounds)?;
+        eprintln!(
+            "  PFADD {:.1} ns/item; HK.ADD {:?}",
+            batch_costs.pfadd_ns, batch_costs.add_ns
+        );
+        Ok(RedisFigures {
+            versus_incr,
+            batch_costs: Some(batch_costs),
+            error: None,
+        })
+    };
+    run().unwrap_or_else(|e| {
+        eprintln!("  through-Redis phase failed: {e}");
+        RedisFigures {
+            error: Some(e),
+            ..Default::default()
+        }
+    })
 }

@@ -3,7 +3,9 @@
 use crate::accuracy::Accuracy;
 use crate::contenders::Kind;
 use crate::plots::human_bytes;
+use crate::Measurements;
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// A claim with its measured value: met or not.
 pub struct Goal {
@@ -135,4 +137,129 @@ pub fn error_table(rows: &[Accuracy], budget: usize) -> String {
         );
     }
     out
+}
+
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// Writes the markdown report and the plots under `out`; returns the
+/// report's path. A quick run never overwrites the full run's files.
+pub fn write(m: &Measurements, out: &Path) -> PathBuf {
+    let suffix = if m.quick { "-quick" } else { "" };
+    let mut md = String::new();
+    let _ = writeln!(md, "# HeavyKeeper benchmark report\n");
+    let _ = writeln!(
+        md,
+        "Mode: {}. {} arrivals per synthetic workload over {} distinct items; fixed seeds. Machine: {} ({} cores). Run took {:.0} s.\n",
+        if m.quick { "quick (`make bench QUICK=1`)" } else { "full (`make bench`)" },
+        m.arrivals,
+        m.distinct,
+        cpu_model(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        m.seconds
+    );
+    let _ = writeln!(md, "## Goals\n\n{}", goals_table(&m.goals));
+    let _ = writeln!(md, "## Default `HK.RESERVE key k`\n\nMemory is what the type reports to `MEMORY USAGE` at the end of the stream (items included), before the key's own ~32-64 bytes.\n");
+    md.push_str("| workload | k | width x depth | memory | precision | rel. error | over-estimates |\n|---|---|---|---|---|---|---|\n");
+    for d in &m.defaults {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} x {} | {} B | {:.3} | {:.4} | {} |",
+            d.workload,
+            d.k,
+            d.width,
+            d.depth,
+            d.memory,
+            d.precision,
+            d.relative_error,
+            d.overestimates
+        );
+    }
+    md.push_str("\n## Precision at equal memory\n\nBudgets count everything a sketch holds, items included (peers: their own `mem_bytes`; Space-Saving: its counters, index, heap and filter). A sketch that cannot fit a budget shows —. Precision counts an item tied with the true k-th as correct; relative error is over the true top-k items reported.\n\n");
+    for &k in &m.ks {
+        let _ = writeln!(md, "![precision k={k}](precision_k{k}{suffix}.png)\n");
+        for w in &m.names {
+            let _ = writeln!(
+                md,
+                "### {w}, k = {k}\n\n{}",
+                precision_table(&m.rows, w, k, &m.budgets)
+            );
+        }
+    }
+    let error_budget = if m.quick { 128 << 10 } else { 64 << 10 };
+    let _ = writeln!(
+        md,
+        "## Count errors at {}\n\nHeavyKeeper counts are lower bounds (never above the truth without a fingerprint collision); Space-Saving counts are upper bounds.\n\n{}",
+        crate::plots::human_bytes(error_budget as f64),
+        error_table(&m.rows, error_budget)
+    );
+    let _ = write!(md, "## Speed\n\n![throughput](throughput{suffix}.png)\n\n| sketch | memory | M arrivals/s |\n|---|---|---|\n");
+    for t in &m.equal {
+        let _ = writeln!(md, "| {} | {} B | {:.2} |", t.kind.name(), t.memory, t.mops);
+    }
+    md.push_str(
+        "\nOur default sketch, ns per arrival by k (zipf-1.0):\n\n| k | ns/arrival |\n|---|---|\n",
+    );
+    for (k, ns) in &m.by_k {
+        let _ = writeln!(md, "| {k} | {ns:.1} |");
+    }
+    md.push_str(&m.redis.markdown());
+    if let Some(fade) = &m.fade {
+        md.push_str(&fade.markdown());
+    }
+    if !m.merges.is_empty() {
+        md.push_str(&crate::merging::markdown(&m.merges));
+    }
+    if let Some(layout) = &m.layout {
+        md.push_str(&layout.markdown());
+    }
+    if let Some(tracked) = &m.tracked {
+        md.push_str(&tracked.markdown());
+    }
+    if let Some(watched) = &m.watched {
+        md.push_str(&watched.markdown());
+    }
+
+    if let Err(e) = std::fs::create_dir_all(out) {
+        eprintln!("cannot create {}: {e}", out.display());
+    }
+    if crate::plots::load_font() {
+        for &k in &m.ks {
+            if let Err(e) = crate::plots::precision_vs_memory(
+                &m.rows,
+                k,
+                &m.names,
+                &out.join(format!("precision_k{k}{suffix}.png")),
+            ) {
+                eprintln!("plot k={k}: {e}");
+            }
+        }
+        if let Err(e) = crate::plots::throughput_bars(
+            &m.equal,
+            "k = 100, 64 KiB each, zipf-1.0",
+            &out.join(format!("throughput{suffix}.png")),
+        ) {
+            eprintln!("plot throughput: {e}");
+        }
+    } else {
+        eprintln!("no font found (apt-get install fonts-dejavu-core): plots skipped");
+    }
+    let report_path = out.join(if m.quick {
+        "REPORT-quick.md"
+    } else {
+        "REPORT.md"
+    });
+    if let Err(e) = std::fs::write(&report_path, &md) {
+        eprintln!("cannot write {}: {e}", report_path.display());
+    }
+
+    report_path
 }

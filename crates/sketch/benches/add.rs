@@ -2,9 +2,9 @@
 //! to back in memory, for several k. `cargo bench -p heavykeeper-sketch`;
 //! `ARRIVALS`, `DEPTH` and `WIDTH` in the environment override the defaults.
 
-use test_streams::zipf_stream;
 use heavykeeper_sketch::{HeavyKeeper, Params};
 use std::time::Instant;
+use test_streams::zipf_stream;
 
 fn main() {
     let arrivals: usize = std::env::var("ARRIVALS")

@@ -1,8 +1,8 @@
 //! Merging shards of one stream gives (nearly) the sketch of the whole.
 
-use test_streams::{exact_counts, precision_at_k, zipf_stream};
 use heavykeeper_sketch::{encode, HeavyKeeper, ItemHash, MergeError, Params, MAX_COUNT};
 use std::collections::HashMap;
+use test_streams::{exact_counts, precision_at_k, zipf_stream};
 
 fn params(k: u32) -> Params {
     Params::for_k(k, 21)

@@ -1,12 +1,12 @@
 //! Behaviour of the whole sketch: honesty of counts, precision, weighted
 //! increments, determinism, fading and persistence.
 
-use test_streams::{exact_counts, precision_at_k, zipf_stream};
 use heavykeeper_sketch::{
     decode, encode, DecodeError, HeavyKeeper, ItemHash, Params, ENCODING_VERSION, MAX_COUNT,
 };
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
+use test_streams::{exact_counts, precision_at_k, zipf_stream};
 
 fn sketch(k: u32) -> HeavyKeeper {
     HeavyKeeper::new(Params::for_k(k, 11), 0)

@@ -1,0 +1,235 @@
+//! Every goal the issues set, with its measured value: met or not.
+
+use crate::accuracy::Accuracy;
+use crate::contenders::Kind;
+use crate::defaults::DefaultRun;
+use crate::redis_phase::RedisFigures;
+use crate::report::{self, Goal};
+use crate::workloads::Workload;
+use crate::{fading, speed, tracking, watch_bench, KEY_OVERHEAD};
+
+#[allow(clippy::too_many_arguments)]
+pub fn goals(
+    rows: &[Accuracy],
+    defaults: &[DefaultRun],
+    equal: &[speed::Throughput],
+    by_k: &[(usize, f64)],
+    redis: &RedisFigures,
+    loads: &[Workload],
+    fade: Option<&fading::FadingFigures>,
+) -> Vec<Goal> {
+    let mut goals = Vec::new();
+    let (compared, losses) = report::precision_losses(rows);
+    if compared > 0 {
+        goals.push(Goal::new(
+            "precision at equal memory >= every peer (every workload, k, budget)",
+            "0 losses",
+            if losses.is_empty() {
+                format!("0 losses in {compared} comparisons")
+            } else {
+                format!(
+                    "{} losses in {compared}: {}",
+                    losses.len(),
+                    losses.join("; ")
+                )
+            },
+            losses.is_empty(),
+        ));
+    }
+    for (k, floor, limit) in [(100usize, 0.99, 32 * 1024usize), (1000, 0.99, 140_000)] {
+        let runs: Vec<&DefaultRun> = defaults.iter().filter(|d| d.k == k).collect();
+        if runs.is_empty() {
+            continue;
+        }
+        let worst = runs.iter().map(|d| d.precision).fold(1.0, f64::min);
+        let most = runs
+            .iter()
+            .map(|d| d.memory + KEY_OVERHEAD)
+            .max()
+            .unwrap_or(0);
+        goals.push(Goal::new(
+            format!("default k={k}: precision on every Zipf and real stream"),
+            format!(">= {floor} within {limit} B"),
+            format!("worst {worst:.3}, largest {most} B (with key overhead)"),
+            !runs.is_empty() && worst >= floor && most <= limit,
+        ));
+    }
+    let mops = |kind| equal.iter().find(|t| t.kind == kind).map(|t| t.mops);
+    if let (Some(ours), Some(topk), Some(cuckoo)) = (
+        mops(Kind::Ours),
+        mops(Kind::CrateTopK),
+        mops(Kind::CrateCuckoo),
+    ) {
+        goals.push(Goal::new(
+            "in-process throughput vs heavykeeper TopK",
+            ">= 1.5x",
+            format!("{:.2}x ({ours:.1} vs {topk:.1} M/s)", ours / topk),
+            ours >= 1.5 * topk,
+        ));
+        goals.push(Goal::new(
+            "in-process throughput vs heavykeeper CuckooTopK",
+            ">= 1.3x",
+            format!("{:.2}x ({ours:.1} vs {cuckoo:.1} M/s)", ours / cuckoo),
+            ours >= 1.3 * cuckoo,
+        ));
+    }
+    if let Some(v) = redis.versus_incr.iter().find(|v| v.pipeline == 16) {
+        let ratio = v.add_rps / v.incr_rps;
+        goals.push(Goal::new(
+            "HK.ADD through Redis vs INCR, -P 16",
+            ">= 0.9x",
+            format!(
+                "{ratio:.3}x (a read-only HK.QUERY: {:.3}x)",
+                v.query_rps / v.incr_rps
+            ),
+            ratio >= 0.9,
+        ));
+    }
+    if let Some(costs) = &redis.batch_costs {
+        let ns = |k| {
+            costs
+                .add_ns
+                .iter()
+                .find(|(kk, _)| *kk == k)
+                .map(|(_, ns)| *ns)
+        };
+        for k in [100, 1000] {
+            if let Some(ns) = ns(k) {
+                let ratio = ns / costs.pfadd_ns;
+                goals.push(Goal::new(
+                    format!("server-side HK.ADD vs PFADD per item, 1000-item batches, k={k}"),
+                    "<= 1.5x",
+                    format!("{ratio:.2}x ({ns:.1} vs {:.1} ns)", costs.pfadd_ns),
+                    ratio <= 1.5,
+                ));
+            }
+        }
+        if let (Some(small), Some(large)) = (ns(10), ns(10_000)) {
+            goals.push(Goal::new(
+                "server-side ns/item at k=10000 vs k=10 (Zipf(1.0), 100k distinct)",
+                "<= 1.3x",
+                format!("{:.2}x ({large:.1} vs {small:.1} ns)", large / small),
+                large <= 1.3 * small,
+            ));
+        }
+    }
+    let ns = |k| by_k.iter().find(|(kk, _)| *kk == k).map(|(_, ns)| *ns);
+    if let (Some(small), Some(large)) = (ns(10), ns(10_000)) {
+        goals.push(Goal::new(
+            "in-process ns/arrival at k=10000 vs k=10 (reported)",
+            "reported",
+            format!("{:.2}x ({large:.1} vs {small:.1} ns)", large / small),
+            true,
+        ));
+    }
+    if let Some(f) = fade {
+        goals.push(Goal::new(
+            "fading: half-lives until the new hot set is >= 95% of the listing",
+            "reported",
+            f.takeover_half_lives
+                .map_or("not within 10".into(), |h| format!("{h:.2}")),
+            f.takeover_half_lives.is_some(),
+        ));
+        let worst = f
+            .rates
+            .iter()
+            .map(|(t, r)| ((r - t) / t).abs())
+            .fold(0.0, f64::max);
+        goals.push(Goal::new(
+            "fading: steady-rate error",
+            "<= 10%",
+            format!("{:.2}% worst", worst * 100.0),
+            worst <= 0.10,
+        ));
+    }
+    if !rows.is_empty() {
+        if let Some(u) = loads.iter().find(|w| w.name == "uniform") {
+            let over: usize = rows
+                .iter()
+                .filter(|r| r.kind == Kind::Ours && r.workload == u.name)
+                .map(|r| r.overestimates)
+                .sum();
+            goals.push(Goal::new(
+                "uniform stream: no reported count above the truth (ours)",
+                "0",
+                over.to_string(),
+                over == 0,
+            ));
+        }
+    }
+    goals
+}
+
+pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
+    for (sampled, limit, what) in [
+        (false, 0.01, "full tracking"),
+        (true, 0.003, "1-in-16 sampling"),
+    ] {
+        if let Some(loss) = t.worst_loss(sampled) {
+            goals.push(Goal::new(
+                format!("tracking throughput loss, {what} (GET/SET/MGET, -P 16 and -P 1)"),
+                format!("<= {:.1}%", limit * 100.0),
+                format!("worst {:.2}%", loss * 100.0),
+                loss <= limit,
+            ));
+        }
+    }
+    if let Some(p) = t.precision {
+        goals.push(Goal::new(
+            "tracking: top-100 of a Zipf(1.0) GET stream through the server",
+            ">= 0.99",
+            format!("{p:.3}"),
+            p >= 0.99,
+        ));
+    }
+    for (sample, limit) in [(1u64, 0.05), (16, 0.10)] {
+        if let Some(e) = t.worst_rate_error(sample) {
+            goals.push(Goal::new(
+                format!("tracking: steady-key rate error, sampling 1 in {sample}"),
+                format!("<= {:.0}%", limit * 100.0),
+                format!("worst {:.2}%", e * 100.0),
+                e <= limit,
+            ));
+        }
+    }
+}
+
+pub fn watch_goals(w: &watch_bench::WatchFigures, goals: &mut Vec<Goal>) {
+    if let Some((p50, p99)) = w.arrival_delay_ms {
+        goals.push(Goal::new(
+            "watch: arrival to subscriber, p99 (loopback)",
+            "<= 5 ms",
+            format!("p50 {p50:.2} ms, p99 {p99:.2} ms"),
+            p99 <= 5.0,
+        ));
+    }
+    if let Some((p50, p99, interval)) = w.fade_delay_ms {
+        goals.push(Goal::new(
+            "watch: fade crossing to subscriber, p99",
+            format!("<= {} ms (interval + 5)", interval + 5),
+            format!("p50 {p50:.1} ms, p99 {p99:.1} ms"),
+            p99 <= interval as f64 + 5.0,
+        ));
+    }
+    if let Some((plain, above, members)) = w.add_ns {
+        let extra = above / plain - 1.0;
+        goals.push(Goal::new(
+            "watch: HK.ADD cost per item, watched (ABOVE) vs unwatched",
+            "<= +5%",
+            format!(
+                "{:+.1}% ({above:.1} vs {plain:.1} ns); MEMBERS on a churning top-1000: {:+.1}%",
+                extra * 100.0,
+                (members / plain - 1.0) * 100.0
+            ),
+            extra <= 0.05,
+        ));
+    }
+    if let Some((rate, cap)) = w.capped {
+        goals.push(Goal::new(
+            "watch: events per second at the cap (reported)",
+            format!("<= {cap}"),
+            format!("{rate:.0}"),
+            rate <= cap as f64 * 1.05,
+        ));
+    }
+}
