@@ -5,8 +5,9 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
-# The real-text workload (GNU dictionary), the font for the plots, redis-benchmark.
-packages="dict-gcide fonts-dejavu-core redis-tools"
+# The real streams (the GNU dictionary's words, the Python standard library's
+# source tokens), the font for the plots, redis-benchmark.
+packages="dict-gcide libpython3-stdlib fonts-dejavu-core redis-tools"
 if command -v dpkg >/dev/null && ! dpkg -s $packages >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $packages

@@ -41,12 +41,34 @@ fn push_escaped(text: &mut String, byte: u8, escape_backslash: bool) {
     }
 }
 
-fn text(arg: &RedisString) -> Option<&str> {
-    std::str::from_utf8(arg.as_slice()).ok()
+/// An argument's bytes, whether retained (`RedisString`) or read in place.
+pub trait ArgBytes {
+    fn arg_bytes(&self) -> &[u8];
+}
+
+impl ArgBytes for RedisString {
+    fn arg_bytes(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl ArgBytes for [u8] {
+    fn arg_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+fn text(arg: &(impl ArgBytes + ?Sized)) -> Option<&str> {
+    std::str::from_utf8(arg.arg_bytes()).ok()
 }
 
 /// An integer in `min..=max`.
-pub fn integer(arg: &RedisString, what: &str, min: u64, max: u64) -> Result<u64, RedisError> {
+pub fn integer(
+    arg: &(impl ArgBytes + ?Sized),
+    what: &str,
+    min: u64,
+    max: u64,
+) -> Result<u64, RedisError> {
     text(arg)
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|v| (min..=max).contains(v))
@@ -54,7 +76,7 @@ pub fn integer(arg: &RedisString, what: &str, min: u64, max: u64) -> Result<u64,
 }
 
 /// A finite decimal number.
-pub fn decimal(arg: &RedisString, what: &str) -> Result<f64, RedisError> {
+pub fn decimal(arg: &(impl ArgBytes + ?Sized), what: &str) -> Result<f64, RedisError> {
     text(arg)
         .and_then(|s| s.parse::<f64>().ok())
         .filter(|v| v.is_finite())
@@ -62,12 +84,12 @@ pub fn decimal(arg: &RedisString, what: &str) -> Result<f64, RedisError> {
 }
 
 /// Case-insensitive keyword comparison.
-pub fn is_keyword(arg: &RedisString, keyword: &str) -> bool {
-    arg.as_slice().eq_ignore_ascii_case(keyword.as_bytes())
+pub fn is_keyword(arg: &(impl ArgBytes + ?Sized), keyword: &str) -> bool {
+    arg.arg_bytes().eq_ignore_ascii_case(keyword.as_bytes())
 }
 
 /// A timestamp in milliseconds since the Unix epoch.
-pub fn timestamp(arg: &RedisString) -> Result<i64, RedisError> {
+pub fn timestamp(arg: &(impl ArgBytes + ?Sized)) -> Result<i64, RedisError> {
     let max = crate::clock::MAX_TIMESTAMP_MS as u64;
     integer(arg, "timestamp (milliseconds since the Unix epoch)", 0, max).map(|t| t as i64)
 }

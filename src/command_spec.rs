@@ -3,8 +3,9 @@
 //! declares its `CommandSpec` beside its handler; `register` hands it to the
 //! server.
 
-use crate::panic_guard::{guarded, Handler};
-use redis_module::{raw, Context, RedisString};
+use crate::argv::ArgV;
+use crate::panic_guard::contain;
+use redis_module::{raw, Context, RedisResult, RedisString};
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
@@ -147,31 +148,51 @@ impl Arg {
     }
 }
 
+/// A handler that takes its arguments as retained strings.
+pub type Handler = fn(&Context, Vec<RedisString>) -> RedisResult;
+/// A handler that reads its arguments in place (the per-item commands).
+pub type ArgvHandler = fn(&Context, ArgV) -> RedisResult;
+
 /// Generates the C entry point for a handler: arguments decoded, panics
-/// contained, the result written as the reply.
+/// contained, the result written as the reply. `callback!(argv f)` hands
+/// `f` the arguments in place.
 #[macro_export]
 macro_rules! callback {
+    (argv $handler:path) => {{
+        extern "C" fn call(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::os::raw::c_int,
+        ) -> std::os::raw::c_int {
+            // SAFETY: the server's own arguments, valid for the command.
+            let args = unsafe { $crate::argv::ArgV::new(ctx, argv, argc) };
+            $crate::command_spec::dispatch_argv(args, $handler)
+        }
+        call as $crate::command_spec::Callback
+    }};
     ($handler:path) => {{
         extern "C" fn call(
             ctx: *mut redis_module::raw::RedisModuleCtx,
             argv: *mut *mut redis_module::raw::RedisModuleString,
             argc: std::os::raw::c_int,
         ) -> std::os::raw::c_int {
-            $crate::command_spec::dispatch(ctx, argv, argc, $handler)
+            // SAFETY: the server's own arguments, valid for the command.
+            let args = unsafe { $crate::argv::ArgV::new(ctx, argv, argc) };
+            $crate::command_spec::dispatch(args, $handler)
         }
         call as $crate::command_spec::Callback
     }};
 }
 
-pub fn dispatch(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-    handler: Handler,
-) -> c_int {
-    let context = Context::new(ctx);
-    let args: Vec<RedisString> = redis_module::decode_args(ctx, argv, argc);
-    let reply = guarded(handler)(&context, args);
+pub fn dispatch(args: ArgV, handler: Handler) -> c_int {
+    let context = args.context();
+    let reply = contain(&context, || handler(&context, args.strings()));
+    context.reply(reply) as c_int
+}
+
+pub fn dispatch_argv(args: ArgV, handler: ArgvHandler) -> c_int {
+    let context = args.context();
+    let reply = contain(&context, || handler(&context, args));
     context.reply(reply) as c_int
 }
 

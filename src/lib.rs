@@ -5,6 +5,7 @@
 
 pub mod allocator;
 pub mod args;
+pub mod argv;
 pub mod clock;
 pub mod command_spec;
 pub mod commands;

@@ -18,10 +18,7 @@ pub struct DefaultRun {
 
 pub fn default_parameters(loads: &[Workload], ks: &[usize]) -> Vec<DefaultRun> {
     let mut out = Vec::new();
-    for w in loads
-        .iter()
-        .filter(|w| w.name.starts_with("zipf") || w.name.starts_with("gcide"))
-    {
+    for w in loads.iter().filter(|w| w.is_realistic()) {
         let index = w.index();
         for &k in ks {
             let mut sketch = ours_default(k);

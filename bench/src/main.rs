@@ -112,6 +112,10 @@ fn main() {
             o.gcide.display()
         ),
     }
+    match workloads::python_tokens() {
+        Ok(w) => loads.push(w),
+        Err(e) => eprintln!("  no source tokens ({e}); install libpython3-stdlib"),
+    }
     loads.push(workloads::uniform(distinct, arrivals, 4));
     loads.push(workloads::shifting(distinct, arrivals, 5));
     if let Some(path) = &o.stream {

@@ -54,10 +54,7 @@ pub fn measure(loads: &[Workload]) -> LayoutFigures {
         })
         .collect();
     let mut precision = Vec::new();
-    for w in loads
-        .iter()
-        .filter(|w| w.name.starts_with("zipf") || w.name.starts_with("gcide"))
-    {
+    for w in loads.iter().filter(|w| w.is_realistic()) {
         let index = w.index();
         // The default width, and a tight one where collisions matter more.
         for (k, width) in [(100usize, 512u32), (100, 128), (1000, 2000), (1000, 1000)] {

@@ -80,6 +80,14 @@ impl Workload {
         ids
     }
 
+    /// A stream a user's resembles: Zipf or real text (not the adversarial
+    /// uniform and shifting ones). The default parameters are judged on these.
+    pub fn is_realistic(&self) -> bool {
+        ["zipf", "gcide", "python"]
+            .iter()
+            .any(|p| self.name.starts_with(p))
+    }
+
     pub fn distinct(&self) -> usize {
         self.exact.iter().filter(|&&c| c > 0).count()
     }
@@ -174,6 +182,73 @@ pub fn lines_of(path: &Path) -> std::io::Result<Workload> {
         .file_name()
         .map_or("stream".into(), |n| n.to_string_lossy().into_owned());
     Ok(Workload::new(name, names, stream))
+}
+
+/// Identifier tokens of a tree of source files, in path order: source code's
+/// frequencies are flat at the top (`self`, `if`, `return` aside), with many
+/// near-ties at the k-th count, the hard case for a top-k sketch.
+pub fn source_tokens(name: &str, root: &Path, extension: &str) -> std::io::Result<Workload> {
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == extension) {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    if files.is_empty() {
+        return Err(std::io::Error::other(format!("no .{extension} files")));
+    }
+    let mut ids: HashMap<Vec<u8>, u32> = HashMap::new();
+    let mut names = Vec::new();
+    let mut stream = Vec::new();
+    for file in files {
+        let Ok(text) = std::fs::read(&file) else {
+            continue;
+        };
+        let mut rest = text.as_slice();
+        while let Some(start) = rest
+            .iter()
+            .position(|b| b.is_ascii_alphabetic() || *b == b'_')
+        {
+            let len = rest[start..]
+                .iter()
+                .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+                .unwrap_or(rest.len() - start);
+            let token = &rest[start..start + len];
+            let next = names.len() as u32;
+            let id = *ids.entry(token.to_vec()).or_insert_with(|| {
+                names.push(token.to_vec());
+                next
+            });
+            stream.push(id);
+            rest = &rest[start + len..];
+        }
+    }
+    Ok(Workload::new(name.into(), names, stream))
+}
+
+/// The Python standard library Debian installs (`libpython3-stdlib`), the
+/// newest version present.
+pub fn python_tokens() -> std::io::Result<Workload> {
+    let mut versions: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib")?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("python3.") && p.join("os.py").exists())
+        })
+        .collect();
+    versions.sort();
+    let root = versions
+        .pop()
+        .ok_or_else(|| std::io::Error::other("no /usr/lib/python3.*/os.py"))?;
+    source_tokens("python-tokens", &root, "py")
 }
 
 /// The GNU dictionary's words, from Debian's `dict-gcide` (dictzip is gzip).

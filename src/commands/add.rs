@@ -8,10 +8,11 @@
 //! this arrival expelled from the top-k.
 
 use crate::args::{err, integer, timestamp};
+use crate::argv::ArgV;
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::{clock, fault, keyspace_event, limits, module_stats, sketch_key, watching};
-use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::os::raw::{c_char, c_long};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -65,41 +66,41 @@ impl Weights {
     }
 }
 
-pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn add(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    let arrivals = unit_arrivals(&args, 2, "HK.ADD");
-    count_arrivals(ctx, &args, None, arrivals)
+    let arrivals = unit_arrivals(args, 2, "HK.ADD");
+    count_arrivals(ctx, args, None, arrivals)
 }
 
-pub fn incrby(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn incrby(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 4 || args.len() % 2 != 0 {
         return Err(RedisError::WrongArity);
     }
-    let arrivals = weighted_arrivals(&args, 2, "HK.INCRBY")?;
-    count_arrivals(ctx, &args, None, arrivals)
+    let arrivals = weighted_arrivals(args, 2, "HK.INCRBY")?;
+    count_arrivals(ctx, args, None, arrivals)
 }
 
-pub fn add_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn add_at(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 4 {
         return Err(RedisError::WrongArity);
     }
-    let time = timestamp(&args[2])?;
-    let arrivals = unit_arrivals(&args, 3, "HK.ADDAT");
-    count_arrivals(ctx, &args, Some(time), arrivals)
+    let time = timestamp(args.bytes(2))?;
+    let arrivals = unit_arrivals(args, 3, "HK.ADDAT");
+    count_arrivals(ctx, args, Some(time), arrivals)
 }
 
-pub fn incrby_at(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn incrby_at(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 5 || args.len() % 2 == 0 {
         return Err(RedisError::WrongArity);
     }
-    let time = timestamp(&args[2])?;
-    let arrivals = weighted_arrivals(&args, 3, "HK.INCRBYAT")?;
-    count_arrivals(ctx, &args, Some(time), arrivals)
+    let time = timestamp(args.bytes(2))?;
+    let arrivals = weighted_arrivals(args, 3, "HK.INCRBYAT")?;
+    count_arrivals(ctx, args, Some(time), arrivals)
 }
 
-pub(crate) fn unit_arrivals(args: &[RedisString], first: usize, command: &'static str) -> Arrivals {
+pub(crate) fn unit_arrivals(args: ArgV, first: usize, command: &'static str) -> Arrivals {
     Arrivals {
         first,
         stride: 1,
@@ -136,18 +137,13 @@ impl Arrivals {
 /// Parses every increment before anything is applied: one bad increment
 /// fails the whole command.
 fn weighted_arrivals(
-    args: &[RedisString],
+    args: ArgV,
     first: usize,
     command: &'static str,
 ) -> Result<Arrivals, RedisError> {
     let weights = args
-        .get(first..)
-        .unwrap_or_default()
-        .chunks(2)
-        .map(|pair| match pair {
-            [_, increment] => integer(increment, "increment", 1, MAX_INCREMENT),
-            _ => Err(RedisError::WrongArity),
-        })
+        .each(first + 1, 2)
+        .map(|increment| integer(increment, "increment", 1, MAX_INCREMENT))
         .collect::<Result<_, _>>()?;
     Ok(Arrivals::weighted(first, weights, command))
 }
@@ -161,14 +157,15 @@ fn weighted_arrivals(
 /// replicas get exactly the arrivals that were applied.
 pub(crate) fn count_arrivals(
     ctx: &Context,
-    args: &[RedisString],
+    args: ArgV,
     time: Option<i64>,
     arrivals: Arrivals,
 ) -> RedisResult {
     if let Some(t) = time {
         limits::check_not_in_future(ctx, "the timestamp", t)?;
     }
-    let name = sketch_key::name(args)?;
+    let name = args.string(1).ok_or(RedisError::WrongArity)?;
+    let name = &name;
     let key = ctx.open_key_writable(name);
     let mut sketch = sketch_key::write(&key)?;
     let fading = sketch.fading().is_some();
@@ -181,15 +178,10 @@ pub(crate) fn count_arrivals(
         None => 0,
     };
     let mut events = Vec::new();
-    let items = args
-        .get(arrivals.first..)
-        .unwrap_or_default()
-        .iter()
-        .step_by(arrivals.stride);
+    let items = args.each(arrivals.first, arrivals.stride);
     let mut expelled = Vec::with_capacity(arrivals.weights.len());
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         for (i, item) in items.take(arrivals.weights.len()).enumerate() {
-            let item = item.as_slice();
             fault::on_add(item);
             let weight = arrivals.weights.get(i);
             expelled.push(if announcing {
@@ -241,7 +233,7 @@ fn reply_expelled(ctx: &Context, expelled: &[Option<Box<[u8]>>]) {
 /// primary's clock for a fading sketch.
 fn replicate(
     ctx: &Context,
-    args: &[RedisString],
+    args: ArgV,
     arrivals: &Arrivals,
     applied: usize,
     stamp_clock: bool,
@@ -260,30 +252,18 @@ fn replicate(
     let end = (arrivals.first + applied * arrivals.stride).min(args.len());
     let stamp = now.to_string();
     let mut out: Vec<&[u8]> = Vec::with_capacity(end);
-    out.extend(
-        args.get(1..2)
-            .unwrap_or_default()
-            .iter()
-            .map(RedisString::as_slice),
-    );
+    out.push(args.bytes(1));
     let command = if stamp_clock {
         out.push(stamp.as_bytes());
         arrivals.timed_command
     } else {
         // The command as given (with its own timestamp, if any), cut short.
-        out.extend(
-            args.get(2..arrivals.first)
-                .unwrap_or_default()
-                .iter()
-                .map(RedisString::as_slice),
-        );
+        out.extend((2..arrivals.first).map(|i| args.bytes(i)));
         arrivals.command
     };
-    let arrivals_given = args.get(arrivals.first..end).unwrap_or_default();
-    for (i, arrival) in arrivals_given.chunks(arrivals.stride).enumerate() {
-        if counted(&i) {
-            out.extend(arrival.iter().map(RedisString::as_slice));
-        }
+    for i in (0..applied).filter(counted) {
+        let first = arrivals.first + i * arrivals.stride;
+        out.extend((first..first + arrivals.stride).map(|a| args.bytes(a)));
     }
     ctx.replicate(command, out.as_slice());
 }
@@ -307,7 +287,7 @@ const TIMED_WEIGHTED: &[Arg] = &[
 pub static SPECS: [CommandSpec; 4] = [
     CommandSpec {
         name: "hk.add",
-        callback: callback!(add),
+        callback: callback!(argv add),
         flags: "write deny-oom fast",
         arity: -3,
         keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
@@ -319,7 +299,7 @@ pub static SPECS: [CommandSpec; 4] = [
     },
     CommandSpec {
         name: "hk.incrby",
-        callback: callback!(incrby),
+        callback: callback!(argv incrby),
         flags: "write deny-oom fast",
         arity: -4,
         keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
@@ -331,7 +311,7 @@ pub static SPECS: [CommandSpec; 4] = [
     },
     CommandSpec {
         name: "hk.addat",
-        callback: callback!(add_at),
+        callback: callback!(argv add_at),
         flags: "write deny-oom fast",
         arity: -4,
         keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
@@ -343,7 +323,7 @@ pub static SPECS: [CommandSpec; 4] = [
     },
     CommandSpec {
         name: "hk.incrbyat",
-        callback: callback!(incrby_at),
+        callback: callback!(argv incrby_at),
         flags: "write deny-oom fast",
         arity: -5,
         keys: &[KeySpec::one(KeySpec::UPDATE, 1)],

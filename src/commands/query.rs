@@ -3,42 +3,43 @@
 //! - `HK.COUNT key item [item ...]`: each item's estimated current count.
 //! - `HK.RATE key item [item ...]`: each item's estimated arrivals per second.
 
+use crate::argv::ArgV;
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::reply;
 use crate::{clock, sketch_key};
 use heavykeeper_sketch::HeavyKeeper;
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisValue};
 
-pub fn query(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    per_item(ctx, &args, false, |sketch, item, now| {
+pub fn query(ctx: &Context, args: ArgV) -> RedisResult {
+    per_item(ctx, args, false, |sketch, item, now| {
         RedisValue::Integer(i64::from(sketch.contains(item, now)))
     })
 }
 
-pub fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    per_item(ctx, &args, false, |sketch, item, now| {
+pub fn count(ctx: &Context, args: ArgV) -> RedisResult {
+    per_item(ctx, args, false, |sketch, item, now| {
         reply::count(sketch.count(item, now))
     })
 }
 
-pub fn rate(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn rate(ctx: &Context, args: ArgV) -> RedisResult {
     // A rate without fading is measured since creation: it needs the clock.
-    per_item(ctx, &args, true, |sketch, item, now| {
+    per_item(ctx, args, true, |sketch, item, now| {
         RedisValue::Float(sketch.rate(sketch.count(item, now), now))
     })
 }
 
 fn per_item(
     ctx: &Context,
-    args: &[RedisString],
+    args: ArgV,
     needs_clock: bool,
     answer: impl Fn(&HeavyKeeper, &[u8], i64) -> RedisValue,
 ) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    let key = ctx.open_key(sketch_key::name(args)?);
+    let key = ctx.open_key(&args.string(1).ok_or(RedisError::WrongArity)?);
     let sketch = sketch_key::read(&key)?;
     // Only fading counts depend on the time they are read at.
     let now = if needs_clock || sketch.fading().is_some() {
@@ -47,9 +48,8 @@ fn per_item(
         0
     };
     Ok(RedisValue::Array(
-        args[2..]
-            .iter()
-            .map(|item| answer(sketch, item.as_slice(), now))
+        args.each(2, 1)
+            .map(|item| answer(sketch, item, now))
             .collect(),
     ))
 }
@@ -59,7 +59,7 @@ const ITEMS: &[Arg] = &[Arg::key("key", 0), Arg::string("item").multiple()];
 pub static SPECS: [CommandSpec; 3] = [
     CommandSpec {
         name: "hk.query",
-        callback: callback!(query),
+        callback: callback!(argv query),
         flags: "readonly fast",
         arity: -3,
         keys: &[KeySpec::one(KeySpec::READ, 1)],
@@ -71,7 +71,7 @@ pub static SPECS: [CommandSpec; 3] = [
     },
     CommandSpec {
         name: "hk.count",
-        callback: callback!(count),
+        callback: callback!(argv count),
         flags: "readonly fast",
         arity: -3,
         keys: &[KeySpec::one(KeySpec::READ, 1)],
@@ -83,7 +83,7 @@ pub static SPECS: [CommandSpec; 3] = [
     },
     CommandSpec {
         name: "hk.rate",
-        callback: callback!(rate),
+        callback: callback!(argv rate),
         flags: "readonly fast",
         arity: -3,
         keys: &[KeySpec::one(KeySpec::READ, 1)],

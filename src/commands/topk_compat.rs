@@ -14,6 +14,7 @@
 
 use super::{add, query};
 use crate::args::{decimal, err, integer, is_keyword};
+use crate::argv::ArgV;
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::data_type::HK_TYPE;
@@ -113,46 +114,45 @@ fn replicate_reserve(ctx: &Context, name: &RedisString, params: &Params, created
     ctx.replicate("HK.RESERVE", out.as_slice());
 }
 
-pub fn add(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn add(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, sketch_key::name(&args)?)?;
-    let arrivals = add::unit_arrivals(&args, 2, "HK.ADD").replicated_as("HK.ADD");
-    add::count_arrivals(ctx, &args, None, arrivals)
+    check_key(ctx, &args.string(1).ok_or(RedisError::WrongArity)?)?;
+    let arrivals = add::unit_arrivals(args, 2, "HK.ADD").replicated_as("HK.ADD");
+    add::count_arrivals(ctx, args, None, arrivals)
 }
 
-pub fn incrby(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn incrby(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 4 || args.len() % 2 != 0 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, sketch_key::name(&args)?)?;
-    let weights = args[2..]
-        .chunks(2)
-        .map(|pair| match pair {
-            [_, increment] => integer(increment, "increment", 0, MAX_INCREMENT).map_err(|_| {
+    check_key(ctx, &args.string(1).ok_or(RedisError::WrongArity)?)?;
+    let weights = args
+        .each(3, 2)
+        .map(|increment| {
+            integer(increment, "increment", 0, MAX_INCREMENT).map_err(|_| {
                 bloom_error("TopK: increment must be an integer greater or equal to 0 and smaller or equal to 100,000")
-            }),
-            _ => Err(RedisError::WrongArity),
+            })
         })
         .collect::<Result<Vec<u64>, _>>()?;
     let arrivals = add::Arrivals::weighted(2, weights, "HK.INCRBY").replicated_as("HK.INCRBY");
-    add::count_arrivals(ctx, &args, None, arrivals)
+    add::count_arrivals(ctx, args, None, arrivals)
 }
 
-pub fn query(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn query(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, sketch_key::name(&args)?)?;
+    check_key(ctx, &args.string(1).ok_or(RedisError::WrongArity)?)?;
     query::query(ctx, args)
 }
 
-pub fn count(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+pub fn count(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, sketch_key::name(&args)?)?;
+    check_key(ctx, &args.string(1).ok_or(RedisError::WrongArity)?)?;
     query::count(ctx, args)
 }
 
@@ -234,7 +234,7 @@ pub static SPECS: [CommandSpec; 7] = [
     },
     CommandSpec {
         name: "topk.add",
-        callback: callback!(add),
+        callback: callback!(argv add),
         flags: "write deny-oom fast",
         arity: -3,
         keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
@@ -246,7 +246,7 @@ pub static SPECS: [CommandSpec; 7] = [
     },
     CommandSpec {
         name: "topk.incrby",
-        callback: callback!(incrby),
+        callback: callback!(argv incrby),
         flags: "write deny-oom fast",
         arity: -4,
         keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
@@ -261,7 +261,7 @@ pub static SPECS: [CommandSpec; 7] = [
     },
     CommandSpec {
         name: "topk.query",
-        callback: callback!(query),
+        callback: callback!(argv query),
         flags: "readonly fast",
         arity: -3,
         keys: &[KeySpec::one(KeySpec::READ, 1)],
@@ -273,7 +273,7 @@ pub static SPECS: [CommandSpec; 7] = [
     },
     CommandSpec {
         name: "topk.count",
-        callback: callback!(count),
+        callback: callback!(argv count),
         flags: "readonly fast",
         arity: -3,
         keys: &[KeySpec::one(KeySpec::READ, 1)],

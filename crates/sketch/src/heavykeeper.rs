@@ -256,6 +256,9 @@ impl HeavyKeeper {
             // shared with a member: ignoring it keeps counts honest.
             return Arrived::default();
         }
+        if !self.topk.can_admit(item.len()) {
+            return Arrived::default();
+        }
         let expelled = self.topk.insert(item, hash, estimate);
         Arrived {
             hash,

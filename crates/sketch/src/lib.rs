@@ -11,6 +11,7 @@ pub mod encoding;
 pub mod fading;
 pub mod heavykeeper;
 pub mod hot_keys;
+pub mod item_arena;
 pub mod item_hash;
 pub mod merge;
 pub mod out_of_memory;

@@ -8,6 +8,7 @@
 //! member id, keyed by the item's sketch hash (already computed for every
 //! arrival, so a membership test hashes nothing again).
 
+use crate::item_arena::{ItemArena, ItemRef};
 use crate::out_of_memory::OutOfMemory;
 use hashbrown::HashTable;
 
@@ -23,16 +24,20 @@ pub struct Entry {
 /// Stable handle of a member while it stays in the top-k.
 pub type MemberId = usize;
 
+/// Packed to 12 bytes: a sift moves these, and k of them is much of a
+/// large top-k's memory.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
 struct HeapSlot {
     count: f64,
     member: u32,
 }
 
-#[derive(Clone, Debug)]
+/// 16 bytes: the item's bytes live in the arena.
+#[derive(Clone, Copy, Debug)]
 struct Member {
-    item: Box<[u8]>,
     hash: u64,
+    item: ItemRef,
 }
 
 /// Min-heap of at most `capacity` members, indexed by item.
@@ -44,8 +49,7 @@ pub struct TopK {
     place: Vec<u32>,
     members: Vec<Member>,
     index: HashTable<u32>,
-    /// Bytes of all member items: memory is reported in O(1).
-    item_bytes: usize,
+    items: ItemArena,
 }
 
 /// The listing order: highest count first, ties by item bytes, so the
@@ -55,6 +59,12 @@ pub fn rank_order(a: &(&[u8], f64), b: &(&[u8], f64)) -> std::cmp::Ordering {
 }
 
 impl TopK {
+    /// Fixed bytes per member, items aside: heap slot, place, member and
+    /// index (hashbrown keeps at most 7/8 full and rounds up to a power of
+    /// two: up to twice 4 + 1 bytes).
+    pub const BYTES_PER_MEMBER: usize =
+        std::mem::size_of::<HeapSlot>() + 4 + std::mem::size_of::<Member>() + 2 * (4 + 1);
+
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             capacity,
@@ -62,7 +72,7 @@ impl TopK {
             place: Vec::with_capacity(capacity),
             members: Vec::with_capacity(capacity),
             index: HashTable::with_capacity(capacity),
-            item_bytes: 0,
+            items: ItemArena::default(),
         }
     }
 
@@ -84,7 +94,7 @@ impl TopK {
             place: Vec::with_capacity(n),
             members: Vec::with_capacity(n),
             index: HashTable::with_capacity(n),
-            item_bytes: 0,
+            items: ItemArena::default(),
         }
     }
 
@@ -114,7 +124,7 @@ impl TopK {
         self.heap.iter().filter_map(|s| {
             self.members
                 .get(s.member as usize)
-                .map(|m| (&*m.item, s.count))
+                .map(|m| (self.items.get(m.item), s.count))
         })
     }
 
@@ -123,19 +133,19 @@ impl TopK {
         self.heap.iter().filter_map(|s| {
             self.members
                 .get(s.member as usize)
-                .map(|m| (&*m.item, m.hash, s.count))
+                .map(|m| (self.items.get(m.item), m.hash, s.count))
         })
     }
 
     /// The member holding `item`, if any.
     #[inline]
     pub fn find(&self, hash: u64, item: &[u8]) -> Option<MemberId> {
-        let members = &self.members;
+        let (members, items) = (&self.members, &self.items);
         self.index
             .find(hash, |&id| {
                 members
                     .get(id as usize)
-                    .is_some_and(|m| m.hash == hash && *m.item == *item)
+                    .is_some_and(|m| m.hash == hash && items.get(m.item) == item)
             })
             .map(|&id| id as usize)
     }
@@ -159,20 +169,24 @@ impl TopK {
         Some((before, before))
     }
 
-    /// Adds `item` (not a member). When full, the minimum is evicted and returned.
+    /// Can an item of `len` bytes be admitted? Members' items hold at most
+    /// 4 GiB in all (a few giant items could otherwise reach it).
+    pub fn can_admit(&self, len: usize) -> bool {
+        self.capacity > 0 && self.items.has_room_for(len)
+    }
+
+    /// Adds `item` (not a member; [`Self::can_admit`] said yes). When full,
+    /// the minimum is evicted and returned.
     pub fn insert(&mut self, item: &[u8], hash: u64, count: f64) -> Option<Entry> {
-        if self.capacity == 0 {
+        if !self.can_admit(item.len()) {
             return None;
         }
         if self.is_full() {
             return self.replace_min(item, hash, count);
         }
         let id = self.members.len() as u32;
-        self.item_bytes += item.len();
-        self.members.push(Member {
-            item: item.into(),
-            hash,
-        });
+        let item = self.store(item);
+        self.members.push(Member { hash, item });
         self.place.push(self.heap.len() as u32);
         self.heap.push(HeapSlot { count, member: id });
         self.index_insert(hash, id);
@@ -188,7 +202,7 @@ impl TopK {
         self.sift_down(0);
         let member = self.remove_member(slot.member as usize)?;
         Some(Entry {
-            item: member.item,
+            item: self.items.get(member.item).into(),
             hash: member.hash,
             count: slot.count,
         })
@@ -207,7 +221,7 @@ impl TopK {
         self.place.clear();
         self.members.clear();
         self.index.clear();
-        self.item_bytes = 0;
+        self.items.clear();
     }
 
     /// Members, highest count first; ties by item bytes, so the order is the
@@ -235,11 +249,14 @@ impl TopK {
             if store.find(entry.hash, &entry.item).is_some() {
                 return Err("an item is listed twice");
             }
+            if !store.items.has_room_for(entry.item.len()) {
+                return Err("members' items exceed 4 GiB");
+            }
             let id = place as u32;
-            store.item_bytes += entry.item.len();
+            let item = store.store(&entry.item);
             store.members.push(Member {
-                item: entry.item,
                 hash: entry.hash,
+                item,
             });
             store.place.push(id);
             store.heap.push(HeapSlot {
@@ -257,7 +274,7 @@ impl TopK {
             + self.place.capacity() * std::mem::size_of::<u32>()
             + self.members.capacity() * std::mem::size_of::<Member>()
             + self.index.allocation_size()
-            + self.item_bytes
+            + self.items.heap_bytes()
     }
 
     fn index_insert(&mut self, hash: u64, id: u32) {
@@ -267,18 +284,30 @@ impl TopK {
         });
     }
 
+    /// Appends an item's bytes, squeezing out holes first if they outweigh
+    /// the live bytes.
+    fn store(&mut self, item: &[u8]) -> ItemRef {
+        if self.items.must_compact_for(item.len()) {
+            self.items
+                .compact(self.members.iter_mut().map(|m| &mut m.item));
+        }
+        self.items.push(item)
+    }
+
     fn replace_min(&mut self, item: &[u8], hash: u64, count: f64) -> Option<Entry> {
         let root = *self.heap.first()?;
         let id = root.member;
-        let old = self.members.get_mut(id as usize)?;
-        let evicted = std::mem::replace(
-            old,
-            Member {
-                item: item.into(),
-                hash,
-            },
-        );
-        self.item_bytes = self.item_bytes - evicted.item.len() + item.len();
+        let evicted = *self.members.get(id as usize)?;
+        let evicted_item: Box<[u8]> = self.items.get(evicted.item).into();
+        self.items.release(evicted.item);
+        // Empty while the new bytes are stored: a compaction skips it.
+        if let Some(m) = self.members.get_mut(id as usize) {
+            m.item = ItemRef::default();
+        }
+        let stored = self.store(item);
+        if let Some(m) = self.members.get_mut(id as usize) {
+            *m = Member { hash, item: stored };
+        }
         if let Ok(found) = self.index.find_entry(evicted.hash, |&m| m == id) {
             found.remove();
         }
@@ -288,14 +317,15 @@ impl TopK {
         }
         self.sift_down(0);
         Some(Entry {
-            item: evicted.item,
+            item: evicted_item,
             hash: evicted.hash,
             count: root.count,
         })
     }
 
     /// Takes member `id` out of the table, moving the last member into its
-    /// place so ids stay dense. Its heap slot must already be gone.
+    /// place so ids stay dense. Its heap slot must already be gone. Its
+    /// bytes stay readable until the next item is stored.
     fn remove_member(&mut self, id: usize) -> Option<Member> {
         let last = self.members.len().checked_sub(1)?;
         let removed_hash = self.members.get(id)?.hash;
@@ -303,7 +333,7 @@ impl TopK {
             found.remove();
         }
         let member = self.members.swap_remove(id);
-        self.item_bytes -= member.item.len();
+        self.items.release(member.item);
         self.place.swap_remove(id);
         if id != last {
             // The former last member now has id `id`.
@@ -376,10 +406,10 @@ impl TopK {
             return Err("over capacity".into());
         }
         let item_bytes: usize = self.members.iter().map(|m| m.item.len()).sum();
-        if item_bytes != self.item_bytes {
+        if item_bytes != self.items.live() {
             return Err(format!(
-                "item bytes {item_bytes}, counted {}",
-                self.item_bytes
+                "item bytes {item_bytes}, the arena holds {}",
+                self.items.live()
             ));
         }
         if self.members.len() != n || self.place.len() != n || self.index.len() != n {
@@ -399,7 +429,7 @@ impl TopK {
             }
         }
         for (id, m) in self.members.iter().enumerate() {
-            if self.find(m.hash, &m.item) != Some(id) {
+            if self.find(m.hash, self.items.get(m.item)) != Some(id) {
                 return Err(format!("index does not find member {id}"));
             }
         }
@@ -442,6 +472,28 @@ mod tests {
         topk.check_invariants().unwrap();
         assert_eq!(topk.pop_min().unwrap().item.as_ref(), b"y");
         topk.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn churning_members_keep_their_bytes_through_arena_compactions() {
+        let mut topk = TopK::with_capacity(50);
+        let item = |i: u64| format!("{i:0>200}").into_bytes();
+        for i in 0..5_000u64 {
+            let evicted = topk.insert(&item(i), hash(&item(i)), i as f64);
+            if let Some(e) = evicted {
+                assert_eq!(&*e.item, &item(i - 50)[..]);
+            }
+            topk.check_invariants().unwrap();
+        }
+        for i in 4_950..5_000u64 {
+            assert!(topk.find(hash(&item(i)), &item(i)).is_some());
+        }
+        // 50 live items of 200 bytes: the holes of 4,950 evictions are gone.
+        assert!(
+            topk.heap_bytes() < 50 * (200 + 64) * 3,
+            "{}",
+            topk.heap_bytes()
+        );
     }
 
     #[test]

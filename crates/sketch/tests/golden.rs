@@ -33,7 +33,11 @@ fn stream(n: usize, seed: u64) -> Vec<(Vec<u8>, u64)> {
 
 fn golden_sketches() -> Vec<(&'static str, HeavyKeeper)> {
     let start = 1_700_000_000_000;
+    // Shapes pinned (not the defaults, which may be retuned): the recorded
+    // bytes have stayed the same since they were first recorded.
     let fading_params = Params {
+        width: 512,
+        depth: 3,
         decay: 0.925,
         half_life_ms: Some(Params::half_life_ms_from_alpha(0.05)),
         ..Params::for_k(50, 42)
@@ -54,6 +58,8 @@ fn golden_sketches() -> Vec<(&'static str, HeavyKeeper)> {
     }
     let plain_params = Params {
         width: 300,
+        depth: 3,
+        decay: 0.9,
         ..Params::for_k(30, 7)
     };
     let mut east = HeavyKeeper::new(plain_params, start);
