@@ -176,13 +176,13 @@ unsafe extern "C" fn free(value: *mut c_void) {
 const BYTES_PER_FREE_UNIT: usize = 16 * 1024;
 
 /// The server frees a value on its lazy-free thread (`UNLINK`, `FLUSHALL
-/// ASYNC`, `lazyfree-lazy-*`) when this exceeds 64: one unit per member item,
-/// plus one per 16 KiB of arrays, so a large sketch (a 64 MB one takes ~15 ms
-/// to free) never stalls the main thread.
+/// ASYNC`, `lazyfree-lazy-*`) when this exceeds 64. A sketch is a handful of
+/// allocations (buckets, top-k arrays, item arena) whatever its k, so the
+/// effort is its size: one unit per 16 KiB. A large sketch (a 64 MB one
+/// took ~15 ms to free) never stalls the main thread; a default one is freed
+/// inline, cheaper than a hand-off.
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    sketch(value).map_or(1, |s| {
-        s.stored_members() + s.memory_bytes() / BYTES_PER_FREE_UNIT + 1
-    })
+    sketch(value).map_or(1, |s| s.memory_bytes() / BYTES_PER_FREE_UNIT + 1)
 }
 
 unsafe extern "C" fn copy(

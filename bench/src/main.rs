@@ -12,6 +12,7 @@ mod plots;
 mod redis_phase;
 mod report;
 mod row_layout;
+mod shapes;
 mod speed;
 mod tracking;
 mod watch_bench;
@@ -32,7 +33,7 @@ struct Options {
     module: PathBuf,
     out: PathBuf,
     threads: usize,
-    /// Only this stage (accuracy, speed, redis, fading, merge, layout, tracking, watch); all when `None`.
+    /// Only this stage (accuracy, shapes, speed, redis, fading, merge, layout, tracking, watch); all when `None`.
     only: Option<String>,
 }
 
@@ -63,7 +64,7 @@ fn options() -> Options {
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|speed|redis|fading|merge|layout|tracking|watch]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|shapes|speed|redis|fading|merge|layout|tracking|watch]");
                 std::process::exit(2);
             }
         }
@@ -151,9 +152,19 @@ fn main() {
         Vec::new()
     };
 
-    stage(3, "default parameters");
+    stage(
+        3,
+        "default parameters, and the shapes they were chosen from",
+    );
     let defaults = if o.runs("accuracy") {
         defaults::default_parameters(&loads, &ks)
+    } else {
+        Vec::new()
+    };
+
+    let shape_seeds = if o.quick { 2 } else { 5 };
+    let shapes = if o.runs("shapes") {
+        shapes::measure(&loads, shape_seeds)
     } else {
         Vec::new()
     };
@@ -245,6 +256,8 @@ fn main() {
         fade,
         merges,
         layout,
+        shapes,
+        shape_seeds,
         tracked,
         watched,
     };
@@ -275,6 +288,8 @@ pub struct Measurements {
     pub fade: Option<fading::FadingFigures>,
     pub merges: Vec<merging::MergeRow>,
     pub layout: Option<row_layout::LayoutFigures>,
+    pub shapes: Vec<shapes::ShapeRow>,
+    pub shape_seeds: u64,
     pub tracked: Option<tracking::TrackingFigures>,
     pub watched: Option<watch_bench::WatchFigures>,
 }

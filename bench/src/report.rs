@@ -183,6 +183,9 @@ pub fn write(m: &Measurements, out: &Path) -> PathBuf {
             d.overestimates
         );
     }
+    if !m.shapes.is_empty() {
+        md.push_str(&crate::shapes::markdown(&m.shapes, m.shape_seeds));
+    }
     md.push_str("\n## Precision at equal memory\n\nBudgets count everything a sketch holds, items included (peers: their own `mem_bytes`; Space-Saving: its counters, index, heap and filter). A sketch that cannot fit a budget shows —. Precision counts an item tied with the true k-th as correct; relative error is over the true top-k items reported.\n\n");
     for &k in &m.ks {
         let _ = writeln!(md, "![precision k={k}](precision_k{k}{suffix}.png)\n");

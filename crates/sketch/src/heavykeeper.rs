@@ -374,11 +374,6 @@ impl HeavyKeeper {
             .count()
     }
 
-    /// Members held, faded or not: one allocation each.
-    pub fn stored_members(&self) -> usize {
-        self.topk.len()
-    }
-
     /// Bytes held by the sketch, items included.
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
