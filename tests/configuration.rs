@@ -104,7 +104,7 @@ fn load_arguments_and_config_set_accept_and_refuse_the_same_values() {
 fn a_reserve_that_would_not_fit_under_maxmemory_is_refused() {
     let server = Server::start();
     let mut con = server.client();
-    value(&mut con, &["HK.RESERVE", "first", "10", "WIDTH", "1048576"]);
+    value(&mut con, &["HK.RESERVE", "first", "10", "WIDTH", "262144"]);
     // Room for half of another one.
     let size: i64 = redis::cmd("MEMORY")
         .arg("USAGE")
@@ -119,7 +119,7 @@ fn a_reserve_that_would_not_fit_under_maxmemory_is_refused() {
     value(&mut con, &["CONFIG", "SET", "maxmemory", &limit]);
     let e = error(
         &mut con,
-        &["HK.RESERVE", "second", "10", "WIDTH", "1048576"],
+        &["HK.RESERVE", "second", "10", "WIDTH", "262144"],
     );
     assert!(e.starts_with("OOM "), "{e}");
     assert!(e.contains("maxmemory"), "{e}");

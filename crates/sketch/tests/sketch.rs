@@ -413,3 +413,35 @@ fn try_new_builds_what_new_builds() {
     );
     assert_eq!(a.memory_bytes(), b.memory_bytes());
 }
+
+#[test]
+fn a_member_costs_its_slot_and_its_bytes_and_memory_says_so() {
+    let k = 1000;
+    let mut sketch = HeavyKeeper::new(Params::for_k(k, 3), 0);
+    let empty = sketch.memory_bytes();
+    // 1000 distinct 40-byte items, each twice: all of them become members.
+    for round in 0..2 {
+        for i in 0..k {
+            let item = format!("{i:0>40}");
+            sketch.add(item.as_bytes(), 1 + round, 0);
+        }
+    }
+    assert_eq!(sketch.ranked(0).len(), k as usize);
+    let grown = sketch.memory_bytes() - empty;
+    // The slots were reserved empty: what grows is the items' bytes, held
+    // once in the arena (with at most a quarter of room to grow).
+    assert!(grown >= 40 * k as usize, "{grown}");
+    assert!(grown <= 40 * k as usize * 3 / 2 + 1024, "{grown}");
+}
+
+#[test]
+fn the_defaults_fit_their_memory_budgets_before_any_item() {
+    for (k, budget) in [(100u32, 32 * 1024u64), (1000, 140_000)] {
+        let p = Params::for_k(k, 1);
+        let bytes = HeavyKeeper::new(p, 0).memory_bytes() as u64;
+        // Room left for the items themselves: about ten bytes each, as in
+        // the benchmark's streams (the bench measures the real figure).
+        assert!(bytes + 12 * u64::from(k) < budget, "k={k}: {bytes} B empty");
+        assert!(p.fixed_bytes() <= bytes, "k={k}: fixed {} > {bytes}", p.fixed_bytes());
+    }
+}
