@@ -117,10 +117,7 @@ fn a_reserve_that_would_not_fit_under_maxmemory_is_refused() {
         .unwrap();
     let limit = (used + size / 2).to_string();
     value(&mut con, &["CONFIG", "SET", "maxmemory", &limit]);
-    let e = error(
-        &mut con,
-        &["HK.RESERVE", "second", "10", "WIDTH", "262144"],
-    );
+    let e = error(&mut con, &["HK.RESERVE", "second", "10", "WIDTH", "262144"]);
     assert!(e.starts_with("OOM "), "{e}");
     assert!(e.contains("maxmemory"), "{e}");
     assert_eq!(value(&mut con, &["EXISTS", "second"]), Value::Int(0));

@@ -241,6 +241,7 @@ fn main() {
     }
     let m = Measurements {
         quick: o.quick,
+        partial: o.only.is_some(),
         arrivals,
         distinct,
         seconds: started.elapsed().as_secs_f64(),
@@ -273,6 +274,8 @@ fn main() {
 /// Everything one run measured, for the report.
 pub struct Measurements {
     pub quick: bool,
+    /// Only some stages ran (`--only`).
+    pub partial: bool,
     pub arrivals: usize,
     pub distinct: usize,
     pub seconds: f64,

@@ -153,7 +153,12 @@ pub fn cpu_model() -> String {
 /// Writes the markdown report and the plots under `out`; returns the
 /// report's path. A quick run never overwrites the full run's files.
 pub fn write(m: &Measurements, out: &Path) -> PathBuf {
-    let suffix = if m.quick { "-quick" } else { "" };
+    // A quick or partial (`--only`) run never overwrites the full run's files.
+    let suffix = match (m.quick, m.partial) {
+        (true, _) => "-quick",
+        (false, true) => "-partial",
+        (false, false) => "",
+    };
     let mut md = String::new();
     let _ = writeln!(md, "# HeavyKeeper benchmark report\n");
     let _ = writeln!(
@@ -255,11 +260,7 @@ pub fn write(m: &Measurements, out: &Path) -> PathBuf {
     } else {
         eprintln!("no font found (apt-get install fonts-dejavu-core): plots skipped");
     }
-    let report_path = out.join(if m.quick {
-        "REPORT-quick.md"
-    } else {
-        "REPORT.md"
-    });
+    let report_path = out.join(format!("REPORT{suffix}.md"));
     if let Err(e) = std::fs::write(&report_path, &md) {
         eprintln!("cannot write {}: {e}", report_path.display());
     }

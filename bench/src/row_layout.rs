@@ -57,7 +57,12 @@ pub fn measure(loads: &[Workload]) -> LayoutFigures {
     for w in loads.iter().filter(|w| w.is_realistic()) {
         let index = w.index();
         // The default width, and a tight one where collisions matter more.
-        for (k, width) in [(100usize, 512u32), (100, 128), (1000, 2000), (1000, 1000)] {
+        for (k, width) in [
+            (100usize, Params::default_width(100)),
+            (100, 128),
+            (1000, Params::default_width(1000)),
+            (1000, 650),
+        ] {
             let run = |layout| {
                 let params = Params {
                     width,
@@ -95,7 +100,8 @@ impl LayoutFigures {
                 c.items, c.width, c.depth, c.expected, c.double_hash, c.remixed
             );
         }
-        md.push_str("\nPrecision@k, depth 3, the same streams and seed, only the row layout differs:\n\n| workload | k | width | double hashing (v1) | remixed (v2) |\n|---|---|---|---|---|\n");
+        let _ = write!(md, "\nPrecision@k, default depth ({}) and decay ({}), the same streams and seed, only the row layout differs:", Params::DEFAULT_DEPTH, Params::DEFAULT_DECAY);
+        md.push_str("\n\n| workload | k | width | double hashing (v1) | remixed (v2) |\n|---|---|---|---|---|\n");
         for p in &self.precision {
             let _ = writeln!(
                 md,

@@ -442,6 +442,10 @@ fn the_defaults_fit_their_memory_budgets_before_any_item() {
         // Room left for the items themselves: about ten bytes each, as in
         // the benchmark's streams (the bench measures the real figure).
         assert!(bytes + 12 * u64::from(k) < budget, "k={k}: {bytes} B empty");
-        assert!(p.fixed_bytes() <= bytes, "k={k}: fixed {} > {bytes}", p.fixed_bytes());
+        assert!(
+            p.fixed_bytes() <= bytes,
+            "k={k}: fixed {} > {bytes}",
+            p.fixed_bytes()
+        );
     }
 }
