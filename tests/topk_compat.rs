@@ -75,3 +75,32 @@ fn topk_names_exist_only_when_asked_for() {
     let e = error(&mut con, &["TOPK.RESERVE", "t", "3"]);
     assert!(e.starts_with("ERR unknown command"), "{e}");
 }
+
+#[test]
+fn with_redisbloom_loaded_the_load_fails_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake_redisbloom.so");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/fake_redisbloom.c");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&fake)
+        .arg(&source)
+        .status()
+        .expect("cc (the Rust toolchain's linker)");
+    assert!(built.success());
+    let fake = fake.to_string_lossy().to_string();
+    let log = Server::refused_load_after(&["--loadmodule", &fake], &["topk-compat", "yes"], &[]);
+    let line = log
+        .lines()
+        .find(|l| l.contains("refusing to load"))
+        .unwrap_or_else(|| panic!("no refusal in:\n{log}"));
+    assert!(line.contains("topk-compat"), "{line}");
+    assert!(line.contains("RedisBloom"), "{line}");
+    // Without topk-compat, both load side by side: TOPK.* is RedisBloom's.
+    let server = Server::start_after(&["--loadmodule", &fake], &[], &[]);
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "h", "3"]);
+    value(&mut con, &["TOPK.RESERVE", "t", "3"]);
+    let e = error(&mut con, &["HK.ADD", "t", "x"]);
+    assert_eq!(e, "ERR no such key", "the fake keeps no keys: {e}");
+}

@@ -41,6 +41,9 @@ pub struct Server {
     dir: TempDir,
     module_args: Vec<String>,
     extra: Vec<String>,
+    /// Server arguments that come before the module's `--loadmodule` (another
+    /// module loaded first, say).
+    before: Vec<String>,
 }
 
 impl Server {
@@ -56,6 +59,12 @@ impl Server {
     /// Starts a server with module load arguments (`name value ...`, as on
     /// a `loadmodule` line) and extra `--option value` server arguments.
     pub fn start_configured(module_args: &[&str], extra: &[&str]) -> Self {
+        Self::start_after(&[], module_args, extra)
+    }
+
+    /// As [`Self::start_configured`], with `before` (say `--loadmodule
+    /// other.so`) ahead of the module on the command line.
+    pub fn start_after(before: &[&str], module_args: &[&str], extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut server = Server {
             child: None,
@@ -63,6 +72,7 @@ impl Server {
             dir,
             module_args: strings(module_args),
             extra: strings(extra),
+            before: strings(before),
         };
         server.launch();
         server
@@ -71,12 +81,19 @@ impl Server {
     /// Tries to start a server that should refuse to load the module; returns
     /// its log (the server exits) or panics if it started after all.
     pub fn refused_load(module_args: &[&str], extra: &[&str]) -> String {
+        Self::refused_load_after(&[], module_args, extra)
+    }
+
+    /// As [`Self::refused_load`], with `before` (say `--loadmodule other.so`)
+    /// ahead of the module on the command line.
+    pub fn refused_load_after(before: &[&str], module_args: &[&str], extra: &[&str]) -> String {
         let mut server = Server {
             child: None,
             port: 0,
             dir: tempfile::tempdir().expect("temp dir"),
             module_args: strings(module_args),
             extra: strings(extra),
+            before: strings(before),
         };
         assert!(
             !server.launch_on(free_port()),
@@ -164,6 +181,7 @@ impl Server {
                 "--enable-module-command",
                 "yes",
             ])
+            .args(&self.before)
             .arg("--loadmodule")
             .arg(&module)
             .args(&self.module_args)
