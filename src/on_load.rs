@@ -42,7 +42,12 @@ pub unsafe fn on_load(
     let context = Context::new(ctx);
     // Logging from other threads (the tracker's worker) goes through it.
     let _ = redis_module::MODULE_CONTEXT.set_context(&context);
-    match load(&context, ctx, argv, argc) {
+    // A panic here would take the server down at start: refuse the load instead.
+    let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load(&context, ctx, argv, argc)
+    }))
+    .unwrap_or_else(|_| Err("internal error while loading (a bug: please report it)".into()));
+    match loaded {
         Ok(()) => Status::Ok,
         Err(why) => {
             context.log_warning(&format!("heavykeeper: refusing to load: {why}"));
