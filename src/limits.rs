@@ -43,8 +43,11 @@ pub fn check_not_in_future(ctx: &Context, what: &str, time_ms: i64) -> Result<()
 }
 
 /// Refuses a new sketch of `bytes` that would take the server past
-/// `maxmemory`: `deny-oom` only stops commands once memory is already over,
-/// and one RESERVE can ask for gigabytes.
+/// `maxmemory`, or past the machine's memory when there is no `maxmemory`
+/// (or it is larger): `deny-oom` only stops commands once memory is already
+/// over, one RESERVE can ask for gigabytes, and under the kernel's
+/// overcommit an allocation larger than the machine can succeed and then
+/// have the server killed while the sketch is filled in.
 pub fn check_fits_in_memory(ctx: &Context, bytes: u64) -> Result<(), RedisError> {
     if !apply_to(ctx) {
         return Ok(());
@@ -55,11 +58,17 @@ pub fn check_fits_in_memory(ctx: &Context, bytes: u64) -> Result<(), RedisError>
             .and_then(|v| v.try_as_str().ok().and_then(|s| s.parse().ok()))
             .unwrap_or(0)
     };
-    let (used, max) = (field("used_memory"), field("maxmemory"));
-    if max > 0 && used.saturating_add(bytes) > max {
-        return Err(refused(RedisError::String(format!(
-            "OOM a sketch of {bytes} bytes does not fit under maxmemory ({used} of {max} bytes in use)"
-        ))));
+    let used = field("used_memory");
+    let limits = [
+        (field("maxmemory"), "maxmemory"),
+        (field("total_system_memory"), "the machine's memory"),
+    ];
+    for (limit, what) in limits {
+        if limit > 0 && used.saturating_add(bytes) > limit {
+            return Err(refused(RedisError::String(format!(
+                "OOM a sketch of {bytes} bytes does not fit under {what} ({used} of {limit} bytes in use)"
+            ))));
+        }
     }
     Ok(())
 }

@@ -177,3 +177,41 @@ fn list_count_returns_the_n_highest_only() {
     let e = error(&mut con, &["HK.LIST", "k", "COUNT", "2", "COUNT", "3"]);
     assert!(e.contains("repeated"), "{e}");
 }
+
+#[test]
+fn a_sketch_larger_than_the_machine_is_refused_before_anything_is_allocated() {
+    let server = Server::start();
+    let mut con = server.client();
+    let total: u64 = info_field(&mut con, "memory", "total_system_memory")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // 2^30 columns x 16 rows of 12 bytes: 192 GiB, the largest shape there is.
+    let shape_bytes = (1u64 << 34) * 12;
+    if total == 0 || total >= shape_bytes {
+        eprintln!("skipped: this machine reports {total} bytes of memory");
+        return;
+    }
+    // An operator lifted the per-sketch cap and set no maxmemory.
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "512gb"],
+    );
+    let e = error(
+        &mut con,
+        &[
+            "HK.RESERVE",
+            "huge",
+            "10",
+            "WIDTH",
+            "1073741824",
+            "DEPTH",
+            "16",
+        ],
+    );
+    assert!(e.starts_with("OOM "), "{e}");
+    assert!(e.contains("the machine's memory"), "{e}");
+    assert_eq!(
+        value(&mut con, &["PING"]),
+        Value::SimpleString("PONG".into())
+    );
+}

@@ -10,7 +10,7 @@
 use crate::args::{err, printable};
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::{keyspace_event, sketch_key};
+use crate::{keyspace_event, limits, sketch_key};
 use heavykeeper_sketch::HeavyKeeper;
 use redis_module::key::RedisKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -59,6 +59,7 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 fold(&mut destination, &others);
             }
             None => {
+                limits::check_fits_in_memory(ctx, first.params().fixed_bytes())?;
                 let mut merged = HeavyKeeper::empty_like(first);
                 fold(&mut merged, &others);
                 sketch_key::store(&key, merged)?;
