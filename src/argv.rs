@@ -2,7 +2,7 @@
 //! retained and no vector built, which matters for a command that carries
 //! a thousand items. Each argument's bytes are read when asked for.
 
-use redis_module::{raw, Context, RedisString};
+use redis_module::{raw, Context, RedisError, RedisString};
 use std::ptr::NonNull;
 
 #[derive(Clone, Copy)]
@@ -57,6 +57,11 @@ impl<'a> ArgV<'a> {
         self.argv
             .get(i)
             .map(|&s| RedisString::new(NonNull::new(self.ctx), s))
+    }
+
+    /// The key name (the first argument), retained.
+    pub fn key(&self) -> Result<RedisString, RedisError> {
+        self.string(1).ok_or(RedisError::WrongArity)
     }
 
     /// Every argument as a retained string, for handlers that want them so.

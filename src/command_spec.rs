@@ -5,7 +5,7 @@
 
 use crate::argv::ArgV;
 use crate::panic_guard::contain;
-use redis_module::{raw, Context, RedisResult, RedisString};
+use redis_module::{raw, Context, RedisResult};
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
 use std::ptr;
@@ -148,17 +148,26 @@ impl Arg {
     }
 }
 
-/// A handler that takes its arguments as retained strings.
-pub type Handler = fn(&Context, Vec<RedisString>) -> RedisResult;
-/// A handler that reads its arguments in place (the per-item commands).
-pub type ArgvHandler = fn(&Context, ArgV) -> RedisResult;
+/// `key item [item ...]`, the arguments of every per-item command.
+pub const KEY_AND_ITEMS: &[Arg] = &[Arg::key("key", 0), Arg::string("item").multiple()];
+
+/// `item increment`, repeated: a weighted arrival.
+pub const WEIGHTED_ARRIVALS: Arg =
+    Arg::block("arrival", &[Arg::string("item"), Arg::integer("increment")]).multiple();
 
 /// Generates the C entry point for a handler: arguments decoded, panics
-/// contained, the result written as the reply. `callback!(argv f)` hands
-/// `f` the arguments in place.
+/// contained, the result written as the reply. `callback!(f)` hands `f` the
+/// arguments as retained strings, `callback!(argv f)` in place (the
+/// per-item commands, where a retained string per item costs).
 #[macro_export]
 macro_rules! callback {
-    (argv $handler:path) => {{
+    (argv $handler:path) => {
+        $crate::callback!(@entry |ctx, args| $handler(ctx, args))
+    };
+    ($handler:path) => {
+        $crate::callback!(@entry |ctx, args: $crate::argv::ArgV| $handler(ctx, args.strings()))
+    };
+    (@entry $run:expr) => {{
         extern "C" fn call(
             ctx: *mut redis_module::raw::RedisModuleCtx,
             argv: *mut *mut redis_module::raw::RedisModuleString,
@@ -166,31 +175,13 @@ macro_rules! callback {
         ) -> std::os::raw::c_int {
             // SAFETY: the server's own arguments, valid for the command.
             let args = unsafe { $crate::argv::ArgV::new(ctx, argv, argc) };
-            $crate::command_spec::dispatch_argv(args, $handler)
-        }
-        call as $crate::command_spec::Callback
-    }};
-    ($handler:path) => {{
-        extern "C" fn call(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
-            argc: std::os::raw::c_int,
-        ) -> std::os::raw::c_int {
-            // SAFETY: the server's own arguments, valid for the command.
-            let args = unsafe { $crate::argv::ArgV::new(ctx, argv, argc) };
-            $crate::command_spec::dispatch(args, $handler)
+            $crate::command_spec::dispatch(args, $run)
         }
         call as $crate::command_spec::Callback
     }};
 }
 
-pub fn dispatch(args: ArgV, handler: Handler) -> c_int {
-    let context = args.context();
-    let reply = contain(&context, || handler(&context, args.strings()));
-    context.reply(reply) as c_int
-}
-
-pub fn dispatch_argv(args: ArgV, handler: ArgvHandler) -> c_int {
+pub fn dispatch(args: ArgV, handler: impl FnOnce(&Context, ArgV) -> RedisResult) -> c_int {
     let context = args.context();
     let reply = contain(&context, || handler(&context, args));
     context.reply(reply) as c_int

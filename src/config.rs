@@ -72,12 +72,14 @@ pub enum Setting {
     },
 }
 
+/// A plain integer config; `on_change` runs after every change.
 const fn integer(
     name: &'static str,
     variable: &'static AtomicI64,
     default: i64,
     min: i64,
     max: i64,
+    on_change: OnChange,
 ) -> Setting {
     Setting::Integer {
         name,
@@ -86,27 +88,12 @@ const fn integer(
         min,
         max,
         memory: false,
-        on_change: None,
+        on_change,
     }
 }
 
-const fn tracking_integer(
-    name: &'static str,
-    variable: &'static AtomicI64,
-    default: i64,
-    min: i64,
-    max: i64,
-) -> Setting {
-    Setting::Integer {
-        name,
-        variable,
-        default,
-        min,
-        max,
-        memory: false,
-        on_change: Some(crate::tracking::apply_configs),
-    }
-}
+/// The tracker re-reads its configs at once.
+const TRACKING: OnChange = Some(crate::tracking::apply_configs);
 
 pub static SETTINGS: [Setting; 11] = [
     Setting::Integer {
@@ -124,6 +111,7 @@ pub static SETTINGS: [Setting; 11] = [
         DEFAULT_MAX_FUTURE_MS,
         0,
         MAX_MAX_FUTURE_MS,
+        None,
     ),
     Setting::Bool {
         name: "topk-compat",
@@ -137,28 +125,31 @@ pub static SETTINGS: [Setting; 11] = [
         variable: &track::TRACK,
         default: false,
         immutable: false,
-        on_change: Some(crate::tracking::apply_configs),
+        on_change: TRACKING,
     },
-    tracking_integer(
+    integer(
         "track-k",
         &track::TRACK_K,
         track::DEFAULT_K,
         1,
         track::MAX_K,
+        TRACKING,
     ),
-    tracking_integer(
+    integer(
         "track-halflife",
         &track::TRACK_HALFLIFE,
         track::DEFAULT_HALFLIFE_S,
         1,
         track::MAX_HALFLIFE_S,
+        TRACKING,
     ),
-    tracking_integer(
+    integer(
         "track-sample",
         &track::TRACK_SAMPLE,
         1,
         1,
         track::MAX_SAMPLE,
+        TRACKING,
     ),
     integer(
         "track-notify-above",
@@ -166,6 +157,7 @@ pub static SETTINGS: [Setting; 11] = [
         0,
         0,
         track::MAX_NOTIFY_ABOVE,
+        None,
     ),
     Setting::Text {
         name: "track-channel",
@@ -178,6 +170,7 @@ pub static SETTINGS: [Setting; 11] = [
         watch::DEFAULT_INTERVAL_MS,
         watch::MIN_INTERVAL_MS,
         watch::MAX_INTERVAL_MS,
+        None,
     ),
     integer(
         "watch-max-events",
@@ -185,6 +178,7 @@ pub static SETTINGS: [Setting; 11] = [
         watch::DEFAULT_MAX_EVENTS,
         1,
         watch::MAX_MAX_EVENTS,
+        None,
     ),
 ];
 

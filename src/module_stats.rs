@@ -41,8 +41,13 @@ pub fn refused_by_limits() {
     REFUSED_BY_LIMITS.fetch_add(1, Ordering::Relaxed);
 }
 
+/// A counter as an INFO field (INFO integers are signed).
+pub fn info_number(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 pub fn add_section(ctx: &InfoContext) {
-    let count = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let count = info_number;
     let _ = ctx
         .builder()
         .add_section("sketches")

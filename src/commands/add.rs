@@ -10,7 +10,7 @@
 use crate::args::{err, integer, timestamp};
 use crate::argv::ArgV;
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS, WEIGHTED_ARRIVALS};
 use crate::{clock, fault, keyspace_event, limits, module_stats, sketch_key, watching};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
 use std::os::raw::{c_char, c_long};
@@ -164,7 +164,7 @@ pub(crate) fn count_arrivals(
     if let Some(t) = time {
         limits::check_not_in_future(ctx, "the timestamp", t)?;
     }
-    let name = args.string(1).ok_or(RedisError::WrongArity)?;
+    let name = args.key()?;
     let name = &name;
     let key = ctx.open_key_writable(name);
     let mut sketch = sketch_key::write(&key)?;
@@ -268,11 +268,7 @@ fn replicate(
     ctx.replicate(command, out.as_slice());
 }
 
-const ITEMS: &[Arg] = &[Arg::key("key", 0), Arg::string("item").multiple()];
-const WEIGHTED: &[Arg] = &[
-    Arg::key("key", 0),
-    Arg::block("arrival", &[Arg::string("item"), Arg::integer("increment")]).multiple(),
-];
+const WEIGHTED: &[Arg] = &[Arg::key("key", 0), WEIGHTED_ARRIVALS];
 const TIMED_ITEMS: &[Arg] = &[
     Arg::key("key", 0),
     Arg::unix_time("timestamp-ms"),
@@ -281,7 +277,7 @@ const TIMED_ITEMS: &[Arg] = &[
 const TIMED_WEIGHTED: &[Arg] = &[
     Arg::key("key", 0),
     Arg::unix_time("timestamp-ms"),
-    Arg::block("arrival", &[Arg::string("item"), Arg::integer("increment")]).multiple(),
+    WEIGHTED_ARRIVALS,
 ];
 
 pub static SPECS: [CommandSpec; 4] = [
@@ -295,7 +291,7 @@ pub static SPECS: [CommandSpec; 4] = [
         summary: "Counts one arrival of each item; returns the items they expelled from the top-k.",
         complexity: "O(depth) per item, O(log k) when an item moves in the top-k",
         since: "1.0.0",
-        args: ITEMS,
+        args: KEY_AND_ITEMS,
     },
     CommandSpec {
         name: "hk.incrby",

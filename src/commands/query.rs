@@ -5,7 +5,7 @@
 
 use crate::argv::ArgV;
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::command_spec::{CommandSpec, KeySpec, KEY_AND_ITEMS};
 use crate::reply;
 use crate::{clock, sketch_key};
 use heavykeeper_sketch::HeavyKeeper;
@@ -39,7 +39,7 @@ fn per_item(
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    let key = ctx.open_key(&args.string(1).ok_or(RedisError::WrongArity)?);
+    let key = ctx.open_key(&args.key()?);
     let sketch = sketch_key::read(&key)?;
     // Only fading counts depend on the time they are read at.
     let now = if needs_clock || sketch.fading().is_some() {
@@ -54,8 +54,6 @@ fn per_item(
     ))
 }
 
-const ITEMS: &[Arg] = &[Arg::key("key", 0), Arg::string("item").multiple()];
-
 pub static SPECS: [CommandSpec; 3] = [
     CommandSpec {
         name: "hk.query",
@@ -67,7 +65,7 @@ pub static SPECS: [CommandSpec; 3] = [
         summary: "Tells for each item whether it is in the top-k now (1 or 0).",
         complexity: "O(1) per item",
         since: "1.0.0",
-        args: ITEMS,
+        args: KEY_AND_ITEMS,
     },
     CommandSpec {
         name: "hk.count",
@@ -79,7 +77,7 @@ pub static SPECS: [CommandSpec; 3] = [
         summary: "Returns each item's estimated count (a lower bound).",
         complexity: "O(depth) per item",
         since: "1.0.0",
-        args: ITEMS,
+        args: KEY_AND_ITEMS,
     },
     CommandSpec {
         name: "hk.rate",
@@ -91,6 +89,6 @@ pub static SPECS: [CommandSpec; 3] = [
         summary: "Returns each item's estimated arrivals per second.",
         complexity: "O(depth) per item",
         since: "1.0.0",
-        args: ITEMS,
+        args: KEY_AND_ITEMS,
     },
 ];

@@ -5,6 +5,7 @@ use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::{clock, keyspace_event, limits, sketch_key};
 use heavykeeper_sketch::{HeavyKeeper, Params};
+use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 /// What the user asked for; `None` means "use the default".
@@ -38,20 +39,31 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         half_life_ms: request.half_life_ms,
         layout: Default::default(),
     };
+    let name = sketch_key::name(&args)?;
+    let key = ctx.open_key_writable(name);
+    create_sketch(ctx, &key, params, created_ms)?;
+    replicate_with_fixed_seed_and_time(ctx, &args, &request, seed, created_ms);
+    keyspace_event::key_changed(ctx, c"hk.reserve", name);
+    Ok(RedisValue::SimpleStringStatic("OK"))
+}
+
+/// Creates an empty sketch of `params` at `key`: the shape is checked, then
+/// the size cap, then that the key is free, then that it fits in memory,
+/// and only then is anything allocated (without aborting if it cannot be).
+pub(crate) fn create_sketch(
+    ctx: &Context,
+    key: &RedisKeyWritable,
+    params: Params,
+    created_ms: i64,
+) -> Result<(), RedisError> {
     params.validate_shape().map_err(|e| err(e.to_string()))?;
     params
         .check_size(limits::max_sketch_bytes(ctx))
         .map_err(|e| limits::refused(err(e.to_string())))?;
-
-    let name = sketch_key::name(&args)?;
-    let key = ctx.open_key_writable(name);
-    sketch_key::create(&key, || {
+    sketch_key::create(key, || {
         limits::check_fits_in_memory(ctx, params.fixed_bytes())?;
         HeavyKeeper::try_new(params, created_ms).map_err(|e| err(e.to_string()))
-    })?;
-    replicate_with_fixed_seed_and_time(ctx, &args, &request, seed, created_ms);
-    keyspace_event::key_changed(ctx, c"hk.reserve", name);
-    Ok(RedisValue::SimpleStringStatic("OK"))
+    })
 }
 
 fn parse_options(options: &[RedisString]) -> Result<Request, RedisError> {

@@ -12,13 +12,13 @@
 //! Writes replicate as the `HK.*` commands they amount to, so a replica or
 //! an AOF without `topk-compat` applies them too.
 
-use super::{add, query};
-use crate::args::{decimal, err, integer, is_keyword};
+use super::{add, query, reserve};
+use crate::args::{decimal, integer, is_keyword};
 use crate::argv::ArgV;
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS, WEIGHTED_ARRIVALS};
 use crate::data_type::HK_TYPE;
-use crate::{clock, keyspace_event, limits, reply, sketch_key};
+use crate::{clock, keyspace_event, reply, sketch_key};
 use heavykeeper_sketch::{HeavyKeeper, Params};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::c_long;
@@ -56,15 +56,8 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(bloom_error("TopK: key already exists"));
     }
     let params = parse_params(&args)?;
-    params.validate_shape().map_err(|e| err(e.to_string()))?;
-    params
-        .check_size(limits::max_sketch_bytes(ctx))
-        .map_err(|e| limits::refused(err(e.to_string())))?;
     let created_ms = clock::now_ms();
-    sketch_key::create(&key, || {
-        limits::check_fits_in_memory(ctx, params.fixed_bytes())?;
-        HeavyKeeper::try_new(params, created_ms).map_err(|e| err(e.to_string()))
-    })?;
+    reserve::create_sketch(ctx, &key, params, created_ms)?;
     replicate_reserve(ctx, name, &params, created_ms);
     keyspace_event::key_changed(ctx, c"hk.reserve", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
@@ -118,7 +111,7 @@ pub fn add(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, &args.string(1).ok_or(RedisError::WrongArity)?)?;
+    check_key(ctx, &args.key()?)?;
     let arrivals = add::unit_arrivals(args, 2, "HK.ADD").replicated_as("HK.ADD");
     add::count_arrivals(ctx, args, None, arrivals)
 }
@@ -127,7 +120,7 @@ pub fn incrby(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 4 || args.len() % 2 != 0 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, &args.string(1).ok_or(RedisError::WrongArity)?)?;
+    check_key(ctx, &args.key()?)?;
     let weights = args
         .each(3, 2)
         .map(|increment| {
@@ -144,7 +137,7 @@ pub fn query(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, &args.string(1).ok_or(RedisError::WrongArity)?)?;
+    check_key(ctx, &args.key()?)?;
     query::query(ctx, args)
 }
 
@@ -152,7 +145,7 @@ pub fn count(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, &args.string(1).ok_or(RedisError::WrongArity)?)?;
+    check_key(ctx, &args.key()?)?;
     query::count(ctx, args)
 }
 
@@ -205,8 +198,6 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::NoReply)
 }
 
-const ITEMS: &[Arg] = &[Arg::key("key", 0), Arg::string("item").multiple()];
-
 pub static SPECS: [CommandSpec; 7] = [
     CommandSpec {
         name: "topk.reserve",
@@ -242,7 +233,7 @@ pub static SPECS: [CommandSpec; 7] = [
         summary: "Counts one arrival of each item (RedisBloom syntax).",
         complexity: "O(depth) per item",
         since: "1.0.0",
-        args: ITEMS,
+        args: KEY_AND_ITEMS,
     },
     CommandSpec {
         name: "topk.incrby",
@@ -254,10 +245,7 @@ pub static SPECS: [CommandSpec; 7] = [
         summary: "Counts weighted arrivals (RedisBloom syntax).",
         complexity: "O(depth) per item",
         since: "1.0.0",
-        args: &[
-            Arg::key("key", 0),
-            Arg::block("arrival", &[Arg::string("item"), Arg::integer("increment")]).multiple(),
-        ],
+        args: &[Arg::key("key", 0), WEIGHTED_ARRIVALS],
     },
     CommandSpec {
         name: "topk.query",
@@ -269,7 +257,7 @@ pub static SPECS: [CommandSpec; 7] = [
         summary: "Tells for each item whether it is in the top-k (RedisBloom syntax).",
         complexity: "O(1) per item",
         since: "1.0.0",
-        args: ITEMS,
+        args: KEY_AND_ITEMS,
     },
     CommandSpec {
         name: "topk.count",
@@ -281,7 +269,7 @@ pub static SPECS: [CommandSpec; 7] = [
         summary: "Returns each item's estimated count (RedisBloom syntax).",
         complexity: "O(depth) per item",
         since: "1.0.0",
-        args: ITEMS,
+        args: KEY_AND_ITEMS,
     },
     CommandSpec {
         name: "topk.list",

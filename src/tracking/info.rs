@@ -6,7 +6,7 @@ use redis_module::InfoContext;
 
 pub fn add_section(ctx: &InfoContext) {
     let shape = config::shape();
-    let number = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let number = crate::module_stats::info_number;
     // (seen, sampled, memory, keys counted), read without waiting: INFO can
     // run from a crash report.
     let figures = super::with_state(|state| {

@@ -163,7 +163,7 @@ fn sweep_due(ctx: &Context, now_ms: i64) {
 /// `INFO heavykeeper` (section `heavykeeper_watch`).
 pub fn add_info_section(ctx: &redis_module::InfoContext) {
     let counters = counters();
-    let number = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    let number = crate::module_stats::info_number;
     let _ = ctx
         .builder()
         .add_section("watch")

@@ -65,17 +65,21 @@ impl Server {
     /// As [`Self::start_configured`], with `before` (say `--loadmodule
     /// other.so`) ahead of the module on the command line.
     pub fn start_after(before: &[&str], module_args: &[&str], extra: &[&str]) -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut server = Server {
+        let mut server = Self::unstarted(before, module_args, extra);
+        server.launch();
+        server
+    }
+
+    /// A server not yet launched, in a fresh temporary directory.
+    fn unstarted(before: &[&str], module_args: &[&str], extra: &[&str]) -> Self {
+        Server {
             child: None,
             port: 0,
-            dir,
+            dir: tempfile::tempdir().expect("temp dir"),
             module_args: strings(module_args),
             extra: strings(extra),
             before: strings(before),
-        };
-        server.launch();
-        server
+        }
     }
 
     /// Tries to start a server that should refuse to load the module; returns
@@ -87,14 +91,7 @@ impl Server {
     /// As [`Self::refused_load`], with `before` (say `--loadmodule other.so`)
     /// ahead of the module on the command line.
     pub fn refused_load_after(before: &[&str], module_args: &[&str], extra: &[&str]) -> String {
-        let mut server = Server {
-            child: None,
-            port: 0,
-            dir: tempfile::tempdir().expect("temp dir"),
-            module_args: strings(module_args),
-            extra: strings(extra),
-            before: strings(before),
-        };
+        let mut server = Self::unstarted(before, module_args, extra);
         assert!(
             !server.launch_on(free_port()),
             "the server started with {module_args:?} {extra:?}"
