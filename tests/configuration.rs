@@ -185,8 +185,8 @@ fn a_sketch_larger_than_the_machine_is_refused_before_anything_is_allocated() {
     let total: u64 = info_field(&mut con, "memory", "total_system_memory")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    // 2^30 columns x 16 rows of 12 bytes: 192 GiB, the largest shape there is.
-    let shape_bytes = (1u64 << 34) * 12;
+    // 2^30 columns x 16 rows of 8 bytes: 128 GiB, the largest counting shape.
+    let shape_bytes = (1u64 << 34) * 8;
     if total == 0 || total >= shape_bytes {
         eprintln!("skipped: this machine reports {total} bytes of memory");
         return;

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{digest, error, info_field, list_with_count, value, wait_until, Server};
+use common::{digest, error, hk_info, info_field, list_with_count, run, value, wait_until, Server};
 use heavykeeper_sketch::ENCODING_VERSION;
 use redis::{Connection, Value};
 use std::time::Duration;
@@ -676,4 +676,80 @@ fn an_aof_restart_with_a_lower_size_cap_keeps_the_sketch() {
 #[test]
 fn a_cap_raised_at_run_time_and_not_rewritten_loses_nothing_at_restart() {
     big_sketch_survives_restart(true);
+}
+
+/// A DBA summing query time in microseconds passes 2^32 within the hour: a
+/// bucket's own 32-bit word cannot hold that, and nothing may be lost.
+#[test]
+fn counts_past_four_billion_stay_exact_through_a_restart() {
+    let mut server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "sql", "10"]);
+    value(&mut con, &["HK.INCRBY", "sql", "SELECT ?", "5000000000"]);
+    value(
+        &mut con,
+        &["HK.INCRBY", "sql", "SELECT ?", "1", "UPDATE ?", "7"],
+    );
+    let expect = vec![
+        (b"SELECT ?".to_vec(), 5_000_000_001i64),
+        (b"UPDATE ?".to_vec(), 7),
+    ];
+    assert_eq!(list_with_count(&mut con, "sql"), expect);
+    let _: String = redis::cmd("SAVE").query(&mut con).unwrap();
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(list_with_count(&mut con, "sql"), expect);
+    value(&mut con, &["HK.INCRBY", "sql", "SELECT ?", "2"]);
+    let count: Vec<i64> = run(&mut con, &[b"HK.COUNT", b"sql", b"SELECT ?"]).unwrap();
+    assert_eq!(count, vec![5_000_000_003]);
+}
+
+/// `HK.RESERVE key k` leaves the shape to the module's defaults; what it
+/// writes to the AOF (and to replicas) spells the shape out, so a later
+/// version with other defaults replays the same sketch.
+#[test]
+fn the_aof_spells_out_the_default_shape() {
+    let mut server = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "hot", "100"]);
+    let info = hk_info(&mut con, "hot");
+    let _: String = redis::cmd("SET")
+        .arg("flush")
+        .arg("1")
+        .query(&mut con)
+        .unwrap();
+    let mut log = Vec::new();
+    for entry in walk(server.dir()) {
+        if entry.extension().is_some_and(|e| e == "aof") {
+            log.extend(std::fs::read(&entry).unwrap());
+        }
+    }
+    let log = String::from_utf8_lossy(&log);
+    for (name, field) in [("WIDTH", "width"), ("DEPTH", "depth"), ("DECAY", "decay")] {
+        let shown = match &info[field] {
+            Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+            Value::Int(n) => n.to_string(),
+            other => panic!("{field}: {other:?}"),
+        };
+        assert!(
+            log.contains(&format!("{name}\r\n${}\r\n{shown}\r\n", shown.len())),
+            "{name} {shown} not in the AOF:\n{log}"
+        );
+    }
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(hk_info(&mut con, "hot"), info);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

@@ -58,9 +58,9 @@ pub fn measure(loads: &[Workload]) -> LayoutFigures {
         let index = w.index();
         // The default width, and a tight one where collisions matter more.
         for (k, width) in [
-            (100usize, Params::default_width(100)),
+            (100usize, Params::default_width(100, false)),
             (100, 128),
-            (1000, Params::default_width(1000)),
+            (1000, Params::default_width(1000, false)),
             (1000, 650),
         ] {
             let run = |layout| {

@@ -178,16 +178,21 @@ pub(crate) fn count_arrivals(
         None => 0,
     };
     let mut events = Vec::new();
-    let items = args.each(arrivals.first, arrivals.stride);
+    let mut items = args
+        .each(arrivals.first, arrivals.stride)
+        .take(arrivals.weights.len());
     let mut expelled = Vec::with_capacity(arrivals.weights.len());
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        for (i, item) in items.take(arrivals.weights.len()).enumerate() {
-            fault::on_add(item);
-            let weight = arrivals.weights.get(i);
+        // One item ahead: its buckets load while this one is counted.
+        let mut next = items.next().map(|item| sketch.upcoming(item));
+        while let Some(item) = next {
+            next = items.next().map(|item| sketch.upcoming(item));
+            fault::on_add(item.item());
+            let weight = arrivals.weights.get(expelled.len());
             expelled.push(if announcing {
-                sketch.add_watched(item, weight, now, &mut events)
+                sketch.add_watched_upcoming(item, weight, now, &mut events)
             } else {
-                sketch.add(item, weight, now)
+                sketch.add_upcoming(item, weight, now)
             });
         }
     }));

@@ -32,7 +32,9 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let created_ms = request.created_ms.unwrap_or_else(clock::now_ms);
     let params = Params {
         k,
-        width: request.width.unwrap_or_else(|| Params::default_width(k)),
+        width: request
+            .width
+            .unwrap_or_else(|| Params::default_width(k, request.half_life_ms.is_some())),
         depth: request.depth.unwrap_or(Params::DEFAULT_DEPTH),
         decay: request.decay.unwrap_or(Params::DEFAULT_DECAY),
         seed,
@@ -42,7 +44,7 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let name = sketch_key::name(&args)?;
     let key = ctx.open_key_writable(name);
     create_sketch(ctx, &key, params, created_ms)?;
-    replicate_with_fixed_seed_and_time(ctx, &args, &request, seed, created_ms);
+    replicate_pinned(ctx, &args, &request, &params, created_ms);
     keyspace_event::key_changed(ctx, c"hk.reserve", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
@@ -132,22 +134,33 @@ fn half_life_ms(name: &RedisString, value: &RedisString) -> Result<f64, RedisErr
 
 /// Replicas and the AOF get the same command with the seed and creation
 /// time the primary chose, so they build the same sketch.
-fn replicate_with_fixed_seed_and_time(
+/// Replicates the command with everything it left to this server spelled
+/// out: the seed and creation time it drew, and the default shape (a replica
+/// or an AOF replayed by a later version with other defaults must build the
+/// same sketch).
+fn replicate_pinned(
     ctx: &Context,
     args: &[RedisString],
     request: &Request,
-    seed: u64,
+    params: &Params,
     created_ms: i64,
 ) {
     let mut out: Vec<Vec<u8>> = args[1..].iter().map(|a| a.as_slice().to_vec()).collect();
-    if request.seed.is_none() {
-        out.push(b"SEED".to_vec());
-        out.push(seed.to_string().into_bytes());
-    }
-    if request.created_ms.is_none() {
-        out.push(b"CREATED".to_vec());
-        out.push(created_ms.to_string().into_bytes());
-    }
+    let mut pin = |given: bool, name: &[u8], value: String| {
+        if !given {
+            out.push(name.to_vec());
+            out.push(value.into_bytes());
+        }
+    };
+    pin(request.seed.is_some(), b"SEED", params.seed.to_string());
+    pin(
+        request.created_ms.is_some(),
+        b"CREATED",
+        created_ms.to_string(),
+    );
+    pin(request.width.is_some(), b"WIDTH", params.width.to_string());
+    pin(request.depth.is_some(), b"DEPTH", params.depth.to_string());
+    pin(request.decay.is_some(), b"DECAY", params.decay.to_string());
     let refs: Vec<&[u8]> = out.iter().map(Vec::as_slice).collect();
     ctx.replicate("HK.RESERVE", refs.as_slice());
 }

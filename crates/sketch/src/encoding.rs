@@ -24,6 +24,7 @@
 //! never ends.
 
 use crate::bucket::Bucket;
+use crate::bucket_array::BucketArray;
 use crate::count_bound::{is_valid_mass, max_mass};
 use crate::decay::DecayCurve;
 use crate::fading::{Fading, MAX_TIMESTAMP_MS};
@@ -94,7 +95,7 @@ pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
     out.extend_from_slice(&sketch.rng.get_seed());
     out.extend_from_slice(&sketch.rng.get_stream().to_le_bytes());
     out.extend_from_slice(&sketch.rng.get_word_pos().to_le_bytes());
-    for bucket in &sketch.buckets {
+    for bucket in sketch.buckets.iter() {
         let (fingerprint, count) = (bucket.fingerprint, bucket.count);
         out.extend_from_slice(&fingerprint.to_le_bytes());
         out.extend_from_slice(&count.to_le_bytes());
@@ -190,7 +191,8 @@ fn decode_body(
 
     // Every stored mass lies under the bound at the sketch's clock.
     let cap = max_mass(clock.fading.map_or(1.0, |f| f.weight(clock.clock_ms)));
-    let buckets = decode_buckets(r, width as usize * depth as usize, cap)?;
+    let cells = width as usize * depth as usize;
+    let buckets = decode_buckets(r, cells, clock.fading.is_some(), cap)?;
     let topk = decode_members(r, k, seed, cap)?;
     let watch = if version >= 3 { decode_watch(r)? } else { None };
     if !r.bytes.is_empty() {
@@ -284,14 +286,20 @@ fn check_clock(
     })
 }
 
-fn decode_buckets(r: &mut Reader<'_>, cells: usize, cap: f64) -> Result<Vec<Bucket>, DecodeError> {
+fn decode_buckets(
+    r: &mut Reader<'_>,
+    cells: usize,
+    fading: bool,
+    cap: f64,
+) -> Result<BucketArray, DecodeError> {
     // The bytes must be there before the buckets are allocated.
     let mut raw = r.take(
         cells
             .checked_mul(Bucket::BYTES)
             .ok_or_else(|| corrupt("too many buckets"))?,
     )?;
-    let mut buckets = Vec::with_capacity(cells);
+    let mut buckets = BucketArray::try_with_capacity(cells, fading)
+        .map_err(|_| DecodeError::TooLarge("not enough memory for the buckets".into()))?;
     for _ in 0..cells {
         let fingerprint = raw.u32()?;
         let count = raw.f64()?;

@@ -3,13 +3,15 @@
 //! geometric skipping, an in-sketch PRNG and optional forward-decay fading.
 
 use crate::bucket::Bucket;
-use crate::count_bound::{max_mass, saturating_sum};
+use crate::bucket_array::BucketArray;
+use crate::bucket_update::{Arrival, BucketUpdate, Counted, Rows};
+use crate::count_bound::max_mass;
 use crate::decay::DecayCurve;
 use crate::fading::{clamp_time, Fading};
 use crate::item_hash::ItemHash;
 use crate::out_of_memory::OutOfMemory;
 use crate::params::Params;
-use crate::topk::{rank_order, MemberId, TopK};
+use crate::topk::{rank_order, TopK};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -26,7 +28,7 @@ pub struct Ranked<'a> {
 pub struct HeavyKeeper {
     pub(crate) params: Params,
     /// `depth` rows of `width` buckets, row after row.
-    pub(crate) buckets: Vec<Bucket>,
+    pub(crate) buckets: BucketArray,
     pub(crate) topk: TopK,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) curve: DecayCurve,
@@ -43,6 +45,22 @@ pub struct HeavyKeeper {
     pub(crate) clock_unit: ClockUnit,
     /// Who is told when items enter, leave, turn hot or cool (`HK.WATCH`).
     pub(crate) watch: Option<crate::watch::Watch>,
+}
+
+/// An item hashed ahead of its arrival, its buckets on their way into the
+/// cache ([`HeavyKeeper::upcoming`]). Only the sketch that made it may count it.
+#[derive(Clone, Copy, Debug)]
+pub struct Upcoming<'a> {
+    item: &'a [u8],
+    hash: ItemHash,
+    /// Whose hash it is: another sketch hashes the item again.
+    seed: u64,
+}
+
+impl<'a> Upcoming<'a> {
+    pub fn item(&self) -> &'a [u8] {
+        self.item
+    }
 }
 
 /// `g(clock)` for one `(clock, epoch)`.
@@ -85,71 +103,25 @@ pub struct Arrived {
     pub member: Option<(f64, f64)>,
 }
 
-/// One arrival as the buckets see it.
-#[derive(Clone, Copy)]
-struct Arrival {
-    hash: ItemHash,
-    weight: u64,
-    /// Stored weight of one arrival at its own time.
-    unit: f64,
-    /// Stored weight of one arrival at the clock: turns a mass into a count.
-    now_unit: f64,
-}
-
-impl Arrival {
-    fn mass(&self) -> f64 {
-        (self.weight as f64 * self.unit).min(self.cap())
-    }
-
-    /// The largest stored mass at this arrival's clock.
-    fn cap(&self) -> f64 {
-        max_mass(self.now_unit)
-    }
-}
-
-/// What one arrival found in its `depth` buckets.
-enum Lookup {
-    /// The first mapped bucket holding the fingerprint: an item claims a
-    /// bucket only when none holds its fingerprint, so it holds at most one
-    /// (barring a 32-bit fingerprint shared in the same column).
-    Matching(usize),
-    Empty(usize),
-    /// Every mapped bucket is held by others: the one with the smallest count.
-    Smallest(usize),
-}
-
-/// The item's bucket after an arrival changed it.
-struct Counted {
-    /// The item's new estimate (stored units).
-    estimate: f64,
-    /// Its top-k slot, if selective increment already had to look it up.
-    member: Option<MemberId>,
-}
-
 impl HeavyKeeper {
     /// An empty sketch. `params` must have passed [`Params::validate`].
     pub fn new(params: Params, created_ms: i64) -> Self {
-        let cells = params.width as usize * params.depth as usize;
-        Self::with_parts(
-            params,
-            created_ms,
-            vec![Bucket::default(); cells],
-            TopK::with_capacity(params.k as usize),
-        )
+        match Self::try_new(params, created_ms) {
+            Ok(sketch) => sketch,
+            Err(_) => std::alloc::handle_alloc_error(std::alloc::Layout::new::<Bucket>()),
+        }
     }
 
     /// As [`Self::new`], but an allocation the allocator refuses is an
     /// error, not an abort: the sizes come from a client.
     pub fn try_new(params: Params, created_ms: i64) -> Result<Self, OutOfMemory> {
         let cells = params.width as usize * params.depth as usize;
-        let mut buckets = Vec::new();
-        buckets.try_reserve_exact(cells)?;
-        buckets.resize(cells, Bucket::default());
+        let buckets = BucketArray::try_new(cells, params.half_life_ms.is_some())?;
         let topk = TopK::try_with_capacity(params.k as usize)?;
         Ok(Self::with_parts(params, created_ms, buckets, topk))
     }
 
-    fn with_parts(params: Params, created_ms: i64, buckets: Vec<Bucket>, topk: TopK) -> Self {
+    fn with_parts(params: Params, created_ms: i64, buckets: BucketArray, topk: TopK) -> Self {
         let created_ms = clamp_time(created_ms);
         Self {
             buckets,
@@ -201,8 +173,55 @@ impl HeavyKeeper {
             .map(|(item, _, _)| item)
     }
 
+    /// Hashes `item` and starts loading its buckets into the cache, for
+    /// [`Self::add_upcoming`]: a batch that looks one item ahead overlaps
+    /// that item's cache misses with the work on the one before (what makes a
+    /// large sketch cost more per arrival than a small one).
+    pub fn upcoming<'a>(&self, item: &'a [u8]) -> Upcoming<'a> {
+        let hash = ItemHash::of(item, self.params.seed);
+        for i in self.columns(hash) {
+            self.buckets.prefetch(i);
+        }
+        Upcoming {
+            item,
+            hash,
+            seed: self.params.seed,
+        }
+    }
+
+    /// [`Self::add`] of an item hashed ahead by [`Self::upcoming`].
+    pub fn add_upcoming(
+        &mut self,
+        item: Upcoming<'_>,
+        weight: u64,
+        time_ms: i64,
+    ) -> Option<Box<[u8]>> {
+        self.arrive(item, weight, time_ms)
+            .expelled
+            .map(|(item, _, _)| item)
+    }
+
     /// [`Self::add`], telling what changed in the top-k.
     pub fn add_observed(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Arrived {
+        let hash = ItemHash::of(item, self.params.seed);
+        self.arrive(
+            Upcoming {
+                item,
+                hash,
+                seed: self.params.seed,
+            },
+            weight,
+            time_ms,
+        )
+    }
+
+    pub(crate) fn arrive(&mut self, upcoming: Upcoming<'_>, weight: u64, time_ms: i64) -> Arrived {
+        let item = upcoming.item;
+        let hash = if upcoming.seed == self.params.seed {
+            upcoming.hash
+        } else {
+            ItemHash::of(item, self.params.seed)
+        };
         if weight == 0 {
             return Arrived::default();
         }
@@ -212,7 +231,6 @@ impl HeavyKeeper {
             // So old that its weight underflowed: it no longer counts.
             return Arrived::default();
         }
-        let hash = ItemHash::of(item, self.params.seed);
         let arrival = Arrival {
             hash,
             weight,
@@ -377,7 +395,7 @@ impl HeavyKeeper {
     /// Bytes held by the sketch, items included.
     pub fn memory_bytes(&self) -> usize {
         std::mem::size_of::<Self>()
-            + self.buckets.capacity() * Bucket::BYTES
+            + self.buckets.heap_bytes()
             + self.topk.heap_bytes()
             + self.curve.table_bytes()
     }
@@ -412,9 +430,7 @@ impl HeavyKeeper {
 
     /// Multiplies every stored mass by `factor` (a landmark move).
     pub(crate) fn rescale(&mut self, factor: f64) {
-        for bucket in &mut self.buckets {
-            bucket.count *= factor;
-        }
+        self.buckets.map_counts(|_, count| count * factor);
         self.topk.scale(factor);
     }
 
@@ -428,143 +444,22 @@ impl HeavyKeeper {
         }
     }
 
-    pub(crate) fn columns(&self, hash: ItemHash) -> impl Iterator<Item = usize> + '_ {
-        let width = self.params.width as usize;
-        let layout = self.params.layout;
-        (0..self.params.depth as usize)
-            .map(move |row| row * width + hash.column(layout, row, width))
+    pub(crate) fn columns(&self, hash: ItemHash) -> impl Iterator<Item = usize> {
+        Rows::of(&self.params).columns(hash)
     }
 
-    /// One pass over the item's `depth` buckets, one per row. A match ends
-    /// the scan: an item holds at most one bucket.
-    #[inline]
-    fn lookup(&self, hash: ItemHash) -> Option<Lookup> {
-        let fingerprint = hash.fingerprint();
-        let mut first_empty = None;
-        let mut columns = self.columns(hash);
-        // The search for the smallest starts inside the item's own buckets,
-        // so even counts that compare with nothing cannot send it elsewhere.
-        let mut smallest = columns.next()?;
-        let mut smallest_count = f64::INFINITY;
-        for i in std::iter::once(smallest).chain(columns) {
-            let Some(bucket) = self.buckets.get(i) else {
-                continue;
-            };
-            let count = bucket.count;
-            if count <= 0.0 {
-                first_empty = first_empty.or(Some(i));
-            } else if bucket.fingerprint == fingerprint {
-                return Some(Lookup::Matching(i));
-            } else {
-                // A select, not a branch: which row is smallest is a coin
-                // toss the branch predictor cannot learn (measured: -10%).
-                let smaller = count < smallest_count;
-                smallest = if smaller { i } else { smallest };
-                smallest_count = smallest_count.min(count);
-            }
-        }
-        Some(first_empty.map_or(Lookup::Smallest(smallest), Lookup::Empty))
-    }
-
-    /// Steps 2-4 of the insert: changes at most one bucket. Returns the
-    /// item's new estimate if a bucket of its own changed.
+    /// Steps 2-4 of the insert, on whichever layout the buckets have.
     fn update_buckets(&mut self, arrival: Arrival, item: &[u8], nmin: f64) -> Option<Counted> {
-        let hash = arrival.hash;
-        let mass = arrival.mass();
-        let (index, estimate, member) = match self.lookup(hash)? {
-            Lookup::Matching(i) => {
-                let count = self.buckets.get(i)?.count;
-                let mut member = None;
-                if count > nmin {
-                    // Selective increment: a non-member above nmin shares its
-                    // fingerprint with a member; growing the bucket only adds error.
-                    member = Some(self.topk.find(hash.value(), item)?);
-                }
-                (i, saturating_sum(count, mass, arrival.cap()), member)
-            }
-            Lookup::Empty(i) => (i, mass, None),
-            Lookup::Smallest(i) => (i, self.decay_bucket(i, arrival)?, None),
+        let mut update = BucketUpdate {
+            rows: Rows::of(&self.params),
+            curve: &self.curve,
+            rng: &mut self.rng,
+            topk: &self.topk,
         };
-        *self.buckets.get_mut(index)? = Bucket {
-            fingerprint: hash.fingerprint(),
-            count: estimate,
-        };
-        Some(Counted { estimate, member })
-    }
-
-    /// Plays `weight` arrivals against the bucket at `index`, each decaying it
-    /// by one current unit with probability `b^-C` (C its current count).
-    /// Returns the mass the item takes the bucket with, if it was emptied.
-    ///
-    /// Every success lowers C by one, so the loop runs at most once per level
-    /// whose probability is not negligible, whatever the weight and however
-    /// old the arrival (an old arrival decays by a current unit too, as the
-    /// reference prescribes, but only adds its own faded weight). The bound
-    /// is also explicit, for a value that should never exist.
-    fn decay_bucket(&mut self, index: usize, arrival: Arrival) -> Option<f64> {
-        let Arrival {
-            weight,
-            unit,
-            now_unit,
-            ..
-        } = arrival;
-        let max_decays = self.curve.max_decays();
-        let bucket = self.buckets.get_mut(index)?;
-        // Without fading the unit is 1: skip the division on the hot path.
-        let mut level = if now_unit == 1.0 {
-            bucket.count
-        } else {
-            bucket.count / now_unit
-        };
-        if !level.is_finite() {
-            return None;
+        match &mut self.buckets {
+            BucketArray::Counting(cells) => update.apply(cells, arrival, item, nmin),
+            BucketArray::Fading(cells) => update.apply(cells, arrival, item, nmin),
         }
-        let mut remaining = weight as f64;
-        let mut emptied = false;
-        for _ in 0..max_decays {
-            let p = self.curve.decay_probability(level);
-            if p >= 1.0 {
-                // Every arrival decays (DECAY 1, or an all but empty bucket),
-                // and p only grows as the count falls: no coins needed.
-                let levels = level.ceil();
-                if remaining >= levels {
-                    remaining -= levels;
-                    emptied = true;
-                } else {
-                    level -= remaining;
-                }
-                break;
-            }
-            // One arrival spends one coin (the hot path); more skip ahead
-            // to the next successful decay (reference section 4).
-            let trials = if remaining == 1.0 {
-                if DecayCurve::coin(p, &mut self.rng) {
-                    1.0
-                } else {
-                    f64::INFINITY
-                }
-            } else {
-                DecayCurve::trials_until_decay(p, &mut self.rng)
-            };
-            if trials > remaining {
-                break;
-            }
-            remaining -= trials;
-            level -= 1.0;
-            if level <= 0.0 {
-                emptied = true;
-                break;
-            }
-            if remaining <= 0.0 {
-                break;
-            }
-        }
-        if emptied {
-            // The arrival that emptied it is the item's first.
-            return Some(((remaining + 1.0) * unit).min(arrival.cap()));
-        }
-        bucket.count = level * now_unit;
-        None
     }
 
     /// How far the sketch's random stream has advanced, in 32-bit words: a
@@ -597,11 +492,14 @@ mod tests {
     /// by a stranger with a count that compares with nothing.
     fn poisoned(count: f64) -> HeavyKeeper {
         let mut hk = small(0.9);
-        for bucket in &mut hk.buckets {
-            *bucket = Bucket {
-                fingerprint: 7,
-                count,
-            };
+        for i in 0..hk.buckets.len() {
+            hk.buckets.set(
+                i,
+                Bucket {
+                    fingerprint: 7,
+                    count,
+                },
+            );
         }
         hk
     }

@@ -5,6 +5,8 @@
 //! Plain Rust: nothing here knows about Redis.
 
 pub mod bucket;
+pub(crate) mod bucket_array;
+pub(crate) mod bucket_update;
 pub mod count_bound;
 pub mod decay;
 pub mod encoding;
@@ -23,7 +25,7 @@ pub mod watch;
 pub use count_bound::MAX_COUNT;
 pub use encoding::{decode, encode, DecodeError, ENCODING_VERSION};
 pub use fading::MAX_TIMESTAMP_MS;
-pub use heavykeeper::{Arrived, HeavyKeeper, Ranked};
+pub use heavykeeper::{Arrived, HeavyKeeper, Ranked, Upcoming};
 pub use hot_keys::{Access, HotKey, KeyBatch, KeyTracker, TrackerShape};
 pub use item_hash::{ItemHash, RowLayout};
 pub use merge::MergeError;

@@ -85,7 +85,7 @@ impl HeavyKeeper {
     /// destination becomes the merge of its sources, nothing of its own).
     /// `template` must be mergeable with `self`.
     pub fn clear_like(&mut self, template: &HeavyKeeper) {
-        self.buckets.fill(Bucket::default());
+        self.buckets.clear();
         self.topk.clear();
         self.fading = template.fading;
         self.clock_ms = template.clock_ms;
@@ -111,26 +111,16 @@ impl HeavyKeeper {
 
     fn merge_buckets(&mut self, other: &HeavyKeeper, other_factor: f64) {
         let cap = self.mass_cap();
-        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+        for (i, theirs) in other.buckets.iter().enumerate() {
             let theirs = Bucket {
                 fingerprint: theirs.fingerprint,
                 count: (theirs.count * other_factor).min(cap),
             };
-            if theirs.is_empty() {
+            let Some(mine) = self.buckets.get(i) else {
                 continue;
-            }
-            if mine.is_empty() {
-                *mine = theirs;
-            } else if mine.fingerprint == theirs.fingerprint {
-                mine.count = saturating_sum(mine.count, theirs.count, cap);
-            } else {
-                let (a, b) = (
-                    (mine.count, mine.fingerprint),
-                    (theirs.count, theirs.fingerprint),
-                );
-                if b.0 > a.0 || (b.0 == a.0 && b.1 > a.1) {
-                    *mine = theirs;
-                }
+            };
+            if let Some(merged) = merged_bucket(mine, theirs, cap) {
+                self.buckets.set(i, merged);
             }
         }
     }
@@ -195,10 +185,32 @@ impl HeavyKeeper {
             );
         }
         held.sort_unstable();
-        for (i, bucket) in self.buckets.iter_mut().enumerate() {
-            if bucket.count > nmin && held.binary_search(&i).is_err() {
-                bucket.count = nmin;
+        self.buckets.map_counts(|i, count| {
+            if count > nmin && held.binary_search(&i).is_err() {
+                nmin
+            } else {
+                count
             }
-        }
+        });
     }
+}
+
+/// One bucket of a merge, if it changes: same fingerprint or one side empty,
+/// the counts add; otherwise the larger count wins (ties by fingerprint, so
+/// the merge is commutative).
+fn merged_bucket(mine: Bucket, theirs: Bucket, cap: f64) -> Option<Bucket> {
+    if theirs.is_empty() {
+        return None;
+    }
+    if mine.is_empty() {
+        return Some(theirs);
+    }
+    if mine.fingerprint == theirs.fingerprint {
+        return Some(Bucket {
+            count: saturating_sum(mine.count, theirs.count, cap),
+            ..mine
+        });
+    }
+    let theirs_larger = (theirs.count, theirs.fingerprint) > (mine.count, mine.fingerprint);
+    theirs_larger.then_some(theirs)
 }

@@ -11,7 +11,7 @@
 //! item to cool or fade out is known in advance: [`HeavyKeeper::watch_due`]
 //! says when a sweep is worth doing, and no periodic scan is needed.
 
-use crate::heavykeeper::HeavyKeeper;
+use crate::heavykeeper::{HeavyKeeper, Upcoming};
 use hashbrown::HashSet;
 use std::fmt;
 
@@ -311,11 +311,24 @@ impl HeavyKeeper {
         time_ms: i64,
         events: &mut Vec<WatchEvent>,
     ) -> Option<Box<[u8]>> {
+        let upcoming = self.upcoming(item);
+        self.add_watched_upcoming(upcoming, weight, time_ms, events)
+    }
+
+    /// [`Self::add_watched`] of an item hashed ahead by [`Self::upcoming`].
+    pub fn add_watched_upcoming(
+        &mut self,
+        upcoming: Upcoming<'_>,
+        weight: u64,
+        time_ms: i64,
+        events: &mut Vec<WatchEvent>,
+    ) -> Option<Box<[u8]>> {
         if self.watch.is_none() {
-            return self.add(item, weight, time_ms);
+            return self.add_upcoming(upcoming, weight, time_ms);
         }
         self.ensure_watch_state(time_ms);
-        let arrived = self.add_observed(item, weight, time_ms);
+        let item = upcoming.item();
+        let arrived = self.arrive(upcoming, weight, time_ms);
         let now_ms = time_ms.max(self.clock_ms);
         if self.watch_due(now_ms) {
             self.sweep_watch(now_ms, events);

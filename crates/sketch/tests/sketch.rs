@@ -449,3 +449,81 @@ fn the_defaults_fit_their_memory_budgets_before_any_item() {
         );
     }
 }
+
+#[test]
+fn a_counting_bucket_takes_eight_bytes_and_a_fading_one_twelve() {
+    let bytes = |width: u32, half_life_ms: Option<f64>| {
+        let params = Params {
+            width,
+            depth: 4,
+            half_life_ms,
+            ..Params::for_k(10, 1)
+        };
+        HeavyKeeper::new(params, 0).memory_bytes()
+    };
+    assert_eq!(bytes(1100, None) - bytes(100, None), 1000 * 4 * 8);
+    assert_eq!(
+        bytes(1100, Some(60_000.0)) - bytes(100, Some(60_000.0)),
+        1000 * 4 * 12
+    );
+    // The defaults spend the same bytes on buckets either way.
+    for k in [10, 100, 1000, 10_000] {
+        let counting = Params::default_width(k, false) * 8;
+        let fading = Params::default_width(k, true) * 12;
+        assert!(fading <= counting && fading + 24 >= counting, "k={k}");
+    }
+}
+
+#[test]
+fn counts_past_32_bits_stay_exact_through_merge_and_encoding() {
+    // A bucket word holds counts below 2^31; larger ones live beside it.
+    let big = 3_000_000_000u64;
+    let mut a = sketch(3);
+    let mut b = sketch(3);
+    a.add(b"elephant", big, 0);
+    a.add(b"elephant", 1, 0);
+    b.add(b"elephant", big * 1000, 0);
+    b.add(b"mouse", 7, 0);
+    assert_eq!(a.count(b"elephant", 0), (big + 1) as f64);
+    let mut merged = a.clone();
+    merged.merge(&b).unwrap();
+    assert_eq!(merged.count(b"elephant", 0), (big * 1001 + 1) as f64);
+    assert_eq!(merged.count(b"mouse", 0), 7.0);
+    let back = decode(&encode(&merged), u64::MAX).unwrap();
+    assert_eq!(encode(&back), encode(&merged));
+    assert_eq!(back.count(b"elephant", 0), (big * 1001 + 1) as f64);
+    // Every weight, small or wide, reads back exactly after a round trip.
+    let mut c = sketch(50);
+    for (i, w) in [1u64, (1 << 31) - 1, 1 << 31, 1 << 32, (1 << 53) - 5]
+        .iter()
+        .enumerate()
+    {
+        c.add(format!("w{i}").as_bytes(), *w, 0);
+        assert_eq!(c.count(format!("w{i}").as_bytes(), 0), *w as f64);
+    }
+    let back = decode(&encode(&c), u64::MAX).unwrap();
+    assert_eq!(encode(&back), encode(&c));
+}
+
+#[test]
+fn hashing_ahead_counts_exactly_what_adding_counts() {
+    let stream = zipf_stream(1.0, 5_000, 40_000, 8);
+    let mut plain = sketch(100);
+    let mut ahead = sketch(100);
+    for item in &stream {
+        plain.add(item, 1, 0);
+    }
+    let mut items = stream.iter();
+    let mut next = items.next().map(|i| ahead.upcoming(i));
+    while let Some(item) = next {
+        next = items.next().map(|i| ahead.upcoming(i));
+        ahead.add_upcoming(item, 1, 0);
+    }
+    assert_eq!(encode(&ahead), encode(&plain));
+
+    // Hashed by a sketch with another seed: counted under this one's hash.
+    let other = HeavyKeeper::new(Params::for_k(100, 999), 0);
+    let mut mine = sketch(100);
+    mine.add_upcoming(other.upcoming(b"x"), 3, 0);
+    assert_eq!(mine.count(b"x", 0), 3.0);
+}

@@ -1,0 +1,230 @@
+//! Steps 2-4 of a HeavyKeeper insert: what one arrival does to its `depth`
+//! buckets. At most one bucket changes.
+//!
+//! Generic over the bucket layout ([`Cells`]): the sketch picks the layout
+//! once per arrival, so the row loop itself never asks which it is.
+
+use crate::bucket::Bucket;
+use crate::bucket_array::Cells;
+use crate::count_bound::{max_mass, saturating_sum};
+use crate::decay::DecayCurve;
+use crate::item_hash::{ItemHash, RowLayout};
+use crate::params::Params;
+use crate::topk::{MemberId, TopK};
+use rand_chacha::ChaCha8Rng;
+
+/// One arrival as the buckets see it.
+#[derive(Clone, Copy)]
+pub(crate) struct Arrival {
+    pub(crate) hash: ItemHash,
+    pub(crate) weight: u64,
+    /// Stored weight of one arrival at its own time.
+    pub(crate) unit: f64,
+    /// Stored weight of one arrival at the clock: turns a mass into a count.
+    pub(crate) now_unit: f64,
+}
+
+impl Arrival {
+    pub(crate) fn mass(&self) -> f64 {
+        (self.weight as f64 * self.unit).min(self.cap())
+    }
+
+    /// The largest stored mass at this arrival's clock.
+    pub(crate) fn cap(&self) -> f64 {
+        max_mass(self.now_unit)
+    }
+}
+
+/// The item's bucket after an arrival changed it.
+pub(crate) struct Counted {
+    /// The item's new estimate (stored units).
+    pub(crate) estimate: f64,
+    /// Its top-k slot, if selective increment already had to look it up.
+    pub(crate) member: Option<MemberId>,
+}
+
+/// Where an item's buckets are: one column per row.
+#[derive(Clone, Copy)]
+pub(crate) struct Rows {
+    width: usize,
+    depth: usize,
+    layout: RowLayout,
+}
+
+impl Rows {
+    pub(crate) fn of(params: &Params) -> Self {
+        Self {
+            width: params.width as usize,
+            depth: params.depth as usize,
+            layout: params.layout,
+        }
+    }
+
+    /// The item's bucket index in every row, row after row.
+    pub(crate) fn columns(self, hash: ItemHash) -> impl Iterator<Item = usize> {
+        (0..self.depth).map(move |row| row * self.width + hash.column(self.layout, row, self.width))
+    }
+}
+
+/// What one arrival found in its `depth` buckets.
+enum Lookup {
+    /// The first mapped bucket holding the fingerprint: an item claims a
+    /// bucket only when none holds its fingerprint, so it holds at most one
+    /// (barring a 32-bit fingerprint shared in the same column).
+    Matching(usize),
+    Empty(usize),
+    /// Every mapped bucket is held by others: the one with the smallest count.
+    Smallest(usize),
+}
+
+/// The parts of the sketch an arrival reads or draws from besides its buckets.
+pub(crate) struct BucketUpdate<'a> {
+    pub(crate) rows: Rows,
+    pub(crate) curve: &'a DecayCurve,
+    pub(crate) rng: &'a mut ChaCha8Rng,
+    pub(crate) topk: &'a TopK,
+}
+
+impl BucketUpdate<'_> {
+    /// Changes at most one bucket. Returns the item's new estimate if a
+    /// bucket of its own changed.
+    #[inline]
+    pub(crate) fn apply<C: Cells>(
+        &mut self,
+        cells: &mut C,
+        arrival: Arrival,
+        item: &[u8],
+        nmin: f64,
+    ) -> Option<Counted> {
+        let hash = arrival.hash;
+        let mass = arrival.mass();
+        let (index, estimate, member) = match self.lookup(cells, hash)? {
+            Lookup::Matching(i) => {
+                let count = cells.cell(i)?.count;
+                let mut member = None;
+                if count > nmin {
+                    // Selective increment: a non-member above nmin shares its
+                    // fingerprint with a member; growing the bucket only adds error.
+                    member = Some(self.topk.find(hash.value(), item)?);
+                }
+                (i, saturating_sum(count, mass, arrival.cap()), member)
+            }
+            Lookup::Empty(i) => (i, mass, None),
+            Lookup::Smallest(i) => (i, self.decay(cells, i, arrival)?, None),
+        };
+        cells.put(
+            index,
+            Bucket {
+                fingerprint: hash.fingerprint(),
+                count: estimate,
+            },
+        );
+        Some(Counted { estimate, member })
+    }
+
+    /// One pass over the item's `depth` buckets, one per row. A match ends
+    /// the scan: an item holds at most one bucket.
+    #[inline]
+    fn lookup<C: Cells>(&self, cells: &C, hash: ItemHash) -> Option<Lookup> {
+        let fingerprint = hash.fingerprint();
+        let mut first_empty = None;
+        let mut columns = self.rows.columns(hash);
+        // The search for the smallest starts inside the item's own buckets,
+        // so even counts that compare with nothing cannot send it elsewhere.
+        let mut smallest = columns.next()?;
+        let mut smallest_count = f64::INFINITY;
+        for i in std::iter::once(smallest).chain(columns) {
+            let Some(bucket) = cells.cell(i) else {
+                continue;
+            };
+            let count = bucket.count;
+            if count <= 0.0 {
+                first_empty = first_empty.or(Some(i));
+            } else if bucket.fingerprint == fingerprint {
+                return Some(Lookup::Matching(i));
+            } else {
+                // A select, not a branch: which row is smallest is a coin
+                // toss the branch predictor cannot learn (measured: -10%).
+                let smaller = count < smallest_count;
+                smallest = if smaller { i } else { smallest };
+                smallest_count = smallest_count.min(count);
+            }
+        }
+        Some(first_empty.map_or(Lookup::Smallest(smallest), Lookup::Empty))
+    }
+
+    /// Plays `weight` arrivals against the bucket at `index`, each decaying it
+    /// by one current unit with probability `b^-C` (C its current count).
+    /// Returns the mass the item takes the bucket with, if it was emptied.
+    ///
+    /// Every success lowers C by one, so the loop runs at most once per level
+    /// whose probability is not negligible, whatever the weight and however
+    /// old the arrival (an old arrival decays by a current unit too, as the
+    /// reference prescribes, but only adds its own faded weight). The bound
+    /// is also explicit, for a value that should never exist.
+    fn decay<C: Cells>(&mut self, cells: &mut C, index: usize, arrival: Arrival) -> Option<f64> {
+        let Arrival {
+            weight,
+            unit,
+            now_unit,
+            ..
+        } = arrival;
+        let mut bucket = cells.cell(index)?;
+        // Without fading the unit is 1: skip the division on the hot path.
+        let mut level = if now_unit == 1.0 {
+            bucket.count
+        } else {
+            bucket.count / now_unit
+        };
+        if !level.is_finite() {
+            return None;
+        }
+        let mut remaining = weight as f64;
+        let mut emptied = false;
+        for _ in 0..self.curve.max_decays() {
+            let p = self.curve.decay_probability(level);
+            if p >= 1.0 {
+                // Every arrival decays (DECAY 1, or an all but empty bucket),
+                // and p only grows as the count falls: no coins needed.
+                let levels = level.ceil();
+                if remaining >= levels {
+                    remaining -= levels;
+                    emptied = true;
+                } else {
+                    level -= remaining;
+                }
+                break;
+            }
+            // One arrival spends one coin (the hot path); more skip ahead
+            // to the next successful decay (reference section 4).
+            let trials = if remaining == 1.0 {
+                if DecayCurve::coin(p, self.rng) {
+                    1.0
+                } else {
+                    f64::INFINITY
+                }
+            } else {
+                DecayCurve::trials_until_decay(p, self.rng)
+            };
+            if trials > remaining {
+                break;
+            }
+            remaining -= trials;
+            level -= 1.0;
+            if level <= 0.0 {
+                emptied = true;
+                break;
+            }
+            if remaining <= 0.0 {
+                break;
+            }
+        }
+        if emptied {
+            // The arrival that emptied it is the item's first.
+            return Some(((remaining + 1.0) * unit).min(arrival.cap()));
+        }
+        bucket.count = level * now_unit;
+        cells.put(index, bucket);
+        None
+    }
+}
