@@ -79,6 +79,7 @@ impl BucketArray {
         })
     }
 
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
             Self::Counting(c) => c.cells.len(),
@@ -164,6 +165,15 @@ impl BucketArray {
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = address;
+    }
+
+    /// Bytes of the buckets themselves (without wide counts).
+    #[inline]
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            Self::Counting(c) => c.cells.len() * std::mem::size_of::<CountingCell>(),
+            Self::Fading(b) => b.len() * Bucket::BYTES,
+        }
     }
 
     /// Bytes held on the heap.
