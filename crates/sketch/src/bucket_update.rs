@@ -223,8 +223,14 @@ impl BucketUpdate<'_> {
             // The arrival that emptied it is the item's first.
             return Some(((remaining + 1.0) * unit).min(arrival.cap()));
         }
-        bucket.count = level * now_unit;
-        cells.put(index, bucket);
+        let count = level * now_unit;
+        // Most coins fail: a bucket left as it was needs no write. (With
+        // fading, `level * now_unit` may differ from the stored mass in the
+        // last bit, and that rounding is part of the recorded state.)
+        if count.to_bits() != bucket.count.to_bits() || now_unit != 1.0 {
+            bucket.count = count;
+            cells.put(index, bucket);
+        }
         None
     }
 }
