@@ -244,9 +244,10 @@ impl CountingCells {
         };
         let old = cell.word;
         let count = bucket.count;
-        // Saturating cast: only a whole count below WIDE reads back equal.
+        // Saturating cast: only a whole count below WIDE reads back the same
+        // bits (-0.0 does not: it goes to the side table like any other).
         let word = count as u32;
-        if word < WIDE && f64::from(word) == count {
+        if word < WIDE && f64::from(word).to_bits() == count.to_bits() {
             *cell = CountingCell {
                 fingerprint: bucket.fingerprint,
                 word,
@@ -285,11 +286,12 @@ impl CountingCells {
                     word: WIDE + entry,
                 };
             }
-            // No memory for the entry: the largest word is still a lower bound.
+            // No memory for the entry: the count rounded down to what a
+            // word holds is still a lower bound.
             None => {
                 *cell = CountingCell {
                     fingerprint: bucket.fingerprint,
-                    word: WIDE - 1,
+                    word: (bucket.count as u32).min(WIDE - 1),
                 }
             }
         }
@@ -325,12 +327,15 @@ mod tests {
             crate::MAX_COUNT - 1.0,
             0.5,
             -1.0,
+            -0.0,
             1e300,
         ];
         for (n, &count) in counts.iter().enumerate() {
             let i = n % 4;
             array.set(i, bucket(n as u32, count));
-            assert_eq!(array.get(i), Some(bucket(n as u32, count)), "{count}");
+            let got = array.get(i).unwrap(); // panic-ok: test
+            let (fingerprint, bits) = (got.fingerprint, got.count.to_bits());
+            assert_eq!((fingerprint, bits), (n as u32, count.to_bits()), "{count}");
         }
     }
 
