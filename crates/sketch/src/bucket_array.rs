@@ -379,4 +379,41 @@ mod tests {
         assert_eq!(array.get(7), None);
         assert_eq!(array.iter().count(), 2);
     }
+
+    fn any_count() -> impl proptest::strategy::Strategy<Value = f64> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u32..1000).prop_map(f64::from),
+            ((WIDE - 3)..=(WIDE + 3)).prop_map(f64::from),
+            (0u64..(1 << 53)).prop_map(|c| c as f64),
+            (0.0f64..1e6),
+            Just(-0.0),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever is written, in whatever order, reads back bit for bit as
+        /// a plain array of buckets would, and the side table never holds
+        /// more entries than there are buckets.
+        #[test]
+        fn a_counting_array_behaves_as_a_plain_one(
+            writes in proptest::collection::vec((0usize..8, proptest::prelude::any::<u32>(), any_count()), 0..200)
+        ) {
+            let mut array = BucketArray::try_new(8, false).unwrap(); // panic-ok: test
+            let mut plain = [Bucket::default(); 8];
+            for (i, fingerprint, count) in writes {
+                array.set(i, bucket(fingerprint, count));
+                plain[i] = bucket(fingerprint, count);
+                for (j, want) in plain.iter().enumerate() {
+                    let got = array.get(j).unwrap(); // panic-ok: test
+                    let (gf, gc, wf, wc) = (got.fingerprint, got.count, want.fingerprint, want.count);
+                    proptest::prop_assert_eq!((gf, gc.to_bits()), (wf, wc.to_bits()));
+                }
+                let BucketArray::Counting(c) = &array else {
+                    panic!("a sketch without fading counts") // panic-ok: test
+                };
+                proptest::prop_assert!(c.wide.len() <= 8);
+            }
+        }
+    }
 }
