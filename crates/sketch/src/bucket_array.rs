@@ -109,7 +109,7 @@ impl BucketArray {
         match self {
             Self::Counting(c) => {
                 c.cells.push(CountingCell::default());
-                c.set(c.cells.len() - 1, bucket);
+                c.put(c.cells.len() - 1, bucket);
             }
             Self::Fading(b) => b.push(bucket),
         }
@@ -196,18 +196,6 @@ pub(crate) trait Cells {
     fn put(&mut self, index: usize, bucket: Bucket);
 }
 
-impl Cells for CountingCells {
-    #[inline]
-    fn cell(&self, index: usize) -> Option<Bucket> {
-        self.get(index)
-    }
-
-    #[inline]
-    fn put(&mut self, index: usize, bucket: Bucket) {
-        self.set(index, bucket);
-    }
-}
-
 impl Cells for Vec<Bucket> {
     #[inline]
     fn cell(&self, index: usize) -> Option<Bucket> {
@@ -222,9 +210,9 @@ impl Cells for Vec<Bucket> {
     }
 }
 
-impl CountingCells {
+impl Cells for CountingCells {
     #[inline]
-    fn get(&self, index: usize) -> Option<Bucket> {
+    fn cell(&self, index: usize) -> Option<Bucket> {
         let cell = self.cells.get(index)?;
         let count = if cell.word < WIDE {
             f64::from(cell.word)
@@ -238,7 +226,7 @@ impl CountingCells {
     }
 
     #[inline]
-    fn set(&mut self, index: usize, bucket: Bucket) {
+    fn put(&mut self, index: usize, bucket: Bucket) {
         let Some(cell) = self.cells.get_mut(index) else {
             return;
         };
@@ -260,7 +248,9 @@ impl CountingCells {
         }
         self.set_wide(index, old, bucket);
     }
+}
 
+impl CountingCells {
     /// A count a word cannot hold: into the side table, reusing the
     /// bucket's own entry or a freed one.
     #[cold]

@@ -173,9 +173,7 @@ impl HeavyKeeper {
     /// Counts `weight` arrivals of `item` at `time_ms` (ignored without
     /// fading). Returns the item this pushed out of the top-k, if any.
     pub fn add(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Option<Box<[u8]>> {
-        self.add_observed(item, weight, time_ms)
-            .expelled
-            .map(|(item, _, _)| item)
+        self.add_upcoming(self.hashed(item), weight, time_ms)
     }
 
     /// Hashes `item` and starts loading its buckets into the cache, for
@@ -184,17 +182,23 @@ impl HeavyKeeper {
     /// large sketch cost more per arrival than a small one).
     #[inline]
     pub fn upcoming<'a>(&self, item: &'a [u8]) -> Upcoming<'a> {
-        let hash = ItemHash::of(item, self.params.seed);
+        let upcoming = self.hashed(item);
         // A small sketch stays in cache: finding its columns twice would
         // cost more than it saves (measured, `cargo bench`).
         if self.buckets.bytes() >= PREFETCH_FROM_BYTES {
-            for i in self.columns(hash) {
+            for i in self.columns(upcoming.hash) {
                 self.buckets.prefetch(i);
             }
         }
+        upcoming
+    }
+
+    /// `item` with its hash, nothing prefetched: for an item counted at once.
+    #[inline]
+    pub(crate) fn hashed<'a>(&self, item: &'a [u8]) -> Upcoming<'a> {
         Upcoming {
             item,
-            hash,
+            hash: ItemHash::of(item, self.params.seed),
             seed: self.params.seed,
         }
     }
@@ -213,16 +217,7 @@ impl HeavyKeeper {
 
     /// [`Self::add`], telling what changed in the top-k.
     pub fn add_observed(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Arrived {
-        let hash = ItemHash::of(item, self.params.seed);
-        self.arrive(
-            Upcoming {
-                item,
-                hash,
-                seed: self.params.seed,
-            },
-            weight,
-            time_ms,
-        )
+        self.arrive(self.hashed(item), weight, time_ms)
     }
 
     /// The insert, for an item whose hash is known.

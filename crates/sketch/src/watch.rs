@@ -311,8 +311,8 @@ impl HeavyKeeper {
         time_ms: i64,
         events: &mut Vec<WatchEvent>,
     ) -> Option<Box<[u8]>> {
-        let upcoming = self.upcoming(item);
-        self.add_watched_upcoming(upcoming, weight, time_ms, events)
+        let item = self.hashed(item);
+        self.add_watched_upcoming(item, weight, time_ms, events)
     }
 
     /// [`Self::add_watched`] of an item hashed ahead by [`Self::upcoming`].
