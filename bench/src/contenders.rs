@@ -58,10 +58,7 @@ impl Kind {
         let fits_holding = |held: usize, empty: usize| empty + held * item_len <= budget;
         let fits = |empty: usize| fits_holding(k, empty);
         match self {
-            Kind::Ours => {
-                let width = largest(|w| fits(ours(k, w).memory_bytes()))?;
-                Some(Box::new(ours(k, width)))
-            }
+            Kind::Ours => Some(Box::new(ours(k, ours_width(k, budget, item_len)?))),
             Kind::CrateTopK => {
                 let width = largest(|w| fits(crate_topk(k, w).memory_bytes()))?;
                 Some(Box::new(crate_topk(k, width)))
@@ -107,6 +104,12 @@ fn largest(ok: impl Fn(usize) -> bool) -> Option<usize> {
         }
     }
     Some(lo)
+}
+
+/// Our default sketch's widest width that holds k items of `item_len`
+/// bytes within `budget`.
+pub fn ours_width(k: usize, budget: usize, item_len: usize) -> Option<usize> {
+    largest(|w| ours(k, w).memory_bytes() + k * item_len <= budget)
 }
 
 pub fn ours(k: usize, width: usize) -> OursSketch {

@@ -4,7 +4,7 @@ use crate::accuracy::Accuracy;
 use crate::contenders::Kind;
 use crate::defaults::DefaultRun;
 use crate::redis_phase::RedisFigures;
-use crate::report::{self, Goal};
+use crate::report::{self, Goal, Measure};
 use crate::workloads::Workload;
 use crate::{fading, speed, tracking, watch_bench, KEY_OVERHEAD};
 
@@ -19,10 +19,18 @@ pub fn goals(
     fade: Option<&fading::FadingFigures>,
 ) -> Vec<Goal> {
     let mut goals = Vec::new();
-    let (compared, losses) = report::precision_losses(rows);
-    if compared > 0 {
+    for (measure, name) in [
+        (Measure::Precision, "precision"),
+        (Measure::CountError, "relative count error"),
+    ] {
+        let (compared, losses) = report::losses(rows, measure);
+        if compared == 0 {
+            continue;
+        }
         goals.push(Goal::new(
-            "precision at equal memory >= every peer (every workload, k, budget)",
+            format!(
+                "{name} at equal memory at least as good as every peer (every workload, k, budget)"
+            ),
             "0 losses",
             if losses.is_empty() {
                 format!("0 losses in {compared} comparisons")

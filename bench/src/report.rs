@@ -86,11 +86,42 @@ pub fn precision_table(rows: &[Accuracy], workload: &str, k: usize, budgets: &[u
     out
 }
 
-/// Every (workload, k, budget) where ours is below the best peer.
-pub fn precision_losses(rows: &[Accuracy]) -> (usize, Vec<String>) {
+/// A figure the sketches are compared on at equal memory.
+#[derive(Clone, Copy)]
+pub enum Measure {
+    Precision,
+    /// Mean relative count error over the true top-k items reported.
+    CountError,
+}
+
+impl Measure {
+    fn of(self, r: &Accuracy) -> f64 {
+        match self {
+            Measure::Precision => r.precision,
+            Measure::CountError => r.relative_error,
+        }
+    }
+
+    /// Is `a` worse than `b` (beyond rounding)?
+    fn worse(self, a: f64, b: f64) -> bool {
+        match self {
+            Measure::Precision => a + 1e-9 < b,
+            Measure::CountError => a > b + 1e-9,
+        }
+    }
+}
+
+/// Every (workload, k, budget) where ours is worse than a peer on `measure`.
+/// A count error is compared only where both sketches reported some of the
+/// true top-k: an empty listing has no error to speak of.
+pub fn losses(rows: &[Accuracy], measure: Measure) -> (usize, Vec<String>) {
     let mut compared = 0;
     let mut losses = Vec::new();
-    for ours in rows.iter().filter(|r| r.kind == Kind::Ours) {
+    let counted = |r: &Accuracy| match measure {
+        Measure::Precision => true,
+        Measure::CountError => r.precision > 0.0,
+    };
+    for ours in rows.iter().filter(|r| r.kind == Kind::Ours && counted(r)) {
         let best_peer = rows
             .iter()
             .filter(|r| {
@@ -98,21 +129,26 @@ pub fn precision_losses(rows: &[Accuracy]) -> (usize, Vec<String>) {
                     && r.workload == ours.workload
                     && r.k == ours.k
                     && r.budget == ours.budget
+                    && counted(r)
             })
-            .max_by(|a, b| a.precision.total_cmp(&b.precision));
+            .reduce(|best, r| {
+                if measure.worse(measure.of(best), measure.of(r)) {
+                    r
+                } else {
+                    best
+                }
+            });
         compared += 1;
-        if let Some(peer) = best_peer {
-            if ours.precision + 1e-9 < peer.precision {
-                losses.push(format!(
-                    "{} k={} at {}: ours {:.3} < {} {:.3}",
-                    ours.workload,
-                    ours.k,
-                    human_bytes(ours.budget as f64),
-                    ours.precision,
-                    peer.kind.short(),
-                    peer.precision
-                ));
-            }
+        if let Some(peer) = best_peer.filter(|p| measure.worse(measure.of(ours), measure.of(p))) {
+            losses.push(format!(
+                "{} k={} at {}: ours {:.4} vs {} {:.4}",
+                ours.workload,
+                ours.k,
+                human_bytes(ours.budget as f64),
+                measure.of(ours),
+                peer.kind.short(),
+                measure.of(peer)
+            ));
         }
     }
     (compared, losses)

@@ -3,9 +3,10 @@
 //! stream's precision moves with the seed, so the worst seed is reported).
 
 use crate::accuracy::score;
-use crate::contenders::{Contender, OursSketch};
+use crate::contenders::{ours_width, Contender, OursSketch};
 use crate::workloads::Workload;
 use heavykeeper_sketch::{HeavyKeeper, Params};
+use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::Instant;
 
@@ -17,7 +18,7 @@ struct Shape {
     decay: f64,
 }
 
-const SHAPES: [Shape; 5] = [
+const SHAPES: [Shape; 8] = [
     Shape {
         depth: 3,
         decay: 0.9,
@@ -31,12 +32,24 @@ const SHAPES: [Shape; 5] = [
         decay: 0.95,
     },
     Shape {
+        depth: 4,
+        decay: 0.97,
+    },
+    Shape {
+        depth: 4,
+        decay: 0.98,
+    },
+    Shape {
         depth: 5,
         decay: 0.9,
     },
     Shape {
         depth: 5,
         decay: 0.95,
+    },
+    Shape {
+        depth: 5,
+        decay: 0.98,
     },
 ];
 
@@ -52,6 +65,11 @@ pub struct ShapeRow {
     pub ns_per_arrival: f64,
 }
 
+/// The budget at which the non-fading shifting stream tells decays apart:
+/// the first half's heavy items hold buckets there that the second half needs.
+const SHIFTING_BUDGET: usize = 64 << 10;
+const SHIFTING_K: usize = 100;
+
 pub fn measure(loads: &[Workload], seeds: u64) -> Vec<ShapeRow> {
     let mut rows = Vec::new();
     for w in loads.iter().filter(|w| w.is_realistic()) {
@@ -60,44 +78,66 @@ pub fn measure(loads: &[Workload], seeds: u64) -> Vec<ShapeRow> {
             let default = Params::for_k(k as u32, 0);
             let buckets = default.width * default.depth;
             for shape in SHAPES {
-                let width = buckets / shape.depth;
-                let (mut precisions, mut memory, mut seconds) = (Vec::new(), 0, 0.0);
-                for seed in 0..seeds {
-                    let params = Params {
-                        width,
-                        depth: shape.depth,
-                        decay: shape.decay,
-                        ..Params::for_k(k as u32, 1000 + seed)
-                    };
-                    let mut sketch = OursSketch(HeavyKeeper::new(params, 0));
-                    let start = Instant::now();
-                    for item in w.arrivals() {
-                        sketch.add(item);
-                    }
-                    seconds += start.elapsed().as_secs_f64();
-                    precisions.push(score(w, &index, k, &sketch.top()).0);
-                    memory = memory.max(sketch.memory_bytes());
-                }
-                rows.push(ShapeRow {
-                    workload: w.name.clone(),
-                    k,
-                    width,
-                    depth: shape.depth,
-                    decay: shape.decay,
-                    memory,
-                    mean: precisions.iter().sum::<f64>() / precisions.len() as f64,
-                    worst: precisions.iter().copied().fold(1.0, f64::min),
-                    ns_per_arrival: seconds * 1e9 / (seeds as f64 * w.stream.len() as f64),
-                });
+                rows.push(try_shape(w, &index, k, buckets / shape.depth, shape, seeds));
             }
+        }
+    }
+    // Decay only: the rows of the equal-memory comparison's width.
+    for w in loads.iter().filter(|w| w.name == "shifting") {
+        let index = w.index();
+        let Some(width) = ours_width(SHIFTING_K, SHIFTING_BUDGET, w.hot_item_len()) else {
+            continue;
+        };
+        let depth = Params::for_k(SHIFTING_K as u32, 0).depth;
+        for shape in SHAPES.into_iter().filter(|s| s.depth == depth) {
+            rows.push(try_shape(w, &index, SHIFTING_K, width as u32, shape, seeds));
         }
     }
     rows
 }
 
+/// Precision of `shape` at `width` over `seeds` seeds.
+fn try_shape(
+    w: &Workload,
+    index: &HashMap<&[u8], u32>,
+    k: usize,
+    width: u32,
+    shape: Shape,
+    seeds: u64,
+) -> ShapeRow {
+    let (mut precisions, mut memory, mut seconds) = (Vec::new(), 0, 0.0);
+    for seed in 0..seeds {
+        let params = Params {
+            width,
+            depth: shape.depth,
+            decay: shape.decay,
+            ..Params::for_k(k as u32, 1000 + seed)
+        };
+        let mut sketch = OursSketch(HeavyKeeper::new(params, 0));
+        let start = Instant::now();
+        for item in w.arrivals() {
+            sketch.add(item);
+        }
+        seconds += start.elapsed().as_secs_f64();
+        precisions.push(score(w, index, k, &sketch.top()).0);
+        memory = memory.max(sketch.memory_bytes());
+    }
+    ShapeRow {
+        workload: w.name.clone(),
+        k,
+        width,
+        depth: shape.depth,
+        decay: shape.decay,
+        memory,
+        mean: precisions.iter().sum::<f64>() / precisions.len() as f64,
+        worst: precisions.iter().copied().fold(1.0, f64::min),
+        ns_per_arrival: seconds * 1e9 / (seeds as f64 * w.stream.len() as f64),
+    }
+}
+
 pub fn markdown(rows: &[ShapeRow], seeds: u64) -> String {
     let mut md = format!(
-        "\n## Choosing the default shape\n\nThe same bucket count as the default (`HK.RESERVE key k`) spent on 3, 4 or 5 rows, with decay 0.9 or 0.95; precision mean and worst over {seeds} seeds, memory at the end of the stream (items included), in-process ns per arrival.\n\n| workload | k | width x depth | decay | memory | mean | worst | ns/arrival |\n|---|---|---|---|---|---|---|---|\n"
+        "\n## Choosing the default shape\n\nThe same bucket count as the default (`HK.RESERVE key k`) spent on 3, 4 or 5 rows, with decays from 0.9 to 0.98 (the pairs below), and last, at 4 rows, the decays on the non-fading *shifting* stream at k = 100 with the width the equal-memory comparison gives it at 64 KB (where a lower decay lets the first half's heavy items hold buckets the second half needs); precision mean and worst over {seeds} seeds, memory at the end of the stream (items included), in-process ns per arrival.\n\n| workload | k | width x depth | decay | memory | mean | worst | ns/arrival |\n|---|---|---|---|---|---|---|---|\n"
     );
     for r in rows {
         let _ = writeln!(

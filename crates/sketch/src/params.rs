@@ -39,7 +39,7 @@ impl Params {
     /// A century: longer half-lives are indistinguishable from no fading.
     pub const MAX_HALF_LIFE_MS: f64 = 100.0 * 365.25 * 86_400_000.0;
     pub const DEFAULT_DEPTH: u32 = 4;
-    pub const DEFAULT_DECAY: f64 = 0.95;
+    pub const DEFAULT_DECAY: f64 = 0.98;
     pub const MAX_FRACTIONAL_DECAY: f64 = 0.999;
 
     /// The width used when the user gives none, with [`Self::DEFAULT_DEPTH`]
