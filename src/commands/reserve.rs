@@ -132,8 +132,6 @@ fn half_life_ms(name: &RedisString, value: &RedisString) -> Result<f64, RedisErr
     Ok(seconds * 1000.0)
 }
 
-/// Replicas and the AOF get the same command with the seed and creation
-/// time the primary chose, so they build the same sketch.
 /// Replicates the command with everything it left to this server spelled
 /// out: the seed and creation time it drew, and the default shape (a replica
 /// or an AOF replayed by a later version with other defaults must build the

@@ -170,10 +170,7 @@ impl BucketArray {
     /// Bytes of the buckets themselves (without wide counts).
     #[inline]
     pub(crate) fn bytes(&self) -> usize {
-        match self {
-            Self::Counting(c) => c.cells.len() * std::mem::size_of::<CountingCell>(),
-            Self::Fading(b) => b.len() * Bucket::BYTES,
-        }
+        self.len() * Self::bucket_bytes(matches!(self, Self::Fading(_)))
     }
 
     /// Bytes held on the heap.

@@ -473,6 +473,8 @@ impl TopK {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ItemHash;
+    use proptest::prelude::*;
 
     #[test]
     fn short_and_long_items_compare_by_every_byte() {
@@ -492,8 +494,6 @@ mod tests {
             }
         }
     }
-    use crate::ItemHash;
-    use proptest::prelude::*;
 
     fn hash(item: &[u8]) -> u64 {
         ItemHash::of(item, 0).value()
