@@ -248,6 +248,37 @@ impl Cells for CountingCells {
 }
 
 impl CountingCells {
+    /// The fingerprint and whole count of the bucket at `index`, if its count
+    /// lives in its word (below 2^31): what one unit arrival reads.
+    #[inline]
+    pub(crate) fn narrow(&self, index: usize) -> Option<(u32, u32)> {
+        self.cells
+            .get(index)
+            .filter(|cell| cell.word < WIDE)
+            .map(|cell| (cell.fingerprint, cell.word))
+    }
+
+    /// Stores a whole count below 2^31 over a bucket whose count lives in
+    /// its word ([`Self::narrow`] said so): no side table to mind.
+    #[inline]
+    pub(crate) fn put_narrow(&mut self, index: usize, fingerprint: u32, count: u32) {
+        match self.cells.get_mut(index) {
+            Some(cell) if cell.word < WIDE && count < WIDE => {
+                *cell = CountingCell {
+                    fingerprint,
+                    word: count,
+                }
+            }
+            _ => self.put(
+                index,
+                Bucket {
+                    fingerprint,
+                    count: f64::from(count),
+                },
+            ),
+        }
+    }
+
     /// A count a word cannot hold: into the side table, reusing the
     /// bucket's own entry or a freed one.
     #[cold]

@@ -5,7 +5,7 @@
 //! once per arrival, so the row loop itself never asks which it is.
 
 use crate::bucket::Bucket;
-use crate::bucket_array::Cells;
+use crate::bucket_array::{Cells, CountingCells};
 use crate::count_bound::{max_mass, saturating_sum};
 use crate::decay::DecayCurve;
 use crate::item_hash::{ItemHash, RowLayout};
@@ -27,6 +27,11 @@ pub(crate) struct Arrival {
 impl Arrival {
     pub(crate) fn mass(&self) -> f64 {
         (self.weight as f64 * self.unit).min(self.cap())
+    }
+
+    /// One whole arrival, no fading: what [`BucketUpdate::apply_unit`] counts.
+    pub(crate) fn is_unit(&self) -> bool {
+        self.weight == 1 && self.unit == 1.0 && self.now_unit == 1.0
     }
 
     /// The largest stored mass at this arrival's clock.
@@ -120,6 +125,86 @@ impl BucketUpdate<'_> {
             },
         );
         Some(Counted { estimate, member })
+    }
+
+    /// [`Self::apply`] for the arrival most streams are made of: weight 1,
+    /// no fading, on whole-count buckets. Integers throughout; the same
+    /// buckets change, the same coins are drawn. A bucket whose count lives
+    /// in the side table sends the arrival to [`Self::apply`], before
+    /// anything changed.
+    #[inline]
+    pub(crate) fn apply_unit(
+        &mut self,
+        cells: &mut CountingCells,
+        arrival: Arrival,
+        item: &[u8],
+        nmin: f64,
+    ) -> Option<Counted> {
+        let hash = arrival.hash;
+        let fingerprint = hash.fingerprint();
+        let mut first_empty = None;
+        let mut columns = self.rows.columns(hash);
+        let mut smallest = columns.next()?;
+        let mut smallest_count = u32::MAX;
+        for i in std::iter::once(smallest).chain(columns) {
+            let Some((held_by, count)) = cells.narrow(i) else {
+                return self.apply(cells, arrival, item, nmin);
+            };
+            if count == 0 {
+                first_empty = first_empty.or(Some(i));
+            } else if held_by == fingerprint {
+                let mut member = None;
+                if f64::from(count) > nmin {
+                    // Selective increment, as in `apply`.
+                    member = Some(self.topk.find(hash.value(), item)?);
+                }
+                cells.put_narrow(i, fingerprint, count + 1);
+                let estimate = f64::from(count + 1);
+                return Some(Counted { estimate, member });
+            } else {
+                let smaller = count < smallest_count;
+                smallest = if smaller { i } else { smallest };
+                smallest_count = smallest_count.min(count);
+            }
+        }
+        if let Some(i) = first_empty {
+            cells.put_narrow(i, fingerprint, 1);
+            return Some(Counted {
+                estimate: 1.0,
+                member: None,
+            });
+        }
+        self.decay_once(cells, smallest, smallest_count, fingerprint)
+    }
+
+    /// One arrival's coin against the smallest of its buckets, holding
+    /// `count`: [`Self::decay`] with a weight of 1 and no fading.
+    #[inline]
+    fn decay_once(
+        &mut self,
+        cells: &mut CountingCells,
+        index: usize,
+        count: u32,
+        fingerprint: u32,
+    ) -> Option<Counted> {
+        let p = self.curve.decay_probability(f64::from(count));
+        // p >= 1 (DECAY 1) decays every time, without a coin.
+        if p < 1.0 && !DecayCurve::coin(p, self.rng) {
+            return None;
+        }
+        let left = count.saturating_sub(1);
+        if left > 0 {
+            if let Some((held_by, _)) = cells.narrow(index) {
+                cells.put_narrow(index, held_by, left);
+            }
+            return None;
+        }
+        // Emptied: the arrival that emptied it is the item's first.
+        cells.put_narrow(index, fingerprint, 1);
+        Some(Counted {
+            estimate: 1.0,
+            member: None,
+        })
     }
 
     /// One pass over the item's `depth` buckets, one per row. A match ends
@@ -232,5 +317,83 @@ impl BucketUpdate<'_> {
             cells.put(index, bucket);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bucket_array::BucketArray;
+    use proptest::prelude::*;
+    use rand::SeedableRng;
+
+    /// A bucket as a test sets it up: small fingerprints so that items
+    /// meet strangers and holders alike, counts from empty to wide.
+    fn any_bucket() -> impl Strategy<Value = Bucket> {
+        let count = prop_oneof![
+            Just(0.0),
+            (1u32..6).prop_map(f64::from),
+            (1u32..200).prop_map(f64::from),
+            Just(f64::from(u32::MAX >> 1)),
+            Just(3e9),
+        ];
+        (0u32..3, count).prop_map(|(fingerprint, count)| Bucket { fingerprint, count })
+    }
+
+    fn counting(buckets: &[Bucket]) -> CountingCells {
+        let mut array = BucketArray::try_new(buckets.len(), false).unwrap(); // panic-ok: test
+        for (i, &bucket) in buckets.iter().enumerate() {
+            array.set(i, bucket);
+        }
+        match array {
+            BucketArray::Counting(cells) => cells,
+            BucketArray::Fading(_) => panic!("a sketch without fading counts"), // panic-ok: test
+        }
+    }
+
+    proptest! {
+        /// `apply_unit` is `apply` made faster, nothing else: for every
+        /// arrival it reports the same, leaves every bucket with the same
+        /// bits and draws the same coins.
+        #[test]
+        fn a_unit_arrival_does_what_the_general_path_does(
+            decay in prop_oneof![Just(1.0), Just(0.98), 0.3f64..1.0],
+            buckets in proptest::collection::vec(any_bucket(), 12),
+            items in proptest::collection::vec(0u8..24, 1..300),
+            nmin in prop_oneof![Just(0.0), Just(f64::INFINITY), 0.0f64..50.0],
+        ) {
+            let params = Params { width: 4, depth: 3, decay, ..Params::for_k(4, 7) };
+            let curve = DecayCurve::new(decay);
+            let mut topk = TopK::with_capacity(4);
+            for id in 0u8..4 {
+                let hash = ItemHash::of(&[id], params.seed).value();
+                topk.insert(&[id], hash, f64::from(id) + 1.0);
+            }
+            let (mut general, mut unit) = (counting(&buckets), counting(&buckets));
+            let mut general_rng = ChaCha8Rng::seed_from_u64(1);
+            let mut unit_rng = general_rng.clone();
+            for id in items {
+                let item = [id];
+                let arrival = Arrival {
+                    hash: ItemHash::of(&item, params.seed),
+                    weight: 1,
+                    unit: 1.0,
+                    now_unit: 1.0,
+                };
+                prop_assert!(arrival.is_unit());
+                let rows = Rows::of(&params);
+                let want = BucketUpdate { rows, curve: &curve, rng: &mut general_rng, topk: &topk }
+                    .apply(&mut general, arrival, &item, nmin);
+                let got = BucketUpdate { rows, curve: &curve, rng: &mut unit_rng, topk: &topk }
+                    .apply_unit(&mut unit, arrival, &item, nmin);
+                let summary = |c: Option<Counted>| c.map(|c| (c.estimate.to_bits(), c.member));
+                prop_assert_eq!(summary(got), summary(want));
+                for i in 0..buckets.len() {
+                    let bits = |b: Option<Bucket>| b.map(|b| (b.fingerprint, b.count.to_bits()));
+                    prop_assert_eq!(bits(unit.cell(i)), bits(general.cell(i)), "bucket {}", i);
+                }
+                prop_assert_eq!(unit_rng.get_word_pos(), general_rng.get_word_pos());
+            }
+        }
     }
 }

@@ -463,6 +463,9 @@ impl HeavyKeeper {
             topk: &self.topk,
         };
         match &mut self.buckets {
+            BucketArray::Counting(cells) if arrival.is_unit() => {
+                update.apply_unit(cells, arrival, item, nmin)
+            }
             BucketArray::Counting(cells) => update.apply(cells, arrival, item, nmin),
             BucketArray::Fading(cells) => update.apply(cells, arrival, item, nmin),
         }
