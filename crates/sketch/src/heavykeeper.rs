@@ -180,7 +180,7 @@ impl HeavyKeeper {
     /// [`Self::add_upcoming`]: a batch that looks one item ahead overlaps
     /// that item's cache misses with the work on the one before (what makes a
     /// large sketch cost more per arrival than a small one).
-    #[inline]
+    #[inline(always)]
     pub fn upcoming<'a>(&self, item: &'a [u8]) -> Upcoming<'a> {
         let upcoming = self.hashed(item);
         // A small sketch stays in cache: finding its columns twice would

@@ -2,8 +2,8 @@
 //! and O(log k) access to the minimum.
 //!
 //! Members live in a dense table and never move while they stay; a binary
-//! min-heap of `(count, member)` pairs orders them, and `place` says where
-//! each member sits in the heap. A sift therefore swaps two small pairs and two
+//! min-heap of `(count, member)` pairs orders them, and each member records
+//! where it sits in the heap. A sift therefore swaps two small pairs and two
 //! positions, never touching the hash index. The index maps an item to its
 //! member id, keyed by the item's sketch hash (already computed for every
 //! arrival, so a membership test hashes nothing again).
@@ -33,11 +33,16 @@ struct HeapSlot {
     member: u32,
 }
 
-/// 16 bytes: the item's bytes live in the arena.
+/// 20 bytes: the item's bytes live in the arena. Its heap position sits
+/// beside its hash, so raising a member found by the index reads no other
+/// table first (at a large k each table read can be a cache miss).
 #[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
 struct Member {
     hash: u64,
     item: ItemRef,
+    /// Position in `heap`.
+    place: u32,
 }
 
 /// Min-heap of at most `capacity` members, indexed by item.
@@ -45,8 +50,6 @@ struct Member {
 pub struct TopK {
     capacity: usize,
     heap: Vec<HeapSlot>,
-    /// Member id -> position in `heap`.
-    place: Vec<u32>,
     members: Vec<Member>,
     index: HashTable<u32>,
     items: ItemArena,
@@ -92,17 +95,16 @@ pub fn rank_order(a: &(&[u8], f64), b: &(&[u8], f64)) -> std::cmp::Ordering {
 }
 
 impl TopK {
-    /// Fixed bytes per member, items aside: heap slot, place, member and
+    /// Fixed bytes per member, items aside: heap slot, member and
     /// index (hashbrown keeps at most 7/8 full and rounds up to a power of
     /// two: up to twice 4 + 1 bytes).
     pub const BYTES_PER_MEMBER: usize =
-        std::mem::size_of::<HeapSlot>() + 4 + std::mem::size_of::<Member>() + 2 * (4 + 1);
+        std::mem::size_of::<HeapSlot>() + std::mem::size_of::<Member>() + 2 * (4 + 1);
 
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
             capacity,
             heap: Vec::with_capacity(capacity),
-            place: Vec::with_capacity(capacity),
             members: Vec::with_capacity(capacity),
             index: HashTable::with_capacity(capacity),
             items: ItemArena::default(),
@@ -114,7 +116,6 @@ impl TopK {
     pub fn try_with_capacity(capacity: usize) -> Result<Self, OutOfMemory> {
         let mut store = Self::from_parts(capacity, 0);
         store.heap.try_reserve_exact(capacity)?;
-        store.place.try_reserve_exact(capacity)?;
         store.members.try_reserve_exact(capacity)?;
         store.index.try_reserve(capacity, |_| 0)?;
         Ok(store)
@@ -124,7 +125,6 @@ impl TopK {
         Self {
             capacity,
             heap: Vec::with_capacity(n),
-            place: Vec::with_capacity(n),
             members: Vec::with_capacity(n),
             index: HashTable::with_capacity(n),
             items: ItemArena::default(),
@@ -184,14 +184,14 @@ impl TopK {
     }
 
     pub fn count(&self, id: MemberId) -> Option<f64> {
-        let place = *self.place.get(id)? as usize;
+        let place = self.members.get(id)?.place as usize;
         self.heap.get(place).map(|s| s.count)
     }
 
     /// Raises a member's count to `count` if that is larger. Returns the
     /// count before and after.
     pub fn raise(&mut self, id: MemberId, count: f64) -> Option<(f64, f64)> {
-        let place = *self.place.get(id)? as usize;
+        let place = self.members.get(id)?.place as usize;
         let slot = self.heap.get_mut(place)?;
         let before = slot.count;
         if count > before {
@@ -219,8 +219,11 @@ impl TopK {
         }
         let id = self.members.len() as u32;
         let item = self.store(item);
-        self.members.push(Member { hash, item });
-        self.place.push(self.heap.len() as u32);
+        self.members.push(Member {
+            hash,
+            item,
+            place: self.heap.len() as u32,
+        });
         self.heap.push(HeapSlot { count, member: id });
         self.index_insert(hash, id);
         self.sift_up(self.heap.len() - 1);
@@ -251,7 +254,6 @@ impl TopK {
     /// Removes every member, keeping the allocations.
     pub fn clear(&mut self) {
         self.heap.clear();
-        self.place.clear();
         self.members.clear();
         self.index.clear();
         self.items.clear();
@@ -290,8 +292,8 @@ impl TopK {
             store.members.push(Member {
                 hash: entry.hash,
                 item,
+                place: id,
             });
-            store.place.push(id);
             store.heap.push(HeapSlot {
                 count: entry.count,
                 member: id,
@@ -304,7 +306,6 @@ impl TopK {
     /// Heap bytes held, items included.
     pub fn heap_bytes(&self) -> usize {
         self.heap.capacity() * std::mem::size_of::<HeapSlot>()
-            + self.place.capacity() * std::mem::size_of::<u32>()
             + self.members.capacity() * std::mem::size_of::<Member>()
             + self.index.allocation_size()
             + self.items.heap_bytes()
@@ -339,7 +340,8 @@ impl TopK {
         }
         let stored = self.store(item);
         if let Some(m) = self.members.get_mut(id as usize) {
-            *m = Member { hash, item: stored };
+            m.hash = hash;
+            m.item = stored;
         }
         if let Ok(found) = self.index.find_entry(evicted.hash, |&m| m == id) {
             found.remove();
@@ -367,14 +369,13 @@ impl TopK {
         }
         let member = self.members.swap_remove(id);
         self.items.release(member.item);
-        self.place.swap_remove(id);
         if id != last {
             // The former last member now has id `id`.
             let moved_hash = self.members.get(id)?.hash;
             if let Some(m) = self.index.find_mut(moved_hash, |&m| m as usize == last) {
                 *m = id as u32;
             }
-            let moved_place = *self.place.get(id)? as usize;
+            let moved_place = self.members.get(id)?.place as usize;
             if let Some(slot) = self.heap.get_mut(moved_place) {
                 slot.member = id as u32;
             }
@@ -388,11 +389,11 @@ impl TopK {
         }
         self.heap.swap(a, b);
         let (ma, mb) = (self.heap[a].member as usize, self.heap[b].member as usize); // panic-ok: bounds checked above
-        if let Some(p) = self.place.get_mut(ma) {
-            *p = a as u32;
+        if let Some(m) = self.members.get_mut(ma) {
+            m.place = a as u32;
         }
-        if let Some(p) = self.place.get_mut(mb) {
-            *p = b as u32;
+        if let Some(m) = self.members.get_mut(mb) {
+            m.place = b as u32;
         }
     }
 
@@ -445,11 +446,10 @@ impl TopK {
                 self.items.live()
             ));
         }
-        if self.members.len() != n || self.place.len() != n || self.index.len() != n {
+        if self.members.len() != n || self.index.len() != n {
             return Err(format!(
-                "sizes differ: heap {n}, members {}, places {}, index {}",
+                "sizes differ: heap {n}, members {}, index {}",
                 self.members.len(),
-                self.place.len(),
                 self.index.len()
             ));
         }
@@ -457,7 +457,7 @@ impl TopK {
             if place > 0 && self.heap[(place - 1) / 2].count > slot.count {
                 return Err(format!("heap order broken at {place}"));
             }
-            if self.place.get(slot.member as usize) != Some(&(place as u32)) {
+            if self.members.get(slot.member as usize).map(|m| m.place) != Some(place as u32) {
                 return Err(format!("place of member {} is stale", slot.member));
             }
         }
