@@ -145,7 +145,7 @@ impl BucketUpdate<'_> {
         let mut first_empty = None;
         let mut columns = self.rows.columns(hash);
         let mut smallest = columns.next()?;
-        let mut smallest_count = u32::MAX;
+        let (mut smallest_holder, mut smallest_count) = (0, u32::MAX);
         for i in std::iter::once(smallest).chain(columns) {
             let Some((held_by, count)) = cells.narrow(i) else {
                 return self.apply(cells, arrival, item, nmin);
@@ -164,6 +164,7 @@ impl BucketUpdate<'_> {
             } else {
                 let smaller = count < smallest_count;
                 smallest = if smaller { i } else { smallest };
+                smallest_holder = if smaller { held_by } else { smallest_holder };
                 smallest_count = smallest_count.min(count);
             }
         }
@@ -174,17 +175,19 @@ impl BucketUpdate<'_> {
                 member: None,
             });
         }
-        self.decay_once(cells, smallest, smallest_count, fingerprint)
+        let held = (smallest_holder, smallest_count);
+        self.decay_once(cells, smallest, held, fingerprint)
     }
 
-    /// One arrival's coin against the smallest of its buckets, holding
-    /// `count`: [`Self::decay`] with a weight of 1 and no fading.
+    /// One arrival's coin against the smallest of its buckets, `held` by a
+    /// fingerprint with a count: [`Self::decay`] with a weight of 1 and no
+    /// fading.
     #[inline]
     fn decay_once(
         &mut self,
         cells: &mut CountingCells,
         index: usize,
-        count: u32,
+        (holder, count): (u32, u32),
         fingerprint: u32,
     ) -> Option<Counted> {
         let p = self.curve.decay_probability(f64::from(count));
@@ -194,9 +197,7 @@ impl BucketUpdate<'_> {
         }
         let left = count.saturating_sub(1);
         if left > 0 {
-            if let Some((held_by, _)) = cells.narrow(index) {
-                cells.put_narrow(index, held_by, left);
-            }
+            cells.put_narrow(index, holder, left);
             return None;
         }
         // Emptied: the arrival that emptied it is the item's first.
