@@ -141,17 +141,27 @@ pub fn losses(rows: &[Accuracy], measure: Measure) -> (usize, Vec<String>) {
         compared += 1;
         if let Some(peer) = best_peer.filter(|p| measure.worse(measure.of(ours), measure.of(p))) {
             losses.push(format!(
-                "{} k={} at {}: ours {:.4} vs {} {:.4}",
+                "{} k={} at {}: ours {} vs {} {}",
                 ours.workload,
                 ours.k,
                 human_bytes(ours.budget as f64),
-                measure.of(ours),
+                readable(measure.of(ours)),
                 peer.kind.short(),
-                measure.of(peer)
+                readable(measure.of(peer))
             ));
         }
     }
     (compared, losses)
+}
+
+/// Four decimals, or two significant digits for what four decimals would
+/// show as 0.0000 (a loss by a relative error of 3e-5 is still a loss).
+fn readable(x: f64) -> String {
+    if x != 0.0 && x.abs() < 5e-5 {
+        format!("{x:.1e}")
+    } else {
+        format!("{x:.4}")
+    }
 }
 
 /// Count errors of every sketch at one budget: mean relative and absolute
