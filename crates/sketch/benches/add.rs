@@ -15,10 +15,9 @@ fn main() {
     let (bytes, ends) = flatten(&stream);
     // The floor: walking the stream and hashing each item, nothing else.
     let start = Instant::now();
-    let (mut from, mut acc) = (0, 0u64);
-    for &end in &ends {
-        acc ^= heavykeeper_sketch::ItemHash::of(&bytes[from..end], 1).value();
-        from = end;
+    let mut acc = 0u64;
+    for item in items(&bytes, &ends) {
+        acc ^= heavykeeper_sketch::ItemHash::of(item, 1).value();
     }
     std::hint::black_box(acc);
     println!(
@@ -39,10 +38,8 @@ fn main() {
         }
         let one_by_one = best_of_three(|| {
             let mut hk = HeavyKeeper::new(params, 0);
-            let mut from = 0;
-            for &end in &ends {
-                hk.add(&bytes[from..end], 1, 0);
-                from = end;
+            for item in items(&bytes, &ends) {
+                hk.add(item, 1, 0);
             }
             hk
         });
@@ -50,11 +47,7 @@ fn main() {
         // prefetched) while the one before is counted.
         let ahead = best_of_three(|| {
             let mut hk = HeavyKeeper::new(params, 0);
-            let mut items = ends.iter().scan(0, |from, &end| {
-                let item = &bytes[*from..end];
-                *from = end;
-                Some(item)
-            });
+            let mut items = items(&bytes, &ends);
             let mut next = items.next().map(|i| hk.upcoming(i));
             while let Some(item) = next {
                 next = items.next().map(|i| hk.upcoming(i));
@@ -98,10 +91,8 @@ fn bucket_floor(bytes: &[u8], ends: &[usize], params: Params) -> f64 {
         let mut buckets = vec![(0u32, 0u32); width * depth];
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(params.seed);
         let start = Instant::now();
-        let mut from = 0;
-        for &end in ends {
-            let hash = heavykeeper_sketch::ItemHash::of(&bytes[from..end], params.seed);
-            from = end;
+        for item in items(bytes, ends) {
+            let hash = heavykeeper_sketch::ItemHash::of(item, params.seed);
             let fingerprint = hash.fingerprint();
             let (mut smallest, mut smallest_count, mut done) = (0, u32::MAX, false);
             for row in 0..depth {
@@ -132,6 +123,15 @@ fn bucket_floor(bytes: &[u8], ends: &[usize], params: Params) -> f64 {
         std::hint::black_box(&buckets);
     }
     best
+}
+
+/// The items of a flattened stream, in order.
+fn items<'a>(bytes: &'a [u8], ends: &'a [usize]) -> impl Iterator<Item = &'a [u8]> + 'a {
+    ends.iter().scan(0, |from, &end| {
+        let item = &bytes[*from..end];
+        *from = end;
+        Some(item)
+    })
 }
 
 fn flatten(stream: &[Vec<u8>]) -> (Vec<u8>, Vec<usize>) {
