@@ -527,3 +527,42 @@ fn hashing_ahead_counts_exactly_what_adding_counts() {
     mine.add_upcoming(other.upcoming(b"x"), 3, 0);
     assert_eq!(mine.count(b"x", 0), 3.0);
 }
+
+/// Without a half-life a count never falls, so the default decay is what
+/// decides whether a bucket first taken stays within reach of a later heavy
+/// item (the *shifting* stream of the benchmark).
+#[test]
+fn a_quiet_resident_does_not_lock_out_a_hotter_newcomer() {
+    for seed in 0..8 {
+        // One column per row: every item maps to the same four buckets.
+        let params = Params {
+            width: 1,
+            ..Params::for_k(5, seed)
+        };
+        let mut hk = HeavyKeeper::new(params, 0);
+        let residents: Vec<Vec<u8>> = (0..4).map(|r| format!("old:{r}").into_bytes()).collect();
+        for _ in 0..400 {
+            for resident in &residents {
+                hk.add(resident, 1, 0);
+            }
+        }
+        for resident in &residents {
+            assert_eq!(
+                hk.count(resident, 0),
+                400.0,
+                "seed {seed}: a resident of its own bucket"
+            );
+        }
+        // Taking a bucket from a holder of C costs about sum(decay^-c) arrivals
+        // (c up to C): ~1,300 at 0.995 for C = 400, but ~157,000 at 0.98.
+        for _ in 0..4_000 {
+            hk.add(b"new", 1, 0);
+        }
+        let count = hk.count(b"new", 0);
+        assert!(
+            hk.contains(b"new", 0),
+            "seed {seed}: the newcomer is not listed"
+        );
+        assert!((2_000.0..=4_000.0).contains(&count), "seed {seed}: {count}");
+    }
+}
