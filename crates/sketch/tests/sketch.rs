@@ -554,7 +554,7 @@ fn a_quiet_resident_does_not_lock_out_a_hotter_newcomer() {
             );
         }
         // Taking a bucket from a holder of C costs about sum(decay^-c) arrivals
-        // (c up to C): ~1,300 at 0.995 for C = 400, but ~157,000 at 0.98.
+        // (c up to C): ~1,300 at 0.995 for C = 400, but ~162,000 at 0.98.
         for _ in 0..4_000 {
             hk.add(b"new", 1, 0);
         }
