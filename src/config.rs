@@ -3,14 +3,11 @@
 //! (`heavykeeper.max-sketch-bytes 64mb`) and with `CONFIG SET`, with the same
 //! names, ranges and units everywhere.
 
+use crate::config_callbacks::{self, Value};
 use crate::load_args::{Kind, LoadArgs};
 use crate::tracking::config as track;
 use crate::watching::config as watch;
-use redis_module::configuration::{
-    register_bool_configuration, register_i64_configuration, register_string_configuration,
-    ConfigurationContext, ConfigurationFlags,
-};
-use redis_module::Context;
+use redis_module::{raw, Context};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
 
@@ -67,7 +64,7 @@ pub enum Setting {
     },
     Text {
         name: &'static str,
-        variable: &'static Mutex<String>,
+        variable: &'static Mutex<Vec<u8>>,
         default: &'static str,
     },
 }
@@ -191,6 +188,14 @@ impl Setting {
         }
     }
 
+    /// What runs after a change.
+    pub fn on_change(&self) -> OnChange {
+        match self {
+            Setting::Integer { on_change, .. } | Setting::Bool { on_change, .. } => *on_change,
+            Setting::Text { .. } => None,
+        }
+    }
+
     /// What a load argument for this setting must be.
     pub fn kind(&self) -> Kind {
         match *self {
@@ -215,74 +220,41 @@ pub fn kinds() -> Vec<(&'static str, Kind)> {
 /// Registers every config with the server, the load arguments standing in
 /// for the defaults (redis.conf's `heavykeeper.*` lines, applied by
 /// `RM_LoadConfigs` afterwards, win over both).
-pub fn register(ctx: &Context, given: &LoadArgs) {
+pub fn register(ctx: &Context, given: &LoadArgs) -> Result<(), String> {
     for setting in &SETTINGS {
-        match *setting {
+        let (value, flags) = match *setting {
             Setting::Integer {
                 name,
-                variable,
                 default,
-                min,
-                max,
                 memory,
-                on_change,
-            } => {
-                let flags = if memory {
-                    ConfigurationFlags::MEMORY
+                ..
+            } => (
+                Value::Integer(given.integer(name).unwrap_or(default)),
+                if memory {
+                    raw::REDISMODULE_CONFIG_MEMORY
                 } else {
-                    ConfigurationFlags::DEFAULT
-                };
-                let value = given.integer(name).unwrap_or(default);
-                register_i64_configuration(
-                    ctx,
-                    name,
-                    variable,
-                    value,
-                    min,
-                    max,
-                    flags,
-                    changed(on_change),
-                );
-            }
+                    raw::REDISMODULE_CONFIG_DEFAULT
+                },
+            ),
             Setting::Bool {
                 name,
-                variable,
                 default,
                 immutable,
-                on_change,
-            } => {
-                let flags = if immutable {
-                    ConfigurationFlags::IMMUTABLE
+                ..
+            } => (
+                Value::Bool(given.bool(name).unwrap_or(default)),
+                if immutable {
+                    raw::REDISMODULE_CONFIG_IMMUTABLE
                 } else {
-                    ConfigurationFlags::DEFAULT
-                };
-                let value = given.bool(name).unwrap_or(default);
-                register_bool_configuration(ctx, name, variable, value, flags, changed(on_change));
-            }
-            Setting::Text {
-                name,
-                variable,
-                default,
-            } => {
-                let value = given.text(name).map_or_else(
-                    || default.to_string(),
-                    |v| String::from_utf8_lossy(v).into_owned(),
-                );
-                register_string_configuration(
-                    ctx,
-                    name,
-                    variable,
-                    &value,
-                    ConfigurationFlags::DEFAULT,
-                    None,
-                );
-            }
-        }
+                    raw::REDISMODULE_CONFIG_DEFAULT
+                },
+            ),
+            Setting::Text { name, default, .. } => (
+                Value::Text(given.text(name).unwrap_or(default.as_bytes())),
+                raw::REDISMODULE_CONFIG_DEFAULT,
+            ),
+        };
+        config_callbacks::register(ctx.ctx, setting, value, flags)?;
     }
-}
-
-type Callback<T> = Box<dyn Fn(&ConfigurationContext, &str, &'static T)>;
-
-fn changed<T: 'static>(on_change: OnChange) -> Option<Callback<T>> {
-    on_change.map(|f| -> Callback<T> { Box::new(move |_, _, _| f()) })
+    Ok(())
 }

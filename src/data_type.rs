@@ -31,12 +31,12 @@ pub static HK_TYPE: RedisType = RedisType::new(
         aux_save_triggers: 0,
         free_effort: Some(free_effort),
         unlink: None,
-        copy: Some(copy),
+        copy: None,
         defrag: None,
-        copy2: None,
+        copy2: Some(copy2),
         free_effort2: None,
         mem_usage2: None,
-        unlink2: None,
+        unlink2: Some(unlink2),
     },
 );
 
@@ -47,7 +47,7 @@ unsafe fn sketch<'a>(value: *const c_void) -> Option<&'a HeavyKeeper> {
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    or_fallback(std::ptr::null_mut(), || {
+    or_fallback("loading a sketch", std::ptr::null_mut(), || {
         if encver > c_int::from(ENCODING_VERSION) {
             log_warning(format!(
                 "heavykeeper: RDB holds sketch encoding {encver}; this module reads up to {ENCODING_VERSION}: upgrade the module"
@@ -62,6 +62,7 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         // not make existing data unloadable.
         match decode(buffer.as_ref(), u64::MAX) {
             Ok(sketch) => {
+                fault::in_callback(&sketch);
                 if sketch.watch().is_some() {
                     remember_watched(rdb);
                 }
@@ -100,30 +101,42 @@ fn encode_for_saving(sketch: Option<&HeavyKeeper>) -> Vec<u8> {
     })
 }
 
-/// A loaded sketch is watched: tell the timer where it is, so that its
-/// fade-driven events go out even if nobody writes to it.
+/// A loaded sketch is watched (RDB or AOF preamble, a replica's sync,
+/// `RESTORE`, `DEBUG RELOAD`): the watch timer must know where it is, so
+/// that its fade-driven events go out even if nobody writes to it.
 unsafe fn remember_watched(rdb: *mut raw::RedisModuleIO) {
-    let (Some(key_name), Some(db_id), Some(ptr_len)) = (
+    let (Some(key_name), Some(db_id)) = (
         raw::RedisModule_GetKeyNameFromIO,
         raw::RedisModule_GetDbIdFromIO,
-        raw::RedisModule_StringPtrLen,
     ) else {
         return;
     };
-    let name = key_name(rdb);
-    if name.is_null() {
-        return;
-    }
-    let mut len = 0usize;
-    let ptr = ptr_len(name, &mut len);
-    if !ptr.is_null() {
-        let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
-        crate::watching::register_in(db_id(rdb), bytes);
+    if let Some(name) = string_bytes(key_name(rdb)) {
+        crate::watching::follow(db_id(rdb), name);
     }
 }
 
+/// The bytes of a string the server handed over (null: none).
+///
+/// # Safety
+/// `s` is null or a live string of the current call.
+unsafe fn string_bytes<'a>(s: *const raw::RedisModuleString) -> Option<&'a [u8]> {
+    let ptr_len = raw::RedisModule_StringPtrLen?;
+    if s.is_null() {
+        return None;
+    }
+    let mut len = 0usize;
+    let ptr = ptr_len(s, &mut len);
+    (!ptr.is_null()).then(|| std::slice::from_raw_parts(ptr.cast::<u8>(), len))
+}
+
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    raw::save_slice(rdb, &encode_for_saving(sketch(value)));
+    // The stream needs a value whatever happens: `encode_for_saving`
+    // always returns bytes, and a panic past it saves the marker.
+    let bytes = or_fallback("saving a sketch", vec![0], || {
+        encode_for_saving(sketch(value))
+    });
+    raw::save_slice(rdb, &bytes);
 }
 
 unsafe extern "C" fn aof_rewrite(
@@ -134,7 +147,9 @@ unsafe extern "C" fn aof_rewrite(
     let Some(emit) = raw::RedisModule_EmitAOF else {
         return;
     };
-    let bytes = encode_for_saving(sketch(value));
+    let bytes = or_fallback("rewriting a sketch to the AOF", vec![0], || {
+        encode_for_saving(sketch(value))
+    });
     emit(
         aof,
         c"HK.LOADSTATE".as_ptr(),
@@ -146,7 +161,12 @@ unsafe extern "C" fn aof_rewrite(
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
-    sketch(value).map_or(0, HeavyKeeper::memory_bytes)
+    or_fallback("MEMORY USAGE", 0, || {
+        sketch(value).map_or(0, |s| {
+            fault::in_callback(s);
+            s.memory_bytes()
+        })
+    })
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
@@ -156,7 +176,9 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
     ) else {
         return;
     };
-    let bytes = encode_for_saving(sketch(value));
+    let bytes = or_fallback("a sketch's digest", vec![0], || {
+        encode_for_saving(sketch(value))
+    });
     add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
     end(md);
 }
@@ -166,9 +188,35 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
 unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
         let sketch = Box::from_raw(value.cast::<HeavyKeeper>());
-        module_stats::sketch_freed(sketch.memory_bytes());
-        drop(sketch);
+        or_fallback("freeing a sketch", (), || {
+            module_stats::sketch_freed(sketch.memory_bytes());
+            drop(sketch);
+        });
     }
+}
+
+/// A key holding a sketch is deleted, overwritten, expired, evicted, or
+/// renamed or moved away (its new place is announced by a keyspace event):
+/// a watched one leaves the timer's schedule.
+unsafe extern "C" fn unlink2(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
+    or_fallback("unlinking a sketch", (), || {
+        let Some(sketch) = sketch(value) else {
+            return;
+        };
+        fault::in_callback(sketch);
+        if sketch.watch().is_none() {
+            return;
+        }
+        let (Some(name), Some(db)) = (
+            raw::RedisModule_GetKeyNameFromOptCtx,
+            raw::RedisModule_GetDbIdFromOptCtx,
+        ) else {
+            return;
+        };
+        if let Some(name) = string_bytes(name(ctx)) {
+            crate::watching::unfollow(db(ctx), name);
+        }
+    });
 }
 
 /// Bytes of a large array that cost about as much to free as one small
@@ -182,19 +230,43 @@ const BYTES_PER_FREE_UNIT: usize = 16 * 1024;
 /// took ~15 ms to free) never stalls the main thread; a default one is freed
 /// inline, cheaper than a hand-off.
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
-    sketch(value).map_or(1, |s| s.memory_bytes() / BYTES_PER_FREE_UNIT + 1)
-}
-
-unsafe extern "C" fn copy(
-    _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
-    value: *const c_void,
-) -> *mut c_void {
-    or_fallback(std::ptr::null_mut(), || {
-        sketch(value).map_or(std::ptr::null_mut(), |s| {
-            let copy = s.clone();
-            module_stats::sketch_created(copy.memory_bytes());
-            Box::into_raw(Box::new(copy)).cast::<c_void>()
+    or_fallback("a sketch's free effort", 1, || {
+        sketch(value).map_or(1, |s| {
+            fault::in_callback(s);
+            s.memory_bytes() / BYTES_PER_FREE_UNIT + 1
         })
     })
+}
+
+/// `COPY`: a copy of a watched sketch is watched too, at its new place.
+unsafe extern "C" fn copy2(
+    ctx: *mut raw::RedisModuleKeyOptCtx,
+    value: *const c_void,
+) -> *mut c_void {
+    or_fallback("copying a sketch", std::ptr::null_mut(), || {
+        let Some(s) = sketch(value) else {
+            return std::ptr::null_mut();
+        };
+        fault::in_callback(s);
+        let mut copy = s.clone();
+        // What the original announced is not the copy's: it derives its own.
+        copy.forget_watch_state();
+        if copy.watch().is_some() {
+            follow_copy(ctx);
+        }
+        module_stats::sketch_created(copy.memory_bytes());
+        Box::into_raw(Box::new(copy)).cast::<c_void>()
+    })
+}
+
+unsafe fn follow_copy(ctx: *mut raw::RedisModuleKeyOptCtx) {
+    let (Some(name), Some(db)) = (
+        raw::RedisModule_GetToKeyNameFromOptCtx,
+        raw::RedisModule_GetToDbIdFromOptCtx,
+    ) else {
+        return;
+    };
+    if let Some(name) = string_bytes(name(ctx)) {
+        crate::watching::follow(db(ctx), name);
+    }
 }

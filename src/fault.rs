@@ -1,22 +1,67 @@
 //! Fault injection for the integration tests, in debug builds only: the one
 //! way to prove that a panic inside a command or a callback is contained.
+//! Each hook panics when it meets a name a client would never choose.
 //! Release builds compile every hook to nothing.
 
 /// An item whose arrival panics in the middle of `HK.ADD`/`HK.INCRBY`.
 pub const PANIC_ON_ADD: &[u8] = b"heavykeeper:fault:panic-on-add";
 /// A member that makes encoding a sketch panic (RDB save, AOF rewrite, digest).
 pub const PANIC_ON_ENCODE: &[u8] = b"heavykeeper:fault:panic-on-encode";
+/// A member that makes the other data-type callbacks panic: memory usage,
+/// free effort, copy, unlink, and loading the sketch back.
+pub const PANIC_IN_CALLBACKS: &[u8] = b"heavykeeper:fault:panic-in-callbacks";
+/// A watch channel that makes the watch timer panic on the sketch.
+pub const PANIC_ON_TICK: &[u8] = b"heavykeeper:fault:panic-on-tick";
+/// A key name that makes the keyspace and server event handlers panic.
+pub const PANIC_ON_EVENT: &[u8] = b"heavykeeper:fault:panic-on-event";
+/// A config value whose setting panics in the config callback; as the
+/// tracker's channel, it makes `INFO heavykeeper` panic.
+pub const PANIC_ON_CONFIG: &[u8] = b"heavykeeper:fault:panic-on-config";
+pub const PANIC_ON_INFO: &[u8] = b"heavykeeper:fault:panic-on-info";
 
-#[inline]
-pub fn on_add(item: &[u8]) {
-    if cfg!(debug_assertions) && item == PANIC_ON_ADD {
-        panic!("fault injected by a test: panic on add"); // panic-ok: debug builds only, under the guard
+fn trip(armed: bool, site: &str) {
+    if cfg!(debug_assertions) && armed {
+        panic!("fault injected by a test: {site}"); // panic-ok: debug builds only, under the guard
     }
 }
 
 #[inline]
+pub fn on_add(item: &[u8]) {
+    trip(item == PANIC_ON_ADD, "panic on add");
+}
+
+#[inline]
 pub fn on_encode(sketch: &heavykeeper_sketch::HeavyKeeper) {
-    if cfg!(debug_assertions) && sketch.contains(PANIC_ON_ENCODE, i64::MAX) {
-        panic!("fault injected by a test: panic on encode"); // panic-ok: debug builds only, under the guard
-    }
+    trip(
+        cfg!(debug_assertions) && sketch.contains(PANIC_ON_ENCODE, i64::MAX),
+        "panic on encode",
+    );
+}
+
+#[inline]
+pub fn in_callback(sketch: &heavykeeper_sketch::HeavyKeeper) {
+    trip(
+        cfg!(debug_assertions) && sketch.contains(PANIC_IN_CALLBACKS, i64::MAX),
+        "panic in a data-type callback",
+    );
+}
+
+#[inline]
+pub fn on_tick(channel: &[u8]) {
+    trip(channel == PANIC_ON_TICK, "panic in the watch timer");
+}
+
+#[inline]
+pub fn on_event(key: &[u8]) {
+    trip(key == PANIC_ON_EVENT, "panic in an event handler");
+}
+
+#[inline]
+pub fn on_config(value: &[u8]) {
+    trip(value == PANIC_ON_CONFIG, "panic in a config callback");
+}
+
+#[inline]
+pub fn on_info(track_channel: &[u8]) {
+    trip(track_channel == PANIC_ON_INFO, "panic in INFO");
 }

@@ -65,6 +65,7 @@ pub fn add_section(ctx: &InfoContext) {
                 count(REFUSED_BY_LIMITS.load(Ordering::Relaxed)),
             )
         })
+        .and_then(|s| s.field("panics_contained", count(crate::panic_guard::incidents())))
         .and_then(|s| s.build_section())
         .and_then(|b| b.build_info());
 }

@@ -11,7 +11,7 @@
 use crate::command_spec::{self, ServerSupport};
 use crate::data_type::HK_TYPE;
 use crate::load_args::{self, LoadArgs};
-use crate::{commands, config, module_stats, tracking, watching};
+use crate::{commands, config, module_stats, panic_guard, tracking, watching};
 use redis_module::{raw, Context, InfoContext, ModuleOptions, RedisString, Status};
 use std::os::raw::c_int;
 
@@ -73,7 +73,7 @@ fn load(
     for spec in commands::all() {
         command_spec::register(context, spec, &support)?;
     }
-    config::register(context, &given);
+    config::register(context, &given)?;
     if let Some(load_configs) = unsafe { raw::RedisModule_LoadConfigs } {
         // SAFETY: the server's context, during OnLoad.
         if unsafe { load_configs(ctx) } == raw::Status::Err as c_int {
@@ -92,7 +92,14 @@ fn load(
     context.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     tracking::filter::attach(context);
     tracking::apply_configs();
-    watching::start_timer(context);
+    if let Err(why) = watching::follow::subscribe(context) {
+        // Loading goes on: only the fade events of a renamed, moved or
+        // swapped watched sketch would wait for its next arrival.
+        context.log_warning(&format!(
+            "heavykeeper: {why}; watched sketches are followed through commands and loads only"
+        ));
+    }
+    watching::timer::start(context);
     Ok(())
 }
 
@@ -130,7 +137,11 @@ fn register_topk(context: &Context, support: &ServerSupport) -> Result<(), Strin
 
 extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     let ctx = InfoContext::new(ctx);
-    module_stats::add_section(&ctx);
-    tracking::info::add_section(&ctx);
-    watching::add_info_section(&ctx);
+    // Each section on its own: a panic in one leaves the others.
+    panic_guard::or_fallback("INFO", (), || {
+        crate::fault::on_info(&tracking::config::channel());
+        module_stats::add_section(&ctx);
+    });
+    panic_guard::or_fallback("INFO", (), || tracking::info::add_section(&ctx));
+    panic_guard::or_fallback("INFO", (), || watching::add_info_section(&ctx));
 }

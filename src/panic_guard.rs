@@ -1,8 +1,21 @@
 //! The last line of defence: a panic must never unwind into the server,
-//! where it would abort the process with every client's data.
+//! where it would abort the process with every client's data. Every
+//! function the server calls runs under one of these guards: commands,
+//! the timer, INFO, config callbacks, server and keyspace events, the
+//! command filter and every data-type callback.
 
+use redis_module::logging::log_warning;
 use redis_module::{Context, RedisError, RedisResult};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Panics contained outside commands (a command's panic is its error reply).
+static INCIDENTS: AtomicU64 = AtomicU64::new(0);
+
+/// Contained panics so far, for `INFO heavykeeper`.
+pub fn incidents() -> u64 {
+    INCIDENTS.load(Ordering::Relaxed)
+}
 
 /// Runs a command handler; a panic becomes an error reply.
 pub fn contain(ctx: &Context, handler: impl FnOnce() -> RedisResult) -> RedisResult {
@@ -14,7 +27,22 @@ pub fn contain(ctx: &Context, handler: impl FnOnce() -> RedisResult) -> RedisRes
     })
 }
 
-/// Runs a data-type callback, turning a panic into `fallback`.
-pub fn or_fallback<T>(fallback: T, callback: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(callback)).unwrap_or(fallback)
+/// Runs a callback of the server's (`what` names it for the log), turning a
+/// panic into `fallback`, one log line and one counted incident.
+pub fn or_fallback<T>(what: &str, fallback: T, callback: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(callback)).unwrap_or_else(|_| {
+        incident(what);
+        fallback
+    })
+}
+
+/// Counts and logs a contained panic. Logging is itself guarded: nothing
+/// may unwind from here.
+pub fn incident(what: &str) {
+    INCIDENTS.fetch_add(1, Ordering::Relaxed);
+    let _ = catch_unwind(|| {
+        log_warning(format!(
+            "heavykeeper: a panic in {what} was contained (a bug: please report it)"
+        ));
+    });
 }

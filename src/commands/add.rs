@@ -215,8 +215,8 @@ pub(crate) fn count_arrivals(
     }
     reply_expelled(ctx, &expelled);
     if announcing {
-        watching::register(ctx, name);
         watching::publish(ctx, name, &mut sketch, &events);
+        watching::arrived(ctx, name, &sketch);
     }
     Ok(RedisValue::NoReply)
 }

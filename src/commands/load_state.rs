@@ -5,7 +5,7 @@
 use crate::args::err;
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::{keyspace_event, limits, sketch_key};
+use crate::{channel_permission, keyspace_event, limits, sketch_key, watching};
 use heavykeeper_sketch::{decode, DecodeError, HeavyKeeper};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -15,6 +15,7 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let name = sketch_key::name(&args)?;
     let key = ctx.open_key_writable(name);
+    let mut watched = false;
     sketch_key::create(&key, || {
         let sketch = decode(args[2].as_slice(), limits::max_sketch_bytes(ctx)).map_err(|e| {
             let too_large = matches!(e, DecodeError::TooLarge(_));
@@ -26,9 +27,16 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             }
         })?;
         check_clocks(ctx, &sketch)?;
+        if let Some(watch) = sketch.watch() {
+            channel_permission::check_publish(ctx, &watch.channel)?;
+        }
         limits::check_fits_in_memory(ctx, sketch.memory_bytes() as u64)?;
+        watched = sketch.watch().is_some();
         Ok(sketch)
     })?;
+    if watched {
+        watching::follow_here(ctx, name);
+    }
     ctx.replicate_verbatim();
     keyspace_event::key_changed(ctx, c"hk.loadstate", name);
     Ok(RedisValue::SimpleStringStatic("OK"))

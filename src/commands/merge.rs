@@ -10,7 +10,7 @@
 use crate::args::{err, printable};
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::{keyspace_event, limits, sketch_key};
+use crate::{keyspace_event, limits, sketch_key, watching};
 use heavykeeper_sketch::HeavyKeeper;
 use redis_module::key::RedisKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -65,6 +65,10 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 sketch_key::store(&key, merged)?;
             }
         }
+    }
+    // A watched destination derives what is hot afresh: the timer must see it.
+    if sketch_key::read(&ctx.open_key(destination)).is_ok_and(|s| s.watch().is_some()) {
+        watching::follow_here(ctx, destination);
     }
     ctx.replicate_verbatim();
     keyspace_event::key_changed(ctx, c"hk.merge", destination);

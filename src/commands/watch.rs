@@ -13,8 +13,8 @@ use crate::args::{decimal, err, is_keyword, printable};
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::hash_slot::hash_slot;
-use crate::{keyspace_event, sketch_key, watching};
-use heavykeeper_sketch::WatchSpec;
+use crate::{channel_permission, keyspace_event, limits, sketch_key, watching};
+use heavykeeper_sketch::{HeavyKeeper, WatchSpec};
 use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn watch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -32,12 +32,12 @@ pub fn watch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             hash_slot(name.as_slice())
         )));
     }
+    channel_permission::check_publish(ctx, &spec.channel)?;
     let key = ctx.open_key_writable(name);
     let mut sketch = sketch_key::write(&key)?;
+    check_size(ctx, &sketch, &spec.channel)?;
     sketch.set_watch(Some(spec));
-    if watching::announces(ctx) {
-        watching::register(ctx, name);
-    }
+    watching::follow_here(ctx, name);
     ctx.replicate_verbatim();
     keyspace_event::key_changed(ctx, c"hk.watch", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
@@ -51,11 +51,26 @@ pub fn unwatch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut sketch = sketch_key::write(&key)?;
     let had = sketch.watch().is_some();
     sketch.set_watch(None);
+    watching::unfollow(watching::selected_db(ctx), name.as_slice());
     ctx.replicate_verbatim();
     if had {
         keyspace_event::key_changed(ctx, c"hk.unwatch", name);
     }
     Ok(RedisValue::Integer(i64::from(had)))
+}
+
+/// The watch's channel and state count toward the sketch's size, so the
+/// size cap covers them: a sketch may not grow past it by its watch.
+fn check_size(ctx: &Context, sketch: &HeavyKeeper, channel: &[u8]) -> Result<(), RedisError> {
+    let cap = limits::max_sketch_bytes(ctx);
+    let without_watch = sketch.memory_bytes() - sketch.watch_bytes();
+    let bytes = (without_watch + sketch.watch_bytes_bound(channel)) as u64;
+    if bytes > cap {
+        return Err(limits::refused(err(format!(
+            "with this watch the sketch could take {bytes} bytes; heavykeeper.max-sketch-bytes allows {cap}"
+        ))));
+    }
+    Ok(())
 }
 
 fn parse(channel: &RedisString, options: &[RedisString]) -> Result<WatchSpec, RedisError> {

@@ -15,7 +15,7 @@ pub static TRACK_SAMPLE: AtomicI64 = AtomicI64::new(1);
 pub static TRACK_NOTIFY_ABOVE: AtomicI64 = AtomicI64::new(0);
 pub const MAX_NOTIFY_ABOVE: i64 = 1_000_000_000;
 /// Where those events go.
-pub static TRACK_CHANNEL: Mutex<String> = Mutex::new(String::new());
+pub static TRACK_CHANNEL: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 pub const DEFAULT_CHANNEL: &str = "heavykeeper:hotkeys";
 
 pub const DEFAULT_K: i64 = 100;
@@ -49,9 +49,10 @@ pub fn notify_above() -> f64 {
         .clamp(0, MAX_NOTIFY_ABOVE) as f64
 }
 
-pub fn channel() -> String {
+/// The channel's bytes (any bytes: channel names are binary).
+pub fn channel() -> Vec<u8> {
     TRACK_CHANNEL
         .lock()
         .map(|c| c.clone())
-        .unwrap_or_else(|_| DEFAULT_CHANNEL.to_string())
+        .unwrap_or_else(|_| DEFAULT_CHANNEL.as_bytes().to_vec())
 }

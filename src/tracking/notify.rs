@@ -4,9 +4,9 @@
 //! by the watch timer (a primary only, like every event).
 
 use super::{config, with_state};
-use crate::clock;
 use crate::watching::message::{count, number, put_bytes};
 use crate::watching::publish_message;
+use crate::{clock, module_string};
 use heavykeeper_sketch::HotKey;
 use redis_module::{Context, ContextFlags};
 use serde_json::{json, Map, Value};
@@ -26,7 +26,7 @@ pub fn tick(ctx: &Context) {
     if events.is_empty() {
         return;
     }
-    let channel = ctx.create_string(config::channel().as_bytes());
+    let channel = module_string::of(ctx, &config::channel());
     let shard = ctx.get_flags().contains(ContextFlags::CLUSTER);
     for (kind, key) in events {
         publish_message(ctx, &channel, shard, &json(kind, &key, now));

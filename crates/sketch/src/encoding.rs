@@ -193,7 +193,7 @@ fn decode_body(
     let cap = max_mass(clock.fading.map_or(1.0, |f| f.weight(clock.clock_ms)));
     let cells = width as usize * depth as usize;
     let buckets = decode_buckets(r, cells, clock.fading.is_some(), cap)?;
-    let topk = decode_members(r, k, seed, cap)?;
+    let topk = decode_members(r, k, seed, cap, clock.fading.is_some())?;
     let watch = if version >= 3 { decode_watch(r)? } else { None };
     if !r.bytes.is_empty() {
         return Err(corrupt("trailing bytes"));
@@ -306,12 +306,19 @@ fn decode_buckets(
         if !is_valid_mass(count, cap) {
             return Err(corrupt("bucket count out of range"));
         }
+        check_whole(count, fading)?;
         buckets.push(Bucket { fingerprint, count });
     }
     Ok(buckets)
 }
 
-fn decode_members(r: &mut Reader<'_>, k: u32, seed: u64, cap: f64) -> Result<TopK, DecodeError> {
+fn decode_members(
+    r: &mut Reader<'_>,
+    k: u32,
+    seed: u64,
+    cap: f64,
+    fading: bool,
+) -> Result<TopK, DecodeError> {
     let members = r.u32()?;
     if members > k {
         return Err(corrupt("more members than k"));
@@ -324,10 +331,22 @@ fn decode_members(r: &mut Reader<'_>, k: u32, seed: u64, cap: f64) -> Result<Top
         if !is_valid_mass(count, cap) {
             return Err(corrupt("member count out of range"));
         }
+        check_whole(count, fading)?;
         let hash = ItemHash::of(&item, seed).value();
         entries.push(Entry { item, hash, count });
     }
     TopK::from_heap_order(k as usize, entries).map_err(corrupt)
+}
+
+/// Without fading every count is a number of arrivals. A fraction there
+/// is no sketch's state, and would cost a side-table entry per bucket (a
+/// whole count up to 2^32 fits in the bucket's own word).
+fn check_whole(count: f64, fading: bool) -> Result<(), DecodeError> {
+    if fading || count.fract() == 0.0 {
+        Ok(())
+    } else {
+        Err(corrupt("a count without fading must be a whole number"))
+    }
 }
 
 fn corrupt(why: &str) -> DecodeError {

@@ -404,6 +404,7 @@ impl HeavyKeeper {
             + self.buckets.heap_bytes()
             + self.topk.heap_bytes()
             + self.curve.table_bytes()
+            + self.watch_bytes()
     }
 
     /// Moves the clock to `time_ms` and renormalises if due. Returns the

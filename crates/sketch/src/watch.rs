@@ -109,6 +109,11 @@ pub struct WatchState {
 }
 
 impl WatchState {
+    /// Heap bytes of the announced sets.
+    fn heap_bytes(&self) -> usize {
+        self.listed.allocation_size() + self.hot.allocation_size()
+    }
+
     /// Room for one more event this second under `per_second`? Counts the
     /// ones refused.
     pub fn take_budget(&mut self, now_ms: i64, per_second: u64) -> bool {
@@ -290,6 +295,51 @@ impl HeavyKeeper {
             }
         }
         next
+    }
+
+    /// Heap bytes of the watch: its specification's channel and, once
+    /// derived, its state. Part of [`HeavyKeeper::memory_bytes`].
+    pub fn watch_bytes(&self) -> usize {
+        self.watch.as_ref().map_or(0, |w| {
+            std::mem::size_of::<Watch>()
+                + w.spec.channel.capacity()
+                + w.state.as_ref().map_or(0, |s| {
+                    std::mem::size_of::<WatchStateCell>() + s.0.heap_bytes()
+                })
+        })
+    }
+
+    /// The most a watch on `channel` can ever add to this sketch: the
+    /// channel, and both announced sets full (k hashes each, at the set's
+    /// largest load). What a size cap must allow before the watch is set.
+    pub fn watch_bytes_bound(&self, channel: &[u8]) -> usize {
+        let k = self.params.k as usize;
+        let full_set = HashSet::<u64>::with_capacity(k).allocation_size();
+        std::mem::size_of::<Watch>()
+            + channel.len()
+            + std::mem::size_of::<WatchStateCell>()
+            + 2 * full_set
+    }
+
+    /// What the watch timer does when a sketch's time has come: derives the
+    /// state if there is none (silently, as after a load or a promotion),
+    /// announces what fading did by `now_ms` if a sweep is due, and returns
+    /// when to come back (`i64::MAX`: only an arrival can change anything).
+    /// `None` for a sketch without a watch.
+    pub fn tend_watch(&mut self, now_ms: i64, events: &mut Vec<WatchEvent>) -> Option<i64> {
+        self.watch.as_ref()?;
+        self.ensure_watch_state(now_ms);
+        if self.watch_due(now_ms) {
+            self.sweep_watch(now_ms, events);
+        }
+        self.watch_next_check_ms()
+    }
+
+    /// When the next sweep is worth doing: `Some(i64::MIN)` for a watch
+    /// whose state is still to be derived, `None` without a watch.
+    pub fn watch_next_check_ms(&self) -> Option<i64> {
+        let watch = self.watch.as_ref()?;
+        Some(watch.state.as_ref().map_or(i64::MIN, |s| s.0.next_check_ms))
     }
 
     /// Is a sweep due at `now_ms` (some announced item may have cooled or
