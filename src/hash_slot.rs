@@ -32,8 +32,15 @@ mod tests {
         assert_eq!(hash_slot(b"123456789"), 0x31c3);
         assert_eq!(hash_slot(b"foo"), 12182);
         assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"user1000"));
-        assert_eq!(hash_slot(b"foo{}{bar}"), hash_slot(b"foo{}{bar}"));
+        // An empty tag `{}` is no tag: the whole key is hashed. Expected
+        // values from another CRC-16/XMODEM (Python's binascii.crc_hqx).
+        assert_eq!(hash_slot(b"foo{}{bar}"), 8363);
         assert_ne!(hash_slot(b"foo{}{bar}"), hash_slot(b"bar"));
-        assert_eq!(hash_slot(b"foo{{bar}}zap"), hash_slot(b"{bar"));
+        // The tag ends at the first `}` after the first `{`: "{bar".
+        assert_eq!(hash_slot(b"foo{{bar}}zap"), 4015);
+        assert_eq!(hash_slot(b"{bar"), 4015);
+        // Binary keys: NUL bytes are ordinary bytes.
+        assert_eq!(hash_slot(b"a\x00{\x00}b"), hash_slot(b"\x00"));
+        assert_eq!(hash_slot(b"\x00"), 0);
     }
 }

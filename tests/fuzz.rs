@@ -1,6 +1,9 @@
 //! A hostile client: every command the module registers, fed random mixes of
 //! bytes no well-behaved client sends (non-ASCII, NUL, CR/LF, huge, negative
-//! and non-finite numbers, empty strings, keywords in the wrong place). The
+//! and non-finite numbers, empty strings, keywords in the wrong place), on
+//! key and channel names that are any bytes. Watches are set on those
+//! names, the watch timer and the tracker's notifications run between
+//! batches, and the keys are reloaded, renamed, moved and swapped. The
 //! server must answer every command (an error is fine), answer PING after
 //! every batch, and still save and load everything at the end.
 
@@ -13,7 +16,28 @@ use redis::{Connection, Value};
 const BATCHES: usize = 24;
 const COMMANDS_PER_BATCH: usize = 250;
 
-const KEYS: &[&[u8]] = &[b"s", b"f", b"str", b"missing", b"", "Ā".as_bytes(), b"\x00"];
+const KEYS: &[&[u8]] = &[
+    b"s",
+    b"f",
+    b"str",
+    b"missing",
+    b"",
+    "Ā".as_bytes(),
+    b"\x00",
+    b"a\x00b",
+    b"f\x00\xff",
+];
+
+/// Channel names for watches: binary, empty, pattern characters, long.
+const CHANNELS: &[&[u8]] = &[
+    b"events",
+    b"c\x00h",
+    b"\xff\xfe",
+    b"",
+    b"*",
+    b"\r\n",
+    "Ā".as_bytes(),
+];
 
 const ATOMS: &[&[u8]] = &[
     b"",
@@ -70,7 +94,18 @@ fn module_commands(con: &mut Connection) -> Vec<String> {
         .arg("heavykeeper")
         .query(con)
         .expect("COMMAND LIST FILTERBY MODULE");
-    assert!(names.len() >= 13, "{names:?}");
+    // Every command the module registers, the TOPK.* drop-in included.
+    for expected in [
+        "hk.watch",
+        "hk.unwatch",
+        "hk.hotkeys",
+        "hk.loadstate",
+        "topk.list",
+        "topk.count",
+    ] {
+        assert!(names.iter().any(|n| n == expected), "{expected}: {names:?}");
+    }
+    assert_eq!(names.len(), 22, "{names:?}");
     names
 }
 
@@ -85,6 +120,12 @@ fn random_arg(rng: &mut impl Rng) -> Vec<u8> {
 }
 
 fn random_command(rng: &mut impl Rng, names: &[String]) -> Vec<Vec<u8>> {
+    if rng.random_bool(0.1) {
+        return random_watch(rng);
+    }
+    if rng.random_bool(0.05) {
+        return random_key_move(rng);
+    }
     let mut parts = vec![names[rng.random_range(0..names.len())].clone().into_bytes()];
     if rng.random_bool(0.95) {
         parts.push(KEYS[rng.random_range(0..KEYS.len())].to_vec());
@@ -95,6 +136,36 @@ fn random_command(rng: &mut impl Rng, names: &[String]) -> Vec<Vec<u8>> {
     parts
 }
 
+/// A well-formed `HK.WATCH` (most of the time) on a random key and channel,
+/// so that the timer has binary names to visit.
+fn random_watch(rng: &mut impl Rng) -> Vec<Vec<u8>> {
+    let mut parts = vec![
+        b"HK.WATCH".to_vec(),
+        KEYS[rng.random_range(0..KEYS.len())].to_vec(),
+        CHANNELS[rng.random_range(0..CHANNELS.len())].to_vec(),
+    ];
+    if rng.random_bool(0.7) {
+        parts.push(b"MEMBERS".to_vec());
+    }
+    if rng.random_bool(0.7) {
+        parts.push(b"ABOVE".to_vec());
+        parts.push(random_arg(rng));
+    }
+    parts
+}
+
+/// A key taken somewhere else, as an application's own commands would.
+fn random_key_move(rng: &mut impl Rng) -> Vec<Vec<u8>> {
+    let key = |rng: &mut dyn rand::RngCore| KEYS[rng.random_range(0..KEYS.len())].to_vec();
+    match rng.random_range(0..5) {
+        0 => vec![b"RENAME".to_vec(), key(rng), key(rng)],
+        1 => vec![b"COPY".to_vec(), key(rng), key(rng), b"REPLACE".to_vec()],
+        2 => vec![b"MOVE".to_vec(), key(rng), b"1".to_vec()],
+        3 => vec![b"SWAPDB".to_vec(), b"0".to_vec(), b"1".to_vec()],
+        _ => vec![b"PEXPIRE".to_vec(), key(rng), b"50".to_vec()],
+    }
+}
+
 fn seed_keys(con: &mut Connection) {
     value(con, &["FLUSHALL"]);
     value(con, &["HK.RESERVE", "s", "5", "WIDTH", "16", "DEPTH", "2"]);
@@ -103,16 +174,48 @@ fn seed_keys(con: &mut Connection) {
         &["HK.RESERVE", "f", "5", "WIDTH", "16", "HALFLIFE", "1"],
     );
     value(con, &["SET", "str", "v"]);
+    // A fading sketch watched under binary names: the timer visits it.
+    let binary: &[&[u8]] = &[b"HK.RESERVE", b"f\x00\xff", b"5", b"HALFLIFE", b"0.05"];
+    common::run::<Value>(con, binary).expect("a binary-named sketch");
+    let watch: &[&[u8]] = &[
+        b"HK.WATCH",
+        b"f\x00\xff",
+        b"c\x00h",
+        b"MEMBERS",
+        b"ABOVE",
+        b"1",
+    ];
+    common::run::<Value>(con, watch).expect("a binary-named watch");
 }
 
 #[test]
 fn random_bytes_to_every_command_never_take_the_server_down() {
     // Key tracking on: its command filter sees every hostile command first.
     // TOPK.* registered: they are fuzzed too.
-    let mut server = Server::start_configured(&["track", "yes", "topk-compat", "yes"], &[]);
+    let mut server = Server::start_configured(
+        &[
+            "track",
+            "yes",
+            "topk-compat",
+            "yes",
+            "watch-interval-ms",
+            "10",
+            "track-notify-above",
+            "1",
+        ],
+        &[],
+    );
     let mut con = server.client();
     let mut resp3 = server.client_resp3();
     let names = module_commands(&mut con);
+    // The tracker's notifications go to a binary channel too.
+    let channel: &[&[u8]] = &[
+        b"CONFIG",
+        b"SET",
+        b"heavykeeper.track-channel",
+        b"t\x00\xff",
+    ];
+    common::run::<Value>(&mut con, channel).expect("a binary track-channel");
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
     seed_keys(&mut con);
     let mut errors = 0;
@@ -136,6 +239,8 @@ fn random_bytes_to_every_command_never_take_the_server_down() {
                 }
             }
         }
+        // The watch timer and the tracker's notifications run in between.
+        std::thread::sleep(std::time::Duration::from_millis(60));
         assert!(server.is_alive(), "batch {batch}\n{}", server.log());
         assert_eq!(
             value(&mut con, &["PING"]),

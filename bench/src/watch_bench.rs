@@ -20,6 +20,9 @@ pub struct WatchFigures {
     /// With a cap of `cap` events a second: events received per second of
     /// flooding, and the most in one of the limiter's one-second windows.
     pub capped: Option<(f64, u64, u64)>,
+    /// Main-thread CPU of an idle server, ms per second: no watch, then
+    /// `n` watched sketches none of which is due: (n, without, with).
+    pub idle_watches: Option<(usize, f64, f64)>,
     pub error: Option<String>,
 }
 
@@ -72,6 +75,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> WatchF
             fade_delay_ms: Some(fade_delay(&server)?),
             add_ns: Some(add_cost(module, zipf, if quick { 300 } else { 1000 })?),
             capped: Some(capped(&server)?),
+            idle_watches: Some(idle_watches(module, if quick { 10_000 } else { 100_000 })?),
             error: None,
         })
     };
@@ -218,6 +222,12 @@ fn add_cost(module: &Path, zipf: &Workload, batches: usize) -> Result<(f64, f64,
 /// default cap of 1000 events per second per sketch.
 fn capped(server: &Server) -> Result<(f64, u64, u64), String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
+    // k = 1,000,000 so that every new item enters; with its MEMBERS watch
+    // (up to two sets of a million hashes) it is past the default cap.
+    cmd(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "1gb"],
+    )?;
     cmd(
         &mut con,
         &["HK.RESERVE", "w:flood", "1000000", "WIDTH", "1000"],
@@ -244,6 +254,65 @@ fn capped(server: &Server) -> Result<(f64, u64, u64), String> {
         .filter_map(|(_, e)| event_time(&e))
         .collect();
     Ok((times.len() as f64 / elapsed, busiest_window(&times), 1000))
+}
+
+/// What watched sketches that are not due cost the main thread: its CPU
+/// time per second on an idle server, before and after `n` fading sketches
+/// are watched, each with a member that fades out only in hours.
+fn idle_watches(module: &Path, n: usize) -> Result<(usize, f64, f64), String> {
+    let server = Server::start(module)?;
+    let mut con = server.connection().map_err(|e| e.to_string())?;
+    let idle_cpu = |server: &Server| -> Result<f64, String> {
+        let seconds = 3.0;
+        let before = server
+            .main_thread_cpu_ns()
+            .ok_or("no main-thread CPU figure")?;
+        std::thread::sleep(Duration::from_secs_f64(seconds));
+        let after = server
+            .main_thread_cpu_ns()
+            .ok_or("no main-thread CPU figure")?;
+        Ok((after - before) as f64 / 1e6 / seconds)
+    };
+    let without = idle_cpu(&server)?;
+    let now = unix_ms().floor().to_string();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        let mut pipe = redis::pipe();
+        for i in chunk {
+            let key = format!("idle:{i}");
+            pipe.cmd("HK.RESERVE")
+                .arg(&key)
+                .arg(1)
+                .arg("WIDTH")
+                .arg(8)
+                .arg("DEPTH")
+                .arg(1)
+                .arg("HALFLIFE")
+                .arg(3600)
+                .ignore();
+            pipe.cmd("HK.WATCH")
+                .arg(&key)
+                .arg("idle")
+                .arg("MEMBERS")
+                .ignore();
+            pipe.cmd("HK.INCRBYAT")
+                .arg(&key)
+                .arg(&now)
+                .arg("x")
+                .arg(10)
+                .ignore();
+        }
+        pipe.query::<()>(&mut con).map_err(|e| e.to_string())?;
+    }
+    // Let the timer derive every watch once (its first visit) before measuring.
+    std::thread::sleep(Duration::from_secs(2));
+    let watched = redis::cmd("INFO")
+        .arg("heavykeeper")
+        .query::<String>(&mut con)
+        .map_err(|e| e.to_string())?;
+    if !watched.contains(&format!("heavykeeper_watched_keys:{n}")) {
+        return Err(format!("expected {n} watched keys"));
+    }
+    Ok((n, without, idle_cpu(&server)?))
 }
 
 /// The `time` of an event message.
@@ -292,6 +361,12 @@ impl WatchFigures {
             let _ = writeln!(
                 md,
                 "| events received per second of flooding, one sketch, cap {cap}/s; most in one window of the limiter | {rate:.0}; {busiest} |"
+            );
+        }
+        if let Some((n, without, with)) = self.idle_watches {
+            let _ = writeln!(
+                md,
+                "| main-thread CPU of an idle server, no watch / {n} watched sketches none of which is due | {without:.2} / {with:.2} ms per second |"
             );
         }
         md

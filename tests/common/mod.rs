@@ -357,6 +357,11 @@ pub struct Subscriber {
 
 impl Subscriber {
     pub fn new(server: &Server, channel: &str, shard: bool) -> Self {
+        Self::on_bytes(server, channel.as_bytes(), shard)
+    }
+
+    /// A subscriber to a channel whose name is any bytes.
+    pub fn on_bytes(server: &Server, channel: &[u8], shard: bool) -> Self {
         let mut con = server.client();
         let command = if shard { "SSUBSCRIBE" } else { "SUBSCRIBE" };
         let _: Value = redis::cmd(command)
@@ -392,4 +397,19 @@ impl Subscriber {
         }
         events
     }
+}
+
+/// The current time in milliseconds since the epoch, as the server reads it.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_millis() as i64
+}
+
+/// An integer field of `INFO heavykeeper` (0 when absent).
+pub fn module_figure(con: &mut Connection, field: &str) -> i64 {
+    info_field(con, "heavykeeper", &format!("heavykeeper_{field}"))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }

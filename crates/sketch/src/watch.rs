@@ -181,8 +181,9 @@ impl Scale {
     fn crossing_ms(&self, count: f64, line: f64) -> i64 {
         match self.half_life_ms {
             Some(h) if line > 0.0 && count > line => {
+                // Rounded up: a sweep at the due time finds the crossing done.
                 let ahead = h * libm::log2(count / line);
-                self.now_ms.saturating_add(ahead.min(1e15) as i64)
+                self.now_ms.saturating_add(ahead.ceil().min(1e15) as i64)
             }
             Some(_) => self.now_ms,
             None => i64::MAX,
@@ -313,8 +314,10 @@ impl HeavyKeeper {
     /// channel, and both announced sets full (k hashes each, at the set's
     /// largest load). What a size cap must allow before the watch is set.
     pub fn watch_bytes_bound(&self, channel: &[u8]) -> usize {
+        // A set holds at most k hashes; it only grows when more than half
+        // full, to at most one more than twice what it held: 2k + 2.
         let k = self.params.k as usize;
-        let full_set = HashSet::<u64>::with_capacity(k).allocation_size();
+        let full_set = HashSet::<u64>::with_capacity(2 * k + 2).allocation_size();
         std::mem::size_of::<Watch>()
             + channel.len()
             + std::mem::size_of::<WatchStateCell>()
@@ -593,6 +596,55 @@ mod tests {
         hk.add_watched(b"x", 3, 5_400, &mut events);
         let hots = events.iter().filter(|e| e.kind == EventKind::Hot).count();
         assert_eq!(hots, 1, "{:?}", kinds(&events));
+    }
+
+    #[test]
+    fn a_watch_is_counted_in_memory_and_stays_under_its_bound() {
+        let mut hk = watched(true, true, Some(1.0));
+        hk.set_watch(None);
+        let bare = hk.memory_bytes();
+        let channel = vec![b'c'; 5_000];
+        let bound = hk.watch_bytes_bound(&channel);
+        hk.set_watch(Some(WatchSpec {
+            channel,
+            members: true,
+            above: Some(1.0),
+            below: None,
+        }));
+        assert!(hk.memory_bytes() >= bare + 5_000);
+        // Every member listed and hot: both sets as full as they get.
+        let mut events = Vec::new();
+        for item in [b"a", b"b", b"c", b"d"] {
+            hk.add_watched(item, 50, 0, &mut events);
+        }
+        assert_eq!(
+            events.iter().filter(|e| e.kind == EventKind::Hot).count(),
+            3
+        );
+        assert!(hk.memory_bytes() > bare + 5_000);
+        assert!(
+            hk.memory_bytes() <= bare + bound,
+            "{} > {}",
+            hk.memory_bytes(),
+            bare + bound
+        );
+    }
+
+    #[test]
+    fn tending_derives_the_state_silently_then_announces_what_fading_did() {
+        let mut hk = watched(true, false, Some(10.0));
+        hk.add(b"x", 20, 0);
+        // A loaded sketch: a watch without a state.
+        hk.forget_watch_state();
+        assert_eq!(hk.watch_next_check_ms(), Some(i64::MIN));
+        let mut events = Vec::new();
+        let next = hk.tend_watch(100, &mut events).unwrap();
+        assert!(events.is_empty(), "{events:?}");
+        assert!((700..=800).contains(&next), "{next}");
+        assert_eq!(hk.tend_watch(next, &mut events), Some(i64::MAX));
+        assert_eq!(kinds(&events), vec![(EventKind::Cool, &b"x"[..])]);
+        hk.set_watch(None);
+        assert_eq!(hk.tend_watch(next, &mut events), None);
     }
 
     #[test]

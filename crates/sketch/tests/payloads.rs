@@ -187,3 +187,26 @@ proptest! {
         }
     }
 }
+
+/// Without fading every count is a number of arrivals: a payload with a
+/// fraction in a bucket or a member is refused (it would also cost a
+/// side-table entry per bucket beyond the sketch's declared size).
+#[test]
+fn fractional_counts_without_fading_are_refused() {
+    let mut hk = HeavyKeeper::new(Params::for_k(4, 9), 0);
+    hk.add(b"x", 5, 0);
+    let bytes = encode(&hk);
+    let five = 5.0f64.to_le_bytes();
+    let at: Vec<usize> = (0..bytes.len() - 8)
+        .filter(|&i| bytes[i..i + 8] == five)
+        .collect();
+    // The item's buckets (one per row) and its member record.
+    assert!(at.len() >= 2, "{at:?}");
+    for &i in [at[0], at[at.len() - 1]].iter() {
+        let mut damaged = bytes.clone();
+        poke(&mut damaged, i, 5.5f64.to_le_bytes());
+        let refused = decode(&damaged, u64::MAX).map(|_| ()).unwrap_err();
+        assert!(refused.to_string().contains("whole number"), "{refused}");
+    }
+    assert!(decode(&bytes, u64::MAX).is_ok());
+}
