@@ -7,9 +7,19 @@ use crate::module_string;
 use redis_module::{raw, Context, ContextFlags, RedisError};
 use std::os::raw::c_int;
 
-/// The error the server answers a `PUBLISH` the user may not send.
-const NOPERM: &str =
-    "NOPERM this user has no permissions to access one of the channels used as arguments";
+/// The error the server answers a `PUBLISH` the user may not send: Redis
+/// 7.0 says it one way, 7.2+ and Valkey another.
+fn noperm() -> RedisError {
+    // SAFETY: a plain query of the server.
+    let version = unsafe { raw::RedisModule_GetServerVersion.map_or(0, |f| f()) };
+    if version >= 0x00_07_02_00 {
+        RedisError::Str("NOPERM No permissions to access a channel")
+    } else {
+        RedisError::Str(
+            "NOPERM this user has no permissions to access one of the channels used as arguments",
+        )
+    }
+}
 
 /// Refuses `channel` unless the calling user may publish on it. Commands
 /// from the primary or from a load already passed this check where they
@@ -41,7 +51,7 @@ pub fn check_publish(ctx: &Context, channel: &[u8]) -> Result<(), RedisError> {
             free_string(ctx.ctx, name);
         }
         if user.is_null() {
-            return Err(RedisError::Str(NOPERM));
+            return Err(noperm());
         }
         let channel = module_string::of(ctx, channel);
         let allowed = check(
@@ -63,7 +73,7 @@ pub fn check_publish(ctx: &Context, channel: &[u8]) -> Result<(), RedisError> {
         if allowed {
             Ok(())
         } else {
-            Err(RedisError::Str(NOPERM))
+            Err(noperm())
         }
     }
 }

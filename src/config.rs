@@ -254,7 +254,7 @@ pub fn register(ctx: &Context, given: &LoadArgs) -> Result<(), String> {
                 raw::REDISMODULE_CONFIG_DEFAULT,
             ),
         };
-        config_callbacks::register(ctx.ctx, setting, value, flags)?;
+        config_callbacks::register(ctx, setting, value, flags)?;
     }
     Ok(())
 }

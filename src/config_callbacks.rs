@@ -7,7 +7,7 @@
 use crate::config::Setting;
 use crate::panic_guard::or_fallback;
 use crate::{fault, module_string};
-use redis_module::{raw, RedisString};
+use redis_module::{raw, Context, RedisString};
 use std::cell::RefCell;
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int, c_longlong, c_uint, c_void};
@@ -19,7 +19,7 @@ const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 /// Registers `setting` with `value` as its default (the load argument, or
 /// the built-in default). `flags` are `REDISMODULE_CONFIG_*` bits.
 pub fn register(
-    ctx: *mut raw::RedisModuleCtx,
+    ctx: &Context,
     setting: &'static Setting,
     value: Value<'_>,
     flags: c_uint,
@@ -33,7 +33,7 @@ pub fn register(
                 let register =
                     raw::RedisModule_RegisterNumericConfig.ok_or("no numeric configs")?;
                 register(
-                    ctx,
+                    ctx.ctx,
                     name.as_ptr(),
                     default,
                     flags,
@@ -48,7 +48,7 @@ pub fn register(
             (Setting::Bool { .. }, Value::Bool(default)) => {
                 let register = raw::RedisModule_RegisterBoolConfig.ok_or("no bool configs")?;
                 register(
-                    ctx,
+                    ctx.ctx,
                     name.as_ptr(),
                     c_int::from(default),
                     flags,
@@ -63,7 +63,7 @@ pub fn register(
                     .map_err(|_| format!("{} may not hold a NUL byte", setting.name()))?;
                 let register = raw::RedisModule_RegisterStringConfig.ok_or("no string configs")?;
                 register(
-                    ctx,
+                    ctx.ctx,
                     name.as_ptr(),
                     default.as_ptr(),
                     flags,

@@ -8,6 +8,7 @@
 
 use crate::args::err;
 use crate::{clock, config, module_stats};
+use heavykeeper_sketch::HeavyKeeper;
 use redis_module::{Context, ContextFlags, RedisError};
 
 /// Does this command come from a client (not the primary, not a load)?
@@ -77,4 +78,23 @@ pub fn check_fits_in_memory(ctx: &Context, bytes: u64) -> Result<(), RedisError>
 pub fn refused(error: RedisError) -> RedisError {
     module_stats::refused_by_limits();
     error
+}
+
+/// A watch's channel and state count toward the sketch's size, so the size
+/// cap covers them: a sketch may not grow past it by a watch on `channel`
+/// (at its largest: both announced sets full).
+pub fn check_watch_fits(
+    ctx: &Context,
+    sketch: &HeavyKeeper,
+    channel: &[u8],
+) -> Result<(), RedisError> {
+    let cap = max_sketch_bytes(ctx);
+    let without_watch = sketch.memory_bytes().saturating_sub(sketch.watch_bytes());
+    let bytes = without_watch.saturating_add(sketch.watch_bytes_bound(channel)) as u64;
+    if bytes > cap {
+        return Err(refused(err(format!(
+            "with its watch the sketch could take {bytes} bytes; heavykeeper.max-sketch-bytes allows {cap}"
+        ))));
+    }
+    Ok(())
 }

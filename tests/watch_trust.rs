@@ -269,4 +269,24 @@ fn a_watch_is_paid_for_in_memory_usage_and_the_size_cap() {
         value(&mut con, &["HK.WATCH", "k", "short", "MEMBERS"]),
         Value::Okay
     );
+    // So does a payload that carries such a watch.
+    let mut sketch = HeavyKeeper::new(
+        Params {
+            width: 64,
+            ..Params::for_k(10, 1)
+        },
+        now_ms(),
+    );
+    sketch.set_watch(Some(WatchSpec {
+        channel: channel.into_bytes(),
+        members: true,
+        above: None,
+        below: None,
+    }));
+    let loaded = run::<Value>(&mut con, &[b"HK.LOADSTATE", b"big", &encode(&sketch)]);
+    let e = loaded.expect_err("a payload whose watch passes the cap");
+    assert!(
+        common::server_error_text(&e).contains("max-sketch-bytes"),
+        "{e}"
+    );
 }

@@ -234,7 +234,7 @@ pub fn watch_goals(w: &watch_bench::WatchFigures, goals: &mut Vec<Goal>) {
     }
     if let Some((n, without, with)) = w.idle_watches {
         goals.push(Goal::new(
-            &format!("watch: {n} idle watched sketches, main-thread CPU over an idle server"),
+            format!("watch: {n} idle watched sketches, main-thread CPU over an idle server"),
             "<= +1 ms per second",
             format!("{:+.2} ms/s ({with:.2} vs {without:.2})", with - without),
             with - without <= 1.0,

@@ -29,6 +29,7 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         check_clocks(ctx, &sketch)?;
         if let Some(watch) = sketch.watch() {
             channel_permission::check_publish(ctx, &watch.channel)?;
+            limits::check_watch_fits(ctx, &sketch, &watch.channel)?;
         }
         limits::check_fits_in_memory(ctx, sketch.memory_bytes() as u64)?;
         watched = sketch.watch().is_some();

@@ -14,7 +14,7 @@ use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::hash_slot::hash_slot;
 use crate::{channel_permission, keyspace_event, limits, sketch_key, watching};
-use heavykeeper_sketch::{HeavyKeeper, WatchSpec};
+use heavykeeper_sketch::WatchSpec;
 use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn watch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -35,7 +35,7 @@ pub fn watch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     channel_permission::check_publish(ctx, &spec.channel)?;
     let key = ctx.open_key_writable(name);
     let mut sketch = sketch_key::write(&key)?;
-    check_size(ctx, &sketch, &spec.channel)?;
+    limits::check_watch_fits(ctx, &sketch, &spec.channel)?;
     sketch.set_watch(Some(spec));
     watching::follow_here(ctx, name);
     ctx.replicate_verbatim();
@@ -57,20 +57,6 @@ pub fn unwatch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         keyspace_event::key_changed(ctx, c"hk.unwatch", name);
     }
     Ok(RedisValue::Integer(i64::from(had)))
-}
-
-/// The watch's channel and state count toward the sketch's size, so the
-/// size cap covers them: a sketch may not grow past it by its watch.
-fn check_size(ctx: &Context, sketch: &HeavyKeeper, channel: &[u8]) -> Result<(), RedisError> {
-    let cap = limits::max_sketch_bytes(ctx);
-    let without_watch = sketch.memory_bytes() - sketch.watch_bytes();
-    let bytes = (without_watch + sketch.watch_bytes_bound(channel)) as u64;
-    if bytes > cap {
-        return Err(limits::refused(err(format!(
-            "with this watch the sketch could take {bytes} bytes; heavykeeper.max-sketch-bytes allows {cap}"
-        ))));
-    }
-    Ok(())
 }
 
 fn parse(channel: &RedisString, options: &[RedisString]) -> Result<WatchSpec, RedisError> {
