@@ -130,7 +130,7 @@ fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
     );
     // The tracker's and watchers' sections are there too.
     assert!(info_field(&mut con, "heavykeeper", "heavykeeper_watched_keys").is_some());
-    assert!(info_field(&mut con, "heavykeeper", "heavykeeper_commands_seen").is_some());
+    assert!(info_field(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen").is_some());
 }
 
 #[test]

@@ -253,9 +253,10 @@ fn random_bytes_to_every_command_never_take_the_server_down() {
         }
     }
     assert!(errors > 0, "the fuzz never hit an error: it tests nothing");
-    let seen: u64 = common::info_field(&mut con, "heavykeeper", "heavykeeper_commands_seen")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let seen: u64 =
+        common::info_field(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
     assert!(seen >= (BATCHES * COMMANDS_PER_BATCH) as u64, "{seen}");
     value(&mut con, &["DEBUG", "RELOAD"]);
     assert!(server.is_alive());

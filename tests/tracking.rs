@@ -59,19 +59,19 @@ fn tracking_turns_on_and_off_at_run_time() {
         "ERR key tracking is off: CONFIG SET heavykeeper.track yes"
     );
     assert_eq!(
-        info_field(&mut con, "heavykeeper", "heavykeeper_enabled").as_deref(),
+        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
         Some("0")
     );
     value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "yes"]);
     assert_eq!(
-        info_field(&mut con, "heavykeeper", "heavykeeper_enabled").as_deref(),
+        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
         Some("1")
     );
     times(&mut con, 5, &["GET", "page:home"]);
     assert_eq!(counts(&mut con, &[]), vec![("page:home".to_string(), 5)]);
     value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "no"]);
     assert_eq!(
-        info_field(&mut con, "heavykeeper", "heavykeeper_enabled").as_deref(),
+        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
         Some("0")
     );
     assert!(error(&mut con, &["HK.HOTKEYS"]).contains("tracking is off"));
@@ -124,7 +124,7 @@ fn every_key_a_command_touches_counts_as_the_server_sees_it() {
         (all[0].2 - 7.0 * lambda).abs() < 0.01 * 7.0 * lambda,
         "{all:?}"
     );
-    let commands: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_commands_seen")
+    let commands: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen")
         .unwrap()
         .parse()
         .unwrap();
@@ -147,6 +147,75 @@ fn keys_in_different_databases_are_different_keys() {
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].1, rows[0].3), (0, 5));
     }
+}
+
+/// (db, count) of each listed key, by database.
+fn counts_by_db(con: &mut Connection) -> Vec<(i64, i64)> {
+    let mut rows: Vec<(i64, i64)> = hotkeys(con, &[]).iter().map(|r| (r.1, r.3)).collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn a_clients_database_is_followed_through_select_reset_and_transactions() {
+    let server = tracking_server();
+    let mut con = server.client();
+    if !server_knows_databases(&mut con) {
+        eprintln!("skipped: this server's filter cannot tell which client sent a command");
+        return;
+    }
+    times(&mut con, 2, &["SET", "k", "v"]);
+    value(&mut con, &["SELECT", "3"]);
+    times(&mut con, 3, &["SET", "k", "v"]);
+    // A SELECT queued in a transaction moves the client when EXEC runs.
+    value(&mut con, &["MULTI"]);
+    value(&mut con, &["SELECT", "4"]);
+    value(&mut con, &["EXEC"]);
+    times(&mut con, 4, &["SET", "k", "v"]);
+    // A transaction thrown away moves nothing.
+    value(&mut con, &["MULTI"]);
+    value(&mut con, &["SELECT", "9"]);
+    value(&mut con, &["DISCARD"]);
+    times(&mut con, 1, &["SET", "k", "v"]);
+    // RESET brings the client back to database 0.
+    value(&mut con, &["RESET"]);
+    times(&mut con, 5, &["SET", "k", "v"]);
+    // Another client was never moved.
+    let mut other = server.client();
+    times(&mut other, 6, &["SET", "j", "v"]);
+    let mut rows: Vec<(i64, i64)> = hotkeys(&mut con, &[]).iter().map(|r| (r.1, r.3)).collect();
+    rows.sort();
+    assert_eq!(rows, vec![(0, 6), (0, 7), (3, 3), (4, 5)]);
+}
+
+#[test]
+fn a_select_that_is_not_sampled_still_moves_the_client() {
+    let server = Server::start_configured(
+        &[
+            "track",
+            "yes",
+            "track-halflife",
+            "3600",
+            "track-sample",
+            "4",
+        ],
+        &[],
+    );
+    let mut con = server.client();
+    if !server_knows_databases(&mut con) {
+        eprintln!("skipped: this server's filter cannot tell which client sent a command");
+        return;
+    }
+    for db in ["0", "2", "7"] {
+        value(&mut con, &["SELECT", db]);
+        let mut pipe = redis::pipe();
+        for _ in 0..400 {
+            pipe.cmd("GET").arg("k").ignore();
+        }
+        let _: () = pipe.query(&mut con).unwrap();
+    }
+    let dbs: Vec<i64> = counts_by_db(&mut con).iter().map(|r| r.0).collect();
+    assert_eq!(dbs, vec![0, 2, 7]);
 }
 
 #[test]
@@ -172,10 +241,14 @@ fn sampling_one_command_in_n_keeps_counts_and_rates_right() {
     let count = rows[0].3 as f64;
     // ~1,000 samples of weight 16: five standard deviations is ~16%.
     assert!((count - 16_000.0).abs() < 0.16 * 16_000.0, "{count}");
-    let sampled: f64 = info_field(&mut con, "heavykeeper", "heavykeeper_commands_sampled")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let sampled: f64 = info_field(
+        &mut con,
+        "heavykeeper",
+        "heavykeeper_tracker_commands_sampled",
+    )
+    .unwrap()
+    .parse()
+    .unwrap();
     assert!((sampled - 1_000.0).abs() < 200.0, "{sampled}");
 }
 
@@ -214,7 +287,7 @@ fn reset_forgets_and_configs_are_validated() {
     }
     // Three keys read, room for two: exactly two listed.
     assert_eq!(counts(&mut con, &["READS"]).len(), 2);
-    let memory: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_memory_bytes")
+    let memory: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes")
         .unwrap()
         .parse()
         .unwrap();
@@ -351,4 +424,93 @@ fn counted_keys_are_exactly_the_keys_the_server_finds() {
         counted.sort();
         assert_eq!(counted, expected, "{command:?}");
     }
+}
+
+#[test]
+fn in_a_cluster_one_subscriber_hears_the_hot_keys_of_every_node() {
+    let cluster = common::Cluster::start(&[
+        "track",
+        "yes",
+        "track-halflife",
+        "1",
+        "track-notify-above",
+        "200",
+        "track-channel",
+        "hotkeys",
+        "watch-interval-ms",
+        "20",
+    ]);
+    // One subscriber, on the first node only.
+    let mut sub = common::Subscriber::new(&cluster.nodes[0], "hotkeys", false);
+    // A hot key on each node: ~500 reads in a moment is 347 req/s.
+    let mut keys = std::collections::BTreeSet::new();
+    for i in 0.. {
+        let key = format!("product:{i}");
+        let owner = cluster.owner_of(&key);
+        if keys
+            .iter()
+            .any(|(_, node): &(String, String)| *node == owner.address())
+        {
+            continue;
+        }
+        let mut con = owner.client();
+        let mut pipe = redis::pipe();
+        for _ in 0..500 {
+            pipe.cmd("GET").arg(&key).ignore();
+        }
+        let _: () = pipe.query(&mut con).unwrap();
+        let _: Value = redis::cmd("HK.HOTKEYS").query(&mut con).unwrap();
+        keys.insert((key, owner.address()));
+        if keys.len() == cluster.nodes.len() {
+            break;
+        }
+    }
+    let hot: std::collections::BTreeSet<String> = sub
+        .events(std::time::Duration::from_secs(3), 2 * keys.len())
+        .iter()
+        .filter(|e| e["event"] == "hot")
+        .filter_map(|e| e["key"].as_str().map(str::to_string))
+        .collect();
+    let expected: std::collections::BTreeSet<String> = keys.into_iter().map(|(k, _)| k).collect();
+    assert_eq!(hot, expected);
+}
+
+#[test]
+fn huge_keys_cannot_grow_the_trackers_memory() {
+    let server = tracking_server();
+    let mut con = server.client();
+    let used = |con: &mut Connection| -> i64 {
+        info_field(con, "memory", "used_memory")
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let before = used(&mut con);
+    // 300 distinct 1 MB keys, as a careless client might send.
+    for i in 0..300u32 {
+        let mut key = vec![b'k'; 1 << 20];
+        key[..4].copy_from_slice(format!("{i:04}").as_bytes());
+        // Twice in one command: a key seen once fades below one access at once.
+        let _: i64 = redis::cmd("EXISTS")
+            .arg(&key)
+            .arg(&key)
+            .query(&mut con)
+            .unwrap();
+    }
+    let rows = hotkeys(&mut con, &["COUNT", "1000"]);
+    assert_eq!(rows.len(), 100, "k = 100 keys listed");
+    // Each is tracked under a 1 KiB name: its first bytes, a marker, a hash.
+    for (key, ..) in &rows {
+        assert_eq!(key.len(), 1024, "{}", &key[..16]);
+        let (prefix, hash) = key.split_at(1024 - 16);
+        assert!(prefix.ends_with("...#"), "{}", &key[1000..]);
+        assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()), "{hash}");
+    }
+    let tracker: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(tracker < 8 << 20, "the tracker holds {tracker} bytes");
+    let grown = used(&mut con) - before;
+    assert!(grown < 32 << 20, "used_memory grew by {grown} bytes");
 }

@@ -11,6 +11,7 @@
 //! client sent the command (Redis 7.2+, Valkey) the key is counted in that
 //! client's database; Redis 7.0 does not, and counts every key as database 0.
 
+use super::client_db::{self, ClientDbs};
 use super::command_table::CommandTable;
 use super::{with_state, Tracking};
 use crate::clock;
@@ -38,6 +39,16 @@ pub fn attach(ctx: &Context) {
     let detached =
         unsafe { raw::RedisModule_GetDetachedThreadSafeContext.map_or(null_mut(), |f| f(ctx.ctx)) };
     MODULE_CTX.store(detached, Ordering::Relaxed);
+    // SAFETY: the load context; the callback contains its panics.
+    unsafe {
+        if let Some(subscribe) = raw::RedisModule_SubscribeToServerEvent {
+            let event = raw::RedisModuleEvent {
+                id: raw::REDISMODULE_EVENT_CLIENT_CHANGE,
+                dataver: 1,
+            };
+            subscribe(ctx.ctx, event, Some(on_client_change));
+        }
+    }
 }
 
 pub fn is_attached() -> bool {
@@ -91,17 +102,50 @@ unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
         with_state(|state| {
             if let Some(tracking) = state.as_mut() {
                 tracking.commands_seen += 1;
+                let client = client_id(fctx);
+                if let Some(id) = client {
+                    // Every command, sampled or not: a missed SELECT would
+                    // count the client's keys in the wrong database.
+                    if client_db::may_change_db(arg_bytes(fctx, 0)) {
+                        tracking.client_dbs.forget(id);
+                    }
+                }
                 if tracking.sampler.take() {
                     tracking.commands_sampled += 1;
-                    count_keys(fctx, tracking);
+                    count_keys(fctx, tracking, client);
                 }
             }
         });
     }));
 }
 
+/// The client that sent the command, where the server says (Redis 7.2+,
+/// Valkey; never 0 for a real client).
+#[inline]
+fn client_id(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u64> {
+    // SAFETY: `fctx` is the live filter context of this call.
+    unsafe { raw::RedisModule_CommandFilterGetClientId.map(|f| f(fctx)) }
+}
+
+/// The bytes of argument `i` of the command (empty if there is none).
+#[inline]
+fn arg_bytes<'a>(fctx: *mut raw::RedisModuleCommandFilterCtx, i: c_int) -> &'a [u8] {
+    // SAFETY: `fctx` is the live filter context of this call; the server
+    // checks `i` against the argument count.
+    let arg = unsafe { raw::RedisModule_CommandFilterArgGet.map_or(null_mut(), |f| f(fctx, i)) };
+    if arg.is_null() {
+        &[]
+    } else {
+        string_bytes(arg)
+    }
+}
+
 /// Counts every key of the command in `fctx`, weighted by the sampling rate.
-fn count_keys(fctx: *mut raw::RedisModuleCommandFilterCtx, tracking: &mut Tracking) {
+fn count_keys(
+    fctx: *mut raw::RedisModuleCommandFilterCtx,
+    tracking: &mut Tracking,
+    client: Option<u64>,
+) {
     // SAFETY: `fctx` is the live filter context of this call.
     let argc = unsafe { raw::RedisModule_CommandFilterArgsCount.map_or(0, |f| f(fctx)) };
     if argc < 2 {
@@ -131,7 +175,7 @@ fn count_keys(fctx: *mut raw::RedisModuleCommandFilterCtx, tracking: &mut Tracki
         if !key_use.has_keys() {
             return;
         }
-        let Some(db) = counted_client_db(fctx) else {
+        let Some(db) = counted_db(client, &mut tracking.client_dbs) else {
             return;
         };
         let now = clock::cached_now_ms();
@@ -146,7 +190,7 @@ fn count_keys(fctx: *mut raw::RedisModuleCommandFilterCtx, tracking: &mut Tracki
     let Some(keys) = CommandKeys::of(argv) else {
         return;
     };
-    let Some(db) = counted_client_db(fctx) else {
+    let Some(db) = counted_db(client, &mut tracking.client_dbs) else {
         return;
     };
     let now = clock::cached_now_ms();
@@ -168,13 +212,17 @@ fn count_keys(fctx: *mut raw::RedisModuleCommandFilterCtx, tracking: &mut Tracki
 }
 
 /// The database to count the command's keys in, or `None` when they are
-/// not to be counted: inside a running script (the script's own command
-/// counted the keys it declared), or from a client that is no connection.
-fn counted_client_db(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u16> {
-    if in_script(MODULE_CTX.load(Ordering::Relaxed)) {
-        return None;
+/// not to be counted: from a client that is no connection (a script's: its
+/// own command counted the keys it declared; a module's `RM_Call`).
+///
+/// Redis 7.0 does not say which client sent a command: every key counts in
+/// database 0, except inside a script.
+fn counted_db(client: Option<u64>, known: &mut ClientDbs) -> Option<u16> {
+    match client {
+        Some(id) => known.get(id, || ask_client_db(id)),
+        None if in_script(MODULE_CTX.load(Ordering::Relaxed)) => None,
+        None => Some(0),
     }
-    client_db(fctx)
 }
 
 /// Key positions and flags the server found in a command, in memory the
@@ -257,24 +305,40 @@ fn in_script(ctx: *mut raw::RedisModuleCtx) -> bool {
     flags as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0
 }
 
-/// The database of the client that sent the command: `None` for a client
-/// that is no connection (a module's call), 0 where the server cannot say.
-fn client_db(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u16> {
-    // SAFETY: function pointers filled by the server; `info` is a version-1
-    // structure as the API requires.
+/// What the server says of client `id`: `Some(Some(db))` for a connection,
+/// `Some(None)` for none (a fake client), `None` if it cannot say. The
+/// costly call (it also fills in the client's address): made once per
+/// client and again after a `SELECT`, never per command.
+fn ask_client_db(id: u64) -> Option<Option<u16>> {
+    // SAFETY: a function pointer filled by the server; `info` is a
+    // version-1 structure as the API requires.
     unsafe {
-        let Some(client_id) = raw::RedisModule_CommandFilterGetClientId else {
-            return Some(0);
-        };
         let info_by_id = raw::RedisModule_GetClientInfoById?;
         let mut info: raw::RedisModuleClientInfo = std::mem::zeroed();
         info.version = 1;
-        let found = info_by_id(
-            (&mut info as *mut raw::RedisModuleClientInfo).cast(),
-            client_id(fctx),
-        );
-        (found == raw::REDISMODULE_OK as c_int).then_some(info.db)
+        let found = info_by_id((&mut info as *mut raw::RedisModuleClientInfo).cast(), id);
+        Some((found == raw::REDISMODULE_OK as c_int).then_some(info.db))
     }
+}
+
+/// A client that disconnects is forgotten (ids are never reused).
+unsafe extern "C" fn on_client_change(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut c_void,
+) {
+    crate::panic_guard::or_fallback("a client event", (), || {
+        if subevent != raw::REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED || data.is_null() {
+            return;
+        }
+        let id = (*data.cast::<raw::RedisModuleClientInfo>()).id;
+        with_state(|state| {
+            if let Some(t) = state.as_mut() {
+                t.client_dbs.forget(id);
+            }
+        });
+    });
 }
 
 fn string_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {

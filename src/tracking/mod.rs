@@ -8,6 +8,7 @@
 //! from the filter costs no atomic operation. The counting itself happens
 //! on a worker thread (see [`worker`]).
 
+pub mod client_db;
 pub mod command_table;
 pub mod config;
 pub mod filter;
@@ -16,6 +17,7 @@ pub mod notify;
 pub mod worker;
 
 use crate::clock;
+use client_db::ClientDbs;
 use command_table::CommandTable;
 use heavykeeper_sketch::{KeyBatch, KeyTracker, Sampler, TrackerShape};
 use std::cell::RefCell;
@@ -32,6 +34,10 @@ pub struct Tracking {
     pub commands_sampled: u64,
     /// Accesses seen but not yet handed to the worker.
     pub pending: KeyBatch,
+    /// Accesses dropped because the worker had fallen behind.
+    pub accesses_dropped: u64,
+    /// Each client's database, as the server last said.
+    pub client_dbs: ClientDbs,
     pub worker: Worker,
     /// Keys announced `hot` on the tracking channel and not yet `cool`.
     pub notified: std::collections::HashSet<(u16, Vec<u8>)>,
@@ -45,9 +51,19 @@ impl Tracking {
     /// Hands the pending accesses to the worker once there are enough.
     #[inline]
     pub fn flush_if_full(&mut self) {
-        if self.pending.len() >= worker::BATCH_ACCESSES {
-            self.worker.submit(&mut self.pending);
+        if self.pending.len() >= worker::BATCH_ACCESSES
+            || self.pending.key_bytes() >= worker::BATCH_KEY_BYTES
+        {
+            self.accesses_dropped += self.worker.submit(&mut self.pending);
         }
+    }
+
+    /// Heap bytes of everything tracking holds, if none of it is busy now:
+    /// both sketches (keys included), the batches, the client table.
+    pub fn try_memory_bytes(&self) -> Option<usize> {
+        let tracker = self.worker.try_tracker()?.memory_bytes();
+        let batches = self.worker.try_batch_bytes()?;
+        Some(tracker + batches + self.pending.heap_bytes() + self.client_dbs.heap_bytes())
     }
 }
 
@@ -66,6 +82,8 @@ fn new_tracking(shape: TrackerShape, sample: u64, commands: CommandTable) -> Tra
         shape,
         worker: Worker::start(KeyTracker::new(shape, rand::random(), clock::now_ms())),
         pending: KeyBatch::default(),
+        accesses_dropped: 0,
+        client_dbs: ClientDbs::default(),
         notified: Default::default(),
         sampler: Sampler::new(sample, rand::random()),
         commands,

@@ -1,14 +1,15 @@
 //! The tracker's own events: `hot` when a key's rate (reads plus writes)
 //! rises to `heavykeeper.track-notify-above` requests per second, `cool`
 //! when it falls below 0.8 of that, published on `heavykeeper.track-channel`
-//! by the watch timer (a primary only, like every event).
+//! by the watch timer (a primary only, like every event). In a cluster
+//! they go to every node's subscribers.
 
 use super::{config, with_state};
 use crate::watching::message::{count, number, put_bytes};
 use crate::watching::publish_message;
 use crate::{clock, module_string};
 use heavykeeper_sketch::HotKey;
-use redis_module::{Context, ContextFlags};
+use redis_module::Context;
 use serde_json::{json, Map, Value};
 
 /// The share of the line below which a hot key cools.
@@ -26,10 +27,12 @@ pub fn tick(ctx: &Context) {
     if events.is_empty() {
         return;
     }
+    // A plain message, never a shard one: in a cluster it reaches the
+    // channel's subscribers on every node, so one subscriber anywhere hears
+    // every node's hot keys (a shard channel lives on one node's slot).
     let channel = module_string::of(ctx, &config::channel());
-    let shard = ctx.get_flags().contains(ContextFlags::CLUSTER);
     for (kind, key) in events {
-        publish_message(ctx, &channel, shard, &json(kind, &key, now));
+        publish_message(ctx, &channel, false, &json(kind, &key, now));
     }
 }
 

@@ -3,43 +3,60 @@
 //! them into the tracker, so a tracked command costs the server's main
 //! thread a copy, not a sketch update. Handing a batch over is a push under
 //! an uncontended lock, never a system call: the worker is not woken, it
-//! looks at the queue every millisecond. When the queue is full (the worker
-//! falls behind) the main thread counts the batch itself: nothing is ever
-//! dropped. Readers first wait until everything queued so far is counted.
+//! looks at the queue every millisecond.
+//!
+//! The main thread never waits for the worker. When the queue is full (the
+//! worker falls behind) a batch is dropped and its accesses counted as
+//! dropped (`INFO`: `tracker_accesses_dropped`): the tracker samples, a
+//! lost batch is a lower count, never a stalled server. A reader
+//! (`HK.HOTKEYS`) counts whatever is still queued itself; the worker holds
+//! the tracker for one step of 64 accesses at a time, so the reader's lock
+//! waits for at most that.
+//!
+//! Memory is bounded whatever the keys: a batch holds at most
+//! [`BATCH_ACCESSES`] accesses or about [`BATCH_KEY_BYTES`] of keys (a key
+//! past 1 KiB is tracked under a 1 KiB name), the queue [`QUEUE`] batches,
+//! and an emptied batch gives back what it grew past those bounds.
 
 use heavykeeper_sketch::{KeyBatch, KeyTracker};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Accesses per batch: large enough that handing one over is rare, small
 /// enough that a batch is counted in microseconds.
 pub const BATCH_ACCESSES: usize = 512;
-/// Batches that may wait for the worker before the main thread helps.
-const QUEUE: usize = 256;
+/// Key bytes after which a batch is handed over however few its accesses.
+pub const BATCH_KEY_BYTES: usize = 16 * 1024;
+/// Batches that may wait for the worker; past that, batches are dropped.
+pub const QUEUE: usize = 64;
+/// Accesses the worker counts per hold of the tracker.
+const STEP: usize = 64;
 /// How often the worker looks at the queue.
 const POLL: Duration = Duration::from_millis(1);
 
 #[derive(Default)]
 struct Queue {
-    waiting: Vec<KeyBatch>,
+    waiting: VecDeque<KeyBatch>,
     /// Emptied batches, back for reuse.
     spares: Vec<KeyBatch>,
-    /// Batches queued and batches counted, ever.
-    queued: u64,
-    counted: u64,
 }
 
 struct Shared {
     tracker: Mutex<KeyTracker>,
     queue: Mutex<Queue>,
-    progress: Condvar,
     stop: AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Empties `batch` for reuse, within the bounds.
+fn recycle(batch: &mut KeyBatch) {
+    batch.clear_within(2 * BATCH_KEY_BYTES, BATCH_ACCESSES);
 }
 
 pub struct Worker {
@@ -52,7 +69,6 @@ impl Worker {
         let shared = Arc::new(Shared {
             tracker: Mutex::new(tracker),
             queue: Mutex::new(Queue::default()),
-            progress: Condvar::new(),
             stop: AtomicBool::new(false),
         });
         let worker_shared = Arc::clone(&shared);
@@ -67,53 +83,58 @@ impl Worker {
         self.thread.as_ref().is_some_and(|t| !t.is_finished())
     }
 
-    /// Queues `batch` for the worker (leaving an empty one in its place), or
-    /// counts it here if the queue is full or there is no worker.
-    pub fn submit(&mut self, batch: &mut KeyBatch) {
+    /// Queues `batch` for the worker (leaving an empty one in its place).
+    /// Returns the accesses dropped: all of the batch's if the queue is full
+    /// or there is no worker, else none.
+    pub fn submit(&mut self, batch: &mut KeyBatch) -> u64 {
         if batch.is_empty() {
-            return;
+            return 0;
         }
         let running = self.running();
         let mut queue = lock(&self.shared.queue);
-        let spare = queue.spares.pop().unwrap_or_default();
-        let full = std::mem::replace(batch, spare);
         if running && queue.waiting.len() < QUEUE {
-            queue.waiting.push(full);
-            queue.queued += 1;
-            return;
+            let spare = queue.spares.pop().unwrap_or_default();
+            queue.waiting.push_back(std::mem::replace(batch, spare));
+            return 0;
         }
         drop(queue);
-        let mut full = full;
-        full.apply_to(&mut lock(&self.shared.tracker));
-        *batch = full;
+        let dropped = batch.len() as u64;
+        recycle(batch);
+        dropped
     }
 
-    /// The tracker with every access so far counted: queues `pending` and
-    /// waits for the worker to count everything queued.
-    pub fn synced(&mut self, pending: &mut KeyBatch) -> MutexGuard<'_, KeyTracker> {
-        self.submit(pending);
-        let mut queue = lock(&self.shared.queue);
-        while queue.counted < queue.queued && self.running() {
-            queue = self
-                .shared
-                .progress
-                .wait_timeout(queue, POLL * 10)
-                .map(|(q, _)| q)
-                .unwrap_or_else(|p| p.into_inner().0);
-        }
-        // A worker that died left its batches: count them here.
-        let left: Vec<KeyBatch> = queue.waiting.drain(..).collect();
-        drop(queue);
+    /// The tracker with every access so far counted: what is still queued
+    /// (and `pending`) is counted here, not waited for.
+    pub fn current(&mut self, pending: &mut KeyBatch) -> MutexGuard<'_, KeyTracker> {
+        let mut left: Vec<KeyBatch> = lock(&self.shared.queue).waiting.drain(..).collect();
         let mut tracker = lock(&self.shared.tracker);
-        for mut batch in left {
+        pending.apply_to(&mut tracker);
+        for batch in &mut left {
             batch.apply_to(&mut tracker);
+            recycle(batch);
         }
+        let mut queue = lock(&self.shared.queue);
+        let room = QUEUE.saturating_sub(queue.spares.len());
+        queue.spares.extend(left.into_iter().take(room));
         tracker
     }
 
     /// The tracker as counted so far, if no one else holds it right now.
     pub fn try_tracker(&self) -> Option<MutexGuard<'_, KeyTracker>> {
         self.shared.tracker.try_lock().ok()
+    }
+
+    /// Heap bytes of the queued and spare batches, if the queue is free now.
+    pub fn try_batch_bytes(&self) -> Option<usize> {
+        let queue = self.shared.queue.try_lock().ok()?;
+        Some(
+            queue
+                .waiting
+                .iter()
+                .chain(&queue.spares)
+                .map(KeyBatch::heap_bytes)
+                .sum(),
+        )
     }
 }
 
@@ -129,22 +150,16 @@ impl Drop for Worker {
 
 fn count_batches(shared: &Shared) {
     while !shared.stop.load(Ordering::Relaxed) {
-        let batches: Vec<KeyBatch> = std::mem::take(&mut lock(&shared.queue).waiting);
-        if batches.is_empty() {
+        let next = lock(&shared.queue).waiting.pop_front();
+        let Some(mut batch) = next else {
             std::thread::park_timeout(POLL);
             continue;
-        }
-        let mut counted = Vec::with_capacity(batches.len());
-        {
-            let mut tracker = lock(&shared.tracker);
-            for mut batch in batches {
-                batch.apply_to(&mut tracker);
-                counted.push(batch);
-            }
-        }
+        };
+        batch.apply_in_steps(STEP, |each| each(&mut lock(&shared.tracker)));
+        recycle(&mut batch);
         let mut queue = lock(&shared.queue);
-        queue.counted += counted.len() as u64;
-        queue.spares.extend(counted.into_iter().take(QUEUE));
-        shared.progress.notify_all();
+        if queue.spares.len() < QUEUE {
+            queue.spares.push(batch);
+        }
     }
 }

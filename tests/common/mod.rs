@@ -413,3 +413,77 @@ pub fn module_figure(con: &mut Connection, field: &str) -> i64 {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
+
+/// Three primaries on loopback, joined by `redis-cli --cluster create`,
+/// each started with `module_args`; stopped when dropped.
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    pub fn start(module_args: &[&str]) -> Self {
+        let cluster = [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ];
+        let nodes: Vec<Server> = (0..3)
+            .map(|_| Server::start_configured(module_args, &cluster))
+            .collect();
+        let addresses: Vec<String> = nodes.iter().map(Server::address).collect();
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli --cluster create");
+        assert!(
+            created.status.success(),
+            "{}",
+            String::from_utf8_lossy(&created.stdout)
+        );
+        for node in &nodes {
+            let mut con = node.client();
+            wait_until("the cluster", Duration::from_secs(30), || {
+                let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
+                info.contains("cluster_state:ok")
+            });
+        }
+        Cluster { nodes }
+    }
+
+    /// The node that serves `key`.
+    pub fn owner_of(&self, key: &str) -> &Server {
+        let mut con = self.nodes[0].client();
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut con)
+            .unwrap();
+        let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let address = fields[1].split('@').next().unwrap();
+            let serves = fields[8..].iter().any(|range| {
+                let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                (lo.parse::<u16>().unwrap()..=hi.parse().unwrap()).contains(&slot)
+            });
+            if serves {
+                return self
+                    .nodes
+                    .iter()
+                    .find(|n| n.address() == address)
+                    .expect("a node of this cluster");
+            }
+        }
+        panic!("no node serves slot {slot}")
+    }
+}
+
+impl Server {
+    /// `127.0.0.1:port`, as the cluster names its nodes.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}

@@ -160,6 +160,30 @@ impl KeyTracker {
     }
 }
 
+/// The longest key name the tracker keeps as it is. A longer one is counted
+/// under its first bytes, a marker and a hash of the whole name, so that
+/// neither the batches nor the tracker's top-k hold a client's megabyte
+/// key, and two long keys that share a prefix stay apart.
+pub const MAX_TRACKED_KEY_BYTES: usize = 1024;
+
+/// What separates a long key's kept prefix from its hash.
+const LONG_KEY_MARKER: &[u8] = b"...#";
+
+/// The name a key is tracked under: the key itself, or for a key longer
+/// than [`MAX_TRACKED_KEY_BYTES`], `prefix...#hash` of exactly that length.
+pub fn tracked_name(key: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if key.len() <= MAX_TRACKED_KEY_BYTES {
+        return std::borrow::Cow::Borrowed(key);
+    }
+    let hash = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(key));
+    let keep = MAX_TRACKED_KEY_BYTES - LONG_KEY_MARKER.len() - hash.len();
+    let mut name = Vec::with_capacity(MAX_TRACKED_KEY_BYTES);
+    name.extend_from_slice(key.get(..keep).unwrap_or(key));
+    name.extend_from_slice(LONG_KEY_MARKER);
+    name.extend_from_slice(hash.as_bytes());
+    std::borrow::Cow::Owned(name)
+}
+
 /// Key accesses waiting to be counted: gathered where the accesses are seen
 /// (cheaply: one copy of the key), counted elsewhere in one go.
 #[derive(Clone, Debug, Default)]
@@ -178,8 +202,13 @@ struct PendingAccess {
 }
 
 impl KeyBatch {
+    /// Adds one access; a key past [`MAX_TRACKED_KEY_BYTES`] under its
+    /// [`tracked_name`].
     #[inline]
     pub fn push(&mut self, db: u16, key: &[u8], access: Access, weight: u64, time_ms: i64) {
+        if key.len() > MAX_TRACKED_KEY_BYTES {
+            return self.push(db, &tracked_name(key), access, weight, time_ms);
+        }
         self.keys.extend_from_slice(key);
         self.accesses.push(PendingAccess {
             db,
@@ -203,15 +232,45 @@ impl KeyBatch {
         self.keys.len()
     }
 
+    /// Heap bytes held (what it holds now or held before it was emptied).
+    pub fn heap_bytes(&self) -> usize {
+        self.keys.capacity() + self.accesses.capacity() * std::mem::size_of::<PendingAccess>()
+    }
+
+    /// Empties the batch and gives back memory past `max_bytes` of keys
+    /// and `max_accesses` accesses: one batch of huge keys must not keep
+    /// its size for good.
+    pub fn clear_within(&mut self, max_bytes: usize, max_accesses: usize) {
+        self.keys.clear();
+        self.accesses.clear();
+        self.keys.shrink_to(max_bytes);
+        self.accesses.shrink_to(max_accesses);
+    }
+
     /// Counts every access into `tracker`, in the order they came, and
     /// empties the batch (keeping its memory).
     pub fn apply_to(&mut self, tracker: &mut KeyTracker) {
+        self.apply_in_steps(usize::MAX, |each| each(tracker));
+    }
+
+    /// As [`Self::apply_to`], `step` accesses at a time, each step counted
+    /// into the tracker that `with_tracker` lends for it (a lock taken per
+    /// step, so that a reader never waits for a whole batch).
+    pub fn apply_in_steps(
+        &mut self,
+        step: usize,
+        mut with_tracker: impl FnMut(&mut dyn FnMut(&mut KeyTracker)),
+    ) {
         let mut start = 0;
-        for a in &self.accesses {
-            if let Some(key) = self.keys.get(start..a.end) {
-                tracker.record(a.db, key, a.access, a.weight, a.time_ms);
-            }
-            start = a.end;
+        for chunk in self.accesses.chunks(step.max(1)) {
+            with_tracker(&mut |tracker| {
+                for a in chunk {
+                    if let Some(key) = self.keys.get(start..a.end) {
+                        tracker.record(a.db, key, a.access, a.weight, a.time_ms);
+                    }
+                    start = a.end;
+                }
+            });
         }
         self.keys.clear();
         self.accesses.clear();
@@ -221,6 +280,56 @@ impl KeyBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_keys_are_tracked_under_a_bounded_distinct_name() {
+        let short = vec![b'k'; MAX_TRACKED_KEY_BYTES];
+        assert_eq!(&*tracked_name(&short), short.as_slice());
+        let mut a = vec![b'x'; 1 << 20];
+        let b = a.clone();
+        a[(1 << 20) - 1] = b'y';
+        let (na, nb) = (tracked_name(&a), tracked_name(&b));
+        assert_eq!(na.len(), MAX_TRACKED_KEY_BYTES);
+        assert_ne!(na, nb, "two long keys with one prefix stay apart");
+        assert!(na.starts_with(&a[..512]));
+        let mut batch = KeyBatch::default();
+        for _ in 0..10 {
+            batch.push(0, &a, Access::Read, 1, 0);
+        }
+        assert_eq!(batch.key_bytes(), 10 * MAX_TRACKED_KEY_BYTES);
+        batch.clear_within(4096, 16);
+        assert!(batch.heap_bytes() <= 4096 + 16 * std::mem::size_of::<PendingAccess>());
+    }
+
+    #[test]
+    fn counting_in_steps_counts_what_counting_at_once_does() {
+        let shape = TrackerShape {
+            k: 10,
+            half_life_ms: 1000.0,
+        };
+        let (mut once, mut steps) = (KeyTracker::new(shape, 1, 0), KeyTracker::new(shape, 1, 0));
+        let mut batch = KeyBatch::default();
+        for i in 0..500u32 {
+            let key = format!("k{}", i % 37);
+            batch.push(
+                (i % 3) as u16,
+                key.as_bytes(),
+                Access::Read,
+                1,
+                i64::from(i),
+            );
+        }
+        let mut copy = batch.clone();
+        batch.apply_to(&mut once);
+        let mut lent = 0;
+        copy.apply_in_steps(64, |each| {
+            lent += 1;
+            each(&mut steps);
+        });
+        assert_eq!(lent, 8);
+        assert_eq!(once.hottest(None, 10, 500), steps.hottest(None, 10, 500));
+        assert!(copy.is_empty());
+    }
 
     #[test]
     fn a_batch_counts_exactly_what_direct_recording_counts() {

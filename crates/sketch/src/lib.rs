@@ -26,7 +26,9 @@ pub use count_bound::MAX_COUNT;
 pub use encoding::{decode, encode, DecodeError, ENCODING_VERSION};
 pub use fading::MAX_TIMESTAMP_MS;
 pub use heavykeeper::{Arrived, HeavyKeeper, Ranked, Upcoming};
-pub use hot_keys::{Access, HotKey, KeyBatch, KeyTracker, TrackerShape};
+pub use hot_keys::{
+    tracked_name, Access, HotKey, KeyBatch, KeyTracker, TrackerShape, MAX_TRACKED_KEY_BYTES,
+};
 pub use item_hash::{ItemHash, RowLayout};
 pub use merge::MergeError;
 pub use out_of_memory::OutOfMemory;

@@ -5,11 +5,10 @@
 #[path = "../../../tests/common/mod.rs"]
 mod common;
 
-use common::{value, wait_until, Server};
+use common::{value, Cluster, Server};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::process::Command;
-use std::time::Duration;
 
 const TRACKING: &[&str] = &["track", "yes", "track-halflife", "3600"];
 
@@ -52,80 +51,20 @@ fn once_prints_the_hottest_keys_of_one_server() {
     assert_eq!(user["node"], format!("127.0.0.1:{port}"));
 }
 
-/// Which node serves each slot, from `CLUSTER NODES`.
-fn slot_owners(con: &mut redis::Connection) -> Vec<(u16, u16, String)> {
-    let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(con).unwrap();
-    let mut owners = Vec::new();
-    for line in nodes.lines() {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let address = fields[1].split('@').next().unwrap().to_string();
-        for range in &fields[8..] {
-            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
-            owners.push((lo.parse().unwrap(), hi.parse().unwrap(), address.clone()));
-        }
-    }
-    owners
-}
-
 #[test]
 fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
-    let cluster = [
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-    ];
-    let nodes: Vec<Server> = (0..3)
-        .map(|_| Server::start_configured(TRACKING, &cluster))
-        .collect();
-    let addresses: Vec<String> = nodes
-        .iter()
-        .map(|n| format!("127.0.0.1:{}", n.port))
-        .collect();
-    let created = Command::new("redis-cli")
-        .args(["--cluster", "create"])
-        .args(&addresses)
-        .args(["--cluster-replicas", "0", "--cluster-yes"])
-        .output()
-        .expect("redis-cli --cluster create");
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stdout)
-    );
-    for node in &nodes {
-        let mut con = node.client();
-        wait_until("the cluster", Duration::from_secs(30), || {
-            let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
-            info.contains("cluster_state:ok")
-        });
-    }
-    let mut first = nodes[0].client();
-    let owners = slot_owners(&mut first);
-    let mut connections: HashMap<String, redis::Connection> = nodes
-        .iter()
-        .zip(&addresses)
-        .map(|(n, a)| (a.clone(), n.client()))
-        .collect();
+    let cluster = Cluster::start(TRACKING);
+    let nodes = &cluster.nodes;
     // user:0 is the hottest, user:29 the coolest; each on its own node.
     let mut owner_of = HashMap::new();
     for i in 0..30 {
         let key = format!("user:{i}");
-        let slot: u16 = redis::cmd("CLUSTER")
-            .arg("KEYSLOT")
-            .arg(&key)
-            .query(&mut first)
-            .unwrap();
-        let owner = owners
-            .iter()
-            .find(|(lo, hi, _)| (*lo..=*hi).contains(&slot))
-            .map(|(_, _, a)| a.clone())
-            .unwrap();
-        let con = connections.get_mut(&owner).unwrap();
+        let owner = cluster.owner_of(&key);
+        let mut con = owner.client();
         for _ in 0..(40 - i) {
-            let _: Option<String> = redis::cmd("GET").arg(&key).query(con).unwrap();
+            let _: Option<String> = redis::cmd("GET").arg(&key).query(&mut con).unwrap();
         }
-        owner_of.insert(key, owner);
+        owner_of.insert(key, owner.address());
     }
     let parsed: Json = serde_json::from_str(&hk_top(&[
         "--port",
