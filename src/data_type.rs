@@ -238,9 +238,10 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
     })
 }
 
-/// `COPY`: a copy of a watched sketch is watched too, at its new place.
+/// `COPY` (a copy of a watched sketch is watched too: the `copy_to` event
+/// tells the watch timer where, once the copy is in place).
 unsafe extern "C" fn copy2(
-    ctx: *mut raw::RedisModuleKeyOptCtx,
+    _ctx: *mut raw::RedisModuleKeyOptCtx,
     value: *const c_void,
 ) -> *mut c_void {
     or_fallback("copying a sketch", std::ptr::null_mut(), || {
@@ -251,22 +252,7 @@ unsafe extern "C" fn copy2(
         let mut copy = s.clone();
         // What the original announced is not the copy's: it derives its own.
         copy.forget_watch_state();
-        if copy.watch().is_some() {
-            follow_copy(ctx);
-        }
         module_stats::sketch_created(copy.memory_bytes());
         Box::into_raw(Box::new(copy)).cast::<c_void>()
     })
-}
-
-unsafe fn follow_copy(ctx: *mut raw::RedisModuleKeyOptCtx) {
-    let (Some(name), Some(db)) = (
-        raw::RedisModule_GetToKeyNameFromOptCtx,
-        raw::RedisModule_GetToDbIdFromOptCtx,
-    ) else {
-        return;
-    };
-    if let Some(name) = string_bytes(name(ctx)) {
-        crate::watching::follow(db(ctx), name);
-    }
 }

@@ -308,6 +308,8 @@ fn the_tracker_tells_when_a_key_of_the_server_turns_hot_and_cools() {
         &[
             "track",
             "yes",
+            "track-sample",
+            "1",
             "track-halflife",
             "1",
             "track-notify-above",

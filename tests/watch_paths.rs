@@ -88,7 +88,7 @@ fn restore_copy_rename_move_and_swapdb_keep_the_watch() {
     let server = Server::start();
     let mut con = server.client();
     let mut sub = Subscriber::new(&server, CHANNEL, false);
-    for key in ["dumped", "original", "old-name", "moved"] {
+    for key in ["dumped", "original", "old-name", "moved", "replaced", "copied-over"] {
         hot_sketch(&mut con, key);
     }
     value(&mut con, &["SELECT", "1"]);
@@ -103,17 +103,34 @@ fn restore_copy_rename_move_and_swapdb_keep_the_watch() {
         .arg(dump)
         .query(&mut con)
         .unwrap();
+    // RESTORE ... REPLACE onto a watched key: the old value goes, the new one is followed.
+    let dump_again: Vec<u8> = redis::cmd("DUMP").arg("restored").query(&mut con).unwrap();
+    let _: Value = redis::cmd("RESTORE")
+        .arg("replaced")
+        .arg(0)
+        .arg(dump_again)
+        .arg("REPLACE")
+        .query(&mut con)
+        .unwrap();
     value(&mut con, &["COPY", "original", "copy"]);
+    value(&mut con, &["COPY", "original", "copied-over", "REPLACE"]);
     value(&mut con, &["RENAME", "old-name", "new-name"]);
     value(&mut con, &["MOVE", "moved", "1"]);
     value(&mut con, &["SWAPDB", "0", "1"]);
 
     let expected = keys(&[
-        "restored", "original", "copy", "new-name", "moved", "swapped",
+        "restored",
+        "replaced",
+        "original",
+        "copy",
+        "copied-over",
+        "new-name",
+        "moved",
+        "swapped",
     ]);
     assert_eq!(cooled(&mut sub, WAIT, expected.len()), expected);
     // Exactly those: the deleted and renamed-away names are forgotten.
-    assert_eq!(module_figure(&mut con, "watched_keys"), 6);
+    assert_eq!(module_figure(&mut con, "watched_keys"), 8);
 }
 
 #[test]

@@ -16,13 +16,18 @@ pub struct Server {
 
 impl Server {
     pub fn start(module: &Path) -> Result<Self, String> {
+        Self::start_binary("redis-server", module)
+    }
+
+    /// A server from `binary` (redis-server, valkey-server, ...) with the module.
+    pub fn start_binary(binary: &str, module: &Path) -> Result<Self, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
             .port();
         let dir = std::env::temp_dir().join(format!("hk-bench-{port}"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let child = Command::new("redis-server")
+        let child = Command::new(binary)
             .args([
                 "--port",
                 &port.to_string(),
@@ -40,7 +45,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("redis-server: {e}"))?;
+            .map_err(|e| format!("{binary}: {e}"))?;
         let server = Server {
             child,
             port,
@@ -93,8 +98,20 @@ pub fn benchmark_over(
     keyspace: usize,
     command: &[&str],
 ) -> Result<f64, String> {
+    benchmark_clients(port, 50, requests, pipeline, keyspace, command)
+}
+
+/// The same, from `clients` connections.
+pub fn benchmark_clients(
+    port: u16,
+    clients: usize,
+    requests: usize,
+    pipeline: usize,
+    keyspace: usize,
+    command: &[&str],
+) -> Result<f64, String> {
     let out = Command::new("redis-benchmark")
-        .args(["-p", &port.to_string(), "-q", "-c", "50"])
+        .args(["-p", &port.to_string(), "-q", "-c", &clients.to_string()])
         .args(["-r", &keyspace.to_string()])
         .args(["-n", &requests.to_string(), "-P", &pipeline.to_string()])
         .args(command)

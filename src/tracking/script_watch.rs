@@ -1,0 +1,102 @@
+//! Redis 7.0 only: is a script running? Its commands pass the filter too,
+//! but the script's own command already counted the keys it declared. The
+//! filter cannot tell (7.0's says nothing of the client), and asking the
+//! server (`RM_GetContextFlags`, which also works out the memory state)
+//! costs more than counting the key. So when every command is counted, the
+//! server is asked only after a command that may run a script, until a
+//! command outside any script says it has ended. (7.2+ needs none of this:
+//! a script's client is no connection, and its commands are skipped.)
+
+/// What the filter knows of running scripts.
+#[derive(Clone, Copy, Debug)]
+pub struct ScriptWatch {
+    /// Every command passes through `saw` (sampling 1 in 1).
+    every_command: bool,
+    /// A script may be running: ask the server before counting.
+    maybe_running: bool,
+}
+
+impl ScriptWatch {
+    /// For a filter that counts 1 command in `sample`: with sampling, some
+    /// script commands go unseen, so the server is asked every time.
+    pub fn new(sample: u64) -> Self {
+        Self {
+            every_command: sample == 1,
+            maybe_running: true,
+        }
+    }
+
+    /// Does the command named `name` start a script (now or, for `EXEC`, a
+    /// queued one)? Then a script may run once it has been counted.
+    /// Asked of every command, script or not: a script command may clear
+    /// `maybe_running` while it is counted (no script runs *yet*), so it
+    /// must be known to start one whatever the state was.
+    #[inline]
+    pub fn starts_script<'a>(&self, name: impl FnOnce() -> &'a [u8]) -> bool {
+        self.every_command && runs_scripts(name())
+    }
+
+    pub fn script_started(&mut self) {
+        self.maybe_running = true;
+    }
+
+    /// Must the server be asked whether a script is running?
+    #[inline]
+    pub fn may_run(&self) -> bool {
+        !self.every_command || self.maybe_running
+    }
+
+    /// The server said no script is running.
+    #[inline]
+    pub fn none_running(&mut self) {
+        if self.every_command {
+            self.maybe_running = false;
+        }
+    }
+}
+
+/// `EVAL`, `EVALSHA`, `FCALL` (and their `_RO` forms), and `EXEC`, whose
+/// transaction may hold any of them.
+fn runs_scripts(name: &[u8]) -> bool {
+    [
+        &b"eval"[..],
+        b"evalsha",
+        b"eval_ro",
+        b"evalsha_ro",
+        b"fcall",
+        b"fcall_ro",
+        b"exec",
+    ]
+    .iter()
+    .any(|n| name.eq_ignore_ascii_case(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counting_every_command_asks_only_after_a_script_may_have_started() {
+        let mut w = ScriptWatch::new(1);
+        // Nothing known at first: ask until a command outside any script.
+        assert!(w.may_run());
+        w.none_running();
+        assert!(!w.may_run());
+        assert!(!w.starts_script(|| b"GET"));
+        assert!(w.starts_script(|| b"evalsha"));
+        w.script_started();
+        assert!(w.may_run());
+        // A second script while the first is thought to run: known too.
+        assert!(w.starts_script(|| b"EVAL"));
+        w.none_running();
+        assert!(w.starts_script(|| b"EXEC"));
+    }
+
+    #[test]
+    fn sampling_always_asks() {
+        let mut w = ScriptWatch::new(16);
+        w.none_running();
+        assert!(w.may_run());
+        assert!(!w.starts_script(|| b"EVAL"));
+    }
+}
