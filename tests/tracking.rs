@@ -36,7 +36,14 @@ fn counts(con: &mut Connection, args: &[&str]) -> Vec<(String, i64)> {
 /// counts fade slowly enough to read as totals.
 fn tracking_server() -> Server {
     Server::start_configured(
-        &["track", "yes", "track-sample", "1", "track-halflife", "3600"],
+        &[
+            "track",
+            "yes",
+            "track-sample",
+            "1",
+            "track-halflife",
+            "3600",
+        ],
         &[],
     )
 }
@@ -66,7 +73,10 @@ fn tracking_turns_on_and_off_at_run_time() {
         info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
         Some("0")
     );
-    value(&mut con, &["CONFIG", "SET", "heavykeeper.track-sample", "1"]);
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.track-sample", "1"],
+    );
     value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "yes"]);
     assert_eq!(
         info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
@@ -342,7 +352,14 @@ fn a_replica_tracks_the_traffic_it_serves() {
     let primary = tracking_server();
     let port = primary.port.to_string();
     let replica = Server::start_configured(
-        &["track", "yes", "track-sample", "1", "track-halflife", "3600"],
+        &[
+            "track",
+            "yes",
+            "track-sample",
+            "1",
+            "track-halflife",
+            "3600",
+        ],
         &["--replicaof", "127.0.0.1", &port],
     );
     let mut r = replica.client();

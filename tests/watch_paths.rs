@@ -88,7 +88,14 @@ fn restore_copy_rename_move_and_swapdb_keep_the_watch() {
     let server = Server::start();
     let mut con = server.client();
     let mut sub = Subscriber::new(&server, CHANNEL, false);
-    for key in ["dumped", "original", "old-name", "moved", "replaced", "copied-over"] {
+    for key in [
+        "dumped",
+        "original",
+        "old-name",
+        "moved",
+        "replaced",
+        "copied-over",
+    ] {
         hot_sketch(&mut con, key);
     }
     value(&mut con, &["SELECT", "1"]);

@@ -175,10 +175,35 @@ pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 let cpu = c.cpu_overhead(mode);
                 let loss = c.throughput_loss(mode);
                 goals.push(Goal::new(
-                    format!("tracking, {what}: GET -P16 on {}, main-thread CPU and throughput", server.server),
+                    format!(
+                        "tracking, {what}: GET -P16 on {}, main-thread CPU and throughput",
+                        server.server
+                    ),
                     format!("<= +{:.0}%", limit * 100.0),
-                    format!("{:+.1}% CPU, {:+.1}% throughput", cpu * 100.0, -loss * 100.0),
+                    format!(
+                        "{:+.1}% CPU, {:+.1}% throughput",
+                        cpu * 100.0,
+                        -loss * 100.0
+                    ),
                     cpu <= limit && loss <= limit,
+                ));
+            }
+        }
+    }
+    for server in &t.costs {
+        if let Some([off, every, default]) = server.instructions {
+            for (figure, limit, what) in
+                [(every, 0.05, "every command"), (default, 0.01, "default")]
+            {
+                let extra = figure / off - 1.0;
+                goals.push(Goal::new(
+                    format!(
+                        "tracking, {what}: main-thread instructions per GET on {}",
+                        server.server
+                    ),
+                    format!("<= +{:.0}%", limit * 100.0),
+                    format!("{:+.1}% ({figure:.0} vs {off:.0})", extra * 100.0),
+                    extra <= limit,
                 ));
             }
         }
@@ -203,7 +228,10 @@ pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
         goals.push(Goal::new(
             "tracking: memory after 300 distinct 1 MB keys",
             "tracker <= 8 MiB",
-            format!("tracker {} B, used_memory {:+} B", h.tracker_bytes, h.used_memory_growth),
+            format!(
+                "tracker {} B, used_memory {:+} B",
+                h.tracker_bytes, h.used_memory_growth
+            ),
             h.tracker_bytes <= 8 << 20,
         ));
     }

@@ -37,6 +37,10 @@ impl CostRow {
 pub struct ServerCost {
     pub server: String,
     pub rows: Vec<CostRow>,
+    /// Instructions the main thread executes per `GET` (callgrind, the
+    /// marginal cost between two run lengths): off, every command, default.
+    /// Unlike CPU time on a shared 2-core machine, these repeat exactly.
+    pub instructions: Option<[f64; 3]>,
 }
 
 /// List and rates at one sampling rate.
@@ -104,6 +108,11 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
             costs.push(ServerCost {
                 server: server_name(&server)?,
                 rows: cost(&server, quick)?,
+                instructions: if quick {
+                    None
+                } else {
+                    instructions_per_get(&binary, module)
+                },
             });
         }
         let server = Server::start(module)?;
@@ -112,7 +121,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
         let candidates: &[u64] = if quick {
             &[1, DEFAULT_SAMPLE]
         } else {
-            &[1, 4, 8, 16, 32]
+            &[1, 8, 16, 32]
         };
         for &sample in candidates {
             samplings.push(Sampling {
@@ -207,6 +216,85 @@ fn cost(server: &Server, quick: bool) -> Result<Vec<CostRow>, String> {
     config(&mut con, "track", "no")?;
     config(&mut con, "track-sample", "1")?;
     Ok(rows)
+}
+
+/// The main thread's instructions per `GET` under callgrind, off / every
+/// command / default: the difference between 300k and 100k `GET`s, so
+/// that start-up and the command table's one-time load cancel out. `None`
+/// where valgrind is missing or a run fails.
+fn instructions_per_get(binary: &str, module: &std::path::Path) -> Option<[f64; 3]> {
+    let default = DEFAULT_SAMPLE.to_string();
+    let modes = [("no", "1"), ("yes", "1"), ("yes", default.as_str())];
+    let mut out = [0.0; 3];
+    for (i, (track, sample)) in modes.iter().enumerate() {
+        let short = callgrind_main_thread(binary, module, track, sample, 100_000)?;
+        let long = callgrind_main_thread(binary, module, track, sample, 300_000)?;
+        out[i] = (long - short) / 200_000.0;
+    }
+    Some(out)
+}
+
+/// Instructions the server's main thread ran for `requests` pipelined
+/// `GET`s, start-up and shutdown included.
+fn callgrind_main_thread(
+    binary: &str,
+    module: &std::path::Path,
+    track: &str,
+    sample: &str,
+    requests: usize,
+) -> Option<f64> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .ok()?
+        .local_addr()
+        .ok()?
+        .port();
+    let dir = std::env::temp_dir().join(format!("hk-callgrind-{port}"));
+    std::fs::create_dir_all(&dir).ok()?;
+    let out = dir.join("callgrind.out");
+    let mut child = std::process::Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg("--separate-threads=yes")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .args([
+            binary,
+            "--port",
+            &port.to_string(),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--loadmodule")
+        .arg(module)
+        .args(["track", track, "track-sample", sample])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let url = format!("redis://127.0.0.1:{port}/");
+    let ready = (0..300).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .is_ok()
+    });
+    let measured = ready
+        && benchmark_clients(port, 8, requests, 16, 100_000, &["GET", "key:__rand_int__"]).is_ok();
+    if let Ok(mut con) = redis::Client::open(url.as_str()).and_then(|c| c.get_connection()) {
+        let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut con);
+    }
+    let _ = child.wait();
+    let text = std::fs::read_to_string(format!("{}-01", out.display())).ok();
+    let _ = std::fs::remove_dir_all(&dir);
+    if !measured {
+        return None;
+    }
+    text?
+        .lines()
+        .find_map(|l| l.strip_prefix("summary: "))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// A Zipf(1.0) stream of `GET`s through the server, sampled 1 in `sample`:
@@ -386,6 +474,18 @@ impl TrackingFigures {
                 );
             }
         }
+        md.push_str("\nInstructions the main thread runs per `GET` (callgrind, the difference between 300k and 100k `GET`s at `-P 16 -c 8`: start-up cancels out). They repeat exactly where CPU time on this shared 2-core machine varies by ±10% from run to run:\n\n| server | off | every command | default |\n|---|---|---|---|\n");
+        for server in &self.costs {
+            if let Some([off, every, default]) = server.instructions {
+                let _ = writeln!(
+                    md,
+                    "| {} | {off:.0} | {every:.0} ({:+.1}%) | {default:.0} ({:+.1}%) |",
+                    server.server,
+                    100.0 * (every / off - 1.0),
+                    100.0 * (default / off - 1.0)
+                );
+            }
+        }
         let _ = writeln!(md, "\nThe list and the rates at each sampling rate (Redis 7.0): precision is the share of the true top-100 of a Zipf(1.0) `GET` stream through the server that `HK.HOTKEYS READS COUNT 100` lists; rates are those of two steady keys (8,000 and 2,000 req/s among background traffic) after six half-lives of {} s, against the exact decayed rate of what was sent.\n", self.half_life_s);
         md.push_str("| sampling | top-100 precision | steady:fast truth / reported | steady:slow truth / reported | worst rate error |\n|---|---|---|---|---|\n");
         for s in &self.samplings {
@@ -393,7 +493,9 @@ impl TrackingFigures {
                 s.steady
                     .iter()
                     .find(|r| r.key == key)
-                    .map_or("-".to_string(), |r| format!("{:.0} / {:.0}", r.truth, r.reported))
+                    .map_or("-".to_string(), |r| {
+                        format!("{:.0} / {:.0}", r.truth, r.reported)
+                    })
             };
             let _ = writeln!(
                 md,

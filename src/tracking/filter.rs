@@ -12,8 +12,8 @@
 //! client's database; Redis 7.0 does not, and counts every key as database 0.
 
 use super::client_db::{self, ClientDbs};
-use super::script_watch::ScriptWatch;
 use super::command_table::CommandTable;
+use super::script_watch::ScriptWatch;
 use super::{with_state, Tracking};
 use crate::clock;
 use heavykeeper_sketch::Access;
@@ -150,11 +150,11 @@ fn arg_bytes<'a>(fctx: *mut raw::RedisModuleCommandFilterCtx, i: c_int) -> &'a [
 
 /// Counts every key of the command in `fctx`, weighted by the sampling rate.
 /// Arguments are read as the key specs ask for them: a `GET` reads two.
-fn count_keys<'a>(
+fn count_keys(
     fctx: *mut raw::RedisModuleCommandFilterCtx,
     tracking: &mut Tracking,
     client: Option<u64>,
-    name: Option<&'a [u8]>,
+    name: Option<&[u8]>,
 ) {
     // SAFETY: `fctx` is the live filter context of this call.
     let argc = unsafe { raw::RedisModule_CommandFilterArgsCount.map_or(0, |f| f(fctx)) };
@@ -173,9 +173,13 @@ fn count_keys<'a>(
         let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
             return;
         };
-        tracking
-            .pending
-            .push(db, arg_bytes(fctx, 1), access, weight, clock::cached_now_ms());
+        tracking.pending.push(
+            db,
+            arg_bytes(fctx, 1),
+            access,
+            weight,
+            clock::cached_now_ms(),
+        );
         tracking.flush_if_full();
         return;
     }
@@ -203,8 +207,7 @@ fn count_keys<'a>(
         .map(|i| {
             // SAFETY: `i < argc`.
             unsafe {
-                raw::RedisModule_CommandFilterArgGet
-                    .map_or(null_mut(), |f| f(fctx, i as c_int))
+                raw::RedisModule_CommandFilterArgGet.map_or(null_mut(), |f| f(fctx, i as c_int))
             }
         })
         .collect();
@@ -238,7 +241,11 @@ fn count_keys<'a>(
 ///
 /// Redis 7.0 does not say which client sent a command: every key counts in
 /// database 0, except inside a script.
-fn counted_db(client: Option<u64>, known: &mut ClientDbs, scripts: &mut ScriptWatch) -> Option<u16> {
+fn counted_db(
+    client: Option<u64>,
+    known: &mut ClientDbs,
+    scripts: &mut ScriptWatch,
+) -> Option<u16> {
     match client {
         Some(id) => known.get(id, || ask_client_db(id)),
         None if scripts.may_run() && in_script(MODULE_CTX.load(Ordering::Relaxed)) => None,

@@ -20,8 +20,8 @@ pub mod worker;
 use crate::clock;
 use client_db::ClientDbs;
 use command_table::CommandTable;
-use script_watch::ScriptWatch;
 use heavykeeper_sketch::{KeyBatch, KeyTracker, Sampler, TrackerShape};
+use script_watch::ScriptWatch;
 use std::cell::{Cell, UnsafeCell};
 use worker::Worker;
 

@@ -10,7 +10,14 @@ use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::process::Command;
 
-const TRACKING: &[&str] = &["track", "yes", "track-sample", "1", "track-halflife", "3600"];
+const TRACKING: &[&str] = &[
+    "track",
+    "yes",
+    "track-sample",
+    "1",
+    "track-halflife",
+    "3600",
+];
 
 fn hk_top(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_hk-top"))
