@@ -119,6 +119,24 @@ fn changed(setting: &Setting) -> bool {
 
 const INTERNAL: &str = "internal error in the heavykeeper module (a bug: please report it)";
 
+/// Stores a new value (`store` says whether it could) and runs the change
+/// hook, both guarded; anything that fails or panics refuses the change.
+///
+/// # Safety
+/// `err` is the server's out-pointer for the reason.
+unsafe fn apply(
+    setting: &Setting,
+    err: *mut *mut raw::RedisModuleString,
+    store: impl FnOnce(&Setting) -> bool,
+) -> c_int {
+    let stored = or_fallback("changing a config", false, || store(setting));
+    if stored && changed(setting) {
+        OK
+    } else {
+        refuse(err, INTERNAL)
+    }
+}
+
 unsafe extern "C" fn get_integer(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
     or_fallback("reading a config", 0, || match setting(privdata) {
         Setting::Integer { variable, .. } => variable.load(Ordering::Relaxed),
@@ -132,19 +150,13 @@ unsafe extern "C" fn set_integer(
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let setting = setting(privdata);
-    let stored = or_fallback("changing a config", false, || match setting {
+    apply(setting(privdata), err, |setting| match setting {
         Setting::Integer { variable, .. } => {
             variable.store(value, Ordering::Relaxed);
             true
         }
         _ => false,
-    });
-    if stored && changed(setting) {
-        OK
-    } else {
-        refuse(err, INTERNAL)
-    }
+    })
 }
 
 unsafe extern "C" fn get_bool(_name: *const c_char, privdata: *mut c_void) -> c_int {
@@ -160,19 +172,13 @@ unsafe extern "C" fn set_bool(
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let setting = setting(privdata);
-    let stored = or_fallback("changing a config", false, || match setting {
+    apply(setting(privdata), err, |setting| match setting {
         Setting::Bool { variable, .. } => {
             variable.store(value != 0, Ordering::Relaxed);
             true
         }
         _ => false,
-    });
-    if stored && changed(setting) {
-        OK
-    } else {
-        refuse(err, INTERNAL)
-    }
+    })
 }
 
 thread_local! {
@@ -207,8 +213,7 @@ unsafe extern "C" fn set_text(
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let setting = setting(privdata);
-    let stored = or_fallback("changing a config", false, || {
+    apply(setting(privdata), err, |setting| {
         let Setting::Text { variable, .. } = setting else {
             return false;
         };
@@ -221,10 +226,5 @@ unsafe extern "C" fn set_text(
             }
             Err(_) => false,
         }
-    });
-    if stored && changed(setting) {
-        OK
-    } else {
-        refuse(err, INTERNAL)
-    }
+    })
 }
