@@ -217,7 +217,7 @@ unsafe extern "C" fn set_text(
         let Setting::Text { variable, .. } = setting else {
             return false;
         };
-        let bytes = RedisString::string_as_slice(value);
+        let bytes = module_string::bytes(value);
         fault::on_config(bytes);
         match variable.lock() {
             Ok(mut v) => {

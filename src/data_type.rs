@@ -111,23 +111,10 @@ unsafe fn remember_watched(rdb: *mut raw::RedisModuleIO) {
     ) else {
         return;
     };
-    if let Some(name) = string_bytes(key_name(rdb)) {
-        crate::watching::follow(db_id(rdb), name);
+    let name = key_name(rdb);
+    if !name.is_null() {
+        crate::watching::follow(db_id(rdb), crate::module_string::bytes(name));
     }
-}
-
-/// The bytes of a string the server handed over (null: none).
-///
-/// # Safety
-/// `s` is null or a live string of the current call.
-unsafe fn string_bytes<'a>(s: *const raw::RedisModuleString) -> Option<&'a [u8]> {
-    let ptr_len = raw::RedisModule_StringPtrLen?;
-    if s.is_null() {
-        return None;
-    }
-    let mut len = 0usize;
-    let ptr = ptr_len(s, &mut len);
-    (!ptr.is_null()).then(|| std::slice::from_raw_parts(ptr.cast::<u8>(), len))
 }
 
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
@@ -213,8 +200,9 @@ unsafe extern "C" fn unlink2(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const 
         ) else {
             return;
         };
-        if let Some(name) = string_bytes(name(ctx)) {
-            crate::watching::unfollow(db(ctx), name);
+        let name = name(ctx);
+        if !name.is_null() {
+            crate::watching::unfollow(db(ctx), crate::module_string::bytes(name));
         }
     });
 }

@@ -43,6 +43,9 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         Some(sketch_key::write(&key)?)
     };
 
+    // Only an existing destination can be watched (a new one is made empty):
+    // it derives what is hot afresh, and the timer must see it.
+    let watched = existing.as_ref().is_some_and(|d| d.watch().is_some());
     // Every shape is checked before anything changes.
     if destination_listed {
         // Listed as a source, the destination must exist like any source;
@@ -66,8 +69,7 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             }
         }
     }
-    // A watched destination derives what is hot afresh: the timer must see it.
-    if sketch_key::read(&ctx.open_key(destination)).is_ok_and(|s| s.watch().is_some()) {
+    if watched {
         watching::follow_here(ctx, destination);
     }
     ctx.replicate_verbatim();

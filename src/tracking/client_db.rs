@@ -47,14 +47,6 @@ impl ClientDbs {
         self.known.remove(&client);
     }
 
-    pub fn len(&self) -> usize {
-        self.known.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.known.is_empty()
-    }
-
     pub fn heap_bytes(&self) -> usize {
         self.known.allocation_size()
     }

@@ -15,7 +15,7 @@ use super::client_db::{self, ClientDbs};
 use super::command_table::CommandTable;
 use super::script_watch::ScriptWatch;
 use super::{with_state, Tracking};
-use crate::clock;
+use crate::{clock, module_string};
 use heavykeeper_sketch::Access;
 use redis_module::{raw, Context};
 use std::os::raw::{c_int, c_void};
@@ -140,11 +140,9 @@ fn client_id(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u64> {
 fn arg_bytes<'a>(fctx: *mut raw::RedisModuleCommandFilterCtx, i: c_int) -> &'a [u8] {
     // SAFETY: `fctx` is the live filter context of this call; the server
     // checks `i` against the argument count.
-    let arg = unsafe { raw::RedisModule_CommandFilterArgGet.map_or(null_mut(), |f| f(fctx, i)) };
-    if arg.is_null() {
-        &[]
-    } else {
-        string_bytes(arg)
+    unsafe {
+        let arg = raw::RedisModule_CommandFilterArgGet.map_or(null_mut(), |f| f(fctx, i));
+        module_string::bytes(arg)
     }
 }
 
@@ -370,20 +368,4 @@ unsafe extern "C" fn on_client_change(
             }
         });
     });
-}
-
-fn string_bytes<'a>(s: *mut raw::RedisModuleString) -> &'a [u8] {
-    let mut len = 0usize;
-    // SAFETY: a live argument string of the current command.
-    unsafe {
-        let Some(ptr_len) = raw::RedisModule_StringPtrLen else {
-            return &[];
-        };
-        let ptr = ptr_len(s, &mut len);
-        if ptr.is_null() {
-            &[]
-        } else {
-            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-        }
-    }
 }

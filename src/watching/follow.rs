@@ -72,7 +72,7 @@ unsafe extern "C" fn on_keyspace_event(
             return;
         }
         let ctx = Context::new(ctx);
-        let name = redis_module::RedisString::string_as_slice(key);
+        let name = module_string::bytes(key);
         fault::on_event(name);
         let name = module_string::of(&ctx, name);
         let watched = Quiet::open(&ctx, &name).is_some_and(|s| s.watch().is_some());

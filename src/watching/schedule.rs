@@ -42,23 +42,6 @@ impl Schedule {
             .is_some_and(|keys| keys.contains_key(key))
     }
 
-    /// Heap bytes held, approximately (names are held twice while queued).
-    pub fn heap_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(Vec<u8>, i64)>() + 8;
-        let names: usize = self
-            .keys
-            .values()
-            .flat_map(HashMap::keys)
-            .map(Vec::capacity)
-            .sum();
-        let queued: usize = self
-            .queue
-            .iter()
-            .map(|(_, _, key)| key.capacity() + 48)
-            .sum();
-        self.len() * entry + names + queued
-    }
-
     /// Visit `key` at `due` (or earlier, if it is due earlier already).
     pub fn at(&mut self, db: Db, key: &[u8], due: i64) {
         let keys = self.keys.entry(db).or_default();
