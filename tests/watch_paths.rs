@@ -73,8 +73,17 @@ fn a_restarted_server_still_cools() {
 
 #[test]
 fn an_aof_replay_still_cools() {
-    let mut server = Server::start_with(&["--appendonly", "yes"]);
+    // Every write on disk before its reply, and the first AOF rewrite (the
+    // server makes one when AOF starts) finished: the stop is a kill, and
+    // what it finds on disk must be everything that was acknowledged.
+    let mut server = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let mut con = server.client();
+    common::wait_until("the first AOF rewrite", Duration::from_secs(30), || {
+        common::info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref()
+            == Some("0")
+            && common::info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref()
+                == Some("0")
+    });
     hot_sketch(&mut con, "limiter");
     server.restart();
     let mut con = server.client();
