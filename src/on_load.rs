@@ -18,6 +18,8 @@ use std::os::raw::c_int;
 /// The module's own ACL category, where the server can add one (Redis 7.4+,
 /// Valkey): `+@heavykeeper` grants every command of the module.
 pub const ACL_CATEGORY: &str = "heavykeeper";
+/// `TOPK.*` are in both the module's category and RedisBloom's.
+const TOPK_ACL_CATEGORIES: &str = "heavykeeper topk";
 
 /// # Safety
 /// Called from `RedisModule_OnLoad` with the server's arguments.
@@ -124,9 +126,23 @@ fn server_support(context: &Context) -> ServerSupport {
     }
 }
 
+/// `TOPK.*` also belong to a `topk` category where the server takes module
+/// categories, as RedisBloom's do: users of Redis 8 grant `+@topk`.
 fn register_topk(context: &Context, support: &ServerSupport) -> Result<(), String> {
+    let topk_category = unsafe { raw::RedisModule_AddACLCategory }.is_some_and(|add| {
+        // SAFETY: the server's context, during OnLoad.
+        unsafe { add(context.ctx, c"topk".as_ptr()) == raw::Status::Ok as c_int }
+    });
+    let support = ServerSupport {
+        acl_categories: support.acl_categories,
+        module_category: match (support.module_category, topk_category) {
+            (Some(_), true) => Some(TOPK_ACL_CATEGORIES),
+            (None, true) => Some("topk"),
+            (own, false) => own,
+        },
+    };
     for spec in commands::topk_compat::SPECS.iter() {
-        command_spec::register(context, spec, support).map_err(|why| {
+        command_spec::register(context, spec, &support).map_err(|why| {
             format!(
                 "topk-compat is on but {why}: the name is probably taken by RedisBloom (Redis 8 bundles it); load one or the other, or set topk-compat no"
             )

@@ -163,6 +163,28 @@ fn a_failing_incrby_applies_nothing() {
     assert_eq!(digest(&mut con, "k"), before);
 }
 
+/// A decay between 0.999 and 1 is taken, with each increment capped at
+/// 100,000 (RedisBloom's cap): every unit of weight can cost a coin per row,
+/// and the cap keeps one arrival's work bounded. Past it nothing applies.
+#[test]
+fn a_decay_close_to_one_caps_each_increment() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "c", "5", "DECAY", "0.99999"]);
+    value(&mut con, &["HK.INCRBY", "c", "a", "100000"]);
+    let before = digest(&mut con, "c");
+    let e = error(&mut con, &["HK.INCRBY", "c", "b", "1", "a", "100001"]);
+    assert!(e.starts_with("ERR increment above 100000"), "{e}");
+    let e = error(&mut con, &["HK.INCRBYAT", "c", "1000", "a", "100001"]);
+    assert!(e.starts_with("ERR increment above 100000"), "{e}");
+    assert_eq!(digest(&mut con, "c"), before);
+    // A decay of 0.999 or 1 keeps the full range.
+    for decay in ["0.999", "1"] {
+        value(&mut con, &["HK.RESERVE", decay, "5", "DECAY", decay]);
+        value(&mut con, &["HK.INCRBY", decay, "a", "9007199254740992"]);
+    }
+}
+
 #[test]
 fn list_options_are_checked() {
     let server = Server::start();

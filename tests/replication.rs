@@ -284,6 +284,15 @@ fn topk_writes_reach_a_replica_without_topk_compat_as_hk_commands() {
     let mut on_replica = replica.client();
     for key in ["t", "d"] {
         assert_eq!(digest(&mut con, key), digest(&mut on_replica, key), "{key}");
+        // The tie rule travels with TOPK.RESERVE's replicated HK.RESERVE.
+        assert_eq!(
+            common::hk_info(&mut on_replica, key)["ties"],
+            Value::SimpleString("redisbloom".into())
+        );
+        assert_eq!(
+            value(&mut con, &["HK.LIST", key, "WITHCOUNT"]),
+            value(&mut on_replica, &["HK.LIST", key, "WITHCOUNT"])
+        );
     }
     // `zero` only ever arrived with weight 0: it was never counted.
     assert_eq!(

@@ -14,6 +14,7 @@ mod report;
 mod row_layout;
 mod shapes;
 mod speed;
+mod ties;
 mod tracking;
 mod watch_bench;
 mod workloads;
@@ -33,7 +34,7 @@ struct Options {
     module: PathBuf,
     out: PathBuf,
     threads: usize,
-    /// Only this stage (accuracy, shapes, speed, redis, fading, merge, layout, tracking, watch); all when `None`.
+    /// Only this stage (accuracy, shapes, speed, redis, fading, merge, layout, ties, tracking, watch); all when `None`.
     only: Option<String>,
 }
 
@@ -64,7 +65,7 @@ fn options() -> Options {
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|shapes|speed|redis|fading|merge|layout|tracking|watch]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|watch]");
                 std::process::exit(2);
             }
         }
@@ -204,6 +205,7 @@ fn main() {
         "row layout: pairs sharing every column, precision effect",
     );
     let layout = o.runs("layout").then(|| row_layout::measure(&loads));
+    let ties = o.runs("ties").then(|| ties::measure(&loads, o.quick));
 
     stage(
         8,
@@ -257,6 +259,7 @@ fn main() {
         fade,
         merges,
         layout,
+        ties,
         shapes,
         shape_seeds,
         tracked,
@@ -288,6 +291,7 @@ pub struct Measurements {
     pub equal: Vec<speed::Throughput>,
     pub by_k: Vec<(usize, f64)>,
     pub redis: redis_phase::RedisFigures,
+    pub ties: Option<ties::TieFigures>,
     pub fade: Option<fading::FadingFigures>,
     pub merges: Vec<merging::MergeRow>,
     pub layout: Option<row_layout::LayoutFigures>,

@@ -275,6 +275,9 @@ pub fn write(m: &Measurements, out: &Path) -> PathBuf {
     if let Some(layout) = &m.layout {
         md.push_str(&layout.markdown());
     }
+    if let Some(ties) = &m.ties {
+        md.push_str(&ties.markdown());
+    }
     if let Some(tracked) = &m.tracked {
         md.push_str(&tracked.markdown());
     }

@@ -33,6 +33,8 @@ pub(crate) struct Arrivals {
     /// The command may be replicated as it came (false for `TOPK.*`, which
     /// replicas may not have: those replicate as `HK.*`).
     verbatim: bool,
+    /// Expelled items answered as RedisBloom answers them (`TOPK.*`).
+    redisbloom_items: bool,
 }
 
 /// The weight of each arrival, parsed before anything is applied.
@@ -108,6 +110,7 @@ pub(crate) fn unit_arrivals(args: ArgV, first: usize, command: &'static str) -> 
         command,
         timed_command: "HK.ADDAT",
         verbatim: true,
+        redisbloom_items: false,
     }
 }
 
@@ -130,6 +133,15 @@ impl Arrivals {
             command,
             timed_command: "HK.INCRBYAT",
             verbatim: true,
+            redisbloom_items: false,
+        }
+    }
+
+    /// Expelled items answered as RedisBloom answers them.
+    pub(crate) fn answered_as_redisbloom(self) -> Self {
+        Self {
+            redisbloom_items: true,
+            ..self
         }
     }
 }
@@ -168,6 +180,7 @@ pub(crate) fn count_arrivals(
     let name = &name;
     let key = ctx.open_key_writable(name);
     let mut sketch = sketch_key::write(&key)?;
+    check_weights(&arrivals.weights, sketch.params().max_weight())?;
     let fading = sketch.fading().is_some();
     // Only a primary's watched sketch announces what its arrivals cause.
     let announcing = sketch.watch().is_some() && watching::announces(ctx);
@@ -213,12 +226,34 @@ pub(crate) fn count_arrivals(
             arrivals.weights.len()
         )));
     }
-    reply_expelled(ctx, &expelled);
+    if arrivals.redisbloom_items {
+        let items = expelled.iter().map(|out| match out {
+            Some(item) => super::topk_compat::item_reply(item),
+            None => RedisValue::Null,
+        });
+        ctx.reply(Ok(RedisValue::Array(items.collect())));
+    } else {
+        reply_expelled(ctx, &expelled);
+    }
     if announcing {
         watching::publish(ctx, name, &mut sketch, &events);
         watching::arrived(ctx, name, &sketch);
     }
     Ok(RedisValue::NoReply)
+}
+
+/// A sketch whose decay lies between 0.999 and 1 takes bounded weights
+/// only: each unit of weight can cost a coin per row.
+fn check_weights(weights: &Weights, max: u64) -> Result<(), RedisError> {
+    let Weights::Each(each) = weights else {
+        return Ok(());
+    };
+    if each.iter().any(|&w| w > max) {
+        return Err(err(format!(
+            "increment above {max}: this sketch's DECAY is above 0.999 and below 1, where each unit of an increment can cost a coin per row"
+        )));
+    }
+    Ok(())
 }
 
 fn reply_expelled(ctx: &Context, expelled: &[Option<Box<[u8]>>]) {

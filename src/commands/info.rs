@@ -52,6 +52,7 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ("created", int(sketch.created_ms())),
         ("clock", sketch.clock_ms().map_or(RedisValue::Null, int)),
         ("encoding", int(i64::from(ENCODING_VERSION))),
+        ("ties", RedisValue::SimpleStringStatic(sketch.ties().name())),
     ];
     let watch = sketch.watch().cloned();
     let dropped = sketch.watch_events_dropped();

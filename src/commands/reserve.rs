@@ -1,10 +1,11 @@
-//! `HK.RESERVE key k [WIDTH w] [DEPTH d] [DECAY p] [SEED n] [HALFLIFE s | ALPHA a] [CREATED ms]`
+//! `HK.RESERVE key k [WIDTH w] [DEPTH d] [DECAY p] [SEED n] [HALFLIFE s | ALPHA a] [CREATED ms]
+//! [TIES ITEM | REDISBLOOM]`
 
 use crate::args::{decimal, err, integer, is_keyword, printable, timestamp};
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::{clock, keyspace_event, limits, sketch_key};
-use heavykeeper_sketch::{HeavyKeeper, Params};
+use heavykeeper_sketch::{HeavyKeeper, Params, Ties};
 use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -17,6 +18,7 @@ struct Request {
     seed: Option<u64>,
     half_life_ms: Option<f64>,
     created_ms: Option<i64>,
+    ties: Option<Ties>,
 }
 
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -43,7 +45,13 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     };
     let name = sketch_key::name(&args)?;
     let key = ctx.open_key_writable(name);
-    create_sketch(ctx, &key, params, created_ms)?;
+    create_sketch(
+        ctx,
+        &key,
+        params,
+        created_ms,
+        request.ties.unwrap_or_default(),
+    )?;
     replicate_pinned(ctx, &args, &request, &params, created_ms);
     keyspace_event::key_changed(ctx, c"hk.reserve", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
@@ -57,6 +65,7 @@ pub(crate) fn create_sketch(
     key: &RedisKeyWritable,
     params: Params,
     created_ms: i64,
+    ties: Ties,
 ) -> Result<(), RedisError> {
     params.validate_shape().map_err(|e| err(e.to_string()))?;
     params
@@ -64,7 +73,7 @@ pub(crate) fn create_sketch(
         .map_err(|e| limits::refused(err(e.to_string())))?;
     sketch_key::create(key, || {
         limits::check_fits_in_memory(ctx, params.fixed_bytes())?;
-        HeavyKeeper::try_new(params, created_ms).map_err(|e| err(e.to_string()))
+        HeavyKeeper::try_new_with_ties(params, created_ms, ties).map_err(|e| err(e.to_string()))
     })
 }
 
@@ -89,6 +98,11 @@ fn parse_options(options: &[RedisString]) -> Result<Request, RedisError> {
             b"DECAY" => set(&mut request.decay, decimal(value, "DECAY")?),
             b"SEED" => set(&mut request.seed, integer(value, "SEED", 0, u64::MAX)?),
             b"CREATED" => set(&mut request.created_ms, timestamp(value)?),
+            b"TIES" => set(
+                &mut request.ties,
+                Ties::from_name(value.as_slice())
+                    .ok_or_else(|| err("TIES must be ITEM or REDISBLOOM"))?,
+            ),
             b"HALFLIFE" | b"ALPHA" => {
                 if fading_given {
                     return Err(err("give HALFLIFE or ALPHA, once, not both"));
@@ -98,7 +112,7 @@ fn parse_options(options: &[RedisString]) -> Result<Request, RedisError> {
             }
             _ => {
                 return Err(err(format!(
-                "unknown option '{}': expected WIDTH, DEPTH, DECAY, SEED, HALFLIFE, ALPHA, CREATED",
+                "unknown option '{}': expected WIDTH, DEPTH, DECAY, SEED, HALFLIFE, ALPHA, CREATED, TIES",
                 printable(name.as_slice())
             )))
             }
@@ -189,5 +203,14 @@ pub static SPEC: CommandSpec = CommandSpec {
         )
         .optional(),
         Arg::unix_time("created-ms").token("CREATED").optional(),
+        Arg::one_of(
+            "ties",
+            &[
+                Arg::flag("item", "ITEM"),
+                Arg::flag("redisbloom", "REDISBLOOM"),
+            ],
+        )
+        .token("TIES")
+        .optional(),
     ],
 };

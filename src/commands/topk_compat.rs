@@ -1,34 +1,46 @@
 //! RedisBloom's `TOPK.*` commands on this data type, for clients that speak
 //! them (redis-py's `topk()`, go-redis, Jedis, node-redis). Registered only
-//! with `topk-compat yes` at load time. Replies and the errors clients parse
-//! are RedisBloom's:
-//! - `TOPK.RESERVE key topk [width depth decay]` (defaults 8, 7, 0.9, as there)
+//! with `topk-compat yes` at load time. What a RedisBloom client can observe
+//! is RedisBloom's, checked by its own TopK flow tests ported to
+//! `tests/topk_redisbloom.rs`:
+//! - `TOPK.RESERVE key topk [width depth decay]` (defaults 8, 7, 0.9, as
+//!   there); the sketch settles ties by RedisBloom's rules (`Ties::RedisBloom`)
 //! - `TOPK.ADD key item [item ...]`, `TOPK.INCRBY key item increment [...]`:
-//!   the expelled item or nil per arrival
-//! - `TOPK.QUERY`, `TOPK.COUNT key item [item ...]`: integers
+//!   the expelled item or nil per arrival; a bad increment is an error in
+//!   its place in the array
+//! - `TOPK.QUERY`: booleans on RESP3, integers on RESP2; `TOPK.COUNT`: integers
 //! - `TOPK.LIST key [WITHCOUNT]`: flat `item, count, ...` on RESP2 and RESP3
 //! - `TOPK.INFO key`: exactly `k, width, depth, decay`, decay a double
 //!
+//! Items are answered as simple strings, as RedisBloom does, unless they
+//! could not be one (CR, LF, NUL or not UTF-8): then as bulk strings.
 //! Writes replicate as the `HK.*` commands they amount to, so a replica or
 //! an AOF without `topk-compat` applies them too.
 
 use super::{add, query, reserve};
-use crate::args::{decimal, integer, is_keyword};
+use crate::args::{decimal, integer};
 use crate::argv::ArgV;
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS, WEIGHTED_ARRIVALS};
+use crate::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS};
 use crate::data_type::HK_TYPE;
-use crate::{clock, keyspace_event, reply, sketch_key};
-use heavykeeper_sketch::{HeavyKeeper, Params};
+use crate::{clock, keyspace_event, limits, reply, sketch_key};
+use heavykeeper_sketch::{HeavyKeeper, Params, Ties};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::c_long;
 
 /// RedisBloom's defaults when only `topk` is given.
-const DEFAULT_WIDTH: u32 = 8;
-const DEFAULT_DEPTH: u32 = 7;
+const DEFAULT_WIDTH: u64 = 8;
+const DEFAULT_DEPTH: u64 = 7;
 const DEFAULT_DECAY: f64 = 0.9;
 /// RedisBloom's bound on one increment.
 const MAX_INCREMENT: u64 = 100_000;
+/// RedisBloom's text, word for word: the run of spaces is a line
+/// continuation inside its C string literal, and clients match on it.
+const BAD_INCREMENT: &str = "TopK: increment must be an integer greater or equal to 0                            and smaller or equal to 100,000";
+/// Ours: in a command with a bad increment nothing is counted (RedisBloom
+/// counts the pairs before the bad one), and the good pairs say so.
+const NOT_COUNTED: &str = "TopK: not counted: another increment in this command is invalid";
+const NO_MEMORY: &str = "ERR Insufficient memory to create topk data structure";
 
 fn bloom_error(message: &'static str) -> RedisError {
     RedisError::Str(message)
@@ -46,6 +58,14 @@ fn check_key(ctx: &Context, name: &RedisString) -> Result<(), RedisError> {
     }
 }
 
+/// An item as RedisBloom answers it: a simple string where one can hold it.
+pub(crate) fn item_reply(item: &[u8]) -> RedisValue {
+    match std::str::from_utf8(item) {
+        Ok(text) if !text.contains(['\r', '\n', '\0']) => RedisValue::SimpleString(text.into()),
+        _ => reply::bytes(item),
+    }
+}
+
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 && args.len() != 6 {
         return Err(RedisError::WrongArity);
@@ -55,38 +75,62 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if !key.is_empty() {
         return Err(bloom_error("TopK: key already exists"));
     }
-    let params = parse_params(&args)?;
+    let params = parse_params(&args, limits::max_sketch_bytes(ctx))?;
     let created_ms = clock::now_ms();
-    reserve::create_sketch(ctx, &key, params, created_ms)?;
+    reserve::create_sketch(ctx, &key, params, created_ms, Ties::RedisBloom)
+        .map_err(|_| bloom_error(NO_MEMORY))?;
     replicate_reserve(ctx, name, &params, created_ms);
     keyspace_event::key_changed(ctx, c"hk.reserve", name);
     Ok(RedisValue::SimpleStringStatic("OK"))
 }
 
-fn parse_params(args: &[RedisString]) -> Result<Params, RedisError> {
-    let k = integer(&args[2], "k", 1, u64::from(Params::MAX_K))
-        .map_err(|_| bloom_error("TopK: invalid k"))? as u32;
-    let mut params = Params {
-        width: DEFAULT_WIDTH,
-        depth: DEFAULT_DEPTH,
-        decay: DEFAULT_DECAY,
-        ..Params::for_k(k, rand::random())
+/// RedisBloom's checks in its order (each of k, width and depth a whole
+/// number from 1 to 2^32 - 1, then the decay), then what this module can
+/// hold: past its caps or `max-sketch-bytes`, RedisBloom's out-of-memory
+/// error. More than 16 rows is the one shape RedisBloom takes and this
+/// module does not.
+fn parse_params(args: &[RedisString], max_bytes: u64) -> Result<Params, RedisError> {
+    let whole = |arg: &RedisString, error: &'static str| {
+        integer(arg, "", 1, u64::from(u32::MAX)).map_err(|_| bloom_error(error))
     };
-    if let [_, _, _, width, depth, decay] = args {
-        params.width = integer(width, "width", 1, u64::from(Params::MAX_WIDTH))
-            .map_err(|_| bloom_error("TopK: invalid width"))? as u32;
-        params.depth = integer(depth, "depth", 1, u64::from(Params::MAX_DEPTH))
-            .map_err(|_| bloom_error("TopK: invalid depth"))? as u32;
-        params.decay = decimal(decay, "decay")
-            .ok()
-            .filter(|d| *d > 0.0 && *d <= 1.0)
-            .ok_or_else(|| bloom_error("TopK: invalid decay value. must be '<= 1' & '> 0'"))?;
+    let k = whole(&args[2], "TopK: invalid k")?;
+    let (width, depth, decay) = match args {
+        [_, _, _, width, depth, decay] => (
+            whole(width, "TopK: invalid width")?,
+            whole(depth, "TopK: invalid depth")?,
+            decimal(decay, "decay")
+                .ok()
+                .filter(|d| *d > 0.0 && *d <= 1.0)
+                .ok_or_else(|| bloom_error("TopK: invalid decay value. must be '<= 1' & '> 0'"))?,
+        ),
+        _ => (DEFAULT_WIDTH, DEFAULT_DEPTH, DEFAULT_DECAY),
+    };
+    let bytes = u128::from(width) * u128::from(depth) * 8 + u128::from(k) * 32;
+    if k > u64::from(Params::MAX_K)
+        || width > u64::from(Params::MAX_WIDTH)
+        || bytes > u128::from(max_bytes)
+    {
+        return Err(bloom_error(NO_MEMORY));
     }
+    if depth > u64::from(Params::MAX_DEPTH) {
+        return Err(bloom_error(
+            "TopK: invalid depth: this module keeps at most 16 rows",
+        ));
+    }
+    let params = Params {
+        width: width as u32,
+        depth: depth as u32,
+        decay,
+        ..Params::for_k(k as u32, rand::random())
+    };
+    params
+        .check_size(max_bytes)
+        .map_err(|_| bloom_error(NO_MEMORY))?;
     Ok(params)
 }
 
-/// Replicas build the same sketch from `HK.RESERVE` with the primary's seed
-/// and creation time.
+/// Replicas build the same sketch from `HK.RESERVE` with the primary's seed,
+/// creation time and tie rule.
 fn replicate_reserve(ctx: &Context, name: &RedisString, params: &Params, created_ms: i64) {
     let texts = [
         params.k.to_string(),
@@ -101,6 +145,8 @@ fn replicate_reserve(ctx: &Context, name: &RedisString, params: &Params, created
         params.seed.to_string(),
         "CREATED".into(),
         created_ms.to_string(),
+        "TIES".into(),
+        Ties::RedisBloom.name().into(),
     ];
     let mut out: Vec<&[u8]> = vec![name.as_slice()];
     out.extend(texts.iter().map(String::as_bytes));
@@ -112,7 +158,9 @@ pub fn add(ctx: &Context, args: ArgV) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     check_key(ctx, &args.key()?)?;
-    let arrivals = add::unit_arrivals(args, 2, "HK.ADD").replicated_as("HK.ADD");
+    let arrivals = add::unit_arrivals(args, 2, "HK.ADD")
+        .replicated_as("HK.ADD")
+        .answered_as_redisbloom();
     add::count_arrivals(ctx, args, None, arrivals)
 }
 
@@ -121,15 +169,27 @@ pub fn incrby(ctx: &Context, args: ArgV) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     check_key(ctx, &args.key()?)?;
-    let weights = args
+    let weights: Vec<Option<u64>> = args
         .each(3, 2)
-        .map(|increment| {
-            integer(increment, "increment", 0, MAX_INCREMENT).map_err(|_| {
-                bloom_error("TopK: increment must be an integer greater or equal to 0 and smaller or equal to 100,000")
-            })
-        })
-        .collect::<Result<Vec<u64>, _>>()?;
-    let arrivals = add::Arrivals::weighted(2, weights, "HK.INCRBY").replicated_as("HK.INCRBY");
+        .map(|increment| integer(increment, "increment", 0, MAX_INCREMENT).ok())
+        .collect();
+    if weights.iter().any(Option::is_none) {
+        // RedisBloom's shape: the error stands in the array, in the place of
+        // the pair it belongs to.
+        return Ok(RedisValue::Array(
+            weights
+                .iter()
+                .map(|w| match w {
+                    None => RedisValue::StaticError(BAD_INCREMENT),
+                    Some(_) => RedisValue::StaticError(NOT_COUNTED),
+                })
+                .collect(),
+        ));
+    }
+    let weights = weights.into_iter().flatten().collect();
+    let arrivals = add::Arrivals::weighted(2, weights, "HK.INCRBY")
+        .replicated_as("HK.INCRBY")
+        .answered_as_redisbloom();
     add::count_arrivals(ctx, args, None, arrivals)
 }
 
@@ -137,8 +197,17 @@ pub fn query(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    check_key(ctx, &args.key()?)?;
-    query::query(ctx, args)
+    let name = args.key()?;
+    check_key(ctx, &name)?;
+    let key = ctx.open_key(&name);
+    let sketch = sketch_key::read(&key)?;
+    let now = clock::now_ms();
+    // Booleans: `#t`/`#f` on RESP3, `:1`/`:0` on RESP2, as RedisBloom's.
+    Ok(RedisValue::Array(
+        args.each(2, 1)
+            .map(|item| RedisValue::Bool(sketch.contains(item, now)))
+            .collect(),
+    ))
 }
 
 pub fn count(ctx: &Context, args: ArgV) -> RedisResult {
@@ -149,10 +218,16 @@ pub fn count(ctx: &Context, args: ArgV) -> RedisResult {
     query::count(ctx, args)
 }
 
+/// RedisBloom compares the option with `strncasecmp` over the option's own
+/// length: any prefix of `WITHCOUNT`, even an empty one, asks for counts.
+fn is_withcount(option: &[u8]) -> bool {
+    option.len() <= 9 && b"WITHCOUNT"[..option.len()].eq_ignore_ascii_case(option)
+}
+
 pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let with_count = match args.as_slice() {
         [_, _] => false,
-        [_, _, option] if is_keyword(option, "WITHCOUNT") => true,
+        [_, _, option] if is_withcount(option.as_slice()) => true,
         [_, _, _] => return Err(bloom_error("WITHCOUNT keyword expected")),
         _ => return Err(RedisError::WrongArity),
     };
@@ -162,7 +237,7 @@ pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let sketch = sketch_key::read(&key)?;
     let mut out = Vec::new();
     for member in sketch.ranked(clock::now_ms()) {
-        out.push(reply::bytes(member.item));
+        out.push(item_reply(member.item));
         if with_count {
             out.push(reply::count(member.count));
         }
@@ -198,6 +273,13 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(RedisValue::NoReply)
 }
 
+/// `item increment`, repeated, under RedisBloom's name for the block.
+const ITEM_INCREMENT: Arg = Arg::block(
+    "item_increment",
+    &[Arg::string("item"), Arg::integer("increment")],
+)
+.multiple();
+
 pub static SPECS: [CommandSpec; 7] = [
     CommandSpec {
         name: "topk.reserve",
@@ -206,9 +288,9 @@ pub static SPECS: [CommandSpec; 7] = [
         arity: -3,
         keys: &[KeySpec::one(KeySpec::CREATE, 1)],
         acl: "write fast",
-        summary: "Creates a top-k sketch (RedisBloom syntax).",
-        complexity: "O(width * depth + k)",
-        since: "1.0.0",
+        summary: "Initializes a Top-K sketch with specified parameters",
+        complexity: "O(1)",
+        since: "2.0.0",
         args: &[
             Arg::key("key", 0),
             Arg::integer("topk"),
@@ -230,9 +312,9 @@ pub static SPECS: [CommandSpec; 7] = [
         arity: -3,
         keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
         acl: "write fast",
-        summary: "Counts one arrival of each item (RedisBloom syntax).",
-        complexity: "O(depth) per item",
-        since: "1.0.0",
+        summary: "Adds an item to a Top-k sketch. Multiple items can be added at the same time. If an item enters the Top-K sketch, the item that is expelled (if any) is returned",
+        complexity: "O(n * k) where n is the number of items and k is the depth",
+        since: "2.0.0",
         args: KEY_AND_ITEMS,
     },
     CommandSpec {
@@ -242,10 +324,10 @@ pub static SPECS: [CommandSpec; 7] = [
         arity: -4,
         keys: &[KeySpec::one(KeySpec::UPDATE, 1)],
         acl: "write fast",
-        summary: "Counts weighted arrivals (RedisBloom syntax).",
-        complexity: "O(depth) per item",
-        since: "1.0.0",
-        args: &[Arg::key("key", 0), WEIGHTED_ARRIVALS],
+        summary: "Increases the count of one or more items by increment",
+        complexity: "O(n * k * incr) where n is the number of items, k is the depth and incr is the increment",
+        since: "2.0.0",
+        args: &[Arg::key("key", 0), ITEM_INCREMENT],
     },
     CommandSpec {
         name: "topk.query",
@@ -254,9 +336,9 @@ pub static SPECS: [CommandSpec; 7] = [
         arity: -3,
         keys: &[KeySpec::one(KeySpec::READ, 1)],
         acl: "read fast",
-        summary: "Tells for each item whether it is in the top-k (RedisBloom syntax).",
-        complexity: "O(1) per item",
-        since: "1.0.0",
+        summary: "Checks whether one or more items are one of the Top-K items",
+        complexity: "O(n) where n is the number of items",
+        since: "2.0.0",
         args: KEY_AND_ITEMS,
     },
     CommandSpec {
@@ -266,9 +348,9 @@ pub static SPECS: [CommandSpec; 7] = [
         arity: -3,
         keys: &[KeySpec::one(KeySpec::READ, 1)],
         acl: "read fast",
-        summary: "Returns each item's estimated count (RedisBloom syntax).",
-        complexity: "O(depth) per item",
-        since: "1.0.0",
+        summary: "Return the count for one or more items are in a sketch",
+        complexity: "O(n) where n is the number of items",
+        since: "2.0.0",
         args: KEY_AND_ITEMS,
     },
     CommandSpec {
@@ -278,9 +360,9 @@ pub static SPECS: [CommandSpec; 7] = [
         arity: -2,
         keys: &[KeySpec::one(KeySpec::READ, 1)],
         acl: "read slow",
-        summary: "Lists the top-k, highest first (RedisBloom syntax).",
-        complexity: "O(k log k)",
-        since: "1.0.0",
+        summary: "Return the full list of items in Top-K sketch",
+        complexity: "O(k*log(k)) where k is the value of top-k",
+        since: "2.0.0",
         args: &[
             Arg::key("key", 0),
             Arg::flag("withcount", "WITHCOUNT").optional(),
@@ -293,9 +375,9 @@ pub static SPECS: [CommandSpec; 7] = [
         arity: 2,
         keys: &[KeySpec::one(KeySpec::READ_METADATA, 1)],
         acl: "read fast",
-        summary: "Returns k, width, depth and decay (RedisBloom syntax).",
+        summary: "Returns number of required items (k), width, depth, and decay values of a given sketch",
         complexity: "O(1)",
-        since: "1.0.0",
+        since: "2.0.0",
         args: &[Arg::key("key", 0)],
     },
 ];

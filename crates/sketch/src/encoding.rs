@@ -13,9 +13,12 @@
 //! u32 members, each: u32 length, bytes, f64 count   (in heap order)
 //! u8  watched (0/1); if 1: u32 length, channel bytes, u8 members,
 //!     u8 has_above, f64 above, u8 has_below, f64 below
+//! u8  ties (0: by item, 1: RedisBloom); if 1: u32 empty slots, each u32
+//!     heap position (increasing): the members fill the other k slots
 //! ```
-//! Version 2 is the same without the watch; version 1 also without the
-//! row-layout byte (its rows are always double hashed).
+//! Version 3 is the same without the ties (always by item); version 2 also
+//! without the watch; version 1 also without the row-layout byte (its rows
+//! are always double hashed).
 //!
 //! The decoder trusts nothing: every field is range-checked, times must be
 //! real times, the landmark must be the one the clock implies, and counts
@@ -31,6 +34,7 @@ use crate::fading::{Fading, MAX_TIMESTAMP_MS};
 use crate::heavykeeper::HeavyKeeper;
 use crate::item_hash::{ItemHash, RowLayout};
 use crate::params::Params;
+use crate::ties::Ties;
 use crate::topk::{Entry, TopK};
 use crate::watch::WatchSpec;
 use rand::SeedableRng;
@@ -38,7 +42,7 @@ use rand_chacha::ChaCha8Rng;
 use std::fmt;
 
 /// The version [`encode`] writes.
-pub const ENCODING_VERSION: u8 = 3;
+pub const ENCODING_VERSION: u8 = 4;
 
 /// ChaCha's word position is a 68-bit number.
 const RNG_WORD_POSITIONS: u128 = 1 << 68;
@@ -107,7 +111,19 @@ pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
         out.extend_from_slice(&count.to_le_bytes());
     }
     encode_watch(sketch.watch(), &mut out);
+    encode_ties(&sketch.topk, &mut out);
     out
+}
+
+fn encode_ties(topk: &TopK, out: &mut Vec<u8>) {
+    out.push(topk.ties().code());
+    if topk.ties() == Ties::RedisBloom {
+        let empty: Vec<usize> = topk.empty_slots().collect();
+        out.extend_from_slice(&(empty.len() as u32).to_le_bytes());
+        for place in empty {
+            out.extend_from_slice(&(place as u32).to_le_bytes());
+        }
+    }
 }
 
 fn encode_watch(watch: Option<&WatchSpec>, out: &mut Vec<u8>) {
@@ -132,7 +148,7 @@ fn encode_watch(watch: Option<&WatchSpec>, out: &mut Vec<u8>) {
 pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<HeavyKeeper, DecodeError> {
     let mut r = Reader { bytes };
     match r.u8()? {
-        v @ 1..=3 => decode_body(&mut r, v, max_bytes),
+        v @ 1..=4 => decode_body(&mut r, v, max_bytes),
         0 => Err(corrupt("version 0 does not exist")),
         v => Err(DecodeError::NewerVersion(v)),
     }
@@ -193,8 +209,18 @@ fn decode_body(
     let cap = max_mass(clock.fading.map_or(1.0, |f| f.weight(clock.clock_ms)));
     let cells = width as usize * depth as usize;
     let buckets = decode_buckets(r, cells, clock.fading.is_some(), cap)?;
-    let topk = decode_members(r, k, seed, cap, clock.fading.is_some())?;
+    let members = decode_members(r, k, seed, cap, clock.fading.is_some())?;
     let watch = if version >= 3 { decode_watch(r)? } else { None };
+    let ties = if version >= 4 {
+        Ties::from_code(r.u8()?).ok_or_else(|| corrupt("unknown tie rule"))?
+    } else {
+        Ties::ByItem
+    };
+    let topk = match ties {
+        Ties::ByItem => TopK::from_heap_order(k as usize, members),
+        Ties::RedisBloom => TopK::from_slots(k as usize, decode_slots(r, k, members)?),
+    }
+    .map_err(corrupt)?;
     if !r.bytes.is_empty() {
         return Err(corrupt("trailing bytes"));
     }
@@ -312,13 +338,47 @@ fn decode_buckets(
     Ok(buckets)
 }
 
+/// A RedisBloom heap's k slots: the empty positions as stored, the members
+/// in heap order in the others.
+fn decode_slots(
+    r: &mut Reader<'_>,
+    k: u32,
+    members: Vec<Entry>,
+) -> Result<Vec<Option<Entry>>, DecodeError> {
+    let empty = r.u32()?;
+    if u64::from(empty) + members.len() as u64 != u64::from(k) {
+        return Err(corrupt("members and empty slots do not make k"));
+    }
+    // Every position is read before k slots are allocated: a payload
+    // claiming a huge k must also carry that many bytes.
+    let mut positions = Vec::with_capacity((empty as usize).min(r.bytes.len() / 4));
+    for _ in 0..empty {
+        let place = r.u32()?;
+        if place >= k || positions.last().is_some_and(|&last| place <= last) {
+            return Err(corrupt("empty slots out of order"));
+        }
+        positions.push(place);
+    }
+    let mut members = members.into_iter();
+    let mut empty_at = positions.into_iter().peekable();
+    Ok((0..k)
+        .map(|place| {
+            if empty_at.next_if_eq(&place).is_some() {
+                None
+            } else {
+                members.next()
+            }
+        })
+        .collect())
+}
+
 fn decode_members(
     r: &mut Reader<'_>,
     k: u32,
     seed: u64,
     cap: f64,
     fading: bool,
-) -> Result<TopK, DecodeError> {
+) -> Result<Vec<Entry>, DecodeError> {
     let members = r.u32()?;
     if members > k {
         return Err(corrupt("more members than k"));
@@ -335,7 +395,7 @@ fn decode_members(
         let hash = ItemHash::of(&item, seed).value();
         entries.push(Entry { item, hash, count });
     }
-    TopK::from_heap_order(k as usize, entries).map_err(corrupt)
+    Ok(entries)
 }
 
 /// Without fading every count is a number of arrivals. A fraction there

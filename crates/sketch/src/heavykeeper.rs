@@ -11,6 +11,7 @@ use crate::fading::{clamp_time, Fading};
 use crate::item_hash::ItemHash;
 use crate::out_of_memory::OutOfMemory;
 use crate::params::Params;
+use crate::ties::Ties;
 use crate::topk::{rank_order, TopK};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -120,9 +121,18 @@ impl HeavyKeeper {
     /// As [`Self::new`], but an allocation the allocator refuses is an
     /// error, not an abort: the sizes come from a client.
     pub fn try_new(params: Params, created_ms: i64) -> Result<Self, OutOfMemory> {
+        Self::try_new_with_ties(params, created_ms, Ties::ByItem)
+    }
+
+    /// As [`Self::try_new`], settling ties by `ties` for good.
+    pub fn try_new_with_ties(
+        params: Params,
+        created_ms: i64,
+        ties: Ties,
+    ) -> Result<Self, OutOfMemory> {
         let cells = params.width as usize * params.depth as usize;
         let buckets = BucketArray::try_new(cells, params.half_life_ms.is_some())?;
-        let topk = TopK::try_with_capacity(params.k as usize)?;
+        let topk = TopK::try_with_ties(params.k as usize, ties)?;
         Ok(Self::with_parts(params, created_ms, buckets, topk))
     }
 
@@ -147,6 +157,11 @@ impl HeavyKeeper {
             watch: None,
             params,
         }
+    }
+
+    /// How this sketch settles equal counts.
+    pub fn ties(&self) -> Ties {
+        self.topk.ties()
     }
 
     pub fn params(&self) -> &Params {
@@ -261,7 +276,12 @@ impl HeavyKeeper {
         counted: Counted,
     ) -> Arrived {
         let Counted { estimate, member } = counted;
-        if estimate <= nmin {
+        let reaches = if self.topk.ties().admits_at_minimum() {
+            estimate >= nmin
+        } else {
+            estimate > nmin
+        };
+        if !reaches {
             // A member already counts at least nmin; a non-member needs more.
             return Arrived::default();
         }
@@ -296,7 +316,8 @@ impl HeavyKeeper {
     /// stored value alike, so non-member buckets still sit at or below it),
     /// 0 while there is room.
     pub(crate) fn nmin(&self) -> f64 {
-        if self.topk.is_full() {
+        // A RedisBloom heap's root is an empty slot (0) while there is room.
+        if self.topk.is_full() || self.topk.ties() == Ties::RedisBloom {
             self.topk.min_count().unwrap_or(0.0)
         } else {
             0.0
@@ -355,22 +376,30 @@ impl HeavyKeeper {
     /// without sorting the rest: O(k + n log n).
     pub fn top(&self, now_ms: i64, n: usize) -> Vec<Ranked<'_>> {
         let now_unit = self.unit_at(now_ms);
-        let mut members: Vec<(&[u8], f64)> = self
+        // Each member with its heap position: RedisBloom lists ties in heap order.
+        let mut members: Vec<(usize, &[u8], f64)> = self
             .topk
             .heap_order()
-            .filter(|&(_, count)| count >= now_unit)
+            .enumerate()
+            .filter(|&(_, (_, count))| count >= now_unit)
+            .map(|(place, (item, count))| (place, item, count))
             .collect();
+        let ties = self.topk.ties();
+        let order = |a: &(usize, &[u8], f64), b: &(usize, &[u8], f64)| match ties {
+            Ties::ByItem => rank_order(&(a.1, a.2), &(b.1, b.2)),
+            Ties::RedisBloom => b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)),
+        };
         if n < members.len() {
             if n == 0 {
                 return Vec::new();
             }
-            members.select_nth_unstable_by(n - 1, rank_order);
+            members.select_nth_unstable_by(n - 1, order);
             members.truncate(n);
         }
-        members.sort_unstable_by(rank_order);
+        members.sort_unstable_by(order);
         members
             .into_iter()
-            .map(|(item, count)| Ranked {
+            .map(|(_, item, count)| Ranked {
                 item,
                 count: count / now_unit,
             })

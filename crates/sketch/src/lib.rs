@@ -19,6 +19,7 @@ pub mod merge;
 pub mod out_of_memory;
 pub mod params;
 pub mod sampler;
+pub mod ties;
 pub mod topk;
 pub mod watch;
 
@@ -34,4 +35,5 @@ pub use merge::MergeError;
 pub use out_of_memory::OutOfMemory;
 pub use params::{ParamError, Params};
 pub use sampler::Sampler;
+pub use ties::Ties;
 pub use watch::{EventKind, WatchEvent, WatchSpec, WatchState};

@@ -159,7 +159,7 @@ impl HeavyKeeper {
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         scored.truncate(self.params.k as usize);
-        let mut topk = TopK::with_capacity(self.params.k as usize);
+        let mut topk = TopK::with_ties(self.params.k as usize, self.topk.ties());
         for (item, score) in scored {
             topk.insert(&item, ItemHash::of(&item, self.params.seed).value(), score);
         }

@@ -43,7 +43,14 @@ impl Params {
     /// falls) stays within reach of a later heavy item; the realistic streams
     /// do not tell 0.95-0.995 apart (README, "Choosing parameters").
     pub const DEFAULT_DECAY: f64 = 0.995;
+    /// Above this (and below 1) a decay coin succeeds so often that one
+    /// weighted arrival can take a bucket down level by level for as long
+    /// as its weight lasts: such sketches take weights up to
+    /// [`Self::CLOSE_DECAY_MAX_WEIGHT`] only.
     pub const MAX_FRACTIONAL_DECAY: f64 = 0.999;
+    /// RedisBloom's own cap on one `TOPK.INCRBY` increment: at most this
+    /// many coins per bucket and arrival.
+    pub const CLOSE_DECAY_MAX_WEIGHT: u64 = 100_000;
 
     /// The width used when the user gives none, with [`Self::DEFAULT_DEPTH`]
     /// rows and [`Self::DEFAULT_DECAY`]. Chosen by measurement (README,
@@ -98,10 +105,8 @@ impl Params {
         if self.depth == 0 || self.depth > Self::MAX_DEPTH {
             return err(format!("DEPTH must be between 1 and {}", Self::MAX_DEPTH));
         }
-        // Between 0.999 and 1 a weighted increment could drain tens of
-        // thousands of levels one coin at a time; exactly 1 is O(1).
-        if !((self.decay > 0.0 && self.decay <= Self::MAX_FRACTIONAL_DECAY) || self.decay == 1.0) {
-            return err("DECAY must be greater than 0 and at most 0.999, or exactly 1".into());
+        if !(self.decay > 0.0 && self.decay <= 1.0) {
+            return err("DECAY must be greater than 0 and at most 1".into());
         }
         if let Some(h) = self.half_life_ms {
             if !(1.0..=Self::MAX_HALF_LIFE_MS).contains(&h) {
@@ -109,6 +114,19 @@ impl Params {
             }
         }
         Ok(())
+    }
+
+    /// The largest weight one arrival may carry. Every successful decay coin
+    /// lowers a bucket by one level, so a weighted arrival costs up to
+    /// `min(weight, levels within reach)` coins per row. Up to a decay of
+    /// 0.999 the reach is at most ~37,000 levels; above it (and below 1,
+    /// where no coin is drawn) the weight is what bounds the work.
+    pub fn max_weight(&self) -> u64 {
+        if self.decay > Self::MAX_FRACTIONAL_DECAY && self.decay < 1.0 {
+            Self::CLOSE_DECAY_MAX_WEIGHT
+        } else {
+            u64::MAX
+        }
     }
 
     /// Checks the fixed footprint against `max_bytes` (the client-facing cap).
@@ -142,6 +160,21 @@ mod tests {
     }
 
     #[test]
+    fn only_decays_between_0_999_and_1_cap_the_weight() {
+        let with = |decay| Params {
+            decay,
+            ..Params::for_k(10, 0)
+        };
+        for decay in [0.5, 0.9, 0.999, 1.0] {
+            assert_eq!(with(decay).max_weight(), u64::MAX, "{decay}");
+        }
+        for decay in [0.9991, 0.99999, 1.0 - f64::EPSILON] {
+            with(decay).validate(u64::MAX).unwrap();
+            assert_eq!(with(decay).max_weight(), 100_000, "{decay}");
+        }
+    }
+
+    #[test]
     fn every_field_is_checked() {
         let ok = Params::for_k(10, 0);
         let bad = [
@@ -151,10 +184,6 @@ mod tests {
             Params { depth: 17, ..ok },
             Params { decay: 0.0, ..ok },
             Params { decay: 1.5, ..ok },
-            Params {
-                decay: 0.9995,
-                ..ok
-            },
             Params {
                 decay: f64::NAN,
                 ..ok

@@ -10,6 +10,7 @@
 
 use crate::item_arena::{ItemArena, ItemRef};
 use crate::out_of_memory::OutOfMemory;
+use crate::ties::Ties;
 use hashbrown::HashTable;
 
 /// A member of the top-k, as evicted or persisted.
@@ -45,10 +46,20 @@ struct Member {
     place: u32,
 }
 
+/// The member of a heap slot that holds none (a [`Ties::RedisBloom`] heap
+/// has all k slots from the start; empty ones count 0).
+const EMPTY: u32 = u32::MAX;
+
+const EMPTY_SLOT: HeapSlot = HeapSlot {
+    count: 0.0,
+    member: EMPTY,
+};
+
 /// Min-heap of at most `capacity` members, indexed by item.
 #[derive(Clone, Debug)]
 pub struct TopK {
     capacity: usize,
+    ties: Ties,
     heap: Vec<HeapSlot>,
     members: Vec<Member>,
     index: HashTable<u32>,
@@ -102,28 +113,30 @@ impl TopK {
         std::mem::size_of::<HeapSlot>() + std::mem::size_of::<Member>() + 2 * (4 + 1);
 
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            capacity,
-            heap: Vec::with_capacity(capacity),
-            members: Vec::with_capacity(capacity),
-            index: HashTable::with_capacity(capacity),
-            items: ItemArena::default(),
-        }
+        Self::with_ties(capacity, Ties::ByItem)
     }
 
-    /// As [`Self::with_capacity`], reporting an allocation failure instead of
+    pub fn with_ties(capacity: usize, ties: Ties) -> Self {
+        let mut store = Self::from_parts(capacity, capacity, ties);
+        store.fill_empty_slots();
+        store
+    }
+
+    /// As [`Self::with_ties`], reporting an allocation failure instead of
     /// aborting: k comes from a client.
-    pub fn try_with_capacity(capacity: usize) -> Result<Self, OutOfMemory> {
-        let mut store = Self::from_parts(capacity, 0);
+    pub fn try_with_ties(capacity: usize, ties: Ties) -> Result<Self, OutOfMemory> {
+        let mut store = Self::from_parts(capacity, 0, ties);
         store.heap.try_reserve_exact(capacity)?;
         store.members.try_reserve_exact(capacity)?;
         store.index.try_reserve(capacity, |_| 0)?;
+        store.fill_empty_slots();
         Ok(store)
     }
 
-    fn from_parts(capacity: usize, n: usize) -> Self {
+    fn from_parts(capacity: usize, n: usize, ties: Ties) -> Self {
         Self {
             capacity,
+            ties,
             heap: Vec::with_capacity(n),
             members: Vec::with_capacity(n),
             index: HashTable::with_capacity(n),
@@ -131,25 +144,45 @@ impl TopK {
         }
     }
 
+    /// A RedisBloom heap starts with all its slots, empty.
+    fn fill_empty_slots(&mut self) {
+        if self.ties == Ties::RedisBloom {
+            self.heap.resize(self.capacity, EMPTY_SLOT);
+        }
+    }
+
+    pub fn ties(&self) -> Ties {
+        self.ties
+    }
+
     pub fn capacity(&self) -> usize {
         self.capacity
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.members.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.members.is_empty()
     }
 
     pub fn is_full(&self) -> bool {
-        self.heap.len() >= self.capacity
+        self.members.len() >= self.capacity
     }
 
-    /// The smallest count.
+    /// The smallest count (0 while a RedisBloom heap has an empty slot).
     pub fn min_count(&self) -> Option<f64> {
         self.heap.first().map(|s| s.count)
+    }
+
+    /// Heap positions of the empty slots (only a RedisBloom heap has any).
+    pub fn empty_slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.heap
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.member == EMPTY)
+            .map(|(place, _)| place)
     }
 
     /// `(item, count)` in heap order, the order persistence keeps.
@@ -194,12 +227,13 @@ impl TopK {
         let place = self.members.get(id)?.place as usize;
         let slot = self.heap.get_mut(place)?;
         let before = slot.count;
-        if count > before {
-            slot.count = count;
+        let after = before.max(count);
+        slot.count = after;
+        // RedisBloom sifts a member it counted even when its count stayed.
+        if count > before || self.ties == Ties::RedisBloom {
             self.sift_down(place);
-            return Some((before, count));
         }
-        Some((before, before))
+        Some((before, after))
     }
 
     /// Can an item of `len` bytes be admitted? Members' items hold at most
@@ -213,6 +247,9 @@ impl TopK {
     pub fn insert(&mut self, item: &[u8], hash: u64, count: f64) -> Option<Entry> {
         if !self.can_admit(item.len()) {
             return None;
+        }
+        if self.ties == Ties::RedisBloom {
+            return self.replace_root(item, hash, count);
         }
         if self.is_full() {
             return self.replace_min(item, hash, count);
@@ -230,12 +267,21 @@ impl TopK {
         None
     }
 
-    /// Removes and returns the minimum.
+    /// Removes and returns the minimum (a RedisBloom heap empties its root).
     pub fn pop_min(&mut self) -> Option<Entry> {
-        let last = self.heap.len().checked_sub(1)?;
-        self.swap(0, last);
-        let slot = self.heap.pop()?;
-        self.sift_down(0);
+        let slot = if self.ties == Ties::RedisBloom {
+            let root = self.heap.first_mut()?;
+            if root.member == EMPTY {
+                return None;
+            }
+            std::mem::replace(root, EMPTY_SLOT)
+        } else {
+            let last = self.heap.len().checked_sub(1)?;
+            self.swap(0, last);
+            let slot = self.heap.pop()?;
+            self.sift_down(0);
+            slot
+        };
         let member = self.remove_member(slot.member as usize)?;
         Some(Entry {
             item: self.items.get(member.item).into(),
@@ -257,13 +303,18 @@ impl TopK {
         self.members.clear();
         self.index.clear();
         self.items.clear();
+        self.fill_empty_slots();
     }
 
     /// Members, highest count first; ties by item bytes, so the order is the
-    /// same on every server.
+    /// same on every server (in heap order under [`Ties::RedisBloom`]).
     pub fn ranked(&self) -> Vec<(&[u8], f64)> {
         let mut ranked: Vec<(&[u8], f64)> = self.heap_order().collect();
-        ranked.sort_by(rank_order);
+        match self.ties {
+            Ties::ByItem => ranked.sort_by(rank_order),
+            // Stable: equal counts keep their heap order.
+            Ties::RedisBloom => ranked.sort_by(|a, b| b.1.total_cmp(&a.1)),
+        }
         ranked
     }
 
@@ -276,31 +327,59 @@ impl TopK {
         }
         // Sized by the entries actually present, not by k: a damaged payload
         // claiming a huge k allocates nothing for it.
-        let mut store = Self::from_parts(capacity, entries.len());
-        for (place, entry) in entries.into_iter().enumerate() {
-            if place > 0 && store.heap[(place - 1) / 2].count > entry.count {
-                return Err("members out of heap order");
-            }
-            if store.find(entry.hash, &entry.item).is_some() {
-                return Err("an item is listed twice");
-            }
-            if !store.items.has_room_for(entry.item.len()) {
-                return Err("members' items exceed 4 GiB");
-            }
-            let id = place as u32;
-            let item = store.store(&entry.item);
-            store.members.push(Member {
-                hash: entry.hash,
-                item,
-                place: id,
-            });
-            store.heap.push(HeapSlot {
-                count: entry.count,
-                member: id,
-            });
-            store.index_insert(entry.hash, id);
+        let mut store = Self::from_parts(capacity, entries.len(), Ties::ByItem);
+        for entry in entries {
+            store.push_slot(Some(entry))?;
         }
         Ok(store)
+    }
+
+    /// Rebuilds a RedisBloom heap from its k slots in heap order, as
+    /// persisted (`None` for an empty slot). Fails as
+    /// [`Self::from_heap_order`] does, or if the slots are not exactly k.
+    pub fn from_slots(capacity: usize, slots: Vec<Option<Entry>>) -> Result<Self, &'static str> {
+        if slots.len() != capacity {
+            return Err("a RedisBloom heap must have k slots");
+        }
+        let members = slots.iter().flatten().count();
+        let mut store = Self::from_parts(capacity, members, Ties::RedisBloom);
+        store.heap.reserve_exact(capacity);
+        for slot in slots {
+            store.push_slot(slot)?;
+        }
+        Ok(store)
+    }
+
+    /// Appends a slot at the end of the heap, checking it against its parent.
+    fn push_slot(&mut self, entry: Option<Entry>) -> Result<(), &'static str> {
+        let place = self.heap.len();
+        let count = entry.as_ref().map_or(0.0, |e| e.count);
+        if place > 0 && self.heap[(place - 1) / 2].count > count {
+            return Err("members out of heap order");
+        }
+        let Some(entry) = entry else {
+            self.heap.push(EMPTY_SLOT);
+            return Ok(());
+        };
+        if self.find(entry.hash, &entry.item).is_some() {
+            return Err("an item is listed twice");
+        }
+        if !self.items.has_room_for(entry.item.len()) {
+            return Err("members' items exceed 4 GiB");
+        }
+        let id = self.members.len() as u32;
+        let item = self.store(&entry.item);
+        self.members.push(Member {
+            hash: entry.hash,
+            item,
+            place: place as u32,
+        });
+        self.heap.push(HeapSlot {
+            count: entry.count,
+            member: id,
+        });
+        self.index_insert(entry.hash, id);
+        Ok(())
     }
 
     /// Heap bytes held, items included.
@@ -326,6 +405,28 @@ impl TopK {
                 .compact(self.members.iter_mut().map(|m| &mut m.item));
         }
         self.items.push(item)
+    }
+
+    /// RedisBloom's admission: the newcomer takes the root slot, expelling
+    /// whoever held it, and sifts down.
+    fn replace_root(&mut self, item: &[u8], hash: u64, count: f64) -> Option<Entry> {
+        let root = *self.heap.first()?;
+        if root.member != EMPTY {
+            return self.replace_min(item, hash, count);
+        }
+        let id = self.members.len() as u32;
+        let item = self.store(item);
+        self.members.push(Member {
+            hash,
+            item,
+            place: 0,
+        });
+        if let Some(slot) = self.heap.first_mut() {
+            *slot = HeapSlot { count, member: id };
+        }
+        self.index_insert(hash, id);
+        self.sift_down(0);
+        None
     }
 
     fn replace_min(&mut self, item: &[u8], hash: u64, count: f64) -> Option<Entry> {
@@ -412,7 +513,50 @@ impl TopK {
         }
     }
 
-    fn sift_down(&mut self, mut place: usize) {
+    fn sift_down(&mut self, place: usize) {
+        match self.ties {
+            Ties::ByItem => self.sift_down_strict(place),
+            Ties::RedisBloom => self.sift_down_redisbloom(place),
+        }
+    }
+
+    /// RedisBloom's `heapifyDown`: the first step is taken on an equal
+    /// count too, the following ones only on a smaller one; of two equal
+    /// children the left goes first.
+    fn sift_down_redisbloom(&mut self, start: usize) {
+        let len = self.heap.len();
+        let is_leaf = |place: usize| len < 2 || (len - 2) / 2 < place;
+        let smaller_child = |s: &Self, place: usize| {
+            let left = 2 * place + 1;
+            if left + 1 < len && s.count_at(left) > s.count_at(left + 1) {
+                left + 1
+            } else {
+                left
+            }
+        };
+        if is_leaf(start) {
+            return;
+        }
+        let mut child = smaller_child(self, start);
+        let moving = self.count_at(start);
+        if self.count_at(child) > moving {
+            return;
+        }
+        let mut place = start;
+        loop {
+            self.swap(place, child);
+            place = child;
+            if is_leaf(place) {
+                break;
+            }
+            child = smaller_child(self, place);
+            if self.count_at(child) >= moving {
+                break;
+            }
+        }
+    }
+
+    fn sift_down_strict(&mut self, mut place: usize) {
         let len = self.heap.len();
         loop {
             let left = 2 * place + 1;
@@ -435,9 +579,16 @@ impl TopK {
 
     /// Checks every invariant: heap order, places, index. For tests.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let n = self.heap.len();
+        let n = self.members.len();
         if n > self.capacity {
             return Err("over capacity".into());
+        }
+        let slots_expected = match self.ties {
+            Ties::ByItem => n,
+            Ties::RedisBloom => self.capacity,
+        };
+        if self.heap.len() != slots_expected || self.empty_slots().count() != self.heap.len() - n {
+            return Err(format!("{} slots for {n} members", self.heap.len()));
         }
         let item_bytes: usize = self.members.iter().map(|m| m.item.len()).sum();
         if item_bytes != self.items.live() {
@@ -456,6 +607,9 @@ impl TopK {
         for (place, slot) in self.heap.iter().enumerate() {
             if place > 0 && self.heap[(place - 1) / 2].count > slot.count {
                 return Err(format!("heap order broken at {place}"));
+            }
+            if slot.member == EMPTY {
+                continue;
             }
             if self.members.get(slot.member as usize).map(|m| m.place) != Some(place as u32) {
                 return Err(format!("place of member {} is stale", slot.member));
@@ -558,6 +712,76 @@ mod tests {
         assert_eq!(ranked, vec![&b"a"[..], b"b", b"c"]);
     }
 
+    /// RedisBloom's `test_list_info` (k = 2), step by step as its heap
+    /// moves: ties rotate through the root, a newcomer equal to the
+    /// minimum expels the root, and the list keeps heap order for ties.
+    #[test]
+    fn a_redisbloom_heap_settles_ties_as_redisbloom_does() {
+        fn arrive(topk: &mut TopK, item: &[u8], count: f64) -> Option<Box<[u8]>> {
+            match topk.find(hash(item), item) {
+                Some(id) => {
+                    topk.raise(id, count);
+                    None
+                }
+                None if count >= topk.min_count().unwrap_or(0.0) => {
+                    topk.insert(item, hash(item), count).map(|e| e.item)
+                }
+                None => None,
+            }
+        }
+        let mut topk = TopK::with_ties(2, Ties::RedisBloom);
+        let stream: [(&[u8], f64); 18] = [
+            (b"foo", 1.0),
+            (b"bar", 1.0),
+            (b"baz", 1.0),
+            (b"42", 1.0),
+            (b"foo", 2.0),
+            (b"bar", 2.0),
+            (b"baz", 2.0),
+            (b"42", 2.0),
+            (b"foo", 3.0),
+            (b"baz", 3.0),
+            (b"42", 2.0),
+            (b"foo", 4.0),
+            (b"baz", 4.0),
+            (b"foo", 5.0),
+            (b"bar", 3.0),
+            (b"baz", 5.0),
+            (b"foo", 6.0),
+            (b"baz", 6.0),
+        ];
+        for (item, count) in stream {
+            arrive(&mut topk, item, count);
+        }
+        let listed = |t: &TopK| t.ranked().iter().map(|e| e.0.to_vec()).collect::<Vec<_>>();
+        assert_eq!(listed(&topk), vec![b"foo".to_vec(), b"baz".to_vec()]);
+        let expelled: Vec<Option<Box<[u8]>>> = (4..9)
+            .map(|c| arrive(&mut topk, b"bar", f64::from(c)))
+            .collect();
+        assert_eq!(
+            expelled,
+            vec![None, None, Some(b"foo"[..].into()), None, None]
+        );
+        assert_eq!(listed(&topk), vec![b"bar".to_vec(), b"baz".to_vec()]);
+        topk.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_redisbloom_heap_rebuilds_with_its_empty_slots() {
+        let entry = |item: &[u8], count| {
+            Some(Entry {
+                item: item.into(),
+                hash: hash(item),
+                count,
+            })
+        };
+        let topk = TopK::from_slots(3, vec![None, entry(b"a", 2.0), None]).unwrap();
+        topk.check_invariants().unwrap();
+        assert_eq!(topk.empty_slots().collect::<Vec<_>>(), vec![0, 2]);
+        assert!(TopK::from_slots(3, vec![None, entry(b"a", 2.0)]).is_err());
+        assert!(TopK::from_slots(2, vec![entry(b"a", 2.0), None]).is_err());
+    }
+
     #[test]
     fn rebuilding_rejects_broken_heaps_and_duplicates() {
         let entry = |item: &[u8], count| Entry {
@@ -593,9 +817,11 @@ mod tests {
         #[test]
         fn invariants_hold_after_every_operation(
             capacity in 1usize..12,
+            redisbloom in any::<bool>(),
             ops in proptest::collection::vec(op(), 1..300),
         ) {
-            let mut topk = TopK::with_capacity(capacity);
+            let ties = if redisbloom { Ties::RedisBloom } else { Ties::ByItem };
+            let mut topk = TopK::with_ties(capacity, ties);
             for op in ops {
                 match op {
                     Op::Insert(i, c) => {
@@ -606,7 +832,11 @@ mod tests {
                             let min_before = topk.min_count();
                             let full = topk.is_full();
                             let evicted = topk.insert(&item, h, f64::from(c));
-                            prop_assert_eq!(evicted.is_some(), full);
+                            // RedisBloom replaces the root even while there is room,
+                            // if a member (of count 0) sits there.
+                            if ties == Ties::ByItem || full {
+                                prop_assert_eq!(evicted.is_some(), full);
+                            }
                             if let Some(e) = evicted {
                                 prop_assert_eq!(Some(e.count), min_before);
                             }

@@ -6,7 +6,7 @@
 //! These properties also run in release mode (`make test`), where integer
 //! overflow would otherwise wrap silently if overflow checks were off.
 
-use heavykeeper_sketch::{decode, encode, HeavyKeeper, Params, MAX_COUNT, MAX_TIMESTAMP_MS};
+use heavykeeper_sketch::{decode, encode, HeavyKeeper, Params, Ties, MAX_COUNT, MAX_TIMESTAMP_MS};
 use proptest::prelude::*;
 
 const TIMES: [i64; 7] = [
@@ -32,7 +32,9 @@ fn valid_payload(kind: u8, seed: u64) -> Vec<u8> {
         ..Params::for_k(3, seed)
     };
     let start = [0, 1_700_000_000_000, MAX_TIMESTAMP_MS][kind as usize % 3];
-    let mut hk = HeavyKeeper::new(params, start);
+    // Half the payloads hold a RedisBloom heap, with its empty slots.
+    let ties = [Ties::ByItem, Ties::RedisBloom][(kind as usize / 4) % 2];
+    let mut hk = HeavyKeeper::try_new_with_ties(params, start, ties).unwrap();
     if kind % 3 == 0 {
         hk.set_watch(Some(heavykeeper_sketch::WatchSpec {
             channel: vec![kind; kind as usize % 4],
