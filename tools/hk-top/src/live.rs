@@ -3,7 +3,7 @@
 
 use crate::hot_keys::{snapshot, KeyId};
 use crate::nodes::Node;
-use crate::render::{printable_key, sparkline};
+use crate::render::{node_width, printable_key, sparkline};
 use crate::Options;
 use crossterm::event::{self, Event, KeyCode, KeyModifiers};
 use ratatui::layout::Constraint;
@@ -29,9 +29,10 @@ fn view(
 ) -> std::io::Result<()> {
     let mut history: HashMap<KeyId, VecDeque<f64>> = HashMap::new();
     let interval = Duration::from_millis(o.interval_ms);
+    let node_column = node_width(nodes.iter().map(|n| n.address.as_str())) as u16;
     loop {
         let started = Instant::now();
-        let snap = snapshot(nodes, o.count);
+        let snap = snapshot(&o.access, nodes, o.count);
         let now: HashMap<&KeyId, f64> = snap.keys.iter().map(|(id, r)| (id, r.total())).collect();
         for (id, _) in &snap.keys {
             history.entry(id.clone()).or_default();
@@ -75,7 +76,7 @@ fn view(
                 [
                     Constraint::Min(20),
                     Constraint::Length(3),
-                    Constraint::Length(21),
+                    Constraint::Length(node_column),
                     Constraint::Length(10),
                     Constraint::Length(10),
                     Constraint::Length(HISTORY as u16),

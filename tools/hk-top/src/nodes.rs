@@ -1,6 +1,7 @@
 //! Which servers to ask: the one given, or every node of its cluster.
 
-use redis::{Connection, RedisResult};
+use crate::access::Access;
+use redis::RedisResult;
 
 /// One server whose tracker is read.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -10,15 +11,23 @@ pub struct Node {
 }
 
 /// The node at `address`, or, in a cluster, every primary (and every
-/// replica with `replicas`), as `CLUSTER NODES` lists them.
-pub fn discover(address: &str, replicas: bool) -> RedisResult<Vec<Node>> {
-    let mut con = connect(address)?;
-    let cluster: String = redis::cmd("INFO").arg("cluster").query(&mut con)?;
-    if !cluster.lines().any(|l| l.trim() == "cluster_enabled:1") {
-        return Ok(vec![Node {
+/// replica with `replicas`), as `CLUSTER NODES` lists them. A user whose
+/// ACL allows `HK.HOTKEYS` but not `INFO` gets the one node it named.
+pub fn discover(access: &Access, address: &str, replicas: bool) -> RedisResult<Vec<Node>> {
+    let mut con = access.connect(address)?;
+    let only_this = || {
+        vec![Node {
             address: address.to_string(),
             primary: true,
-        }]);
+        }]
+    };
+    let cluster: String = match redis::cmd("INFO").arg("cluster").query(&mut con) {
+        Ok(text) => text,
+        Err(e) if e.code() == Some("NOPERM") => return Ok(only_this()),
+        Err(e) => return Err(e),
+    };
+    if !cluster.lines().any(|l| l.trim() == "cluster_enabled:1") {
+        return Ok(only_this());
     }
     let listing: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con)?;
     let mut nodes: Vec<Node> = listing
@@ -49,15 +58,6 @@ fn parse_cluster_node(line: &str, asked: &str) -> Option<Node> {
         address,
         primary: flags.contains("master"),
     })
-}
-
-pub fn connect(address: &str) -> RedisResult<Connection> {
-    let url = if address.contains("://") {
-        address.to_string()
-    } else {
-        format!("redis://{address}/?protocol=resp2")
-    };
-    redis::Client::open(url)?.get_connection_with_timeout(std::time::Duration::from_secs(2))
 }
 
 #[cfg(test)]

@@ -21,14 +21,20 @@ pub fn printable_key(key: &[u8]) -> String {
     }
 }
 
+/// The NODE column is as wide as the longest address: never cut.
+pub fn node_width<'a>(nodes: impl Iterator<Item = &'a str>) -> usize {
+    nodes.map(str::len).max().unwrap_or(0).max("NODE".len())
+}
+
 pub fn table(snapshot: &Snapshot) -> String {
+    let width = node_width(snapshot.keys.iter().map(|(id, _)| id.node.as_str()));
     let mut out = format!(
-        "{:<40} {:>3}  {:<21} {:>12} {:>12}\n",
+        "{:<40} {:>3}  {:<width$} {:>12} {:>12}\n",
         "KEY", "DB", "NODE", "READS/S", "WRITES/S"
     );
     for (id, rates) in &snapshot.keys {
         out.push_str(&format!(
-            "{:<40} {:>3}  {:<21} {:>12.1} {:>12.1}\n",
+            "{:<40} {:>3}  {:<width$} {:>12.1} {:>12.1}\n",
             printable_key(&id.key),
             id.db,
             id.node,
@@ -114,6 +120,23 @@ mod tests {
         assert_eq!(parsed["keys"][0]["key_base64"], "/w==");
         assert_eq!(parsed["keys"][0]["db"], 2);
         assert!(table(&snapshot).contains("\\xff"));
+    }
+
+    #[test]
+    fn the_node_column_holds_the_whole_address() {
+        let long = "cache-node-17.eu-west.example.internal:63791";
+        let snapshot = Snapshot {
+            keys: vec![(
+                KeyId {
+                    node: long.into(),
+                    db: 0,
+                    key: b"k".to_vec(),
+                },
+                Rates::default(),
+            )],
+            errors: vec![],
+        };
+        assert!(table(&snapshot).contains(long), "{}", table(&snapshot));
     }
 
     #[test]
