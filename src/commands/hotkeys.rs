@@ -27,7 +27,7 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let hottest = tracking::with_state(|state| {
         state
             .as_mut()
-            .map(|t| t.worker.current(&mut t.pending).hottest(only, count, now))
+            .map(|t| t.current().hottest(only, count, now))
     })
     .flatten()
     .ok_or_else(|| err(OFF))?;

@@ -8,7 +8,9 @@
 //! runs `SELECT`, `RESET`, or an `EXEC` that may hold a `SELECT` (client ids
 //! are never reused), so it is asked once per client and asked again after
 //! one of those: the count lands in the same database as if it had been
-//! asked every time.
+//! asked every time. Between counting windows the filter sees nothing, not
+//! a `SELECT` either: each window is a new epoch, in which every client is
+//! asked again at its first command.
 
 use hashbrown::HashMap;
 
@@ -23,23 +25,33 @@ const MAX_CLIENTS: usize = 1 << 20;
 
 #[derive(Default)]
 pub struct ClientDbs {
-    known: HashMap<u64, Answer>,
+    /// Each client's answer, and the epoch it was given in.
+    known: HashMap<u64, (Answer, u64)>,
+    epoch: u64,
 }
 
 impl ClientDbs {
     /// The client's database, asking the server (`ask`) only if it is not
-    /// known. `ask` returns `None` if the server could not say at all.
+    /// known in this epoch. `ask` returns `None` if the server could not
+    /// say at all.
     #[inline]
     pub fn get(&mut self, client: u64, ask: impl FnOnce() -> Option<Answer>) -> Answer {
-        if let Some(answer) = self.known.get(&client) {
-            return *answer;
+        if let Some(&(answer, epoch)) = self.known.get(&client) {
+            if epoch == self.epoch {
+                return answer;
+            }
         }
         let answer = ask()?;
         if self.known.len() >= MAX_CLIENTS {
             self.known = HashMap::new();
         }
-        self.known.insert(client, answer);
+        self.known.insert(client, (answer, self.epoch));
         answer
+    }
+
+    /// Commands went by unseen: any client may have changed database.
+    pub fn new_epoch(&mut self) {
+        self.epoch += 1;
     }
 
     /// The client may be in another database now (or gone).
@@ -83,10 +95,14 @@ mod tests {
         assert_eq!(dbs.get(8, || ask(Some(1))), None);
         dbs.forget(7);
         assert_eq!(dbs.get(7, || ask(Some(5))), Some(5));
-        assert_eq!(asked, 3);
         // The server could not say: nothing is remembered.
         assert_eq!(dbs.get(9, || None), None);
         assert!(!dbs.known.contains_key(&9));
+        // After unseen commands, every client is asked again, once.
+        dbs.new_epoch();
+        assert_eq!(dbs.get(7, || ask(Some(6))), Some(6));
+        assert_eq!(dbs.get(7, || ask(Some(8))), Some(6));
+        assert_eq!(asked, 4);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 use super::client_db::{self, ClientDbs};
 use super::command_table::CommandTable;
 use super::script_watch::ScriptWatch;
-use super::{with_state, Tracking};
+use super::{batch_of, with_state, Tracking};
 use crate::{clock, module_string};
 use heavykeeper_sketch::Access;
 use redis_module::{raw, Context};
@@ -81,6 +81,12 @@ pub fn set_registered(on: bool) {
     }
 }
 
+/// The module's own context, once attached (timers are created through it).
+pub fn module_context() -> Option<Context> {
+    let ctx = MODULE_CTX.load(Ordering::Relaxed);
+    (!ctx.is_null()).then(|| Context::new(ctx))
+}
+
 /// The server's command table, read through the module's context.
 pub fn command_table() -> CommandTable {
     let ctx = MODULE_CTX.load(Ordering::Relaxed);
@@ -88,10 +94,6 @@ pub fn command_table() -> CommandTable {
         return CommandTable::default();
     }
     CommandTable::load(&Context::new(ctx))
-}
-
-pub fn is_registered() -> bool {
-    !FILTER.load(Ordering::Relaxed).is_null()
 }
 
 unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
@@ -115,8 +117,11 @@ unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
                     && tracking
                         .scripts
                         .starts_script(|| *name.insert(arg_bytes(fctx, 0)));
-                if tracking.sampler.take() {
+                if tracking.counts_now() {
                     tracking.commands_sampled += 1;
+                    if let Some(window) = &mut tracking.window {
+                        window.seen += 1;
+                    }
                     count_keys(fctx, tracking, client, name);
                 }
                 if starts_script {
@@ -146,7 +151,8 @@ fn arg_bytes<'a>(fctx: *mut raw::RedisModuleCommandFilterCtx, i: c_int) -> &'a [
     }
 }
 
-/// Counts every key of the command in `fctx`, weighted by the sampling rate.
+/// Counts every key of the command in `fctx` (weight 1: a window's
+/// accesses are weighed when its cycle ends).
 /// Arguments are read as the key specs ask for them: a `GET` reads two.
 fn count_keys(
     fctx: *mut raw::RedisModuleCommandFilterCtx,
@@ -166,18 +172,13 @@ fn count_keys(
         _ => (i < argc).then(|| arg_bytes(fctx, i as c_int)),
     };
     let key_use = tracking.commands.command_of(&args);
-    let weight = tracking.sampler.every();
     if let Some(access) = key_use.single_key() {
         let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
             return;
         };
-        tracking.pending.push(
-            db,
-            arg_bytes(fctx, 1),
-            access,
-            weight,
-            clock::cached_now_ms(),
-        );
+        tracking
+            .batch()
+            .push(db, arg_bytes(fctx, 1), access, 1, clock::cached_now_ms());
         tracking.flush_if_full();
         return;
     }
@@ -191,10 +192,10 @@ fn count_keys(
             return;
         };
         let now = clock::cached_now_ms();
-        let pending = &mut tracking.pending;
+        let batch = batch_of(&mut tracking.window, &mut tracking.pending);
         key_use.for_each_key(&args, argc, |position, access| {
             if let Some(key) = args(position) {
-                pending.push(db, key, access, weight, now);
+                batch.push(db, key, access, 1, now);
             }
         });
         tracking.flush_if_full();
@@ -228,7 +229,7 @@ fn count_keys(
         } else {
             Access::Write
         };
-        tracking.pending.push(db, key, access, weight, now);
+        batch_of(&mut tracking.window, &mut tracking.pending).push(db, key, access, 1, now);
     }
     tracking.flush_if_full();
 }

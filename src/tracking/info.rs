@@ -2,7 +2,7 @@
 //! holds and what it has seen. Every field names the tracker, so that none
 //! could be mistaken for a figure of the sketches.
 
-use super::{config, filter};
+use super::config;
 use crate::module_stats::info_number as number;
 use redis_module::InfoContext;
 
@@ -33,7 +33,7 @@ pub fn add_section(ctx: &InfoContext) {
     let _ = ctx
         .builder()
         .add_section("tracking")
-        .field("tracker_enabled", i64::from(filter::is_registered()))
+        .field("tracker_enabled", i64::from(super::windows::counting()))
         .and_then(|s| s.field("tracker_k", i64::from(shape.k)))
         .and_then(|s| {
             s.field(

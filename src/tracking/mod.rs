@@ -2,6 +2,9 @@
 //! command touches into a [`KeyTracker`], with no change to the application.
 //! Off by default (`heavykeeper.track yes` turns it on); turning it off
 //! unregisters the filter, so that it then costs nothing per command.
+//! Sampling (`track-sample N`) is by time: the filter is registered only in
+//! windows covering one N-th of the time ([`windows`]), and costs nothing
+//! in between.
 //!
 //! Everything here runs on the server's main thread (filters, commands,
 //! config callbacks, INFO), so the state is a thread-local: reaching it
@@ -15,12 +18,13 @@ pub mod filter;
 pub mod info;
 pub mod notify;
 pub mod script_watch;
+pub mod windows;
 pub mod worker;
 
 use crate::clock;
 use client_db::ClientDbs;
 use command_table::CommandTable;
-use heavykeeper_sketch::{KeyBatch, KeyTracker, Sampler, TrackerShape};
+use heavykeeper_sketch::{KeyBatch, KeyTracker, TrackerShape};
 use script_watch::ScriptWatch;
 use std::cell::{Cell, UnsafeCell};
 use worker::Worker;
@@ -28,13 +32,18 @@ use worker::Worker;
 /// The tracker and its counters while tracking is on.
 pub struct Tracking {
     shape: TrackerShape,
-    pub sampler: Sampler,
+    /// `track-sample`: the share of the time counted is one in `sample`.
+    pub sample: u64,
+    /// The counting windows (`None` when every command is counted).
+    pub window: Option<windows::Window>,
     /// The server's key specs, read when tracking started.
     pub commands: CommandTable,
-    /// Commands that passed the filter, and those of them that were sampled.
+    /// Commands that passed the filter, and those of them whose keys were
+    /// looked at (all but a script's and a module's).
     pub commands_seen: u64,
     pub commands_sampled: u64,
-    /// Accesses seen but not yet handed to the worker.
+    /// Accesses seen but not yet handed to the worker (counting every
+    /// command; a window holds its own until its cycle ends).
     pub pending: KeyBatch,
     /// Accesses dropped because the worker had fallen behind.
     pub accesses_dropped: u64,
@@ -52,9 +61,26 @@ impl Tracking {
         self.shape
     }
 
-    /// Hands the pending accesses to the worker once there are enough.
+    /// Where the accesses of the command being counted go.
+    #[inline]
+    pub fn batch(&mut self) -> &mut KeyBatch {
+        batch_of(&mut self.window, &mut self.pending)
+    }
+
+    /// Is this command one to count? Not once a window holds all it may.
+    #[inline]
+    pub fn counts_now(&self) -> bool {
+        !self.window.as_ref().is_some_and(|w| w.full)
+    }
+
+    /// After a command's accesses: hands the pending ones to the worker once
+    /// there are enough; a window that holds all it may stops counting.
     #[inline]
     pub fn flush_if_full(&mut self) {
+        if let Some(window) = &mut self.window {
+            window.stop_if_full();
+            return;
+        }
         if self.pending.len() >= worker::BATCH_ACCESSES
             || self.pending.key_bytes() >= worker::BATCH_KEY_BYTES
         {
@@ -62,12 +88,37 @@ impl Tracking {
         }
     }
 
+    /// The tracker with every access so far counted, the current window's
+    /// included.
+    pub fn current(&mut self) -> std::sync::MutexGuard<'_, KeyTracker> {
+        if let Some(window) = &mut self.window {
+            let mut held = window.take_provisionally();
+            // Counted with what was pending (nothing, between windows' ends).
+            self.accesses_dropped += self.worker.submit(&mut held);
+        }
+        self.worker.current(&mut self.pending)
+    }
+
     /// Heap bytes of everything tracking holds, if none of it is busy now:
     /// both sketches (keys included), the batches, the client table.
     pub fn try_memory_bytes(&self) -> Option<usize> {
         let tracker = self.worker.try_tracker()?.memory_bytes();
         let batches = self.worker.try_batch_bytes()?;
-        Some(tracker + batches + self.pending.heap_bytes() + self.client_dbs.heap_bytes())
+        let window = self.window.as_ref().map_or(0, |w| w.batch.heap_bytes());
+        Some(tracker + batches + self.pending.heap_bytes() + window + self.client_dbs.heap_bytes())
+    }
+}
+
+/// The window's batch if counting in windows, else `pending` (fields apart,
+/// for callers that hold another field of the state).
+#[inline]
+pub fn batch_of<'a>(
+    window: &'a mut Option<windows::Window>,
+    pending: &'a mut KeyBatch,
+) -> &'a mut KeyBatch {
+    match window {
+        Some(window) => &mut window.batch,
+        None => pending,
     }
 }
 
@@ -114,13 +165,14 @@ pub fn with_state<R>(f: impl FnOnce(&mut Option<Tracking>) -> R) -> Option<R> {
 fn new_tracking(shape: TrackerShape, sample: u64, commands: CommandTable) -> Tracking {
     Tracking {
         shape,
+        sample,
+        window: windows::Window::for_sample(sample),
         worker: Worker::start(KeyTracker::new(shape, rand::random(), clock::now_ms())),
         pending: KeyBatch::default(),
         accesses_dropped: 0,
         client_dbs: ClientDbs::default(),
-        scripts: ScriptWatch::new(sample),
+        scripts: ScriptWatch::default(),
         notified: Default::default(),
-        sampler: Sampler::new(sample, rand::random()),
         commands,
         commands_seen: 0,
         commands_sampled: 0,
@@ -150,9 +202,11 @@ pub fn apply_configs() {
             let sample = config::sample();
             match state.as_mut() {
                 Some(t) if t.shape() == shape => {
-                    if t.sampler.every() != sample {
-                        t.sampler = Sampler::new(sample, rand::random());
-                        t.scripts = ScriptWatch::new(sample);
+                    if t.sample != sample {
+                        t.sample = sample;
+                        // A window in progress is dropped: at most one
+                        // window's accesses.
+                        t.window = windows::Window::for_sample(sample);
                     }
                 }
                 Some(t) => {
@@ -163,15 +217,20 @@ pub fn apply_configs() {
             }
         }
     });
-    filter::set_registered(wanted);
+    windows::restart();
 }
 
 /// Forgets every count (`HK.HOTKEYS RESET`). False if tracking is off.
+/// The counting windows go on as they were: a reset is about counts.
 pub fn reset() -> bool {
     with_state(|state| match state.as_mut() {
         Some(t) => {
             let commands = std::mem::take(&mut t.commands);
-            *t = new_tracking(t.shape(), t.sampler.every(), commands);
+            let mut fresh = new_tracking(t.shape(), t.sample, commands);
+            if let Some(window) = t.window.take() {
+                fresh.window = Some(window.emptied());
+            }
+            *t = fresh;
             true
         }
         None => false,

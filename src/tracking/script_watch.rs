@@ -2,30 +2,29 @@
 //! but the script's own command already counted the keys it declared. The
 //! filter cannot tell (7.0's says nothing of the client), and asking the
 //! server (`RM_GetContextFlags`, which also works out the memory state)
-//! costs more than counting the key. So when every command is counted, the
-//! server is asked only after a command that may run a script, until a
-//! command outside any script says it has ended. (7.2+ needs none of this:
-//! a script's client is no connection, and its commands are skipped.)
+//! costs more than counting the key. While the filter sees every command
+//! (a counting window, see [`super::windows`]), the server is asked only
+//! after a command that may run a script, until a command outside any
+//! script says it has ended; after commands went unseen (between windows),
+//! it is asked again until then. (7.2+ needs none of this: a script's
+//! client is no connection, and its commands are skipped.)
 
 /// What the filter knows of running scripts.
 #[derive(Clone, Copy, Debug)]
 pub struct ScriptWatch {
-    /// Every command passes through `saw` (sampling 1 in 1).
-    every_command: bool,
     /// A script may be running: ask the server before counting.
     maybe_running: bool,
 }
 
-impl ScriptWatch {
-    /// For a filter that counts 1 command in `sample`: with sampling, some
-    /// script commands go unseen, so the server is asked every time.
-    pub fn new(sample: u64) -> Self {
+impl Default for ScriptWatch {
+    fn default() -> Self {
         Self {
-            every_command: sample == 1,
             maybe_running: true,
         }
     }
+}
 
+impl ScriptWatch {
     /// Does the command named `name` start a script (now or, for `EXEC`, a
     /// queued one)? Then a script may run once it has been counted.
     /// Asked of every command, script or not: a script command may clear
@@ -33,25 +32,28 @@ impl ScriptWatch {
     /// must be known to start one whatever the state was.
     #[inline]
     pub fn starts_script<'a>(&self, name: impl FnOnce() -> &'a [u8]) -> bool {
-        self.every_command && runs_scripts(name())
+        runs_scripts(name())
     }
 
     pub fn script_started(&mut self) {
         self.maybe_running = true;
     }
 
+    /// Commands went by unseen: one of them may have started a script.
+    pub fn commands_unseen(&mut self) {
+        self.maybe_running = true;
+    }
+
     /// Must the server be asked whether a script is running?
     #[inline]
     pub fn may_run(&self) -> bool {
-        !self.every_command || self.maybe_running
+        self.maybe_running
     }
 
     /// The server said no script is running.
     #[inline]
     pub fn none_running(&mut self) {
-        if self.every_command {
-            self.maybe_running = false;
-        }
+        self.maybe_running = false;
     }
 }
 
@@ -76,8 +78,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counting_every_command_asks_only_after_a_script_may_have_started() {
-        let mut w = ScriptWatch::new(1);
+    fn the_server_is_asked_only_after_a_script_may_have_started() {
+        let mut w = ScriptWatch::default();
         // Nothing known at first: ask until a command outside any script.
         assert!(w.may_run());
         w.none_running();
@@ -93,10 +95,10 @@ mod tests {
     }
 
     #[test]
-    fn sampling_always_asks() {
-        let mut w = ScriptWatch::new(16);
+    fn unseen_commands_mean_asking_again() {
+        let mut w = ScriptWatch::default();
         w.none_running();
+        w.commands_unseen();
         assert!(w.may_run());
-        assert!(!w.starts_script(|| b"EVAL"));
     }
 }

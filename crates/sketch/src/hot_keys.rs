@@ -227,6 +227,14 @@ impl KeyBatch {
         self.accesses.is_empty()
     }
 
+    /// Makes every access in the batch weigh `weight`: a sample's weight
+    /// known only once the sample is complete.
+    pub fn reweight(&mut self, weight: u64) {
+        for a in &mut self.accesses {
+            a.weight = weight;
+        }
+    }
+
     /// Bytes of key held.
     pub fn key_bytes(&self) -> usize {
         self.keys.len()
