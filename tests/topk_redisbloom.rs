@@ -223,26 +223,29 @@ fn test_lookup_table() {
     assert_eq!(value(&mut con, &["TOPK.LIST", "topk"]), items(&["baz"]));
 }
 
+/// The arrivals `test_list_info` and `test_resp3` send: foo and baz end at
+/// 6 each, bar at 3, 42 at 2.
+fn list_info_stream(con: &mut Connection) {
+    value(
+        con,
+        &[
+            "TOPK.ADD", "topk", "foo", "bar", "baz", "42", "foo", "bar", "baz",
+        ],
+    );
+    value(con, &["TOPK.ADD", "topk", "foo", "baz", "42", "foo", "baz"]);
+    value(
+        con,
+        &["TOPK.ADD", "topk", "foo", "bar", "baz", "foo", "baz"],
+    );
+}
+
 #[test]
 fn test_list_info() {
     let server = bloom_server();
     let mut con = server.client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "2", "50", "5", "0.9"]);
     error(&mut con, &["TOPK.RESERVE", "topk", "2", "50", "5", "0.9"]);
-    value(
-        &mut con,
-        &[
-            "TOPK.ADD", "topk", "foo", "bar", "baz", "42", "foo", "bar", "baz",
-        ],
-    );
-    value(
-        &mut con,
-        &["TOPK.ADD", "topk", "foo", "baz", "42", "foo", "baz"],
-    );
-    value(
-        &mut con,
-        &["TOPK.ADD", "topk", "foo", "bar", "baz", "foo", "baz"],
-    );
+    list_info_stream(&mut con);
     // foo and baz both count 6: RedisBloom's heap order lists foo first.
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "topk"]),
@@ -672,20 +675,7 @@ fn test_topk_resp3() {
     let server = bloom_server();
     let mut con = server.client_resp3();
     value(&mut con, &["TOPK.RESERVE", "topk", "2", "50", "5", "0.9"]);
-    value(
-        &mut con,
-        &[
-            "TOPK.ADD", "topk", "foo", "bar", "baz", "42", "foo", "bar", "baz",
-        ],
-    );
-    value(
-        &mut con,
-        &["TOPK.ADD", "topk", "foo", "baz", "42", "foo", "baz"],
-    );
-    value(
-        &mut con,
-        &["TOPK.ADD", "topk", "foo", "bar", "baz", "foo", "baz"],
-    );
+    list_info_stream(&mut con);
     assert_eq!(
         value(&mut con, &["TOPK.INFO", "topk"]),
         Value::Map(vec![

@@ -12,7 +12,8 @@ use crate::argv::ArgV;
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS, WEIGHTED_ARRIVALS};
 use crate::{clock, fault, keyspace_event, limits, module_stats, sketch_key, watching};
-use redis_module::{raw, Context, RedisError, RedisResult, RedisValue};
+use heavykeeper_sketch::Params;
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::{c_char, c_long};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -178,9 +179,9 @@ pub(crate) fn count_arrivals(
     }
     let name = args.key()?;
     let name = &name;
+    check_weights(ctx, name, &arrivals.weights)?;
     let key = ctx.open_key_writable(name);
     let mut sketch = sketch_key::write(&key)?;
-    check_weights(&arrivals.weights, sketch.params().max_weight())?;
     let fading = sketch.fading().is_some();
     // Only a primary's watched sketch announces what its arrivals cause.
     let announcing = sketch.watch().is_some() && watching::announces(ctx);
@@ -243,12 +244,23 @@ pub(crate) fn count_arrivals(
 }
 
 /// A sketch whose decay lies between 0.999 and 1 takes bounded weights
-/// only: each unit of weight can cost a coin per row.
-fn check_weights(weights: &Weights, max: u64) -> Result<(), RedisError> {
+/// only: each unit of weight can cost a coin per row. Looked at (read-only:
+/// a refused command must not signal the key as modified) only when some
+/// increment is that large.
+fn check_weights(ctx: &Context, name: &RedisString, weights: &Weights) -> Result<(), RedisError> {
     let Weights::Each(each) = weights else {
         return Ok(());
     };
-    if each.iter().any(|&w| w > max) {
+    let largest = each.iter().copied().max().unwrap_or(0);
+    if largest <= Params::CLOSE_DECAY_MAX_WEIGHT {
+        return Ok(());
+    }
+    let key = ctx.open_key(name);
+    let Ok(sketch) = sketch_key::read(&key) else {
+        return Ok(()); // no sketch there: the writer says so
+    };
+    let max = sketch.params().max_weight();
+    if largest > max {
         return Err(err(format!(
             "increment above {max}: this sketch's DECAY is above 0.999 and below 1, where each unit of an increment can cost a coin per row"
         )));

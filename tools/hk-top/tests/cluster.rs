@@ -4,20 +4,13 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use common::{value, Cluster, Server};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::process::Command;
-
-const TRACKING: &[&str] = &[
-    "track",
-    "yes",
-    "track-sample",
-    "1",
-    "track-halflife",
-    "3600",
-];
+use support::TRACKING;
 
 fn hk_top(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_hk-top"))

@@ -7,6 +7,7 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use common::{value, wait_until, Server};
 use serde_json::Value as Json;
@@ -14,15 +15,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-const TRACKING: &[&str] = &[
-    "track",
-    "yes",
-    "track-sample",
-    "1",
-    "track-halflife",
-    "3600",
-];
+use support::TRACKING;
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

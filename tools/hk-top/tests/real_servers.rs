@@ -5,19 +5,12 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
+mod support;
 
 use common::{value, Server};
 use std::path::Path;
 use std::process::{Command, Output};
-
-const TRACKING: &[&str] = &[
-    "track",
-    "yes",
-    "track-sample",
-    "1",
-    "track-halflife",
-    "3600",
-];
+use support::TRACKING;
 
 fn hk_top_output(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hk-top"));
