@@ -26,6 +26,15 @@ pub fn bytes(item: &[u8]) -> RedisValue {
     RedisValue::StringBuffer(item.to_vec())
 }
 
+/// An item as RedisBloom answers it (`TOPK.*`): a simple string where one
+/// can hold it, else (CR, LF, NUL, not UTF-8) a bulk string.
+pub fn redisbloom_item(item: &[u8]) -> RedisValue {
+    match std::str::from_utf8(item) {
+        Ok(text) if !text.contains(['\r', '\n', '\0']) => RedisValue::SimpleString(text.into()),
+        _ => bytes(item),
+    }
+}
+
 /// A count as the integer users read. Without fading counts are exact
 /// integers; a faded count is a real number, shown to the nearest integer
 /// (119.9999999 is 120, not 119).

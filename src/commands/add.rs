@@ -11,7 +11,7 @@ use crate::args::{err, integer, timestamp};
 use crate::argv::ArgV;
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS, WEIGHTED_ARRIVALS};
-use crate::{clock, fault, keyspace_event, limits, module_stats, sketch_key, watching};
+use crate::{clock, fault, keyspace_event, limits, module_stats, reply, sketch_key, watching};
 use heavykeeper_sketch::Params;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::{c_char, c_long};
@@ -229,7 +229,7 @@ pub(crate) fn count_arrivals(
     }
     if arrivals.redisbloom_items {
         let items = expelled.iter().map(|out| match out {
-            Some(item) => super::topk_compat::item_reply(item),
+            Some(item) => reply::redisbloom_item(item),
             None => RedisValue::Null,
         });
         ctx.reply(Ok(RedisValue::Array(items.collect())));

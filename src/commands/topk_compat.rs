@@ -58,14 +58,6 @@ fn check_key(ctx: &Context, name: &RedisString) -> Result<(), RedisError> {
     }
 }
 
-/// An item as RedisBloom answers it: a simple string where one can hold it.
-pub(crate) fn item_reply(item: &[u8]) -> RedisValue {
-    match std::str::from_utf8(item) {
-        Ok(text) if !text.contains(['\r', '\n', '\0']) => RedisValue::SimpleString(text.into()),
-        _ => reply::bytes(item),
-    }
-}
-
 pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() != 3 && args.len() != 6 {
         return Err(RedisError::WrongArity);
@@ -237,7 +229,7 @@ pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let sketch = sketch_key::read(&key)?;
     let mut out = Vec::new();
     for member in sketch.ranked(clock::now_ms()) {
-        out.push(item_reply(member.item));
+        out.push(reply::redisbloom_item(member.item));
         if with_count {
             out.push(reply::count(member.count));
         }

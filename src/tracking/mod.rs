@@ -7,9 +7,10 @@
 //! in between.
 //!
 //! Everything here runs on the server's main thread (filters, commands,
-//! config callbacks, INFO), so the state is a thread-local: reaching it
-//! from the filter costs no atomic operation. The counting itself happens
-//! on a worker thread (see [`worker`]).
+//! config callbacks, INFO, timers), so the state is a main-thread cell:
+//! reaching it from the filter costs no atomic operation and no
+//! thread-local lookup. The counting itself happens on a worker thread (see
+//! [`worker`]).
 
 pub mod client_db;
 pub mod command_table;
