@@ -89,11 +89,7 @@ pub fn module_context() -> Option<Context> {
 
 /// The server's command table, read through the module's context.
 pub fn command_table() -> CommandTable {
-    let ctx = MODULE_CTX.load(Ordering::Relaxed);
-    if ctx.is_null() {
-        return CommandTable::default();
-    }
-    CommandTable::load(&Context::new(ctx))
+    module_context().map_or_else(CommandTable::default, |ctx| CommandTable::load(&ctx))
 }
 
 unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {

@@ -254,15 +254,8 @@ impl TopK {
         if self.is_full() {
             return self.replace_min(item, hash, count);
         }
-        let id = self.members.len() as u32;
-        let item = self.store(item);
-        self.members.push(Member {
-            hash,
-            item,
-            place: self.heap.len() as u32,
-        });
+        let id = self.new_member(item, hash, self.heap.len());
         self.heap.push(HeapSlot { count, member: id });
-        self.index_insert(hash, id);
         self.sift_up(self.heap.len() - 1);
         None
     }
@@ -367,18 +360,11 @@ impl TopK {
         if !self.items.has_room_for(entry.item.len()) {
             return Err("members' items exceed 4 GiB");
         }
-        let id = self.members.len() as u32;
-        let item = self.store(&entry.item);
-        self.members.push(Member {
-            hash: entry.hash,
-            item,
-            place: place as u32,
-        });
+        let id = self.new_member(&entry.item, entry.hash, place);
         self.heap.push(HeapSlot {
             count: entry.count,
             member: id,
         });
-        self.index_insert(entry.hash, id);
         Ok(())
     }
 
@@ -388,6 +374,20 @@ impl TopK {
             + self.members.capacity() * std::mem::size_of::<Member>()
             + self.index.allocation_size()
             + self.items.heap_bytes()
+    }
+
+    /// A new member for `item`, indexed, to sit at heap position `place`
+    /// (its heap slot is the caller's to write).
+    fn new_member(&mut self, item: &[u8], hash: u64, place: usize) -> u32 {
+        let id = self.members.len() as u32;
+        let item = self.store(item);
+        self.members.push(Member {
+            hash,
+            item,
+            place: place as u32,
+        });
+        self.index_insert(hash, id);
+        id
     }
 
     fn index_insert(&mut self, hash: u64, id: u32) {
@@ -414,17 +414,10 @@ impl TopK {
         if root.member != EMPTY {
             return self.replace_min(item, hash, count);
         }
-        let id = self.members.len() as u32;
-        let item = self.store(item);
-        self.members.push(Member {
-            hash,
-            item,
-            place: 0,
-        });
+        let id = self.new_member(item, hash, 0);
         if let Some(slot) = self.heap.first_mut() {
             *slot = HeapSlot { count, member: id };
         }
-        self.index_insert(hash, id);
         self.sift_down(0);
         None
     }

@@ -9,21 +9,13 @@
 mod common;
 mod support;
 
-use common::{value, wait_until, Server};
+use common::{free_port, value, wait_until, Server};
 use serde_json::Value as Json;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use support::TRACKING;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A child process killed when the test ends, pass or fail.
 struct Running(Child);

@@ -7,7 +7,7 @@
 mod common;
 mod support;
 
-use common::{value, Server};
+use common::{free_port, value, Server};
 use std::path::Path;
 use std::process::{Command, Output};
 use support::TRACKING;
@@ -120,21 +120,15 @@ fn make_certificates(dir: &Path) {
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    openssl(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=hk-top test CA",
-    ]);
+    // A self-signed CA: its key, its certificate.
+    let ca = |name: &str, subject: &str| {
+        let (key, crt) = (format!("{name}.key"), format!("{name}.crt"));
+        openssl(&[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &crt,
+            "-days", "2", "-subj", subject,
+        ]);
+    };
+    ca("ca", "/CN=hk-top test CA");
     openssl(&[
         "req",
         "-newkey",
@@ -170,33 +164,14 @@ fn make_certificates(dir: &Path) {
         "san.cnf",
     ]);
     // Another CA, which signed nothing this server shows.
-    openssl(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "other.key",
-        "-out",
-        "other.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=another CA",
-    ]);
+    ca("other", "/CN=another CA");
 }
 
 #[test]
 fn a_tls_listener_verified_against_the_test_ca() {
     let certs = tempfile::tempdir().unwrap();
     make_certificates(certs.path());
-    let tls_port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
+    let tls_port = free_port().to_string();
     let file = |name: &str| certs.path().join(name).to_string_lossy().into_owned();
     let server = Server::start_configured(
         TRACKING,
