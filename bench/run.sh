@@ -21,5 +21,5 @@ export VALKEY_SERVER
 args=()
 [ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ] && args+=(--quick)
 [ -n "${STREAM:-}" ] && args+=(--stream "$STREAM")
-cargo build --release
+cargo build --release -p redis-heavykeeper -p filter-floor
 cargo run --release -q -p hk-bench -- "${args[@]}"

@@ -16,6 +16,7 @@ mod shapes;
 mod speed;
 mod ties;
 mod tracking;
+mod tracking_cost;
 mod watch_bench;
 mod workloads;
 

@@ -21,13 +21,22 @@ impl Server {
 
     /// A server from `binary` (redis-server, valkey-server, ...) with the module.
     pub fn start_binary(binary: &str, module: &Path) -> Result<Self, String> {
+        Self::start_modules(binary, &[(module.to_path_buf(), Vec::new())])
+    }
+
+    /// A server from `binary` with each module and its arguments.
+    pub fn start_modules(
+        binary: &str,
+        modules: &[(std::path::PathBuf, Vec<String>)],
+    ) -> Result<Self, String> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
             .port();
         let dir = std::env::temp_dir().join(format!("hk-bench-{port}"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .args([
                 "--port",
                 &port.to_string(),
@@ -39,9 +48,11 @@ impl Server {
                 "no",
             ])
             .arg("--dir")
-            .arg(&dir)
-            .arg("--loadmodule")
-            .arg(module)
+            .arg(&dir);
+        for (module, args) in modules {
+            command.arg("--loadmodule").arg(module).args(args);
+        }
+        let child = command
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -28,6 +28,9 @@ pub struct ClientDbs {
     /// Each client's answer, and the epoch it was given in.
     known: HashMap<u64, (Answer, u64)>,
     epoch: u64,
+    /// The client of the last answer in this epoch: a pipeline's commands
+    /// come one client at a time, so most lookups stop here.
+    last: Option<(u64, Answer)>,
 }
 
 impl ClientDbs {
@@ -36,9 +39,20 @@ impl ClientDbs {
     /// say at all.
     #[inline]
     pub fn get(&mut self, client: u64, ask: impl FnOnce() -> Option<Answer>) -> Answer {
+        match self.last {
+            Some((id, answer)) if id == client => answer,
+            _ => {
+                let answer = self.lookup(client, ask)?;
+                self.last = Some((client, answer));
+                answer
+            }
+        }
+    }
+
+    fn lookup(&mut self, client: u64, ask: impl FnOnce() -> Option<Answer>) -> Option<Answer> {
         if let Some(&(answer, epoch)) = self.known.get(&client) {
             if epoch == self.epoch {
-                return answer;
+                return Some(answer);
             }
         }
         let answer = ask()?;
@@ -46,17 +60,21 @@ impl ClientDbs {
             self.known = HashMap::new();
         }
         self.known.insert(client, (answer, self.epoch));
-        answer
+        Some(answer)
     }
 
     /// Commands went by unseen: any client may have changed database.
     pub fn new_epoch(&mut self) {
         self.epoch += 1;
+        self.last = None;
     }
 
     /// The client may be in another database now (or gone).
     pub fn forget(&mut self, client: u64) {
         self.known.remove(&client);
+        if self.last.is_some_and(|(id, _)| id == client) {
+            self.last = None;
+        }
     }
 
     pub fn heap_bytes(&self) -> usize {
@@ -102,7 +120,10 @@ mod tests {
         dbs.new_epoch();
         assert_eq!(dbs.get(7, || ask(Some(6))), Some(6));
         assert_eq!(dbs.get(7, || ask(Some(8))), Some(6));
-        assert_eq!(asked, 4);
+        // The client just answered (the one remembered apart) is forgotten too.
+        dbs.forget(7);
+        assert_eq!(dbs.get(7, || ask(Some(2))), Some(2));
+        assert_eq!(asked, 5);
     }
 
     #[test]

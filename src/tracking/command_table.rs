@@ -18,6 +18,7 @@
 use hashbrown::HashMap;
 use heavykeeper_sketch::Access;
 use redis_module::{Context, RedisValue};
+use std::cell::Cell;
 
 /// A command's arguments by position (`None` past the end).
 pub type Args<'a> = dyn Fn(usize) -> Option<&'a [u8]> + 'a;
@@ -84,11 +85,17 @@ struct CommandSpecs {
 /// Key specs of every command the server knew when tracking started.
 #[derive(Clone, Debug, Default)]
 pub struct CommandTable {
-    commands: HashMap<Vec<u8>, CommandSpecs>,
-    /// The same, for names of at most 8 bytes (nearly every command), keyed
+    specs: Vec<CommandSpecs>,
+    /// Index in `specs` by lowercase name (`container|sub` for subcommands).
+    commands: HashMap<Vec<u8>, usize>,
+    /// The same, for names of at most 7 bytes (nearly every command), keyed
     /// by the lowercase name packed in a word: found with one integer hash,
     /// no copy and no byte comparison.
-    short: HashMap<u64, CommandSpecs>,
+    short: HashMap<u64, usize>,
+    /// The last short name looked up and its index: a pipeline of one
+    /// command (the common case under load) skips the hash altogether.
+    /// `0` is no name (a packed name carries its length).
+    last_short: Cell<(u64, usize)>,
 }
 
 /// A name of at most 7 bytes, lowercased, with its length in the top byte,
@@ -99,9 +106,7 @@ fn packed(name: &[u8]) -> Option<u64> {
     if name.is_empty() || name.len() > 7 {
         return None;
     }
-    let mut bytes = [0u8; 8];
-    bytes.get_mut(..name.len())?.copy_from_slice(name);
-    let word = u64::from_le_bytes(bytes);
+    let word = little_endian(name);
     const ONES: u64 = 0x0101_0101_0101_0101;
     if word & (0x80 * ONES) != 0 {
         return None;
@@ -111,6 +116,32 @@ fn packed(name: &[u8]) -> Option<u64> {
     let upper = (word + (0x80 - b'A' as u64) * ONES) & !(word + (0x80 - b'Z' as u64 - 1) * ONES);
     let lower = word | ((upper & (0x80 * ONES)) >> 2);
     Some(lower | (name.len() as u64) << 56)
+}
+
+/// Bytes 1 to 7 as a little-endian word (zeros above), read as two
+/// overlapping loads rather than a copy of variable length: the bytes both
+/// loads see land in the same place, so OR-ing them is exact.
+#[inline]
+fn little_endian(bytes: &[u8]) -> u64 {
+    let n = bytes.len();
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map_or(0, |b| u64::from(u32::from_le_bytes(b)))
+    };
+    let u16_at = |at: usize| {
+        bytes
+            .get(at..at + 2)
+            .and_then(|b| <[u8; 2]>::try_from(b).ok())
+            .map_or(0, |b| u64::from(u16::from_le_bytes(b)))
+    };
+    match n {
+        4..=7 => u32_at(0) | u32_at(n - 4) << (8 * (n - 4)),
+        2..=3 => u16_at(0) | u16_at(n - 2) << (8 * (n - 2)),
+        1 => bytes.first().map_or(0, |&b| u64::from(b)),
+        _ => 0,
+    }
 }
 
 impl CommandTable {
@@ -190,35 +221,57 @@ impl CommandTable {
             uniform,
         };
         let lowercase = name.to_ascii_lowercase();
+        let index = self.specs.len();
+        self.specs.push(command);
         if let Some(word) = packed(&lowercase) {
-            self.short.insert(word, command.clone());
+            self.short.insert(word, index);
         }
-        self.commands.insert(lowercase, command);
+        self.commands.insert(lowercase, index);
     }
 
     /// How the command `args` uses its keys: looked up once per command.
     pub fn command_of<'t, 'a>(&'t self, args: &Args<'a>) -> KeyUse<'t> {
-        KeyUse(self.command(args))
+        KeyUse(args(0).and_then(|name| self.command(name, args)))
+    }
+
+    /// The same, for the command named `name` (its first argument, read
+    /// already); `args` is only asked for a subcommand's name.
+    #[inline]
+    pub fn command_named<'t, 'a>(&'t self, name: &[u8], args: &Args<'a>) -> KeyUse<'t> {
+        KeyUse(self.command(name, args))
     }
 
     /// The command (or subcommand) named by the first arguments, looked up
     /// without allocating.
-    fn command<'a>(&self, args: &Args<'a>) -> Option<&CommandSpecs> {
-        let first = args(0)?;
-        let command = match packed(first) {
-            Some(word) => self.short.get(&word)?,
+    #[inline]
+    fn command<'a>(&self, first: &[u8], args: &Args<'a>) -> Option<&CommandSpecs> {
+        let index = match packed(first) {
+            Some(word) => self.short_index(word)?,
             None => {
                 let mut buffer = [0u8; 64];
-                self.commands.get(lowercase_into(&mut buffer, &[first])?)?
+                *self.commands.get(lowercase_into(&mut buffer, &[first])?)?
             }
         };
+        let command = self.specs.get(index)?;
         if !command.has_subcommands {
             return Some(command);
         }
         let mut buffer = [0u8; 64];
-        let full = args(1).and_then(|sub| lowercase_into(&mut buffer, &[args(0)?, b"|", sub]));
+        let full = args(1).and_then(|sub| lowercase_into(&mut buffer, &[first, b"|", sub]));
         full.and_then(|full| self.commands.get(full))
+            .and_then(|&index| self.specs.get(index))
             .or(Some(command))
+    }
+
+    #[inline]
+    fn short_index(&self, word: u64) -> Option<usize> {
+        let (last, index) = self.last_short.get();
+        if last == word {
+            return Some(index);
+        }
+        let index = *self.short.get(&word)?;
+        self.last_short.set((word, index));
+        Some(index)
     }
 }
 
@@ -498,7 +551,7 @@ fn integer(value: &RedisValue) -> Option<i64> {
 
 #[cfg(test)]
 mod packed_tests {
-    use super::packed;
+    use super::{little_endian, packed};
 
     #[test]
     fn short_names_pack_lowercase_and_apart() {
@@ -513,6 +566,20 @@ mod packed_tests {
         assert_eq!(packed(b"x_1-z.Y"), packed(b"X_1-Z.y"));
         for long_or_foreign in [&b""[..], b"getrange", b"g\xc3\xa9t"] {
             assert_eq!(packed(long_or_foreign), None);
+        }
+    }
+
+    #[test]
+    fn overlapping_loads_read_every_byte_once_in_place() {
+        let bytes = [0x11u8, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77];
+        for n in 0..=7 {
+            let mut expected = [0u8; 8];
+            expected[..n].copy_from_slice(&bytes[..n]);
+            assert_eq!(
+                little_endian(&bytes[..n]),
+                u64::from_le_bytes(expected),
+                "{n}"
+            );
         }
     }
 }
@@ -621,5 +688,23 @@ mod tests {
         assert_eq!(access(&t, &geo, 7), Access::Write);
         // Unknown commands count as writes.
         assert_eq!(access(&t, &["NOSUCH", "k"], 1), Access::Write);
+    }
+
+    #[test]
+    fn the_last_name_remembered_never_answers_for_another() {
+        let mut t = table();
+        t.add(&command("set", true, vec![spec("OW", index(1))]), None);
+        let at_1 = |name: &str| access(&t, &[name, "k"], 1);
+        for _ in 0..2 {
+            assert_eq!(at_1("GET"), Access::Read);
+            assert_eq!(at_1("get"), Access::Read);
+            assert_eq!(at_1("SET"), Access::Write);
+            assert_eq!(at_1("GET"), Access::Read);
+            // Unknown (a write) right after a known read.
+            assert_eq!(at_1("GETX"), Access::Write);
+            assert_eq!(at_1("GET"), Access::Read);
+            assert_eq!(at_1("GE"), Access::Write);
+            assert_eq!(at_1("GET\0"), Access::Write);
+        }
     }
 }

@@ -163,11 +163,12 @@ fn count_keys(
         return; // no room for a key: PING, INFO, MULTI...
     }
     // The name may have been read already; the rest as the specs ask.
-    let args = |i: usize| match (i, name) {
-        (0, Some(name)) => Some(name),
+    let name = name.unwrap_or_else(|| arg_bytes(fctx, 0));
+    let args = |i: usize| match i {
+        0 => Some(name),
         _ => (i < argc).then(|| arg_bytes(fctx, i as c_int)),
     };
-    let key_use = tracking.commands.command_of(&args);
+    let key_use = tracking.commands.command_named(name, &args);
     if let Some(access) = key_use.single_key() {
         let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
             return;
@@ -236,6 +237,7 @@ fn count_keys(
 ///
 /// Redis 7.0 does not say which client sent a command: every key counts in
 /// database 0, except inside a script.
+#[inline]
 fn counted_db(
     client: Option<u64>,
     known: &mut ClientDbs,

@@ -207,8 +207,20 @@ impl KeyBatch {
     #[inline]
     pub fn push(&mut self, db: u16, key: &[u8], access: Access, weight: u64, time_ms: i64) {
         if key.len() > MAX_TRACKED_KEY_BYTES {
-            return self.push(db, &tracked_name(key), access, weight, time_ms);
+            return self.push_long(db, key, access, weight, time_ms);
         }
+        self.push_name(db, key, access, weight, time_ms);
+    }
+
+    /// Apart, so that the common path stays small enough to inline.
+    #[cold]
+    #[inline(never)]
+    fn push_long(&mut self, db: u16, key: &[u8], access: Access, weight: u64, time_ms: i64) {
+        self.push_name(db, &tracked_name(key), access, weight, time_ms);
+    }
+
+    #[inline]
+    fn push_name(&mut self, db: u16, key: &[u8], access: Access, weight: u64, time_ms: i64) {
         self.keys.extend_from_slice(key);
         self.accesses.push(PendingAccess {
             db,
