@@ -118,7 +118,7 @@ fn packed(name: &[u8]) -> Option<u64> {
     Some(lower | (name.len() as u64) << 56)
 }
 
-/// Bytes 1 to 7 as a little-endian word (zeros above), read as two
+/// One to seven bytes as a little-endian word (zeros above), read as two
 /// overlapping loads rather than a copy of variable length: the bytes both
 /// loads see land in the same place, so OR-ing them is exact.
 #[inline]
@@ -229,15 +229,11 @@ impl CommandTable {
         self.commands.insert(lowercase, index);
     }
 
-    /// How the command `args` uses its keys: looked up once per command.
-    pub fn command_of<'t, 'a>(&'t self, args: &Args<'a>) -> KeyUse<'t> {
-        KeyUse(args(0).and_then(|name| self.command(name, args)))
-    }
-
-    /// The same, for the command named `name` (its first argument, read
-    /// already); `args` is only asked for a subcommand's name.
+    /// How the command named `name` (its first argument, read already)
+    /// uses its keys: looked up once per command. `args` is only asked for
+    /// a subcommand's name.
     #[inline]
-    pub fn command_named<'t, 'a>(&'t self, name: &[u8], args: &Args<'a>) -> KeyUse<'t> {
+    pub fn command_of<'t, 'a>(&'t self, name: &[u8], args: &Args<'a>) -> KeyUse<'t> {
         KeyUse(self.command(name, args))
     }
 
@@ -672,7 +668,8 @@ mod tests {
 
     fn access(t: &CommandTable, args: &[&str], position: usize) -> Access {
         let get = |i: usize| args.get(i).map(|a| a.as_bytes());
-        t.command_of(&get).access(&get, position)
+        let name = args.first().map_or(&b""[..], |a| a.as_bytes());
+        t.command_of(name, &get).access(&get, position)
     }
 
     #[test]

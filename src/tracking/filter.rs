@@ -168,7 +168,7 @@ fn count_keys(
         0 => Some(name),
         _ => (i < argc).then(|| arg_bytes(fctx, i as c_int)),
     };
-    let key_use = tracking.commands.command_named(name, &args);
+    let key_use = tracking.commands.command_of(name, &args);
     if let Some(access) = key_use.single_key() {
         let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
             return;
