@@ -7,7 +7,7 @@ use crate::redis_phase::RedisFigures;
 use crate::report::{self, Goal, Measure};
 use crate::tracking_cost::Mode;
 use crate::workloads::Workload;
-use crate::{fading, speed, tracking, watch_bench, KEY_OVERHEAD};
+use crate::{fading, speed, tracker_settings, tracking, watch_bench, KEY_OVERHEAD};
 
 #[allow(clippy::too_many_arguments)]
 pub fn goals(
@@ -219,7 +219,7 @@ pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
             ));
         }
     }
-    if let Some(s) = t.at_sample(tracking::DEFAULT_SAMPLE) {
+    if let Some(s) = t.at_sample(tracker_settings::DEFAULT_SAMPLE) {
         goals.push(Goal::new(
             "tracking at the default: top-100 of a Zipf(1.0) GET stream through the server",
             ">= 0.99",

@@ -15,6 +15,7 @@ mod row_layout;
 mod shapes;
 mod speed;
 mod ties;
+mod tracker_settings;
 mod tracking;
 mod tracking_cost;
 mod watch_bench;

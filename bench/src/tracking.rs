@@ -5,14 +5,12 @@
 //! tracker holds when clients send huge keys.
 
 use crate::redis_phase::Server;
+use crate::tracker_settings::{config, DEFAULT_SAMPLE};
 use crate::tracking_cost::{self, ServerCost};
 use crate::workloads::Workload;
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
-
-/// The module's default `track-sample` (what `track yes` alone counts).
-pub const DEFAULT_SAMPLE: u64 = 16;
 
 /// List and rates at one sampling rate.
 pub struct Sampling {
@@ -89,15 +87,6 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
             ..Default::default()
         }
     })
-}
-
-pub fn config(con: &mut redis::Connection, name: &str, value: &str) -> Result<(), String> {
-    redis::cmd("CONFIG")
-        .arg("SET")
-        .arg(format!("heavykeeper.{name}"))
-        .arg(value)
-        .query::<()>(con)
-        .map_err(|e| e.to_string())
 }
 
 /// A Zipf(1.0) stream of `GET`s through the server, sampled 1 in `sample`:

@@ -11,7 +11,7 @@
 //! shared 2-core machine does not.
 
 use crate::redis_phase::{benchmark_clients, median, Server};
-use crate::tracking::{config, DEFAULT_SAMPLE};
+use crate::tracker_settings::{config, DEFAULT_SAMPLE};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
