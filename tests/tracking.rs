@@ -35,17 +35,7 @@ fn counts(con: &mut Connection, args: &[&str]) -> Vec<(String, i64)> {
 /// A server tracking every command's keys (not the default's sample);
 /// counts fade slowly enough to read as totals.
 fn tracking_server() -> Server {
-    Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-halflife",
-            "3600",
-        ],
-        &[],
-    )
+    Server::start_configured(common::TRACK_EVERY_COMMAND, &[])
 }
 
 fn times(con: &mut Connection, n: usize, cmd: &[&str]) {
@@ -368,14 +358,7 @@ fn a_replica_tracks_the_traffic_it_serves() {
     let primary = tracking_server();
     let port = primary.port.to_string();
     let replica = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-halflife",
-            "3600",
-        ],
+        common::TRACK_EVERY_COMMAND,
         &["--replicaof", "127.0.0.1", &port],
     );
     let mut r = replica.client();

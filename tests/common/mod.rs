@@ -11,6 +11,17 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
+/// Module arguments for a tracker that counts every command (no windows)
+/// and keeps rates for an hour: what a test sends is what it lists.
+pub const TRACK_EVERY_COMMAND: &[&str] = &[
+    "track",
+    "yes",
+    "track-sample",
+    "1",
+    "track-halflife",
+    "3600",
+];
+
 /// The module under test: `$HK_MODULE`, or the debug build in the
 /// workspace's target directory (found from any crate of the workspace).
 pub fn module_path() -> PathBuf {

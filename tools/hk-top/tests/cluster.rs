@@ -4,13 +4,11 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
-mod support;
 
-use common::{value, Cluster, Server};
+use common::{value, Cluster, Server, TRACK_EVERY_COMMAND};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::process::Command;
-use support::TRACKING;
 
 fn hk_top(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_hk-top"))
@@ -27,7 +25,7 @@ fn hk_top(args: &[&str]) -> String {
 
 #[test]
 fn once_prints_the_hottest_keys_of_one_server() {
-    let server = Server::start_configured(TRACKING, &[]);
+    let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     for (key, n) in [("cart:9", 6), ("user:1", 3)] {
         for _ in 0..n {
@@ -53,7 +51,7 @@ fn once_prints_the_hottest_keys_of_one_server() {
 
 #[test]
 fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
-    let cluster = Cluster::start(TRACKING);
+    let cluster = Cluster::start(TRACK_EVERY_COMMAND);
     let nodes = &cluster.nodes;
     // user:0 is the hottest, user:29 the coolest; each on its own node.
     let mut owner_of = HashMap::new();

@@ -7,15 +7,13 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
-mod support;
 
-use common::{free_port, value, wait_until, Server};
+use common::{free_port, value, wait_until, Server, TRACK_EVERY_COMMAND};
 use serde_json::Value as Json;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use support::TRACKING;
 
 /// A child process killed when the test ends, pass or fail.
 struct Running(Child);
@@ -84,7 +82,7 @@ fn sample_value(series: &Json) -> f64 {
 
 #[test]
 fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
-    let server = Server::start_configured(TRACKING, &[]);
+    let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     let (live, dead) = (free_port(), free_port());
     let _exporter = exporter(server.port, live);

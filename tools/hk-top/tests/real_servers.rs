@@ -5,12 +5,10 @@
 
 #[path = "../../../tests/common/mod.rs"]
 mod common;
-mod support;
 
-use common::{free_port, value, Server};
+use common::{free_port, value, Server, TRACK_EVERY_COMMAND};
 use std::path::Path;
 use std::process::{Command, Output};
-use support::TRACKING;
 
 fn hk_top_output(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hk-top"));
@@ -52,7 +50,7 @@ fn heat(con: &mut redis::Connection, key: &str) {
 
 #[test]
 fn a_password_from_the_flag_the_environment_or_the_url() {
-    let server = Server::start_configured(TRACKING, &[]);
+    let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     heat(&mut con, "cart:7");
     value(&mut con, &["CONFIG", "SET", "requirepass", "s3cret"]);
@@ -75,7 +73,7 @@ fn a_password_from_the_flag_the_environment_or_the_url() {
 
 #[test]
 fn an_acl_user_allowed_hk_hotkeys_only() {
-    let server = Server::start_configured(TRACKING, &[]);
+    let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     heat(&mut con, "user:42");
     value(
@@ -174,7 +172,7 @@ fn a_tls_listener_verified_against_the_test_ca() {
     let tls_port = free_port().to_string();
     let file = |name: &str| certs.path().join(name).to_string_lossy().into_owned();
     let server = Server::start_configured(
-        TRACKING,
+        TRACK_EVERY_COMMAND,
         &[
             "--tls-port",
             &tls_port,
