@@ -41,7 +41,7 @@ impl Params {
     pub const DEFAULT_DEPTH: u32 = 4;
     /// Close to 1, so that a first-comer's bucket (no fading: its count never
     /// falls) stays within reach of a later heavy item; the realistic streams
-    /// do not tell 0.95-0.995 apart (README, "Choosing parameters").
+    /// do not tell 0.95-0.995 apart (docs/benchmarks.md, "Choosing the default shape").
     pub const DEFAULT_DECAY: f64 = 0.995;
     /// Above this (and below 1) a decay coin succeeds so often that one
     /// weighted arrival can take a bucket down level by level for as long
@@ -53,8 +53,8 @@ impl Params {
     pub const CLOSE_DECAY_MAX_WEIGHT: u64 = 100_000;
 
     /// The width used when the user gives none, with [`Self::DEFAULT_DEPTH`]
-    /// rows and [`Self::DEFAULT_DECAY`]. Chosen by measurement (README,
-    /// "Choosing parameters") on Zipf streams and on real text with many
+    /// rows and [`Self::DEFAULT_DECAY`]. Chosen by measurement (docs/benchmarks.md,
+    /// "Choosing the default shape") on Zipf streams and on real text with many
     /// near-ties at the k-th count: k=100 within 32 KiB, k=1000 within
     /// 140 KB, with a floor for small k. A fading sketch's buckets take 12
     /// bytes, not 8: it gets the width that spends the same bytes.
