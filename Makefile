@@ -4,8 +4,9 @@ MODULE := target/release/libheavykeeper_redis.so
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server libclang1-14 libclang-common-14-dev
-# What only the tests need: a real Prometheus for hk-top's exporter, openssl for a test CA.
-TEST_APT_PACKAGES := prometheus openssl
+# What only the tests need: a real Prometheus for hk-top's exporter, openssl for a test CA,
+# tmux for hk-top's live view in a real terminal.
+TEST_APT_PACKAGES := prometheus openssl tmux
 
 .PHONY: all build run top test deps testdeps pydeps bench fmt lint clean
 
@@ -39,7 +40,7 @@ run: build
 top:
 	cargo run --release -q -p hk-top -- --port $(PORT)
 
-## testdeps: what only the tests need (prometheus, openssl)
+## testdeps: what only the tests need (prometheus, openssl, tmux)
 testdeps:
 	@if command -v dpkg >/dev/null && ! dpkg -s $(TEST_APT_PACKAGES) >/dev/null 2>&1; then \
 		echo "Installing $(TEST_APT_PACKAGES) with apt"; \

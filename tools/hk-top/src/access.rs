@@ -68,7 +68,8 @@ fn host_and_port(address: &str) -> (String, u16) {
 }
 
 impl Access {
-    /// A RESP2 connection to `address` (`host:port`), logged in.
+    /// A RESP2 connection to `address` (`host:port`), logged in; a reply
+    /// slower than 5 s is an error.
     pub fn connect(&self, address: &str) -> RedisResult<Connection> {
         let (host, port) = host_and_port(address);
         let addr = match &self.tls {
@@ -104,7 +105,12 @@ impl Access {
             )?,
             _ => redis::Client::open(info)?,
         };
-        client.get_connection_with_timeout(Duration::from_secs(2))
+        let con = client.get_connection_with_timeout(Duration::from_secs(2))?;
+        // A node that accepts and then hangs (a long script, a stopped
+        // process) becomes an error, not a view frozen for good.
+        con.set_read_timeout(Some(Duration::from_secs(5)))?;
+        con.set_write_timeout(Some(Duration::from_secs(5)))?;
+        Ok(con)
     }
 }
 

@@ -3,20 +3,47 @@
 //! tracker (`heavykeeper.track yes`); or, with `--prometheus`, the same
 //! figures and the module's `INFO` fields served to Prometheus.
 //!
+//! The live view sorts (`--sort`), filters (`--match`, `--node`, `--db`),
+//! shows a key's details and the nodes' balance; `--once` and `--json` take
+//! the same sorting and filters. See tools/hk-top/README.md.
+//!
 //! Connects as `redis-cli` does: `-h`/`-p` or `-u redis://user:pass@host:port`
 //! (`rediss://` for TLS), `--user`, `--pass` (or `REDISCLI_AUTH`), `--tls`
 //! with `--cacert`/`--cert`/`--key`. Every node found in a cluster is
 //! reached with the same login and TLS settings.
 
 mod access;
+mod balance;
+mod columns;
+mod console;
+mod draw;
+mod elide;
+mod events;
+mod fault;
+mod filter;
+mod history;
 mod hot_keys;
+mod keymap;
 mod live;
+mod metric;
 mod nodes;
+mod pattern;
+mod poller;
 mod prometheus;
 mod render;
+mod slot;
+mod sort;
+mod terminal;
+
+#[cfg(test)]
+mod fixtures;
 
 use access::{Access, Tls};
+use clap::builder::PossibleValuesParser;
 use clap::{ArgAction, Parser};
+use filter::Filter;
+use sort::{Order, SortKey};
+use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -71,9 +98,21 @@ pub struct Cli {
     /// In a cluster, read replicas too
     #[arg(long)]
     replicas: bool,
-    /// Keys to show (and, with --prometheus, per node and kind)
-    #[arg(short = 'n', long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-    count: u64,
+    /// Keys to show [--once, --json and --prometheus (per node and kind): 20; the live view: every key tracked]
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    count: Option<u64>,
+    /// Sort by this (the live view: < and >)
+    #[arg(long, value_name = "KEY", default_value = "total", value_parser = PossibleValuesParser::new(sort_key_names()), conflicts_with = "prometheus")]
+    sort: String,
+    /// Only keys matching this pattern, as SCAN MATCH takes it (user:*, {tag}*, [a-c]?); matched on the key's bytes
+    #[arg(long = "match", value_name = "PATTERN", value_parser = clap::value_parser!(OsString), conflicts_with = "prometheus")]
+    key_pattern: Option<OsString>,
+    /// Only keys of this node: its address (host:port) or a pattern of addresses (*:7001)
+    #[arg(long, value_name = "ADDRESS", conflicts_with = "prometheus")]
+    node: Option<String>,
+    /// Only keys of this database
+    #[arg(long, value_name = "N", conflicts_with = "prometheus")]
+    db: Option<i64>,
     /// Refresh interval of the live view
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(100..))]
     interval_ms: u64,
@@ -87,6 +126,13 @@ pub struct Cli {
     #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["once", "json"])]
     prometheus: Option<SocketAddr>,
 }
+
+fn sort_key_names() -> Vec<&'static str> {
+    SortKey::all().into_iter().map(SortKey::name).collect()
+}
+
+/// Keys that --once, --json and --prometheus show when --count is not given.
+const DEFAULT_COUNT: usize = 20;
 
 /// What the views need from the command line.
 pub struct Options {
@@ -128,9 +174,28 @@ impl Cli {
             address,
             access,
             replicas: self.replicas,
-            count: self.count as usize,
+            count: self.count.map_or(DEFAULT_COUNT, |n| n as usize),
             interval_ms: self.interval_ms,
         })
+    }
+
+    fn filter(&self) -> Filter {
+        let mut filter = Filter::default();
+        if let Some(pattern) = &self.key_pattern {
+            filter.set_key_pattern(&pattern.clone().into_encoded_bytes());
+        }
+        if let Some(node) = &self.node {
+            filter.set_node(node);
+        }
+        filter.set_db(self.db);
+        filter
+    }
+
+    fn order(&self) -> Order {
+        Order {
+            key: SortKey::parse(&self.sort).unwrap_or(SortKey::Total),
+            reversed: false,
+        }
     }
 }
 
@@ -163,11 +228,13 @@ fn main() -> ExitCode {
         }
     };
     if cli.once || cli.json {
-        let snapshot = hot_keys::snapshot(&o.access, &nodes, o.count);
+        let snapshot = hot_keys::snapshot(&o.access, &nodes);
+        let mut keys = cli.filter().select(&snapshot.keys, cli.order());
+        keys.truncate(o.count);
         let text = if cli.json {
-            render::json(&snapshot)
+            render::json(&keys, &snapshot.errors)
         } else {
-            render::table(&snapshot)
+            render::table(&keys, &snapshot.errors)
         };
         println!("{text}");
         return if snapshot.errors.len() == nodes.len() {
@@ -176,8 +243,16 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         };
     }
-    match live::run(&o, &nodes) {
-        Ok(()) => ExitCode::SUCCESS,
+    let settings = console::Settings {
+        order: cli.order(),
+        filter: cli.filter(),
+        limit: cli.count.map(|n| n as usize),
+        interval_ms: o.interval_ms,
+    };
+    match live::run(&o, settings, nodes) {
+        Ok(live::Ending::Quit) => ExitCode::SUCCESS,
+        // As a shell reports a process ended by a signal: 128 + its number.
+        Ok(live::Ending::Signal(signal)) => ExitCode::from(128 + signal as u8),
         Err(e) => {
             eprintln!("hk-top: {e}");
             ExitCode::FAILURE

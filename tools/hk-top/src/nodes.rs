@@ -8,6 +8,8 @@ use redis::RedisResult;
 pub struct Node {
     pub address: String,
     pub primary: bool,
+    /// A member of a cluster (its keys have hash slots).
+    pub cluster: bool,
 }
 
 /// The node at `address`, or, in a cluster, every primary (and every
@@ -19,6 +21,7 @@ pub fn discover(access: &Access, address: &str, replicas: bool) -> RedisResult<V
         vec![Node {
             address: address.to_string(),
             primary: true,
+            cluster: false,
         }]
     };
     let cluster: String = match redis::cmd("INFO").arg("cluster").query(&mut con) {
@@ -57,7 +60,21 @@ fn parse_cluster_node(line: &str, asked: &str) -> Option<Node> {
     Some(Node {
         address,
         primary: flags.contains("master"),
+        cluster: true,
     })
+}
+
+/// `found` added to `known`: new nodes (a replica promoted, a node added)
+/// join; a node that left the listing (failed, or removed) stays, so that
+/// a node down is shown as not answering rather than dropped.
+pub fn merge(known: &mut Vec<Node>, found: Vec<Node>) {
+    for node in found {
+        match known.iter_mut().find(|k| k.address == node.address) {
+            Some(old) => *old = node,
+            None => known.push(node),
+        }
+    }
+    known.sort();
 }
 
 #[cfg(test)]
@@ -71,7 +88,8 @@ mod tests {
             parse_cluster_node(line, "127.0.0.1:30001"),
             Some(Node {
                 address: "127.0.0.1:30001".into(),
-                primary: true
+                primary: true,
+                cluster: true,
             })
         );
         let replica = "9a1f 10.0.0.2:6380@16380,host slave 07c3 0 0 1 connected";
@@ -79,7 +97,8 @@ mod tests {
             parse_cluster_node(replica, "x:1"),
             Some(Node {
                 address: "10.0.0.2:6380".into(),
-                primary: false
+                primary: false,
+                cluster: true,
             })
         );
         assert_eq!(
@@ -90,6 +109,22 @@ mod tests {
         assert_eq!(
             parse_cluster_node(unknown, "127.0.0.1:7000").map(|n| n.address),
             Some("127.0.0.1:7000".into())
+        );
+    }
+
+    #[test]
+    fn merging_keeps_nodes_that_left_and_adds_new_ones() {
+        let node = |address: &str, primary| Node {
+            address: address.into(),
+            primary,
+            cluster: true,
+        };
+        let mut known = vec![node("a:1", true), node("a:2", false)];
+        // a:1 failed and is no longer listed; its replica a:2 took over.
+        merge(&mut known, vec![node("a:2", true), node("a:3", true)]);
+        assert_eq!(
+            known,
+            vec![node("a:1", true), node("a:2", true), node("a:3", true)]
         );
     }
 }

@@ -10,6 +10,7 @@
 
 use crate::access::Access;
 use crate::hot_keys::node_hot_keys;
+use crate::metric::Metric;
 use crate::nodes::{discover, Node};
 use crate::Options;
 use base64::Engine;
@@ -170,6 +171,7 @@ pub fn serve(listen: SocketAddr, o: &Options) -> Result<(), String> {
     let mut known = vec![Node {
         address: o.address.clone(),
         primary: true,
+        cluster: false,
     }];
     let openmetrics = tiny_http::Header::from_bytes(
         &b"Content-Type"[..],
@@ -287,7 +289,7 @@ impl Metrics {
             Ok(info) => self.info(&info, &labels),
             Err(_) => failed += 1,
         }
-        match node_hot_keys(&mut con, &node.address, count) {
+        match node_hot_keys(&mut con, &node.address, Some(count)) {
             Ok(rows) => {
                 for (id, rates) in rows {
                     let mut key_labels = labels.clone();
@@ -299,15 +301,12 @@ impl Metrics {
                             base64::engine::general_purpose::STANDARD.encode(&id.key),
                         ),
                     });
-                    if rates.reads_per_second > 0.0 {
-                        self.reads
-                            .get_or_create(&key_labels)
-                            .set(rates.reads_per_second);
-                    }
-                    if rates.writes_per_second > 0.0 {
-                        self.writes
-                            .get_or_create(&key_labels)
-                            .set(rates.writes_per_second);
+                    for (metric, family) in
+                        [(Metric::Reads, &self.reads), (Metric::Writes, &self.writes)]
+                    {
+                        if rates.get(metric) > 0.0 {
+                            family.get_or_create(&key_labels).set(rates.get(metric));
+                        }
                     }
                 }
             }

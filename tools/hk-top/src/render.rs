@@ -1,6 +1,8 @@
-//! A snapshot as a text table (`--once`) or JSON (`--json`).
+//! Keys as a text table (`--once`) or JSON (`--json`), and the pieces the
+//! live view shares with them: printable key names, sparklines.
 
-use crate::hot_keys::{KeyId, Rates, Snapshot};
+use crate::hot_keys::KeyId;
+use crate::metric::{Metric, Rates};
 use base64::Engine;
 use serde_json::{json, Value};
 
@@ -26,23 +28,27 @@ pub fn node_width<'a>(nodes: impl Iterator<Item = &'a str>) -> usize {
     nodes.map(str::len).max().unwrap_or(0).max("NODE".len())
 }
 
-pub fn table(snapshot: &Snapshot) -> String {
-    let width = node_width(snapshot.keys.iter().map(|(id, _)| id.node.as_str()));
-    let mut out = format!(
-        "{:<40} {:>3}  {:<width$} {:>12} {:>12}\n",
-        "KEY", "DB", "NODE", "READS/S", "WRITES/S"
-    );
-    for (id, rates) in &snapshot.keys {
+/// The keys listed, then each node that did not answer.
+pub fn table(keys: &[(KeyId, Rates)], errors: &[(String, String)]) -> String {
+    let width = node_width(keys.iter().map(|(id, _)| id.node.as_str()));
+    let mut out = format!("{:<40} {:>3}  {:<width$}", "KEY", "DB", "NODE");
+    for metric in Metric::ALL {
+        out.push_str(&format!(" {:>12}", metric.title()));
+    }
+    out.push('\n');
+    for (id, rates) in keys {
         out.push_str(&format!(
-            "{:<40} {:>3}  {:<width$} {:>12.1} {:>12.1}\n",
+            "{:<40} {:>3}  {:<width$}",
             printable_key(&id.key),
             id.db,
             id.node,
-            rates.reads_per_second,
-            rates.writes_per_second
         ));
+        for metric in Metric::ALL {
+            out.push_str(&format!(" {:>12.1}", rates.get(metric)));
+        }
+        out.push('\n');
     }
-    for (node, error) in &snapshot.errors {
+    for (node, error) in errors {
         out.push_str(&format!("{node}: {error}\n"));
     }
     out.trim_end().to_string()
@@ -52,9 +58,10 @@ fn key_json(id: &KeyId, rates: &Rates) -> Value {
     let mut row = json!({
         "db": id.db,
         "node": id.node,
-        "reads_per_second": rates.reads_per_second,
-        "writes_per_second": rates.writes_per_second,
     });
+    for metric in Metric::ALL {
+        row[metric.json_name()] = json!(rates.get(metric));
+    }
     match std::str::from_utf8(&id.key) {
         Ok(text) => row["key"] = json!(text),
         Err(_) => {
@@ -64,14 +71,9 @@ fn key_json(id: &KeyId, rates: &Rates) -> Value {
     row
 }
 
-pub fn json(snapshot: &Snapshot) -> String {
-    let keys: Vec<Value> = snapshot
-        .keys
-        .iter()
-        .map(|(id, rates)| key_json(id, rates))
-        .collect();
-    let errors: Vec<Value> = snapshot
-        .errors
+pub fn json(keys: &[(KeyId, Rates)], errors: &[(String, String)]) -> String {
+    let keys: Vec<Value> = keys.iter().map(|(id, rates)| key_json(id, rates)).collect();
+    let errors: Vec<Value> = errors
         .iter()
         .map(|(node, error)| json!({"node": node, "error": error}))
         .collect();
@@ -102,41 +104,36 @@ mod tests {
     fn binary_keys_stay_readable_and_json_stays_exact() {
         assert_eq!(printable_key(b"user:1"), "user:1");
         assert_eq!(printable_key(b"a\xff\x00"), "a\\xff\\x00");
-        let snapshot = Snapshot {
-            keys: vec![(
-                KeyId {
-                    node: "n:1".into(),
-                    db: 2,
-                    key: b"\xff".to_vec(),
-                },
-                Rates {
-                    reads_per_second: 3.0,
-                    writes_per_second: 0.5,
-                },
-            )],
-            errors: vec![],
-        };
-        let parsed: Value = serde_json::from_str(&json(&snapshot)).unwrap();
+        let mut rates = Rates::only(Metric::Reads, 3.0);
+        rates.add(Metric::Writes, 0.5);
+        let keys = vec![(
+            KeyId {
+                node: "n:1".into(),
+                db: 2,
+                key: b"\xff".to_vec(),
+            },
+            rates,
+        )];
+        let parsed: Value = serde_json::from_str(&json(&keys, &[])).unwrap();
         assert_eq!(parsed["keys"][0]["key_base64"], "/w==");
         assert_eq!(parsed["keys"][0]["db"], 2);
-        assert!(table(&snapshot).contains("\\xff"));
+        assert_eq!(parsed["keys"][0]["reads_per_second"], 3.0);
+        assert_eq!(parsed["keys"][0]["writes_per_second"], 0.5);
+        assert!(table(&keys, &[]).contains("\\xff"));
     }
 
     #[test]
     fn the_node_column_holds_the_whole_address() {
         let long = "cache-node-17.eu-west.example.internal:63791";
-        let snapshot = Snapshot {
-            keys: vec![(
-                KeyId {
-                    node: long.into(),
-                    db: 0,
-                    key: b"k".to_vec(),
-                },
-                Rates::default(),
-            )],
-            errors: vec![],
-        };
-        assert!(table(&snapshot).contains(long), "{}", table(&snapshot));
+        let keys = vec![(
+            KeyId {
+                node: long.into(),
+                db: 0,
+                key: b"k".to_vec(),
+            },
+            Rates::default(),
+        )];
+        assert!(table(&keys, &[]).contains(long), "{}", table(&keys, &[]));
     }
 
     #[test]

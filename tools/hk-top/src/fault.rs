@@ -1,0 +1,13 @@
+//! Faults the tests ask for, in debug builds only (the release binary has
+//! none): `HK_TOP_TEST_PANIC=poller` panics in the poller thread, `=key` on
+//! the first key, so that the tests can see the terminal restored after a
+//! panic in either thread.
+
+pub fn panic_if_asked(place: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("HK_TOP_TEST_PANIC").as_deref() == Ok(place) {
+        panic!("hk-top test fault: a panic in the {place} path");
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = place;
+}

@@ -1,0 +1,92 @@
+//! Test data shared by the console's and the drawing's tests: six nodes on
+//! one host (addresses that differ only in their port), keys with long
+//! common prefixes, a key that is not UTF-8.
+
+use crate::console::{Console, Settings};
+use crate::hot_keys::{KeyId, Snapshot};
+use crate::metric::{Metric, Rates};
+use crate::nodes::Node;
+use crate::sort::Order;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+pub const NODES: usize = 6;
+
+/// `10.20.30.40:30001` to `:30006`: one host, six ports.
+pub fn node_address(n: usize) -> String {
+    format!("10.20.30.40:3000{}", n + 1)
+}
+
+pub fn six_nodes() -> Vec<Node> {
+    (0..NODES)
+        .map(|n| Node {
+            address: node_address(n),
+            primary: true,
+            cluster: true,
+        })
+        .collect()
+}
+
+/// A key name 59 bytes long, the same but for its last six digits.
+pub fn long_key(i: usize) -> String {
+    format!("tenant:42:session:some:much:longer:key:name:for:user:{i:06}")
+}
+
+pub const BINARY_KEY: &[u8] = b"bin:\xff\xfe:raw";
+
+pub fn rates(reads: f64, writes: f64) -> Rates {
+    let mut rates = Rates::only(Metric::Reads, reads);
+    rates.add(Metric::Writes, writes);
+    rates
+}
+
+pub fn id(node: usize, key: &[u8]) -> KeyId {
+    KeyId {
+        node: node_address(node),
+        db: 0,
+        key: key.to_vec(),
+    }
+}
+
+/// Twelve long keys spread over the six nodes (reads falling with `i`,
+/// writes rising), a binary key, and `counter:hot` with the most writes.
+pub fn busy_snapshot() -> Snapshot {
+    let mut keys: Vec<(KeyId, Rates)> = (0..12)
+        .map(|i| {
+            let key = long_key(i);
+            (
+                id(i % NODES, key.as_bytes()),
+                rates(1000.0 - 50.0 * i as f64, i as f64),
+            )
+        })
+        .collect();
+    keys.push((id(2, BINARY_KEY), rates(420.0, 0.0)));
+    keys.push((id(5, b"counter:hot"), rates(0.0, 5000.0)));
+    Snapshot {
+        nodes: six_nodes(),
+        keys,
+        errors: vec![],
+    }
+}
+
+pub fn console() -> Console {
+    Console::new(
+        six_nodes(),
+        Settings {
+            order: Order::default(),
+            filter: Default::default(),
+            limit: None,
+            interval_ms: 1000,
+        },
+    )
+}
+
+pub fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+/// Presses each character of `text` in turn.
+pub fn type_text(console: &mut Console, text: &str) {
+    for c in text.chars() {
+        console.press(&key(KeyCode::Char(c)));
+    }
+}

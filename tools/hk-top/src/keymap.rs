@@ -1,0 +1,270 @@
+//! Keys and what they do: one table ([`BINDINGS`]) that both the key
+//! handling and the help screen read, so that the help can never list a
+//! key that does something else.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// What the operator asked for, whatever key said it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    Quit,
+    /// Close the details, the help or the nodes view.
+    Back,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    First,
+    Last,
+    /// The selected key's details (or, in the nodes view, that node's keys).
+    Open,
+    Nodes,
+    Help,
+    SortLeft,
+    SortRight,
+    Reverse,
+    EditKeyPattern,
+    EditNode,
+    EditDb,
+    ClearFilters,
+    Pause,
+}
+
+/// Keys while a filter is being typed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edit {
+    Type(char),
+    Erase,
+    /// Keep what was typed.
+    Accept,
+    /// Put the filter back as it was.
+    Cancel,
+}
+
+pub struct Binding {
+    pub keys: &'static [KeyCode],
+    /// With Ctrl held (Ctrl-C).
+    pub ctrl: bool,
+    /// How the help screen names the keys.
+    pub label: &'static str,
+    pub does: &'static str,
+    /// A word for the one-line help at the bottom, if the key is listed there.
+    pub footer: Option<&'static str>,
+    pub command: Command,
+}
+
+const fn bind(
+    keys: &'static [KeyCode],
+    label: &'static str,
+    does: &'static str,
+    footer: Option<&'static str>,
+    command: Command,
+) -> Binding {
+    Binding {
+        keys,
+        ctrl: false,
+        label,
+        does,
+        footer,
+        command,
+    }
+}
+
+use KeyCode::Char;
+
+pub const BINDINGS: &[Binding] = &[
+    bind(&[Char('q')], "q", "quit", Some("quit"), Command::Quit),
+    Binding {
+        keys: &[Char('c')],
+        ctrl: true,
+        label: "Ctrl-C",
+        does: "quit",
+        footer: None,
+        command: Command::Quit,
+    },
+    bind(
+        &[Char('?'), Char('h'), KeyCode::F(1)],
+        "? h F1",
+        "this help",
+        Some("help"),
+        Command::Help,
+    ),
+    bind(
+        &[KeyCode::Esc],
+        "Esc",
+        "back to the keys",
+        None,
+        Command::Back,
+    ),
+    bind(
+        &[KeyCode::Up, Char('k')],
+        "↑ k",
+        "select the key above",
+        None,
+        Command::Up,
+    ),
+    bind(
+        &[KeyCode::Down, Char('j')],
+        "↓ j",
+        "select the key below",
+        None,
+        Command::Down,
+    ),
+    bind(
+        &[KeyCode::PageUp],
+        "PgUp",
+        "a page up",
+        None,
+        Command::PageUp,
+    ),
+    bind(
+        &[KeyCode::PageDown],
+        "PgDn",
+        "a page down",
+        None,
+        Command::PageDown,
+    ),
+    bind(
+        &[KeyCode::Home, Char('g')],
+        "Home g",
+        "the first key",
+        None,
+        Command::First,
+    ),
+    bind(
+        &[KeyCode::End, Char('G')],
+        "End G",
+        "the last key",
+        None,
+        Command::Last,
+    ),
+    bind(
+        &[KeyCode::Enter],
+        "Enter",
+        "details (nodes view: its keys)",
+        Some("details"),
+        Command::Open,
+    ),
+    bind(
+        &[KeyCode::Tab],
+        "Tab",
+        "the nodes and their shares",
+        Some("nodes"),
+        Command::Nodes,
+    ),
+    bind(
+        &[Char('<')],
+        "<",
+        "sort: one column left",
+        None,
+        Command::SortLeft,
+    ),
+    bind(
+        &[Char('>')],
+        ">",
+        "sort: one column right",
+        Some("sort"),
+        Command::SortRight,
+    ),
+    bind(
+        &[Char('r')],
+        "r",
+        "reverse the order",
+        None,
+        Command::Reverse,
+    ),
+    bind(
+        &[Char('/')],
+        "/",
+        "filter: a key pattern",
+        Some("match"),
+        Command::EditKeyPattern,
+    ),
+    bind(
+        &[Char('n')],
+        "n",
+        "filter: a node (or *:7001)",
+        Some("node"),
+        Command::EditNode,
+    ),
+    bind(
+        &[Char('d')],
+        "d",
+        "filter: a database",
+        None,
+        Command::EditDb,
+    ),
+    bind(
+        &[Char('c')],
+        "c",
+        "clear every filter",
+        None,
+        Command::ClearFilters,
+    ),
+    bind(
+        &[Char(' '), Char('p')],
+        "Space p",
+        "pause or resume",
+        Some("pause"),
+        Command::Pause,
+    ),
+];
+
+/// The command a key gives, outside of a filter being typed.
+pub fn command(key: &KeyEvent) -> Option<Command> {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    BINDINGS
+        .iter()
+        .find(|b| b.ctrl == ctrl && b.keys.contains(&key.code))
+        .map(|b| b.command)
+}
+
+/// What a key does while a filter is typed (Ctrl-C still quits).
+pub fn edit(key: &KeyEvent) -> Option<Result<Edit, Command>> {
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        return command(key).map(Err);
+    }
+    match key.code {
+        Char(c) => Some(Ok(Edit::Type(c))),
+        KeyCode::Backspace => Some(Ok(Edit::Erase)),
+        KeyCode::Enter => Some(Ok(Edit::Accept)),
+        KeyCode::Esc => Some(Ok(Edit::Cancel)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn each_key_means_one_thing() {
+        let mut seen = Vec::new();
+        for b in BINDINGS {
+            for code in b.keys {
+                assert!(!seen.contains(&(code, b.ctrl)), "{code:?} bound twice");
+                seen.push((code, b.ctrl));
+            }
+        }
+        assert_eq!(command(&key(Char('q'))), Some(Command::Quit));
+        let ctrl_c = KeyEvent::new(Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(command(&ctrl_c), Some(Command::Quit));
+        assert_eq!(command(&key(Char('c'))), Some(Command::ClearFilters));
+        // Shift only changes the character: G is "the last key".
+        let shifted = KeyEvent::new(Char('G'), KeyModifiers::SHIFT);
+        assert_eq!(command(&shifted), Some(Command::Last));
+        assert_eq!(command(&key(Char('x'))), None);
+    }
+
+    #[test]
+    fn typing_a_filter_takes_every_character_but_ctrl_c() {
+        assert_eq!(edit(&key(Char('q'))), Some(Ok(Edit::Type('q'))));
+        assert_eq!(edit(&key(KeyCode::Esc)), Some(Ok(Edit::Cancel)));
+        let ctrl_c = KeyEvent::new(Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(edit(&ctrl_c), Some(Err(Command::Quit)));
+    }
+}

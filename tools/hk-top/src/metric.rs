@@ -1,0 +1,114 @@
+//! The rates the tracker reports per key, one `HK.HOTKEYS <KIND>` list each.
+//!
+//! Everything that shows or sorts by a rate walks [`Metric::ALL`]: the
+//! console's columns and sort keys, `--once`, `--json`. Adding a kind the
+//! tracker grows (hot misses: `HK.HOTKEYS MISSES`) is one more variant here
+//! and its four names below.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    Reads,
+    Writes,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 2] = [Metric::Reads, Metric::Writes];
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// Its place in [`Rates`].
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The `HK.HOTKEYS` option that lists keys by this rate.
+    pub fn hotkeys_kind(self) -> &'static str {
+        match self {
+            Metric::Reads => "READS",
+            Metric::Writes => "WRITES",
+        }
+    }
+
+    /// The column title in tables.
+    pub fn title(self) -> &'static str {
+        match self {
+            Metric::Reads => "READS/S",
+            Metric::Writes => "WRITES/S",
+        }
+    }
+
+    /// The field name in `--json`.
+    pub fn json_name(self) -> &'static str {
+        match self {
+            Metric::Reads => "reads_per_second",
+            Metric::Writes => "writes_per_second",
+        }
+    }
+
+    /// What `--sort` and the console call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Reads => "reads",
+            Metric::Writes => "writes",
+        }
+    }
+
+    /// Is it part of a key's total traffic? Reads and writes are; a miss,
+    /// when the tracker reports them, is a read already counted.
+    pub fn in_total(self) -> bool {
+        match self {
+            Metric::Reads | Metric::Writes => true,
+        }
+    }
+}
+
+/// A key's requests per second, one figure per [`Metric`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rates([f64; Metric::COUNT]);
+
+impl Rates {
+    pub fn get(&self, metric: Metric) -> f64 {
+        self.0[metric.index()]
+    }
+
+    pub fn add(&mut self, metric: Metric, per_second: f64) {
+        self.0[metric.index()] += per_second;
+    }
+
+    /// One metric's rate, the others zero.
+    pub fn only(metric: Metric, per_second: f64) -> Self {
+        let mut rates = Rates::default();
+        rates.add(metric, per_second);
+        rates
+    }
+
+    /// Every metric of `other` added to this one.
+    pub fn add_all(&mut self, other: &Rates) {
+        for metric in Metric::ALL {
+            self.add(metric, other.get(metric));
+        }
+    }
+
+    /// The key's whole traffic: the metrics [`Metric::in_total`] says.
+    pub fn total(&self) -> f64 {
+        Metric::ALL
+            .iter()
+            .filter(|m| m.in_total())
+            .map(|&m| self.get(m))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_add_up_per_metric_and_in_total() {
+        let mut rates = Rates::only(Metric::Reads, 2.5);
+        rates.add_all(&Rates::only(Metric::Writes, 1.0));
+        rates.add(Metric::Reads, 0.5);
+        assert_eq!(rates.get(Metric::Reads), 3.0);
+        assert_eq!(rates.get(Metric::Writes), 1.0);
+        assert_eq!(rates.total(), 4.0);
+    }
+}
