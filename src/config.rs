@@ -92,7 +92,7 @@ const fn integer(
 /// The tracker re-reads its configs at once.
 const TRACKING: OnChange = Some(crate::tracking::apply_configs);
 
-pub static SETTINGS: [Setting; 11] = [
+pub static SETTINGS: [Setting; 13] = [
     Setting::Integer {
         name: "max-sketch-bytes",
         variable: &MAX_SKETCH_BYTES,
@@ -144,10 +144,25 @@ pub static SETTINGS: [Setting; 11] = [
         "track-sample",
         &track::TRACK_SAMPLE,
         track::DEFAULT_SAMPLE,
-        1,
+        0,
         track::MAX_SAMPLE,
         TRACKING,
     ),
+    integer(
+        "track-cpu-millicores",
+        &track::TRACK_CPU_MILLICORES,
+        track::DEFAULT_CPU_MILLICORES,
+        1,
+        track::MAX_CPU_MILLICORES,
+        TRACKING,
+    ),
+    Setting::Bool {
+        name: "track-misses",
+        variable: &track::TRACK_MISSES,
+        default: false,
+        immutable: false,
+        on_change: TRACKING,
+    },
     integer(
         "track-notify-above",
         &track::TRACK_NOTIFY_ABOVE,

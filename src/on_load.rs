@@ -92,6 +92,7 @@ fn load(
     // Without this, a truncated payload in RESTORE or an RDB makes the server
     // panic; with it, the read fails and the callback refuses the value.
     context.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    crate::host::module_context::attach(context);
     tracking::filter::attach(context);
     tracking::apply_configs();
     if let Err(why) = watching::follow::subscribe(context) {

@@ -306,7 +306,9 @@ fn reset_forgets_and_configs_are_validated() {
         ("track-k", "0"),
         ("track-k", "10001"),
         ("track-halflife", "0"),
-        ("track-sample", "0"),
+        ("track-sample", "-1"),
+        ("track-sample", "4097"),
+        ("track-cpu-millicores", "0"),
         ("track", "maybe"),
     ] {
         let e = error(

@@ -18,6 +18,7 @@ mod ties;
 mod tracker_settings;
 mod tracking;
 mod tracking_cost;
+mod tracking_truth;
 mod watch_bench;
 mod workloads;
 
@@ -67,7 +68,7 @@ fn options() -> Options {
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|watch]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|truth|watch]");
                 std::process::exit(2);
             }
         }
@@ -217,6 +218,21 @@ fn main() {
         let module = std::fs::canonicalize(&o.module).unwrap_or_else(|_| o.module.clone());
         tracking::measure(&module, zipf1, o.quick)
     });
+
+    let truth = o.runs("truth").then(|| {
+        let module = std::fs::canonicalize(&o.module).unwrap_or_else(|_| o.module.clone());
+        match tracking_truth::measure(&module, o.quick) {
+            Ok(runs) => {
+                eprintln!("{}", tracking_truth::markdown(&runs));
+                runs
+            }
+            Err(e) => {
+                eprintln!("  counts against truth: {e}");
+                Vec::new()
+            }
+        }
+    });
+    let _ = &truth;
 
     stage(
         9,

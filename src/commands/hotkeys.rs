@@ -1,16 +1,19 @@
-//! `HK.HOTKEYS [READS | WRITES] [COUNT n]`: the server's hottest keys now,
-//! hottest first, as `key, db, rate, count` rows (rate in requests per
-//! second; reads and writes together unless one is named).
-//! `HK.HOTKEYS RESET` forgets every count.
+//! `HK.HOTKEYS [READS | WRITES | MISSES] [COUNT n]`: the server's hottest
+//! keys now, hottest first, as `key, db, rate, count` rows (rate in
+//! requests per second; reads and writes together unless one is named;
+//! `MISSES`: reads of keys that did not exist, with `track-misses yes`,
+//! listing only keys that still do not exist). `HK.HOTKEYS RESET` forgets
+//! every count.
 
 use crate::args::{err, integer, is_keyword, printable};
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec};
-use crate::{clock, reply, tracking};
-use heavykeeper_sketch::Access;
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
+use crate::{reply, tracking};
+use heavykeeper_tracker::{HotKey, Ranking};
+use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OFF: &str = "key tracking is off: CONFIG SET heavykeeper.track yes";
+const MISSES_OFF: &str = "miss tracking is off: CONFIG SET heavykeeper.track-misses yes";
 
 pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if let [_, only] = args.as_slice() {
@@ -22,52 +25,84 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             };
         }
     }
-    let (only, count) = parse(args.get(1..).unwrap_or_default())?;
-    let now = clock::now_ms();
-    let hottest = tracking::with_state(|state| {
-        state
-            .as_mut()
-            .map(|t| t.current().hottest(only, count, now))
-    })
-    .flatten()
-    .ok_or_else(|| err(OFF))?;
+    let (ranking, count) = parse(args.get(1..).unwrap_or_default())?;
+    if ranking == Ranking::Misses && !tracking::config::misses_on() {
+        return Err(err(if tracking::counting() { MISSES_OFF } else { OFF }));
+    }
+    // Misses are listed from more candidates: some may exist by now.
+    let candidates = if ranking == Ranking::Misses {
+        usize::MAX
+    } else {
+        count
+    };
+    let mut hottest = tracking::hottest(ranking, candidates).ok_or_else(|| err(OFF))?;
+    if ranking == Ranking::Misses {
+        hottest.retain(|hot| !exists(ctx, hot));
+        hottest.truncate(count);
+    }
     let rows = hottest
         .into_iter()
         .map(|hot| {
+            let tally = hot.ranked(ranking);
             vec![
                 reply::bytes(&hot.key),
                 RedisValue::Integer(i64::from(hot.db)),
-                RedisValue::Float(match only {
-                    Some(Access::Read) => hot.reads_per_second,
-                    Some(Access::Write) => hot.writes_per_second,
-                    None => hot.rate(),
-                }),
-                reply::count(hot.count),
+                RedisValue::Float(tally.per_second),
+                reply::count(tally.count),
             ]
         })
         .collect();
     Ok(reply::rows(ctx, rows))
 }
 
-fn parse(options: &[RedisString]) -> Result<(Option<Access>, usize), RedisError> {
-    let (mut only, mut count) = (None, None);
+/// Does the key exist now (in its database)? Looked up without touching
+/// it and without raising a key-miss event of its own.
+fn exists(ctx: &Context, hot: &HotKey) -> bool {
+    let key = crate::module_string::of(ctx, &hot.key);
+    // SAFETY: the command's context; the database is selected back before
+    // returning.
+    unsafe {
+        let (Some(get_db), Some(select), Some(key_exists)) = (
+            raw::RedisModule_GetSelectedDb,
+            raw::RedisModule_SelectDb,
+            raw::RedisModule_KeyExists,
+        ) else {
+            return false;
+        };
+        let own = get_db(ctx.ctx);
+        if select(ctx.ctx, i32::from(hot.db)) != raw::REDISMODULE_OK as i32 {
+            return false;
+        }
+        let found = key_exists(ctx.ctx, key.inner) != 0;
+        select(ctx.ctx, own);
+        found
+    }
+}
+
+fn parse(options: &[RedisString]) -> Result<(Ranking, usize), RedisError> {
+    let (mut ranking, mut count) = (None, None);
     let mut options = options.iter();
     while let Some(option) = options.next() {
-        if is_keyword(option, "READS") && only.is_none() {
-            only = Some(Access::Read);
-        } else if is_keyword(option, "WRITES") && only.is_none() {
-            only = Some(Access::Write);
+        let named = [
+            ("READS", Ranking::Reads),
+            ("WRITES", Ranking::Writes),
+            ("MISSES", Ranking::Misses),
+        ]
+        .into_iter()
+        .find(|(word, _)| is_keyword(option, word));
+        if let (Some((_, r)), None) = (named, ranking) {
+            ranking = Some(r);
         } else if is_keyword(option, "COUNT") && count.is_none() {
             let n = options.next().ok_or(RedisError::WrongArity)?;
             count = Some(integer(n, "COUNT", 1, 1_000_000)? as usize);
         } else {
             return Err(err(format!(
-                "unknown or repeated option '{}': expected READS or WRITES, COUNT n, or RESET alone",
+                "unknown or repeated option '{}': expected READS, WRITES or MISSES, COUNT n, or RESET alone",
                 printable(option.as_slice())
             )));
         }
     }
-    Ok((only, count.unwrap_or(usize::MAX)))
+    Ok((ranking.unwrap_or(Ranking::Total), count.unwrap_or(usize::MAX)))
 }
 
 pub static SPEC: CommandSpec = CommandSpec {
@@ -79,7 +114,7 @@ pub static SPEC: CommandSpec = CommandSpec {
     // It names keys of every database, whatever the caller's key patterns.
     acl: "read slow dangerous",
     summary:
-        "Lists the server's hottest keys now (needs heavykeeper.track), or RESET forgets them.",
+        "Lists the server's hottest keys now (needs heavykeeper.track), its hottest missing keys (MISSES, needs track-misses), or RESET forgets them.",
     complexity: "O(track-k)",
     since: "1.0.0",
     args: &[Arg::one_of(
@@ -91,7 +126,11 @@ pub static SPEC: CommandSpec = CommandSpec {
                 &[
                     Arg::one_of(
                         "access",
-                        &[Arg::flag("reads", "READS"), Arg::flag("writes", "WRITES")],
+                        &[
+                            Arg::flag("reads", "READS"),
+                            Arg::flag("writes", "WRITES"),
+                            Arg::flag("misses", "MISSES"),
+                        ],
                     )
                     .optional(),
                     Arg::integer("n").token("COUNT").optional(),

@@ -16,7 +16,9 @@
 //! specs are incomplete (`SORT`, `MIGRATE`...) still ask the server.
 
 use hashbrown::HashMap;
-use heavykeeper_sketch::Access;
+use super::name_effects::{effect_of, NameEffect};
+use super::script_watch::runs_scripts;
+use heavykeeper_tracker::Access;
 use redis_module::{Context, RedisValue};
 use std::cell::Cell;
 
@@ -69,6 +71,8 @@ enum Find {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 struct CommandSpecs {
+    /// `COMMAND`'s arity: exactly this many arguments, or at least `-arity`.
+    arity: i64,
     /// The command's own `write` flag: the answer when no spec fits.
     write: bool,
     specs: Vec<KeySpec>,
@@ -80,6 +84,10 @@ struct CommandSpecs {
     /// The command's one key is its first argument (`GET`, `SET`, `HGET`,
     /// `INCR`...): no search at all.
     single_key: Option<Access>,
+    /// What its name alone changes for the tracker (`SELECT`, `AUTH`...).
+    effect: NameEffect,
+    /// It may run a script (`EVAL`, `FCALL`, `EXEC`...).
+    starts_script: bool,
 }
 
 /// Key specs of every command the server knew when tracking started.
@@ -92,36 +100,52 @@ pub struct CommandTable {
     /// by the lowercase name packed in a word: found with one integer hash,
     /// no copy and no byte comparison.
     short: HashMap<u64, usize>,
-    /// The last short name looked up and its index: a pipeline of one
-    /// command (the common case under load) skips the hash altogether.
-    /// `0` is no name (a packed name carries its length).
+    /// The last short name looked up, as sent (not lowercased), and its
+    /// index: a pipeline of one command (the common case under load) skips
+    /// the lowercasing and the hash altogether. `0` is no name (a word
+    /// carries its length).
     last_short: Cell<(u64, usize)>,
 }
 
-/// A name of at most 7 bytes, lowercased, with its length in the top byte,
-/// as one word (so that no two names share one, NUL bytes and all); `None`
-/// for a longer name or one with a byte outside ASCII.
-#[inline]
-fn packed(name: &[u8]) -> Option<u64> {
+/// A name of at most 7 bytes as sent, with its length in the top byte, as
+/// one word (so that no two names share one, NUL bytes and all); `None` for
+/// a longer name.
+#[inline(always)]
+fn as_sent(name: &[u8]) -> Option<u64> {
     if name.is_empty() || name.len() > 7 {
         return None;
     }
-    let word = little_endian(name);
+    Some(little_endian(name) | (name.len() as u64) << 56)
+}
+
+/// A word of [`as_sent`], its letters lowercased; `None` for a name with a
+/// byte outside ASCII.
+#[inline]
+fn lowercased(word: u64) -> Option<u64> {
     const ONES: u64 = 0x0101_0101_0101_0101;
-    if word & (0x80 * ONES) != 0 {
+    let bytes = word & 0x00ff_ffff_ffff_ffff;
+    if bytes & (0x80 * ONES) != 0 {
         return None;
     }
     // SWAR: the high bit of each byte says whether it lies in 'A'..='Z'
     // (bytes below 0x80: no carry crosses a byte), then 0x20 is added to those.
-    let upper = (word + (0x80 - b'A' as u64) * ONES) & !(word + (0x80 - b'Z' as u64 - 1) * ONES);
-    let lower = word | ((upper & (0x80 * ONES)) >> 2);
-    Some(lower | (name.len() as u64) << 56)
+    let upper =
+        (bytes + (0x80 - b'A' as u64) * ONES) & !(bytes + (0x80 - b'Z' as u64 - 1) * ONES);
+    let lower = bytes | ((upper & (0x80 * ONES)) >> 2);
+    Some(lower | (word & !0x00ff_ffff_ffff_ffff))
+}
+
+/// A name of at most 7 bytes, lowercased, with its length in the top byte
+/// (the table's key); `None` for a longer name or one outside ASCII.
+#[inline]
+fn packed(name: &[u8]) -> Option<u64> {
+    lowercased(as_sent(name)?)
 }
 
 /// One to seven bytes as a little-endian word (zeros above), read as two
 /// overlapping loads rather than a copy of variable length: the bytes both
 /// loads see land in the same place, so OR-ing them is exact.
-#[inline]
+#[inline(always)]
 fn little_endian(bytes: &[u8]) -> u64 {
     let n = bytes.len();
     let u32_at = |at: usize| {
@@ -165,12 +189,16 @@ impl CommandTable {
         self.commands.is_empty()
     }
 
-    fn add(&mut self, command: &RedisValue, _parent: Option<&[u8]>) {
+    fn add(&mut self, command: &RedisValue, parent: Option<&[u8]>) {
         let RedisValue::Array(fields) = command else {
             return;
         };
         let Some(name) = fields.first().and_then(bytes) else {
             return;
+        };
+        let arity = match fields.get(1) {
+            Some(RedisValue::Integer(n)) => *n,
+            _ => 0,
         };
         let flags = fields.get(2).map(strings).unwrap_or_default();
         let specs = match fields.get(8) {
@@ -211,7 +239,12 @@ impl CommandTable {
             }
             _ => None,
         };
+        // A subcommand does what its container's name says (`CONFIG SET`).
+        let named = parent.unwrap_or(&name);
         let command = CommandSpecs {
+            arity,
+            effect: effect_of(named),
+            starts_script: runs_scripts(named),
             single_key,
             write: flags.iter().any(|f| f.eq_ignore_ascii_case(b"write")),
             // A command with subcommands has its keys in theirs.
@@ -232,16 +265,24 @@ impl CommandTable {
     /// How the command named `name` (its first argument, read already)
     /// uses its keys: looked up once per command. `args` is only asked for
     /// a subcommand's name.
-    #[inline]
-    pub fn command_of<'t, 'a>(&'t self, name: &[u8], args: &Args<'a>) -> KeyUse<'t> {
-        KeyUse(self.command(name, args))
+    /// How the command named `name` (its first argument, read already)
+    /// uses its keys: looked up once per command. `args` is only asked for
+    /// a subcommand's name. A command the server would refuse (unknown, or
+    /// the wrong number of arguments, `argc`) uses no keys: it never runs.
+    #[inline(always)]
+    pub fn command_of<'t, 'a>(&'t self, name: &[u8], argc: usize, args: &Args<'a>) -> KeyUse<'t> {
+        let spec = self.command(name, args);
+        KeyUse {
+            runs: spec.is_some_and(|c| c.arity_allows(argc)),
+            spec,
+        }
     }
 
     /// The command (or subcommand) named by the first arguments, looked up
     /// without allocating.
-    #[inline]
+    #[inline(always)]
     fn command<'a>(&self, first: &[u8], args: &Args<'a>) -> Option<&CommandSpecs> {
-        let index = match packed(first) {
+        let index = match as_sent(first) {
             Some(word) => self.short_index(word)?,
             None => {
                 let mut buffer = [0u8; 64];
@@ -259,35 +300,66 @@ impl CommandTable {
             .or(Some(command))
     }
 
-    #[inline]
-    fn short_index(&self, word: u64) -> Option<usize> {
+    /// The index of a short name, `sent` as [`as_sent`] packs it.
+    #[inline(always)]
+    fn short_index(&self, sent: u64) -> Option<usize> {
         let (last, index) = self.last_short.get();
-        if last == word {
+        if last == sent {
             return Some(index);
         }
-        let index = *self.short.get(&word)?;
-        self.last_short.set((word, index));
+        let index = *self.short.get(&lowercased(sent)?)?;
+        self.last_short.set((sent, index));
         Some(index)
     }
 }
 
+impl CommandSpecs {
+    #[inline(always)]
+    fn arity_allows(&self, argc: usize) -> bool {
+        let argc = argc as i64;
+        match self.arity {
+            0 => true, // the table could not say
+            n if n > 0 => argc == n,
+            n => argc >= -n,
+        }
+    }
+}
+
 /// One command's key specs (or none, for a command the table lacks).
-pub struct KeyUse<'t>(Option<&'t CommandSpecs>);
+pub struct KeyUse<'t> {
+    spec: Option<&'t CommandSpecs>,
+    /// The server would run it (a known command, the right arity).
+    runs: bool,
+}
 
 impl KeyUse<'_> {
-    /// Can the table give this command's key positions itself?
-    pub fn positions_known(&self) -> bool {
-        self.0.is_some_and(|c| c.positions_known)
+    /// What the command's name changes for the tracker.
+    #[inline]
+    pub fn effect(&self) -> NameEffect {
+        self.spec.map_or(NameEffect::None, |c| c.effect)
     }
 
+    /// May it run a script?
+    #[inline]
+    pub fn starts_script(&self) -> bool {
+        self.spec.is_some_and(|c| c.starts_script)
+    }
+
+    /// Can the table give this command's key positions itself?
+    pub fn positions_known(&self) -> bool {
+        self.spec.is_some_and(|c| c.positions_known)
+    }
+
+    /// Does the command, as sent, use keys (and would the server run it)?
+    #[inline]
     pub fn has_keys(&self) -> bool {
-        self.0.is_some_and(|c| !c.specs.is_empty())
+        self.runs && self.spec.is_some_and(|c| !c.specs.is_empty())
     }
 
     /// The command's only key is argument 1, used this way.
     #[inline]
     pub fn single_key(&self) -> Option<Access> {
-        self.0.and_then(|c| c.single_key)
+        self.spec.and_then(|c| c.single_key)
     }
 
     /// Calls `each(position, access)` for every key of the command `args`
@@ -299,7 +371,7 @@ impl KeyUse<'_> {
         argc: usize,
         mut each: impl FnMut(usize, Access),
     ) {
-        let Some(command) = self.0 else {
+        let Some(command) = self.spec else {
             return;
         };
         for spec in &command.specs {
@@ -319,7 +391,7 @@ impl KeyUse<'_> {
 
     /// How the command `args` uses the key at `position`.
     pub fn access<'a>(&self, args: &Args<'a>, position: usize) -> Access {
-        let Some(command) = self.0 else {
+        let Some(command) = self.spec else {
             return Access::Write;
         };
         if let Some(access) = command.uniform {
@@ -669,7 +741,26 @@ mod tests {
     fn access(t: &CommandTable, args: &[&str], position: usize) -> Access {
         let get = |i: usize| args.get(i).map(|a| a.as_bytes());
         let name = args.first().map_or(&b""[..], |a| a.as_bytes());
-        t.command_of(name, &get).access(&get, position)
+        t.command_of(name, args.len(), &get).access(&get, position)
+    }
+
+    #[test]
+    fn a_command_the_server_would_refuse_has_no_keys() {
+        let mut t = table();
+        let mut exact = command("getdel", true, vec![spec("RW", index(1))]);
+        if let RedisValue::Array(fields) = &mut exact {
+            fields[1] = RedisValue::Integer(2);
+        }
+        t.add(&exact, None);
+        let uses = |args: &[&str]| {
+            let get = |i: usize| args.get(i).map(|a| a.as_bytes());
+            t.command_of(args[0].as_bytes(), args.len(), &get).has_keys()
+        };
+        assert!(uses(&["GETDEL", "k"]));
+        assert!(!uses(&["GETDEL", "k", "extra"]), "arity 2 exactly");
+        assert!(uses(&["GET", "k"]), "arity -2: at least two");
+        assert!(!uses(&["GET"]));
+        assert!(!uses(&["NOSUCH", "k"]), "unknown");
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! The tracking configs: `heavykeeper.track`, `track-k`, `track-halflife`
-//! and `track-sample`, at load time or with `CONFIG SET`. Each change is
-//! applied at once (see [`super::apply_configs`]).
+//! The tracking configs: `heavykeeper.track`, `track-k`, `track-halflife`,
+//! `track-sample`, `track-cpu-millicores`, `track-misses`, and the events'
+//! `track-notify-above` and `track-channel`, at load time or with
+//! `CONFIG SET`. Each change is applied at once (see
+//! [`super::apply_configs`]).
 
-use heavykeeper_sketch::{KeyTracker, TrackerShape};
+use heavykeeper_tracker::{KeyTracker, TrackerShape};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
 
@@ -10,10 +12,20 @@ pub static TRACK: AtomicBool = AtomicBool::new(false);
 pub static TRACK_K: AtomicI64 = AtomicI64::new(DEFAULT_K);
 pub static TRACK_HALFLIFE: AtomicI64 = AtomicI64::new(DEFAULT_HALFLIFE_S);
 pub static TRACK_SAMPLE: AtomicI64 = AtomicI64::new(DEFAULT_SAMPLE);
-/// `track yes` alone counts one command in 16 (weighted 16): the main
-/// thread's cost is then within noise of tracking off, and the list and
-/// rates stay right (`make bench`, "Tracking the server's own hot keys").
-pub const DEFAULT_SAMPLE: i64 = 16;
+/// `0`: the share of time counted follows the measured cost, within
+/// `track-cpu-millicores` (every command where that fits). `1`: every
+/// command, whatever it costs. `N`: one slot of time in N, always.
+pub const DEFAULT_SAMPLE: i64 = 0;
+pub const MAX_SAMPLE: i64 = heavykeeper_tracker::coverage::MAX_EVERY as i64;
+
+/// The CPU the tracker may use with `track-sample 0`, in thousandths of one
+/// core (10: 1%), main thread and worker together.
+pub static TRACK_CPU_MILLICORES: AtomicI64 = AtomicI64::new(DEFAULT_CPU_MILLICORES);
+pub const DEFAULT_CPU_MILLICORES: i64 = 10;
+pub const MAX_CPU_MILLICORES: i64 = 1000;
+
+/// Count reads of keys that do not exist (`HK.HOTKEYS MISSES`).
+pub static TRACK_MISSES: AtomicBool = AtomicBool::new(false);
 
 /// Publish `hot`/`cool` for keys whose rate crosses this (req/s; 0: off).
 pub static TRACK_NOTIFY_ABOVE: AtomicI64 = AtomicI64::new(0);
@@ -27,7 +39,6 @@ pub const MAX_K: i64 = KeyTracker::MAX_K as i64;
 pub const DEFAULT_HALFLIFE_S: i64 = 10;
 /// A day: longer half-lives would not mean "now" any more.
 pub const MAX_HALFLIFE_S: i64 = 86_400;
-pub const MAX_SAMPLE: i64 = 1_000_000;
 
 pub fn tracking_on() -> bool {
     TRACK.load(Ordering::Relaxed)
@@ -43,8 +54,32 @@ pub fn shape() -> TrackerShape {
     }
 }
 
-pub fn sample() -> u64 {
-    TRACK_SAMPLE.load(Ordering::Relaxed).clamp(1, MAX_SAMPLE) as u64
+/// How the share of time counted is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampling {
+    /// Within the CPU budget.
+    Budgeted,
+    /// One slot in N (1: every command).
+    Fixed(u32),
+}
+
+pub fn sampling() -> Sampling {
+    match TRACK_SAMPLE.load(Ordering::Relaxed).clamp(0, MAX_SAMPLE) {
+        0 => Sampling::Budgeted,
+        n => Sampling::Fixed(n as u32),
+    }
+}
+
+/// The CPU budget, a share of one core.
+pub fn cpu_budget() -> f64 {
+    TRACK_CPU_MILLICORES
+        .load(Ordering::Relaxed)
+        .clamp(1, MAX_CPU_MILLICORES) as f64
+        / 1000.0
+}
+
+pub fn misses_on() -> bool {
+    TRACK_MISSES.load(Ordering::Relaxed)
 }
 
 pub fn notify_above() -> f64 {

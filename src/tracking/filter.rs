@@ -1,42 +1,43 @@
 //! The command filter: every command a client sends passes here before it
-//! runs. Key positions and read/write flags come from the server's own
-//! command table (`RedisModule_GetCommandKeysWithFlags`), never from a list
-//! kept here, so `MGET`, `EVAL` numkeys, `XREAD ... STREAMS`, `ZUNIONSTORE`
-//! numkeys, `SORT ... STORE` and `MIGRATE ... KEYS` all count as the server
-//! itself sees them.
+//! runs, while the tracker counts. Key positions and read/write flags come
+//! from the server's own command table (`RedisModule_GetCommandKeysWithFlags`),
+//! never from a list kept here, so `MGET`, `EVAL` numkeys, `XREAD ...
+//! STREAMS`, `ZUNIONSTORE` numkeys, `SORT ... STORE` and `MIGRATE ... KEYS`
+//! all count as the server itself sees them.
 //!
-//! What is skipped: commands of a running script (its `EVAL`/`FCALL` already
-//! counted the keys it declared), and clients that do not exist as
-//! connections (a module's `RM_Call`). On servers that tell a filter which
-//! client sent the command (Redis 7.2+, Valkey) the key is counted in that
-//! client's database; Redis 7.0 does not, and counts every key as database 0.
+//! What is skipped: commands the server will refuse before they run
+//! (unknown, wrong arity, a client not let in: see [`super::auth`]),
+//! commands of a running script (its `EVAL`/`FCALL` already counted the
+//! keys it declared), and clients that do not exist as connections (a
+//! module's `RM_Call`). On servers that tell a filter which client sent the
+//! command (Redis 7.2+, Valkey) the key is counted in that client's
+//! database; Redis 7.0 does not, and counts every key as database 0.
+//!
+//! This file is the FFI: reading the filter's arguments, registering the
+//! filter, the client events. What a command does to the tracker is
+//! [`super::state::Tracking::count_command`].
 
-use super::client_db::{self, ClientDbs};
+use super::client_table::Db;
 use super::command_table::CommandTable;
-use super::script_watch::ScriptWatch;
-use super::{batch_of, with_state, Tracking};
-use crate::{clock, module_string};
-use heavykeeper_sketch::Access;
-use redis_module::{raw, Context};
+use super::state::FilteredCommand;
+use super::with_state;
+use crate::host::module_context;
+use heavykeeper_tracker::Access;
+use redis_module::raw;
 use std::os::raw::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
 use std::sync::atomic::{AtomicPtr, Ordering};
+use std::time::Instant;
 
-/// The module's own context, detached from any client: filters are
-/// registered and unregistered through it when a config changes.
-static MODULE_CTX: AtomicPtr<raw::RedisModuleCtx> = AtomicPtr::new(null_mut());
 static FILTER: AtomicPtr<raw::RedisModuleCommandFilter> = AtomicPtr::new(null_mut());
 
 const WRITE_FLAGS: u32 =
     raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_RM;
 
-/// Keeps the module's context for later config changes (called from init).
-pub fn attach(ctx: &Context) {
-    // SAFETY: called once at load, on the main thread, with the load context.
-    let detached =
-        unsafe { raw::RedisModule_GetDetachedThreadSafeContext.map_or(null_mut(), |f| f(ctx.ctx)) };
-    MODULE_CTX.store(detached, Ordering::Relaxed);
+/// Subscribes to client events (called from init, once the module's
+/// context exists): a client that disconnects is forgotten.
+pub fn attach(ctx: &redis_module::Context) {
     // SAFETY: the load context; the callback contains its panics.
     unsafe {
         if let Some(subscribe) = raw::RedisModule_SubscribeToServerEvent {
@@ -49,13 +50,15 @@ pub fn attach(ctx: &Context) {
     }
 }
 
-pub fn is_attached() -> bool {
-    !MODULE_CTX.load(Ordering::Relaxed).is_null()
+/// Does the server's filter say which client sent a command (7.2+)?
+pub fn names_clients() -> bool {
+    // SAFETY: function pointers filled by the server at load.
+    unsafe { raw::RedisModule_CommandFilterGetClientId }.is_some()
 }
 
-/// Registers the filter (`on`) or removes it (after [`attach`]).
+/// Registers the filter (`on`) or removes it.
 pub fn set_registered(on: bool) {
-    let ctx = MODULE_CTX.load(Ordering::Relaxed);
+    let ctx = module_context::raw();
     if ctx.is_null() {
         return;
     }
@@ -81,175 +84,138 @@ pub fn set_registered(on: bool) {
     }
 }
 
-/// The module's own context, once attached (timers are created through it).
-pub fn module_context() -> Option<Context> {
-    let ctx = MODULE_CTX.load(Ordering::Relaxed);
-    (!ctx.is_null()).then(|| Context::new(ctx))
-}
-
 /// The server's command table, read through the module's context.
 pub fn command_table() -> CommandTable {
-    module_context().map_or_else(CommandTable::default, |ctx| CommandTable::load(&ctx))
+    module_context::get().map_or_else(CommandTable::default, |ctx| CommandTable::load(&ctx))
+}
+
+/// The server functions the filter calls on every command, looked up once:
+/// each `raw::RedisModule_*` is an `Option` in a mutable static, a load and
+/// a test per use.
+#[derive(Clone, Copy)]
+struct FilterApi {
+    args_count: unsafe extern "C" fn(*mut raw::RedisModuleCommandFilterCtx) -> c_int,
+    arg_get: unsafe extern "C" fn(
+        *mut raw::RedisModuleCommandFilterCtx,
+        c_int,
+    ) -> *mut raw::RedisModuleString,
+    ptr_len: unsafe extern "C" fn(*const raw::RedisModuleString, *mut usize) -> *const std::os::raw::c_char,
+    /// Redis 7.2+, Valkey.
+    client_id: Option<unsafe extern "C" fn(*mut raw::RedisModuleCommandFilterCtx) -> u64>,
+}
+
+static API: std::sync::OnceLock<Option<FilterApi>> = std::sync::OnceLock::new();
+
+fn api() -> Option<&'static FilterApi> {
+    API.get_or_init(|| {
+        // SAFETY: function pointers the server filled in at load, never
+        // changed afterwards.
+        unsafe {
+            Some(FilterApi {
+                args_count: raw::RedisModule_CommandFilterArgsCount?,
+                arg_get: raw::RedisModule_CommandFilterArgGet?,
+                ptr_len: raw::RedisModule_StringPtrLen?,
+                client_id: raw::RedisModule_CommandFilterGetClientId,
+            })
+        }
+    })
+    .as_ref()
 }
 
 unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // A panic must not unwind into the server; a lost count is harmless.
     let _ = catch_unwind(AssertUnwindSafe(|| {
+        let Some(api) = api() else {
+            return;
+        };
         with_state(|state| {
-            if let Some(tracking) = state.as_mut() {
-                tracking.commands_seen += 1;
-                let client = client_id(fctx);
-                let mut name = None;
-                if let Some(id) = client {
-                    // Every command, sampled or not: a missed SELECT would
-                    // count the client's keys in the wrong database.
-                    let first = arg_bytes(fctx, 0);
-                    if client_db::may_change_db(first) {
-                        tracking.client_dbs.forget(id);
-                    }
-                    name = Some(first);
-                }
-                let starts_script = client.is_none()
-                    && tracking
-                        .scripts
-                        .starts_script(|| *name.insert(arg_bytes(fctx, 0)));
-                if tracking.counts_now() {
-                    tracking.commands_sampled += 1;
-                    if let Some(window) = &mut tracking.window {
-                        window.seen += 1;
-                    }
-                    count_keys(fctx, tracking, client, name);
-                }
-                if starts_script {
-                    tracking.scripts.script_started();
-                }
+            let Some(tracking) = state.as_mut() else {
+                return;
+            };
+            let command = Filtered { fctx, api };
+            if tracking.meter().times_this_call() {
+                timed(tracking, &command);
+            } else {
+                tracking.count_command(&command);
             }
         });
     }));
 }
 
-/// The client that sent the command, where the server says (Redis 7.2+,
-/// Valkey; never 0 for a real client).
-#[inline]
-fn client_id(fctx: *mut raw::RedisModuleCommandFilterCtx) -> Option<u64> {
-    // SAFETY: `fctx` is the live filter context of this call.
-    unsafe { raw::RedisModule_CommandFilterGetClientId.map(|f| f(fctx)) }
+/// One call in ~32, timed for the cost meter: apart, so that the common
+/// path stays small.
+#[cold]
+#[inline(never)]
+fn timed(tracking: &mut super::state::Tracking, command: &Filtered) {
+    let start = Instant::now();
+    tracking.count_command(command);
+    tracking.meter().timed_call(start);
 }
 
-/// The bytes of argument `i` of the command (empty if there is none).
-#[inline]
-fn arg_bytes<'a>(fctx: *mut raw::RedisModuleCommandFilterCtx, i: c_int) -> &'a [u8] {
-    // SAFETY: `fctx` is the live filter context of this call; the server
-    // checks `i` against the argument count.
-    unsafe {
-        let arg = raw::RedisModule_CommandFilterArgGet.map_or(null_mut(), |f| f(fctx, i));
-        module_string::bytes(arg)
-    }
-}
-
-/// Counts every key of the command in `fctx` (weight 1: a window's
-/// accesses are weighed when its cycle ends).
-/// Arguments are read as the key specs ask for them: a `GET` reads two.
-fn count_keys(
+/// The command in a filter call.
+struct Filtered {
     fctx: *mut raw::RedisModuleCommandFilterCtx,
-    tracking: &mut Tracking,
-    client: Option<u64>,
-    name: Option<&[u8]>,
-) {
-    // SAFETY: `fctx` is the live filter context of this call.
-    let argc = unsafe { raw::RedisModule_CommandFilterArgsCount.map_or(0, |f| f(fctx)) };
-    let argc = usize::try_from(argc).unwrap_or(0);
-    if argc < 2 {
-        return; // no room for a key: PING, INFO, MULTI...
-    }
-    // The name may have been read already; the rest as the specs ask.
-    let name = name.unwrap_or_else(|| arg_bytes(fctx, 0));
-    let args = |i: usize| match i {
-        0 => Some(name),
-        _ => (i < argc).then(|| arg_bytes(fctx, i as c_int)),
-    };
-    let key_use = tracking.commands.command_of(name, &args);
-    if let Some(access) = key_use.single_key() {
-        let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
-            return;
-        };
-        tracking
-            .batch()
-            .push(db, arg_bytes(fctx, 1), access, 1, clock::cached_now_ms());
-        tracking.flush_if_full();
-        return;
-    }
-    if key_use.positions_known() {
-        // The server's key specs, cached: no call into the server at all
-        // for a command without keys.
-        if !key_use.has_keys() {
-            return;
-        }
-        let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
-            return;
-        };
-        let now = clock::cached_now_ms();
-        let batch = batch_of(&mut tracking.window, &mut tracking.pending);
-        key_use.for_each_key(&args, argc, |position, access| {
-            if let Some(key) = args(position) {
-                batch.push(db, key, access, 1, now);
-            }
-        });
-        tracking.flush_if_full();
-        return;
-    }
-    // Specs that cannot say (SORT, MIGRATE...): the server finds the keys.
-    let argv: Vec<*mut raw::RedisModuleString> = (0..argc)
-        .map(|i| {
-            // SAFETY: `i < argc`.
-            unsafe {
-                raw::RedisModule_CommandFilterArgGet.map_or(null_mut(), |f| f(fctx, i as c_int))
-            }
-        })
-        .collect();
-    let Some(keys) = CommandKeys::of(&argv) else {
-        return;
-    };
-    let Some(db) = counted_db(client, &mut tracking.client_dbs, &mut tracking.scripts) else {
-        return;
-    };
-    let now = clock::cached_now_ms();
-    for (position, flags) in keys.iter() {
-        let Some(key) = args(position) else {
-            continue;
-        };
-        let access = if flags & (raw::REDISMODULE_CMD_KEY_RO | WRITE_FLAGS) == 0 {
-            // The server did not say: the key spec it came from does.
-            key_use.access(&args, position)
-        } else if flags & raw::REDISMODULE_CMD_KEY_RO != 0 && flags & WRITE_FLAGS == 0 {
-            Access::Read
-        } else {
-            Access::Write
-        };
-        batch_of(&mut tracking.window, &mut tracking.pending).push(db, key, access, 1, now);
-    }
-    tracking.flush_if_full();
+    api: &'static FilterApi,
 }
 
-/// The database to count the command's keys in, or `None` when they are
-/// not to be counted: from a client that is no connection (a script's: its
-/// own command counted the keys it declared; a module's `RM_Call`).
-///
-/// Redis 7.0 does not say which client sent a command: every key counts in
-/// database 0, except inside a script.
-#[inline]
-fn counted_db(
-    client: Option<u64>,
-    known: &mut ClientDbs,
-    scripts: &mut ScriptWatch,
-) -> Option<u16> {
-    match client {
-        Some(id) => known.get(id, || ask_client_db(id)),
-        None if scripts.may_run() && in_script(MODULE_CTX.load(Ordering::Relaxed)) => None,
-        None => {
-            scripts.none_running();
-            Some(0)
+impl FilteredCommand for Filtered {
+    #[inline(always)]
+    fn client(&self) -> Option<u64> {
+        // SAFETY: the live filter context of this call.
+        self.api.client_id.map(|f| unsafe { f(self.fctx) })
+    }
+
+    #[inline(always)]
+    fn argc(&self) -> usize {
+        // SAFETY: the live filter context of this call.
+        let argc = unsafe { (self.api.args_count)(self.fctx) };
+        usize::try_from(argc).unwrap_or(0)
+    }
+
+    #[inline(always)]
+    fn arg(&self, i: usize) -> &[u8] {
+        let arg = self.raw_arg(i);
+        if arg.is_null() {
+            return &[];
         }
+        let mut len = 0usize;
+        // SAFETY: a string of the live filter context of this call, valid
+        // until the call returns (the slice does not outlive it).
+        unsafe {
+            let ptr = (self.api.ptr_len)(arg, &mut len);
+            if ptr.is_null() {
+                return &[];
+            }
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+        }
+    }
+
+    fn server_keys(&self) -> Vec<(usize, Option<Access>)> {
+        let argv: Vec<*mut raw::RedisModuleString> =
+            (0..self.argc()).map(|i| self.raw_arg(i)).collect();
+        CommandKeys::of(&argv).map_or_else(Vec::new, |keys| keys.iter().collect())
+    }
+
+    fn in_script(&self) -> bool {
+        // SAFETY: the flags of the module's detached context; the script
+        // flag is server-wide.
+        let flags =
+            unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(module_context::raw())) };
+        flags as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0
+    }
+
+    fn client_db(&self, id: u64) -> Option<Db> {
+        ask_client_db(id)
+    }
+}
+
+impl Filtered {
+    #[inline(always)]
+    fn raw_arg(&self, i: usize) -> *mut raw::RedisModuleString {
+        let i = c_int::try_from(i).unwrap_or(c_int::MAX);
+        // SAFETY: the live filter context of this call; the server checks
+        // `i` against the argument count (null past it).
+        unsafe { (self.api.arg_get)(self.fctx, i) }
     }
 }
 
@@ -265,7 +231,8 @@ impl CommandKeys {
     /// `None` for a command without keys (or one the server does not know,
     /// or with the wrong arity).
     fn of(argv: &[*mut raw::RedisModuleString]) -> Option<Self> {
-        let ctx = MODULE_CTX.load(Ordering::Relaxed);
+        let ctx = module_context::raw();
+        // SAFETY: a function pointer filled by the server at load.
         let get_keys = unsafe { raw::RedisModule_GetCommandKeysWithFlags }?;
         let (mut count, mut flags): (c_int, *mut c_int) = (0, null_mut());
         // SAFETY: `argv` holds the command's own argument strings; the
@@ -290,21 +257,27 @@ impl CommandKeys {
         Some(keys)
     }
 
-    fn iter(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
+    /// Each key's position, and its access where the server's flags say.
+    fn iter(&self) -> impl Iterator<Item = (usize, Option<Access>)> + '_ {
         (0..self.count).map(|i| {
             // SAFETY: both arrays hold `count` entries (flags may be null).
-            unsafe {
+            let (position, flags) = unsafe {
                 let position = *self.positions.add(i);
                 let flags = if self.flags.is_null() {
                     0
                 } else {
                     *self.flags.add(i)
                 };
-                (
-                    usize::try_from(position).unwrap_or(usize::MAX),
-                    flags as u32,
-                )
-            }
+                (position, flags as u32)
+            };
+            let access = if flags & (raw::REDISMODULE_CMD_KEY_RO | WRITE_FLAGS) == 0 {
+                None // the server did not say: the key spec it came from does
+            } else if flags & raw::REDISMODULE_CMD_KEY_RO != 0 && flags & WRITE_FLAGS == 0 {
+                Some(Access::Read)
+            } else {
+                Some(Access::Write)
+            };
+            (usize::try_from(position).unwrap_or(usize::MAX), access)
         })
     }
 }
@@ -324,20 +297,11 @@ impl Drop for CommandKeys {
     }
 }
 
-/// Is a script running? Its commands pass the filter too, but the script's
-/// own command already counted the keys it declared.
-fn in_script(ctx: *mut raw::RedisModuleCtx) -> bool {
-    // SAFETY: the flags of the module's detached context; the script flag is
-    // server-wide.
-    let flags = unsafe { raw::RedisModule_GetContextFlags.map_or(0, |f| f(ctx)) };
-    flags as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0
-}
-
 /// What the server says of client `id`: `Some(Some(db))` for a connection,
 /// `Some(None)` for none (a fake client), `None` if it cannot say. The
 /// costly call (it also fills in the client's address): made once per
 /// client and again after a `SELECT`, never per command.
-fn ask_client_db(id: u64) -> Option<Option<u16>> {
+fn ask_client_db(id: u64) -> Option<Db> {
     // SAFETY: a function pointer filled by the server; `info` is a
     // version-1 structure as the API requires.
     unsafe {
@@ -345,7 +309,7 @@ fn ask_client_db(id: u64) -> Option<Option<u16>> {
         let mut info: raw::RedisModuleClientInfo = std::mem::zeroed();
         info.version = 1;
         let found = info_by_id((&mut info as *mut raw::RedisModuleClientInfo).cast(), id);
-        Some((found == raw::REDISMODULE_OK as c_int).then_some(info.db))
+        Some((found == raw::REDISMODULE_OK as c_int).then_some(info.db as u16))
     }
 }
 
@@ -360,10 +324,11 @@ unsafe extern "C" fn on_client_change(
         if subevent != raw::REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED || data.is_null() {
             return;
         }
-        let id = (*data.cast::<raw::RedisModuleClientInfo>()).id;
+        // SAFETY: the server passes a client info for client events.
+        let id = unsafe { (*data.cast::<raw::RedisModuleClientInfo>()).id };
         with_state(|state| {
             if let Some(t) = state.as_mut() {
-                t.client_dbs.forget(id);
+                t.forget_client(id);
             }
         });
     });

@@ -1,6 +1,6 @@
 //! `INFO heavykeeper` (section `heavykeeper_tracking`): what the tracker
-//! holds and what it has seen. Every field names the tracker, so that none
-//! could be mistaken for a figure of the sketches.
+//! holds, what it sees and what it costs. Every field names the tracker, so
+//! that none could be mistaken for a figure of the sketches.
 
 use super::config;
 use crate::module_stats::info_number as number;
@@ -10,43 +10,116 @@ use redis_module::InfoContext;
 /// crash report): figures that are busy right now read as 0.
 #[derive(Default)]
 struct Figures {
+    every: u32,
     seen: u64,
-    sampled: u64,
     dropped: u64,
+    unauthenticated: u64,
+    checks: u64,
+    refused: u64,
+    slots_discarded: u64,
+    slots: (u64, u64, u64, u64),
+    misses_seen: u64,
     memory: u64,
     keys_counted: u64,
+    cost: f64,
+    /// The last tick's shares of a core: filter, clocks, worker.
+    parts: (f64, f64, f64),
+    cost_counting_all: f64,
+    spent_ns: u64,
+    totals: heavykeeper_tracker::Totals,
+    default_open: Option<bool>,
+}
+
+fn figures() -> Figures {
+    super::with_state(|state| {
+        state.as_ref().map(|t| {
+            let f = t.figures();
+            let (unauthenticated, checks, refused) = t.auth().figures();
+            Figures {
+                every: t.every(),
+                seen: f.commands_seen,
+                dropped: f.accesses_dropped,
+                unauthenticated,
+                checks,
+                refused,
+                slots_discarded: f.slots_discarded,
+                slots: (f.slots, f.slots_counted, f.slot_ns, f.counted_slot_ns),
+                misses_seen: f.misses_seen,
+                memory: t.try_memory_bytes().unwrap_or(0) as u64,
+                keys_counted: t
+                    .try_counting()
+                    .map_or(0, |c| c.tracker().keys_counted()),
+                cost: t.budget().recent_cost(),
+                parts: t.recent_shares(),
+                cost_counting_all: t.budget().cost_when_counting().unwrap_or(0.0),
+                spent_ns: t.budget().spent_ns(),
+                totals: t.budget().totals(),
+                default_open: t.auth().default_open(),
+            }
+        })
+    })
+    .flatten()
+    .unwrap_or_default()
+}
+
+fn mean_ms(ns: u64, n: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6 / n.max(1) as f64)
+}
+
+fn seconds(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e9)
+}
+
+/// A share as a percentage with two decimals (INFO fields are text).
+fn percent(share: f64) -> String {
+    format!("{:.2}", 100.0 * share)
 }
 
 pub fn add_section(ctx: &InfoContext) {
     let shape = config::shape();
-    let figures = super::with_state(|state| {
-        state.as_ref().map(|t| Figures {
-            seen: t.commands_seen,
-            sampled: t.commands_sampled,
-            dropped: t.accesses_dropped,
-            memory: t.try_memory_bytes().unwrap_or(0) as u64,
-            keys_counted: t.worker.try_tracker().map_or(0, |k| k.keys_counted()),
-        })
-    })
-    .flatten()
-    .unwrap_or_default();
+    let f = figures();
+    let share = if f.every == 0 { 0.0 } else { 1.0 / f64::from(f.every) };
+    let sample = config::TRACK_SAMPLE.load(std::sync::atomic::Ordering::Relaxed);
+    let auth = match f.default_open {
+        Some(true) => "none-needed",
+        _ if super::filter::names_clients() => "per-client",
+        _ => "per-slot",
+    };
     let _ = ctx
         .builder()
         .add_section("tracking")
-        .field("tracker_enabled", i64::from(super::windows::counting()))
+        .field("tracker_enabled", i64::from(super::counting()))
         .and_then(|s| s.field("tracker_k", i64::from(shape.k)))
+        .and_then(|s| s.field("tracker_halflife_seconds", (shape.half_life_ms / 1000.0) as i64))
+        .and_then(|s| s.field("tracker_sample", sample))
+        .and_then(|s| s.field("tracker_share_counted", format!("{share:.4}")))
+        .and_then(|s| s.field("tracker_cpu_percent", percent(f.cost)))
+        .and_then(|s| s.field("tracker_cpu_main_percent", percent(f.parts.0 + f.parts.1)))
+        .and_then(|s| s.field("tracker_cpu_worker_percent", percent(f.parts.2)))
+        .and_then(|s| s.field("tracker_cpu_percent_counting_all", percent(f.cost_counting_all)))
+        .and_then(|s| s.field("tracker_cpu_budget_percent", percent(config::cpu_budget())))
+        .and_then(|s| s.field("tracker_cpu_seconds", format!("{:.3}", f.spent_ns as f64 / 1e9)))
+        .and_then(|s| s.field("tracker_cpu_seconds_main", seconds(f.totals.main_ns)))
+        .and_then(|s| s.field("tracker_cpu_seconds_worker", seconds(f.totals.worker_ns)))
+        .and_then(|s| s.field("tracker_seconds_counted", seconds(f.totals.counted_ns)))
+        .and_then(|s| s.field("tracker_memory_bytes", number(f.memory)))
+        .and_then(|s| s.field("tracker_keys_counted", number(f.keys_counted)))
+        .and_then(|s| s.field("tracker_commands_seen", number(f.seen)))
+        .and_then(|s| s.field("tracker_accesses_dropped", number(f.dropped)))
+        .and_then(|s| s.field("tracker_misses", i64::from(config::misses_on())))
+        .and_then(|s| s.field("tracker_misses_seen", number(f.misses_seen)))
+        .and_then(|s| s.field("tracker_auth_check", auth))
+        .and_then(|s| s.field("tracker_unauthenticated_dropped", number(f.unauthenticated)))
+        .and_then(|s| s.field("tracker_auth_checks", number(f.checks)))
+        .and_then(|s| s.field("tracker_auth_refused", number(f.refused)))
+        .and_then(|s| s.field("tracker_slots", number(f.slots.0)))
+        .and_then(|s| s.field("tracker_slots_counted", number(f.slots.1)))
         .and_then(|s| {
-            s.field(
-                "tracker_halflife_seconds",
-                (shape.half_life_ms / 1000.0) as i64,
-            )
+            let uncounted = f.slots.2.saturating_sub(f.slots.3);
+            s.field("tracker_uncounted_slot_mean_ms", mean_ms(uncounted, f.slots.0.saturating_sub(f.slots.1)))
         })
-        .and_then(|s| s.field("tracker_sample", number(config::sample())))
-        .and_then(|s| s.field("tracker_memory_bytes", number(figures.memory)))
-        .and_then(|s| s.field("tracker_keys_counted", number(figures.keys_counted)))
-        .and_then(|s| s.field("tracker_commands_seen", number(figures.seen)))
-        .and_then(|s| s.field("tracker_commands_sampled", number(figures.sampled)))
-        .and_then(|s| s.field("tracker_accesses_dropped", number(figures.dropped)))
+        .and_then(|s| s.field("tracker_counted_slot_mean_ms", mean_ms(f.slots.3, f.slots.1)))
+        .and_then(|s| s.field("tracker_slots_discarded", number(f.slots_discarded)))
         .and_then(|s| s.build_section())
         .and_then(|b| b.build_info());
 }

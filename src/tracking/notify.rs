@@ -1,14 +1,13 @@
 //! The tracker's own events: `hot` when a key's rate (reads plus writes)
 //! rises to `heavykeeper.track-notify-above` requests per second, `cool`
 //! when it falls below 0.8 of that, published on `heavykeeper.track-channel`
-//! by the watch timer (a primary only, like every event). In a cluster
+//! by the tracker's tick (a primary only, like every event). In a cluster
 //! they go to every node's subscribers.
 
-use super::{config, with_state};
-use crate::watching::message::{count, number, put_bytes};
-use crate::watching::publish_message;
+use super::{config, with_state, Tracking};
+use crate::host::publish::{count, number, publish_message, put_bytes};
 use crate::{clock, module_string};
-use heavykeeper_sketch::HotKey;
+use heavykeeper_tracker::{HotKey, Ranking};
 use redis_module::Context;
 use serde_json::{json, Map, Value};
 
@@ -36,30 +35,37 @@ pub fn tick(ctx: &Context) {
     }
 }
 
-/// Keys that turned hot or cool since the last tick (the tracker as the
-/// worker has counted it; a tick when the worker holds it is skipped).
-fn changes(t: &mut super::Tracking, above: f64, now: i64) -> Vec<(&'static str, HotKey)> {
-    let Some(tracker) = t.worker.try_tracker() else {
-        return Vec::new();
+/// Keys that turned hot or cool since the last tick (the sketches as the
+/// worker has counted them; a tick when the worker holds them is skipped).
+fn changes(t: &mut Tracking, above: f64, now: i64) -> Vec<(&'static str, HotKey)> {
+    let announced: Vec<(u16, Vec<u8>)> = t.notified().iter().cloned().collect();
+    let (hot, still) = {
+        let Some(counting) = t.try_counting() else {
+            return Vec::new();
+        };
+        let tracker = counting.tracker();
+        let hot: Vec<HotKey> = tracker
+            .hottest(Ranking::Total, usize::MAX, now)
+            .into_iter()
+            .take_while(|key| key.total().per_second >= above)
+            .collect();
+        let still: Vec<HotKey> = announced
+            .iter()
+            .map(|(db, key)| tracker.key(*db, key, now))
+            .collect();
+        (hot, still)
     };
     let mut events = Vec::new();
-    for key in tracker.hottest(None, usize::MAX, now) {
-        if key.rate() < above {
-            break;
-        }
-        if t.notified.insert((key.db, key.key.clone())) {
+    for key in hot {
+        if t.notified().insert((key.db, key.key.clone())) {
             events.push(("hot", key));
         }
     }
-    let cooled: Vec<HotKey> = t
-        .notified
-        .iter()
-        .map(|(db, key)| tracker.key(*db, key, now))
-        .filter(|key| key.rate() < COOL_SHARE * above)
-        .collect();
-    for key in cooled {
-        t.notified.remove(&(key.db, key.key.clone()));
-        events.push(("cool", key));
+    for key in still {
+        if key.total().per_second < COOL_SHARE * above {
+            t.notified().remove(&(key.db, key.key.clone()));
+            events.push(("cool", key));
+        }
     }
     events
 }
@@ -69,10 +75,10 @@ fn json(kind: &str, key: &HotKey, now: i64) -> String {
     put_bytes(&mut object, "key", &key.key);
     object.insert("db".into(), json!(key.db));
     object.insert("event".into(), json!(kind));
-    object.insert("rate".into(), number(key.rate()));
-    object.insert("reads_per_second".into(), number(key.reads_per_second));
-    object.insert("writes_per_second".into(), number(key.writes_per_second));
-    object.insert("count".into(), count(key.count));
+    object.insert("rate".into(), number(key.total().per_second));
+    object.insert("reads_per_second".into(), number(key.reads.per_second));
+    object.insert("writes_per_second".into(), number(key.writes.per_second));
+    object.insert("count".into(), count(key.total().count));
     object.insert("time".into(), json!(now));
     Value::Object(object).to_string()
 }

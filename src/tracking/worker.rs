@@ -1,41 +1,55 @@
 //! Counting off the main thread. The command filter only copies each key
-//! into a batch; full batches are queued for a worker thread that counts
-//! them into the tracker, so a tracked command costs the server's main
-//! thread a copy, not a sketch update. Handing a batch over is a push under
-//! an uncontended lock, never a system call: the worker is not woken, it
-//! looks at the queue every millisecond.
+//! into a batch; full batches are queued for a worker thread that
+//! coalesces them and counts them into the sketches ([`Counting`]), so a
+//! tracked command costs the server's main thread a copy, not a sketch
+//! update. Handing a batch over is a push under an uncontended lock and a
+//! wake-up of the worker if it sleeps (one system call per batch of
+//! hundreds of accesses); a worker polling on a timer would wake a thousand
+//! times a second and cost more than the counting it does.
 //!
-//! The main thread never waits for the worker. When the queue is full (the
-//! worker falls behind) a batch is dropped and its accesses counted as
-//! dropped (`INFO`: `tracker_accesses_dropped`): the tracker samples, a
-//! lost batch is a lower count, never a stalled server. A reader
+//! The main thread never waits for the worker's work: when the queue is
+//! full (the worker falls behind) a batch is dropped and its accesses
+//! counted as dropped (`INFO`: `tracker_accesses_dropped`). A reader
 //! (`HK.HOTKEYS`) counts whatever is still queued itself; the worker holds
-//! the tracker for one step of 64 accesses at a time, so the reader's lock
-//! waits for at most that.
+//! the sketches for one step (a batch taken in, or [`heavykeeper_tracker::counting::STEP`]
+//! keys counted) at a time, so the reader waits for at most that.
+//!
+//! The worker keeps itself within a share of a core ([`Worker::set_cpu_share`]:
+//! its part of the tracker's budget, or [`WORKER_CPU_SHARE`] where the
+//! share of time counted is fixed), measured on its own CPU clock (so on any
+//! machine, fast, slow or profiled): past that, accesses are thinned at
+//! random on the way in, each kept standing for more
+//! ([`heavykeeper_tracker::Thinning`], unbiased), until its share fits
+//! again. A light load is never thinned.
 //!
 //! Memory is bounded whatever the keys: a batch holds at most
 //! [`BATCH_ACCESSES`] accesses or about [`BATCH_KEY_BYTES`] of keys (a key
 //! past 1 KiB is tracked under a 1 KiB name), the queue [`QUEUE`] batches,
-//! and an emptied batch gives back what it grew past those bounds.
+//! the coalescers a bounded number of keys, and an emptied batch gives back
+//! what it grew past those bounds.
 
-use heavykeeper_sketch::{KeyBatch, KeyTracker};
+use heavykeeper_tracker::{Counting, KeyBatch, KeyTracker};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Accesses per batch: large enough that handing one over is rare, small
-/// enough that a batch is counted in microseconds.
+/// enough that a batch is taken in within microseconds.
 pub const BATCH_ACCESSES: usize = 512;
 /// Key bytes after which a batch is handed over however few its accesses.
 pub const BATCH_KEY_BYTES: usize = 16 * 1024;
 /// Batches that may wait for the worker; past that, batches are dropped.
 pub const QUEUE: usize = 64;
-/// Accesses the worker counts per hold of the tracker.
-const STEP: usize = 64;
-/// How often the worker looks at the queue.
-const POLL: Duration = Duration::from_millis(1);
+/// The longest the worker sleeps with nothing queued: coalesced keys are
+/// counted once their horizon has passed, batch or no batch.
+const IDLE_WAKE: Duration = Duration::from_millis(100);
+/// The most of one core the worker takes before it thins, where the share
+/// of time counted is fixed (`track-sample N`).
+pub const WORKER_CPU_SHARE: f64 = 0.03;
+/// How often the worker weighs its own CPU time.
+const BRAKE_PERIOD: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
 struct Queue {
@@ -45,9 +59,11 @@ struct Queue {
 }
 
 struct Shared {
-    tracker: Mutex<KeyTracker>,
+    counting: Mutex<Counting>,
     queue: Mutex<Queue>,
     stop: AtomicBool,
+    /// The share of a core the worker keeps to (an `f64`'s bits).
+    cpu_share: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -62,21 +78,40 @@ fn recycle(batch: &mut KeyBatch) {
 pub struct Worker {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// The worker thread's CPU clock.
+    cpu_clock: Option<libc::clockid_t>,
 }
 
 impl Worker {
     pub fn start(tracker: KeyTracker) -> Self {
+        // Coalesce over a fiftieth of the half-life (10 ms to 1 s): fading
+        // cannot tell those accesses apart (their weights differ by < 1.4%).
+        let horizon = (tracker.shape().half_life_ms / 50.0).clamp(10.0, 1_000.0) as i64;
+        let counting = Counting::new(tracker, horizon, rand::random());
         let shared = Arc::new(Shared {
-            tracker: Mutex::new(tracker),
+            counting: Mutex::new(counting),
             queue: Mutex::new(Queue::default()),
             stop: AtomicBool::new(false),
+            cpu_share: AtomicU64::new(WORKER_CPU_SHARE.to_bits()),
         });
         let worker_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("hk-tracker".into())
             .spawn(move || count_batches(&worker_shared))
             .ok();
-        Worker { shared, thread }
+        let cpu_clock = thread.as_ref().and_then(cpu_clock_of);
+        Worker {
+            shared,
+            thread,
+            cpu_clock,
+        }
+    }
+
+    /// The share of one core the worker keeps to, thinning past it.
+    pub fn set_cpu_share(&self, share: f64) {
+        self.shared
+            .cpu_share
+            .store(share.clamp(1e-6, 1.0).to_bits(), Ordering::Relaxed);
     }
 
     fn running(&self) -> bool {
@@ -84,8 +119,8 @@ impl Worker {
     }
 
     /// Queues `batch` for the worker (leaving an empty one in its place).
-    /// Returns the accesses dropped: all of the batch's if the queue is full
-    /// or there is no worker, else none.
+    /// Returns the accesses dropped (weighted): all of the batch's if the
+    /// queue is full or there is no worker, else none.
     pub fn submit(&mut self, batch: &mut KeyBatch) -> u64 {
         if batch.is_empty() {
             return 0;
@@ -95,33 +130,38 @@ impl Worker {
         if running && queue.waiting.len() < QUEUE {
             let spare = queue.spares.pop().unwrap_or_default();
             queue.waiting.push_back(std::mem::replace(batch, spare));
+            drop(queue);
+            if let Some(thread) = &self.thread {
+                thread.thread().unpark();
+            }
             return 0;
         }
         drop(queue);
-        let dropped = batch.len() as u64;
+        let dropped = batch.weighted_len();
         recycle(batch);
         dropped
     }
 
-    /// The tracker with every access so far counted: what is still queued
-    /// (and `pending`) is counted here, not waited for.
-    pub fn current(&mut self, pending: &mut KeyBatch) -> MutexGuard<'_, KeyTracker> {
+    /// The sketches with every access so far counted: what is still
+    /// queued (and `pending`) is counted here, not waited for.
+    pub fn current(&mut self, pending: &KeyBatch) -> MutexGuard<'_, Counting> {
         let mut left: Vec<KeyBatch> = lock(&self.shared.queue).waiting.drain(..).collect();
-        let mut tracker = lock(&self.shared.tracker);
-        pending.apply_to(&mut tracker);
+        let mut counting = lock(&self.shared.counting);
         for batch in &mut left {
-            batch.apply_to(&mut tracker);
+            counting.absorb(batch);
             recycle(batch);
         }
+        counting.absorb(pending);
+        counting.current();
         let mut queue = lock(&self.shared.queue);
         let room = QUEUE.saturating_sub(queue.spares.len());
         queue.spares.extend(left.into_iter().take(room));
-        tracker
+        counting
     }
 
-    /// The tracker as counted so far, if no one else holds it right now.
-    pub fn try_tracker(&self) -> Option<MutexGuard<'_, KeyTracker>> {
-        self.shared.tracker.try_lock().ok()
+    /// The sketches as counted so far, if no one else holds them right now.
+    pub fn try_counting(&self) -> Option<MutexGuard<'_, Counting>> {
+        self.shared.counting.try_lock().ok()
     }
 
     /// Heap bytes of the queued and spare batches, if the queue is free now.
@@ -136,6 +176,31 @@ impl Worker {
                 .sum(),
         )
     }
+
+    /// The worker thread's CPU time so far, in ns.
+    pub fn cpu_ns(&self) -> Option<u64> {
+        let clock = self.cpu_clock?;
+        if !self.running() {
+            return None;
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid out-pointer; the clock is the running thread's.
+        (unsafe { libc::clock_gettime(clock, &mut ts) } == 0)
+            .then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    }
+}
+
+/// The CPU clock of a thread we started.
+fn cpu_clock_of(thread: &JoinHandle<()>) -> Option<libc::clockid_t> {
+    use std::os::unix::thread::JoinHandleExt;
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: the handle's pthread_t is alive while the handle is; a valid
+    // out-pointer.
+    let found = unsafe { libc::pthread_getcpuclockid(thread.as_pthread_t(), &mut clock) };
+    (found == 0).then_some(clock)
 }
 
 impl Drop for Worker {
@@ -148,18 +213,102 @@ impl Drop for Worker {
     }
 }
 
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 fn count_batches(shared: &Shared) {
+    let mut brake = Brake::new();
     while !shared.stop.load(Ordering::Relaxed) {
+        let target = f64::from_bits(shared.cpu_share.load(Ordering::Relaxed));
+        if let Some(threshold) = brake.weigh(target) {
+            lock(&shared.counting).set_threshold(threshold);
+        }
         let next = lock(&shared.queue).waiting.pop_front();
-        let Some(mut batch) = next else {
-            std::thread::park_timeout(POLL);
+        if let Some(mut batch) = next {
+            brake.saw_weight(u64::from(batch.weight()));
+            lock(&shared.counting).absorb(&batch);
+            recycle(&mut batch);
+            let mut queue = lock(&shared.queue);
+            if queue.spares.len() < QUEUE {
+                queue.spares.push(batch);
+            }
             continue;
-        };
-        batch.apply_in_steps(STEP, |each| each(&mut lock(&shared.tracker)));
-        recycle(&mut batch);
-        let mut queue = lock(&shared.queue);
-        if queue.spares.len() < QUEUE {
-            queue.spares.push(batch);
+        }
+        let now = now_ms();
+        if lock(&shared.counting).has_work(now) {
+            lock(&shared.counting).step(now);
+            continue;
+        }
+        std::thread::park_timeout(IDLE_WAKE);
+    }
+}
+
+/// The worker's own CPU share, and the thinning threshold that keeps it
+/// within its target.
+struct Brake {
+    since: Instant,
+    cpu_at: u64,
+    threshold: u64,
+    /// The heaviest batch weight of the period: a threshold below it thins
+    /// nothing.
+    weight: u64,
+}
+
+impl Brake {
+    fn new() -> Self {
+        Self {
+            since: Instant::now(),
+            cpu_at: own_cpu_ns(),
+            threshold: 1,
+            weight: 1,
         }
     }
+
+    fn saw_weight(&mut self, weight: u64) {
+        self.weight = self.weight.max(weight);
+    }
+
+    /// Every [`BRAKE_PERIOD`]: the new threshold, if it changed. The cost
+    /// is taken as inversely proportional to what an access kept stands for
+    /// (most of it is per access kept), so the threshold that fits is that
+    /// scaled by the share over the target; it comes down by halves.
+    fn weigh(&mut self, target: f64) -> Option<u64> {
+        let wall = self.since.elapsed();
+        if wall < BRAKE_PERIOD {
+            return None;
+        }
+        let cpu = own_cpu_ns();
+        let share = cpu.saturating_sub(self.cpu_at) as f64 / wall.as_nanos().max(1) as f64;
+        self.since = Instant::now();
+        self.cpu_at = cpu;
+        let stands_for = self.threshold.max(std::mem::replace(&mut self.weight, 1));
+        let fits = (stands_for as f64 * share / (0.8 * target)).ceil();
+        let next = if share > 0.8 * target && fits > self.threshold as f64 {
+            fits.min(1e6) as u64
+        } else if share < 0.4 * target {
+            (self.threshold / 2).max(1)
+        } else {
+            self.threshold
+        };
+        (next != self.threshold).then(|| {
+            self.threshold = next;
+            next
+        })
+    }
+}
+
+/// This thread's CPU time so far, in ns.
+fn own_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; the calling thread's own clock.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

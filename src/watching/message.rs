@@ -2,38 +2,10 @@
 //! binary-safe: a key or item that is not valid UTF-8 travels as
 //! `key_base64` / `item_base64` instead.
 
-use base64::Engine;
 use heavykeeper_sketch::WatchEvent;
 use serde_json::{json, Map, Value};
 
-/// `bytes` under `name`, or under `name_base64` if they are not UTF-8.
-pub fn put_bytes(object: &mut Map<String, Value>, name: &str, bytes: &[u8]) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => object.insert(name.to_string(), json!(text)),
-        Err(_) => object.insert(
-            format!("{name}_base64"),
-            json!(base64::engine::general_purpose::STANDARD.encode(bytes)),
-        ),
-    };
-}
-
-/// A finite number as JSON (a non-finite one, which never should occur, as 0).
-pub fn number(value: f64) -> Value {
-    if value.is_finite() {
-        json!(value)
-    } else {
-        json!(0)
-    }
-}
-
-/// A count as the integer users read (faded counts to the nearest).
-pub fn count(value: f64) -> Value {
-    if value.is_finite() {
-        json!(value.round() as i64)
-    } else {
-        json!(0)
-    }
-}
+pub use crate::host::publish::{count, number, put_bytes};
 
 pub fn json(key: &[u8], event: &WatchEvent) -> String {
     let mut object = Map::new();

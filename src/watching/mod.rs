@@ -36,12 +36,7 @@ pub fn with_schedule<R>(f: impl FnOnce(&mut Schedule) -> R) -> R {
     f(&mut schedule)
 }
 
-/// Does this context publish? Only a primary's own commands and timers.
-pub fn announces(ctx: &Context) -> bool {
-    let flags = ctx.get_flags();
-    flags.contains(ContextFlags::MASTER)
-        && !flags.intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
-}
+pub use crate::host::publish::{announces, publish_message};
 
 pub fn selected_db(ctx: &Context) -> Db {
     // SAFETY: a live context of the current command, timer or event.
@@ -95,23 +90,6 @@ pub fn publish(ctx: &Context, key: &RedisString, sketch: &mut HeavyKeeper, event
         }
         publish_message(ctx, &channel, shard, &message::json(key.as_slice(), event));
         PUBLISHED.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Publishes `text` on `channel`: a shard message in a cluster (`shard`),
-/// a plain one otherwise.
-pub fn publish_message(ctx: &Context, channel: &RedisString, shard: bool, text: &str) {
-    let message = module_string::of(ctx, text.as_bytes());
-    // SAFETY: live strings and context; both functions exist since Redis 7.0.
-    unsafe {
-        let publish = if shard {
-            raw::RedisModule_PublishMessageShard
-        } else {
-            raw::RedisModule_PublishMessage
-        };
-        if let Some(publish) = publish {
-            publish(ctx.ctx, channel.inner, message.inner);
-        }
     }
 }
 

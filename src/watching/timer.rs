@@ -1,6 +1,6 @@
 //! The watch timer: every `heavykeeper.watch-interval-ms` it visits the
 //! watched sketches whose next crossing is due, publishes what fading did
-//! to them, and hands the tracker its turn to announce hot keys.
+//! to them.
 //!
 //! A visit has no effect a client can see besides the events: the sketch
 //! is opened quietly ([`Quiet`]), so no `WATCH` is aborted, no client-side
@@ -10,7 +10,7 @@
 use super::{announces, publish, with_schedule};
 use crate::panic_guard::or_fallback;
 use crate::sketch_key::Quiet;
-use crate::{clock, fault, module_string, tracking};
+use crate::{clock, fault, module_string};
 use redis_module::{raw, Context};
 use std::os::raw::c_int;
 use std::time::Duration;
@@ -30,11 +30,6 @@ fn tick(ctx: &Context, _: ()) {
     or_fallback("the watch timer", (), || {
         if announces(ctx) {
             visit_due(ctx, clock::now_ms());
-        }
-    });
-    or_fallback("the tracker's notifications", (), || {
-        if announces(ctx) {
-            tracking::notify::tick(ctx);
         }
     });
     let interval = super::config::interval().max(Duration::from_millis(1));

@@ -154,6 +154,17 @@ impl Server {
         self.connect(&format!("redis://127.0.0.1:{}/?protocol=resp3", self.port))
     }
 
+    /// The server's address as a URL, for clients of other crates.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A client logged in with `password` (the default user's, as
+    /// `requirepass` sets it).
+    pub fn client_with_password(&self, password: &str) -> Connection {
+        self.connect(&format!("redis://:{password}@127.0.0.1:{}/", self.port))
+    }
+
     fn connect(&self, url: &str) -> Connection {
         redis::Client::open(url)
             .and_then(|c| c.get_connection())
@@ -374,7 +385,11 @@ impl Subscriber {
 
     /// A subscriber to a channel whose name is any bytes.
     pub fn on_bytes(server: &Server, channel: &[u8], shard: bool) -> Self {
-        let mut con = server.client();
+        Self::on_connection(server.client(), channel, shard)
+    }
+
+    /// A subscriber on a connection of the caller's (one logged in, say).
+    pub fn on_connection(mut con: Connection, channel: &[u8], shard: bool) -> Self {
         let command = if shard { "SSUBSCRIBE" } else { "SUBSCRIBE" };
         let _: Value = redis::cmd(command)
             .arg(channel)

@@ -22,6 +22,10 @@ pub(crate) struct Arrival {
     pub(crate) unit: f64,
     /// Stored weight of one arrival at the clock: turns a mass into a count.
     pub(crate) now_unit: f64,
+    /// What one arrival of the stream stands for: 1 for a stream counted
+    /// whole; `s` for a sample where each arrival kept stands for `s`
+    /// (see [`crate::HeavyKeeper::add_sampled`]).
+    pub(crate) scale: f64,
 }
 
 impl Arrival {
@@ -31,7 +35,7 @@ impl Arrival {
 
     /// One whole arrival, no fading: what [`BucketUpdate::apply_unit`] counts.
     pub(crate) fn is_unit(&self) -> bool {
-        self.weight == 1 && self.unit == 1.0 && self.now_unit == 1.0
+        self.weight == 1 && self.unit == 1.0 && self.now_unit == 1.0 && self.scale == 1.0
     }
 
     /// The largest stored mass at this arrival's clock.
@@ -243,6 +247,14 @@ impl BucketUpdate<'_> {
     /// by one current unit with probability `b^-C` (C its current count).
     /// Returns the mass the item takes the bucket with, if it was emptied.
     ///
+    /// For a sampled stream (`scale` s > 1) the game is the sample's own:
+    /// `weight / s` arrivals, each decaying the bucket by `s` units with
+    /// probability `b^-(C/s)`: HeavyKeeper on the sample, in its own units.
+    /// Played in absolute units instead, one sampled key standing for `s`
+    /// would hold its bucket as if it had come `s` times, and a truly hot
+    /// key would need `b^s` times the arrivals to take it. At scale 1 the
+    /// arithmetic is the same, bit for bit.
+    ///
     /// Every success lowers C by one, so the loop runs at most once per level
     /// whose probability is not negligible, whatever the weight and however
     /// old the arrival (an old arrival decays by a current unit too, as the
@@ -253,6 +265,7 @@ impl BucketUpdate<'_> {
             weight,
             unit,
             now_unit,
+            scale,
             ..
         } = arrival;
         let mut bucket = cells.cell(index)?;
@@ -262,10 +275,13 @@ impl BucketUpdate<'_> {
         } else {
             bucket.count / now_unit
         };
+        if scale != 1.0 {
+            level /= scale;
+        }
         if !level.is_finite() {
             return None;
         }
-        let mut remaining = weight as f64;
+        let mut remaining = weight as f64 / scale;
         let mut emptied = false;
         for _ in 0..self.curve.max_decays() {
             let p = self.curve.decay_probability(level);
@@ -283,7 +299,7 @@ impl BucketUpdate<'_> {
             }
             // One arrival spends one coin (the hot path); more skip ahead
             // to the next successful decay (reference section 4).
-            let trials = if remaining == 1.0 {
+            let trials = if remaining <= 1.0 {
                 if DecayCurve::coin(p, self.rng) {
                     1.0
                 } else {
@@ -307,9 +323,9 @@ impl BucketUpdate<'_> {
         }
         if emptied {
             // The arrival that emptied it is the item's first.
-            return Some(((remaining + 1.0) * unit).min(arrival.cap()));
+            return Some(((remaining + 1.0) * scale * unit).min(arrival.cap()));
         }
-        let count = level * now_unit;
+        let count = level * scale * now_unit;
         // Most coins fail: a bucket left as it was needs no write. (With
         // fading, `level * now_unit` may differ from the stored mass in the
         // last bit, and that rounding is part of the recorded state.)
@@ -380,6 +396,7 @@ mod tests {
                     weight: 1,
                     unit: 1.0,
                     now_unit: 1.0,
+                    scale: 1.0,
                 };
                 prop_assert!(arrival.is_unit());
                 let rows = Rows::of(&params);

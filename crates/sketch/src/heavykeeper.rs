@@ -230,6 +230,24 @@ impl HeavyKeeper {
             .map(|(item, _, _)| item)
     }
 
+    /// `weight` arrivals of an item already hashed, from a sampled stream in
+    /// which each arrival kept stands for `scale` (1: a stream counted
+    /// whole). `hash` must be `ItemHash::of(item, params.seed)` (a caller
+    /// that coalesces arrivals by hash need not hash twice).
+    ///
+    /// Counts stay in the stream's units (a weight of 16 adds 16), but the
+    /// buckets' decay plays in the sample's: see the bucket update's `decay`.
+    pub fn add_sampled(&mut self, item: &[u8], hash: ItemHash, weight: u64, time_ms: i64, scale: f64) {
+        debug_assert_eq!(hash, ItemHash::of(item, self.params.seed));
+        let upcoming = Upcoming {
+            item,
+            hash,
+            seed: self.params.seed,
+        };
+        let scale = if scale.is_finite() { scale.clamp(1.0, weight.max(1) as f64) } else { 1.0 };
+        self.arrive_scaled(upcoming, weight, time_ms, scale);
+    }
+
     /// [`Self::add`], telling what changed in the top-k.
     pub fn add_observed(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Arrived {
         self.arrive(self.hashed(item), weight, time_ms)
@@ -237,6 +255,16 @@ impl HeavyKeeper {
 
     /// The insert, for an item whose hash is known.
     pub(crate) fn arrive(&mut self, upcoming: Upcoming<'_>, weight: u64, time_ms: i64) -> Arrived {
+        self.arrive_scaled(upcoming, weight, time_ms, 1.0)
+    }
+
+    fn arrive_scaled(
+        &mut self,
+        upcoming: Upcoming<'_>,
+        weight: u64,
+        time_ms: i64,
+        scale: f64,
+    ) -> Arrived {
         let item = upcoming.item;
         let hash = if upcoming.seed == self.params.seed {
             upcoming.hash
@@ -257,6 +285,7 @@ impl HeavyKeeper {
             weight,
             unit,
             now_unit,
+            scale,
         };
         let nmin = self.nmin();
         match self.update_buckets(arrival, item, nmin) {

@@ -9,11 +9,9 @@ pub(crate) mod bucket_array;
 pub(crate) mod bucket_update;
 pub mod count_bound;
 pub mod decay;
-pub mod duty_cycle;
 pub mod encoding;
 pub mod fading;
 pub mod heavykeeper;
-pub mod hot_keys;
 pub mod item_arena;
 pub mod item_hash;
 pub mod merge;
@@ -24,13 +22,9 @@ pub mod topk;
 pub mod watch;
 
 pub use count_bound::MAX_COUNT;
-pub use duty_cycle::DutyCycle;
 pub use encoding::{decode, encode, DecodeError, ENCODING_VERSION};
 pub use fading::MAX_TIMESTAMP_MS;
 pub use heavykeeper::{Arrived, HeavyKeeper, Ranked, Upcoming};
-pub use hot_keys::{
-    tracked_name, Access, HotKey, KeyBatch, KeyTracker, TrackerShape, MAX_TRACKED_KEY_BYTES,
-};
 pub use item_hash::{ItemHash, RowLayout};
 pub use merge::MergeError;
 pub use out_of_memory::OutOfMemory;

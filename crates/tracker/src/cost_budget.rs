@@ -1,0 +1,337 @@
+//! Keeping the tracker within a budget of CPU time, on any machine.
+//!
+//! What the tracker costs is measured, never assumed per command: the
+//! caller reports, tick by tick, the time it spent counting on the main
+//! thread (timed), the time its clocks took (which does not grow with the
+//! time counted), its worker's CPU time, and how much of the tick was
+//! counted.
+//!
+//! The worker may take up to [`CostBudget::worker_share`] and keeps to it by
+//! thinning accesses (each kept one standing for more), which costs little
+//! accuracy, even on bursts. The main thread can only see fewer commands:
+//! what the two cost together per second counted sets the share of time
+//! counted: from sums over the last few seconds
+//! comes what counting costs it per second counted, and the share is chosen
+//! so that the cost fits: every command where it does (a lightly loaded
+//! server), one slot in `every` where it does not. A slow machine, a
+//! profiled server or heavier commands all show up as a higher measured
+//! cost, and the share follows. A sudden load is cut at the next tick.
+
+/// The share of the budget the tracker aims at: what it cannot time (the
+/// server's own dispatch to its filter, ~70-90 instructions a command
+/// against the ~300 timed) needs room.
+pub const AIM: f64 = 0.85;
+/// The main thread's part of the aim at the least; the worker's at the most
+/// is the rest. The main thread gets the larger part, and whatever the
+/// worker leaves: what the main thread cannot afford costs accuracy on
+/// bursts (a burst falls in a counted slot or not), while the worker thins
+/// accesses one by one, which costs little.
+pub const MAIN_PART: f64 = 0.65;
+/// The sums' memory, in wall time and in time counted, whichever passes
+/// first: a tick's figures count `e^-(age / MEMORY_NS + counted since /
+/// COUNTED_MEMORY_NS)`. By wall time alone, a second of idle time counted
+/// whole would stand for the cost of counting long after load arrived.
+const MEMORY_NS: f64 = 2e9;
+const COUNTED_MEMORY_NS: f64 = 50e6;
+/// Counted time the sums must hold before the cost per counted second is
+/// trusted: less would be a slot or two.
+const MIN_COUNTED_NS: f64 = 20e6;
+/// A share changes only when the new one differs by more than this factor
+/// (no flapping around a boundary), unless the cost overshoots the budget.
+const HYSTERESIS: f64 = 1.25;
+/// Counting every command again once it would spend at most this share of
+/// the aim (it is left past [`HYSTERESIS`] times the aim).
+const RETURN_TO_WHOLE: f64 = 0.9;
+/// A tick whose cost passes this many budgets is cut at once.
+const OVERSHOOT: f64 = 3.0;
+
+/// What one tick cost, in ns of CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TickCost {
+    /// Counting on the main thread (the filter, key-miss events).
+    pub calls_ns: u64,
+    /// Counting on the worker (it lags the main thread by up to a tick).
+    pub worker_ns: u64,
+    /// The clocks: ticks, slots, questions to the server.
+    pub clocks_ns: u64,
+}
+
+/// What the tracker has spent since it started.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Totals {
+    pub elapsed_ns: u64,
+    pub counted_ns: u64,
+    /// The main thread: counting and the clocks.
+    pub main_ns: u64,
+    pub worker_ns: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct CostBudget {
+    /// CPU time allowed, as a share of one core.
+    budget: f64,
+    every: u32,
+    max_every: u32,
+    /// Exponentially decayed sums, in ns.
+    recent: Sums,
+    /// Everything reported so far, for INFO.
+    total: Sums,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Sums {
+    elapsed: f64,
+    counted: f64,
+    /// Spent counting, main thread and worker (grows with the time counted).
+    counting: f64,
+    /// Spent by the clocks (does not).
+    fixed: f64,
+    /// Spent by the worker.
+    worker: f64,
+}
+
+impl Sums {
+    fn decay_then_add(&mut self, factor: f64, tick: Sums) {
+        self.elapsed = self.elapsed * factor + tick.elapsed;
+        self.counted = self.counted * factor + tick.counted;
+        self.counting = self.counting * factor + tick.counting;
+        self.fixed = self.fixed * factor + tick.fixed;
+        self.worker = self.worker * factor + tick.worker;
+    }
+
+    fn spent(&self) -> f64 {
+        self.counting + self.fixed
+    }
+}
+
+impl CostBudget {
+    /// `budget`: a share of one core (0.01 is 1%). Starts counting every
+    /// command; `max_every` bounds how sparse counting may get.
+    pub fn new(budget: f64, max_every: u32) -> Self {
+        Self {
+            budget: budget.clamp(1e-6, 1.0),
+            every: 1,
+            max_every: max_every.max(1),
+            recent: Sums::default(),
+            total: Sums::default(),
+        }
+    }
+
+    pub fn set_budget(&mut self, budget: f64) {
+        self.budget = budget.clamp(1e-6, 1.0);
+    }
+
+    /// One slot in `every` to count now.
+    pub fn every(&self) -> u32 {
+        self.every
+    }
+
+    /// A tick of `elapsed_ns`, of which `counted_ns` were counted, that
+    /// cost `cost`. Returns the share to count from now on.
+    pub fn observe(&mut self, elapsed_ns: u64, counted_ns: u64, cost: TickCost) -> u32 {
+        let tick = Sums {
+            elapsed: elapsed_ns as f64,
+            counted: counted_ns.min(elapsed_ns) as f64,
+            counting: cost.calls_ns.saturating_add(cost.worker_ns) as f64,
+            fixed: cost.clocks_ns as f64,
+            worker: cost.worker_ns as f64,
+        };
+        let age = tick.elapsed / MEMORY_NS + tick.counted / COUNTED_MEMORY_NS;
+        self.recent.decay_then_add((-age).exp(), tick);
+        self.total.decay_then_add(1.0, tick);
+        let overshoot = cost.calls_ns as f64 / tick.elapsed.max(1.0) / (AIM * self.budget);
+        if let Some(fits) = self.fits() {
+            let current = f64::from(self.every);
+            let wanted = fits.ceil().clamp(1.0, f64::from(self.max_every));
+            // Counting every command is left only when it clearly does not
+            // fit, and come back to only when it clearly does: a load at the
+            // boundary would otherwise flap between the two.
+            let whole_again = fits <= RETURN_TO_WHOLE;
+            let change = if current == 1.0 {
+                fits > HYSTERESIS
+            } else if whole_again {
+                true
+            } else {
+                wanted > 1.0 && (wanted > current * HYSTERESIS || wanted * HYSTERESIS < current)
+            };
+            if change {
+                self.every = if whole_again { 1 } else { wanted.max(2.0) as u32 };
+            }
+        }
+        if overshoot > OVERSHOOT {
+            let cut = (f64::from(self.every) * overshoot).ceil();
+            self.every = cut.clamp(1.0, f64::from(self.max_every)) as u32;
+        }
+        self.every
+    }
+
+    /// How many times over counting every command would spend the aim, from
+    /// the recent sums (`None` until they hold enough counted time).
+    fn fits(&self) -> Option<f64> {
+        let r = self.recent;
+        if r.counted < MIN_COUNTED_NS {
+            return None;
+        }
+        let per_counted_second = r.counting / r.counted;
+        // What the clocks take is not counting's to spend; counting keeps at
+        // least a quarter of the aim, or a machine where the clocks alone
+        // cost the budget (a profiled server) would count nothing.
+        let left = AIM * self.budget - r.fixed / r.elapsed.max(1.0);
+        let for_counting = left.max(0.25 * AIM * self.budget);
+        Some(per_counted_second / for_counting)
+    }
+
+    /// The worker's part: what it may take before it thins, a share of one
+    /// core.
+    pub fn worker_share(&self) -> f64 {
+        AIM * (1.0 - MAIN_PART) * self.budget
+    }
+
+    /// The tracker's CPU over the last few seconds, a share of one core.
+    pub fn recent_cost(&self) -> f64 {
+        self.recent.spent() / self.recent.elapsed.max(1.0)
+    }
+
+    /// What counting every command would cost the main thread now, a share
+    /// of one core (`None` until measured).
+    pub fn cost_when_counting(&self) -> Option<f64> {
+        (self.recent.counted >= MIN_COUNTED_NS).then(|| self.recent.counting / self.recent.counted)
+    }
+
+    /// CPU spent in all, in nanoseconds.
+    pub fn spent_ns(&self) -> u64 {
+        self.total.spent() as u64
+    }
+
+    /// Everything reported so far, in nanoseconds.
+    pub fn totals(&self) -> Totals {
+        let t = self.total;
+        Totals {
+            elapsed_ns: t.elapsed as u64,
+            counted_ns: t.counted as u64,
+            main_ns: (t.counting - t.worker + t.fixed).max(0.0) as u64,
+            worker_ns: t.worker as u64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn main_only(calls: u64, clocks: u64) -> TickCost {
+        TickCost {
+            calls_ns: calls,
+            worker_ns: 0,
+            clocks_ns: clocks,
+        }
+    }
+
+    /// Runs 100 ms ticks of a server where counting costs the main thread
+    /// `cost` of a core per second counted: the share settles where the
+    /// main thread's part fits.
+    fn settle(budget: f64, cost: f64) -> (u32, f64) {
+        let mut b = CostBudget::new(budget, 1024);
+        let period = 100_000_000u64;
+        let (mut spent_sum, mut ticks) = (0.0, 0.0);
+        for tick in 0..600 {
+            let counted = period / u64::from(b.every());
+            let spent = (counted as f64 * cost) as u64;
+            // The clocks: 0.02% of a core, whatever is counted.
+            let fixed = period / 5_000;
+            if tick >= 300 {
+                spent_sum += (spent + fixed) as f64 / period as f64;
+                ticks += 1.0;
+            }
+            b.observe(period, counted, main_only(spent, fixed));
+        }
+        (b.every(), spent_sum / ticks)
+    }
+
+    #[test]
+    fn a_light_load_is_counted_whole() {
+        assert_eq!(settle(0.01, 0.002).0, 1);
+    }
+
+    #[test]
+    fn a_heavy_load_is_sampled_within_the_budget() {
+        for cost in [0.02, 0.12, 0.9] {
+            let (every, share) = settle(0.01, cost);
+            let part = 0.01 * AIM;
+            assert!(every > 1, "{cost}");
+            assert!(share <= part * 1.05, "{cost}: {share} of a core");
+            assert!(share >= part / HYSTERESIS / 1.5, "{cost}: {share}: not needlessly sparse");
+        }
+    }
+
+    #[test]
+    fn the_worker_counts_towards_the_budget() {
+        let mut b = CostBudget::new(0.01, 1024);
+        let period = 100_000_000u64;
+        // Counting all costs the main thread 0.6% of a core: it fits in the
+        // aim (0.85%) with the worker at 0.1%, not with the worker at 0.6%.
+        for (worker_part, counted_whole) in [(1u64, true), (6, false)] {
+            for _ in 0..100 {
+                let counted = period / u64::from(b.every());
+                let cost = TickCost {
+                    calls_ns: counted * 6 / 1_000,
+                    worker_ns: counted * worker_part / 1_000,
+                    clocks_ns: 0,
+                };
+                b.observe(period, counted, cost);
+            }
+            assert_eq!(b.every() == 1, counted_whole, "worker {worker_part}: every {}", b.every());
+        }
+        assert!((b.worker_share() - 0.01 * AIM * (1.0 - MAIN_PART)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_load_at_the_boundary_does_not_flap() {
+        let mut b = CostBudget::new(0.01, 1024);
+        let period = 100_000_000u64;
+        let mut changes = 0;
+        let mut last = b.every();
+        // Counting all costs just about the aim, give or take 10%.
+        for tick in 0..600u64 {
+            let counted = period / u64::from(b.every());
+            let wobble = if tick % 2 == 0 { 1.1 } else { 0.9 };
+            let cost = (counted as f64 * 0.0085 * wobble) as u64;
+            b.observe(period, counted, TickCost { calls_ns: cost, worker_ns: 0, clocks_ns: 0 });
+            changes += u32::from(b.every() != last);
+            last = b.every();
+        }
+        assert!(changes <= 1, "{changes} changes");
+    }
+
+    #[test]
+    fn a_sudden_load_is_cut_at_once_and_a_lull_counted_whole_again() {
+        let mut b = CostBudget::new(0.01, 1024);
+        let period = 100_000_000u64;
+        for _ in 0..10 {
+            b.observe(period, period, main_only(period / 2_000, 0));
+        }
+        assert_eq!(b.every(), 1);
+        // Counting everything suddenly costs the main thread a third of a core.
+        b.observe(period, period, main_only(period / 3, 0));
+        assert!(b.every() >= 30, "{}", b.every());
+        // Load gone: some seconds later, every command again.
+        for _ in 0..200 {
+            let counted = period / u64::from(b.every());
+            b.observe(period, counted, main_only(counted / 1000, period / 5_000));
+        }
+        assert_eq!(b.every(), 1);
+    }
+
+    #[test]
+    fn clocks_that_cost_the_whole_budget_do_not_stop_counting() {
+        // A profiled server: the clocks alone take 2% of a core.
+        let mut b = CostBudget::new(0.01, 1024);
+        let period = 100_000_000u64;
+        for _ in 0..300 {
+            let counted = period / u64::from(b.every());
+            b.observe(period, counted, main_only((counted as f64 * 0.3) as u64, period / 50));
+        }
+        // Counting gets a quarter of the aim: 0.3 / 0.002 = 150.
+        assert!((100..=200).contains(&b.every()), "{}", b.every());
+    }
+}

@@ -1,0 +1,336 @@
+//! Key accesses waiting to be counted: gathered where they are seen (a
+//! server's command filter, where every instruction is paid by every
+//! command) and counted elsewhere in one go.
+//!
+//! So an access costs the gathering side one copy of its key and one word:
+//! no timestamp and no weight per access. Every access of a batch stands for
+//! the same number of accesses ([`KeyBatch::weight`], the sampling weight
+//! of the time it was gathered in), and the batch knows when its first
+//! access came and when it was sealed: the counting side spreads the
+//! accesses evenly over that span, which is exact for steady traffic and off
+//! by at most the span (milliseconds) for any other.
+
+use crate::access::Access;
+use crate::tracked_name::{tracked_name, MAX_TRACKED_KEY_BYTES};
+
+/// Past this many bytes of items a batch takes no more accesses (its end
+/// offsets are 30 bits). Gatherers hand batches over long before.
+const MAX_ITEM_BYTES: usize = 1 << 30;
+
+#[derive(Clone, Debug, Default)]
+pub struct KeyBatch {
+    /// Each access's item: its database (2 bytes, big-endian), then its key.
+    items: Vec<u8>,
+    /// Each access's end in `items`, shifted left by 2, with its
+    /// [`Access`] code in the low bits.
+    entries: Vec<u32>,
+    weight: u32,
+    first_ms: i64,
+    sealed_ms: i64,
+}
+
+/// One access of a batch, as the counting side reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchAccess<'a> {
+    /// Database (2 bytes, big-endian) and key: what the tracker counts.
+    pub item: &'a [u8],
+    pub access: Access,
+    pub time_ms: i64,
+}
+
+impl KeyBatch {
+    /// Adds one access of `key` in `db`. The first access of a batch sets
+    /// its weight and its start time (`now` is called only then). A key
+    /// past [`MAX_TRACKED_KEY_BYTES`] is added under its [`tracked_name`].
+    #[inline(always)]
+    pub fn push(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        access: Access,
+        weight: u32,
+        now: impl FnOnce() -> i64,
+    ) {
+        if self.entries.is_empty() {
+            self.begin(weight, now());
+        }
+        if key.len() > MAX_TRACKED_KEY_BYTES {
+            return self.push_long(db, key, access);
+        }
+        self.push_item(db, key, access);
+    }
+
+    #[cold]
+    fn begin(&mut self, weight: u32, now_ms: i64) {
+        self.weight = weight.max(1);
+        self.first_ms = now_ms;
+        self.sealed_ms = now_ms;
+    }
+
+    /// Apart, so that the common path stays small enough to inline.
+    #[cold]
+    #[inline(never)]
+    fn push_long(&mut self, db: u16, key: &[u8], access: Access) {
+        self.push_item(db, &tracked_name(key), access);
+    }
+
+    #[inline(always)]
+    fn push_item(&mut self, db: u16, key: &[u8], access: Access) {
+        let start = self.items.len();
+        let end = start + 2 + key.len();
+        if end >= MAX_ITEM_BYTES {
+            return;
+        }
+        self.items.reserve(2 + key.len());
+        let db = db.to_be_bytes();
+        // SAFETY: `reserve` made room for `2 + key.len()` bytes past `start`;
+        // both copies write exactly those bytes before the length covers them.
+        unsafe {
+            let dst = self.items.as_mut_ptr().add(start);
+            std::ptr::copy_nonoverlapping(db.as_ptr(), dst, 2);
+            copy_small(key, dst.add(2));
+            self.items.set_len(end);
+        }
+        self.entries.push((end as u32) << 2 | access.code());
+    }
+
+    /// Adds every access of `other` (gathered at the same weight) after
+    /// this batch's own.
+    pub fn append(&mut self, other: &KeyBatch) {
+        if other.is_empty() {
+            return;
+        }
+        if self.is_empty() {
+            self.begin(other.weight, other.first_ms);
+        }
+        let shift = self.items.len();
+        if shift + other.items.len() >= MAX_ITEM_BYTES {
+            return;
+        }
+        self.items.extend_from_slice(&other.items);
+        self.entries
+            .extend(other.entries.iter().map(|&e| e + ((shift as u32) << 2)));
+    }
+
+    /// Accesses held.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Bytes of items held.
+    #[inline]
+    pub fn item_bytes(&self) -> usize {
+        self.items.len()
+    }
+
+    /// What each access stands for.
+    pub fn weight(&self) -> u32 {
+        self.weight
+    }
+
+    /// Accesses held times their weight: the accesses they stand for.
+    pub fn weighted_len(&self) -> u64 {
+        self.len() as u64 * u64::from(self.weight)
+    }
+
+    /// The batch is complete at `now_ms`: its accesses are spread up to then.
+    pub fn seal(&mut self, now_ms: i64) {
+        self.sealed_ms = now_ms.max(self.first_ms);
+    }
+
+    /// When the first access came, and when the batch was sealed.
+    pub fn span_ms(&self) -> (i64, i64) {
+        (self.first_ms, self.sealed_ms)
+    }
+
+    /// Every access in the order it came, spread over the batch's span.
+    pub fn iter(&self) -> impl Iterator<Item = BatchAccess<'_>> + '_ {
+        let n = self.entries.len().max(1) as i64;
+        let span = self.sealed_ms.saturating_sub(self.first_ms).max(0);
+        let mut start = 0usize;
+        self.entries.iter().enumerate().map(move |(i, &entry)| {
+            let end = (entry >> 2) as usize;
+            let item = self.items.get(start..end).unwrap_or_default();
+            start = end;
+            BatchAccess {
+                item,
+                access: Access::from_code(entry),
+                time_ms: self.first_ms + span.saturating_mul(i as i64) / n,
+            }
+        })
+    }
+
+    /// Access `i` (in the order they came), spread over the batch's span
+    /// as [`Self::iter`] spreads it.
+    pub fn get(&self, i: usize) -> Option<BatchAccess<'_>> {
+        let entry = *self.entries.get(i)?;
+        let start = i
+            .checked_sub(1)
+            .map_or(0, |before| (self.entries[before] >> 2) as usize);
+        let n = self.entries.len() as i64;
+        let span = self.sealed_ms.saturating_sub(self.first_ms).max(0);
+        Some(BatchAccess {
+            item: self.items.get(start..(entry >> 2) as usize).unwrap_or_default(),
+            access: Access::from_code(entry),
+            time_ms: self.first_ms + span.saturating_mul(i as i64) / n,
+        })
+    }
+
+    /// Heap bytes held (what it holds now or held before it was emptied).
+    pub fn heap_bytes(&self) -> usize {
+        self.items.capacity() + self.entries.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// Empties the batch, keeping its memory.
+    pub fn clear(&mut self) {
+        self.items.clear();
+        self.entries.clear();
+    }
+
+    /// Empties the batch and gives back memory past `max_bytes` of items
+    /// and `max_accesses` accesses: one batch of huge keys must not keep
+    /// its size for good.
+    pub fn clear_within(&mut self, max_bytes: usize, max_accesses: usize) {
+        self.clear();
+        self.items.shrink_to(max_bytes);
+        self.entries.shrink_to(max_accesses);
+    }
+}
+
+/// The database and key of a batch item.
+pub fn split_item(item: &[u8]) -> Option<(u16, &[u8])> {
+    let (db, key) = item.split_at_checked(2)?;
+    Some((u16::from_be_bytes(db.try_into().ok()?), key))
+}
+
+/// Copies `src` to `dst` with at most two loads and two stores for keys up
+/// to 32 bytes (most keys): a call to `memcpy` costs more than the copy.
+///
+/// # Safety
+/// `dst` must be valid for `src.len()` bytes of writes, not overlapping `src`.
+#[inline(always)]
+unsafe fn copy_small(src: &[u8], dst: *mut u8) {
+    use std::ptr::{read_unaligned, write_unaligned};
+    let n = src.len();
+    let s = src.as_ptr();
+    // SAFETY (every branch): each load reads `width` bytes at offset 0 or
+    // `n - width` with `n >= width`, inside `src`; each store writes the same
+    // offsets of `dst`, inside its `n` bytes. Overlapping stores write the
+    // same bytes twice.
+    unsafe {
+        match n {
+            16..=32 => {
+                let (a, b) = (read_unaligned(s.cast::<u128>()), read_unaligned(s.add(n - 16).cast::<u128>()));
+                write_unaligned(dst.cast::<u128>(), a);
+                write_unaligned(dst.add(n - 16).cast::<u128>(), b);
+            }
+            8..=15 => {
+                let (a, b) = (read_unaligned(s.cast::<u64>()), read_unaligned(s.add(n - 8).cast::<u64>()));
+                write_unaligned(dst.cast::<u64>(), a);
+                write_unaligned(dst.add(n - 8).cast::<u64>(), b);
+            }
+            4..=7 => {
+                let (a, b) = (read_unaligned(s.cast::<u32>()), read_unaligned(s.add(n - 4).cast::<u32>()));
+                write_unaligned(dst.cast::<u32>(), a);
+                write_unaligned(dst.add(n - 4).cast::<u32>(), b);
+            }
+            1..=3 => {
+                *dst = *s;
+                *dst.add(n / 2) = *s.add(n / 2);
+                *dst.add(n - 1) = *s.add(n - 1);
+            }
+            0 => {}
+            _ => std::ptr::copy_nonoverlapping(s, dst, n),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_length_of_key_is_copied_exactly() {
+        let mut batch = KeyBatch::default();
+        let keys: Vec<Vec<u8>> = (0..80usize)
+            .map(|n| (0..n).map(|i| (i * 7 + n) as u8).collect())
+            .collect();
+        for (i, key) in keys.iter().enumerate() {
+            batch.push(i as u16, key, Access::Read, 1, || 0);
+        }
+        let read: Vec<_> = batch.iter().map(|a| split_item(a.item).unwrap()).collect();
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!(read[i], (i as u16, key.as_slice()), "length {i}");
+        }
+    }
+
+    #[test]
+    fn accesses_keep_their_kind_and_spread_over_the_span() {
+        let mut batch = KeyBatch::default();
+        let mut clock_reads = 0;
+        for (i, access) in [Access::Read, Access::Write, Access::Miss, Access::Read]
+            .into_iter()
+            .enumerate()
+        {
+            batch.push(3, format!("k{i}").as_bytes(), access, 16, || {
+                clock_reads += 1;
+                1_000
+            });
+        }
+        assert_eq!(clock_reads, 1, "the clock is read once per batch");
+        batch.seal(1_040);
+        let read: Vec<_> = batch.iter().collect();
+        assert_eq!(
+            read.iter().map(|a| a.access).collect::<Vec<_>>(),
+            [Access::Read, Access::Write, Access::Miss, Access::Read]
+        );
+        assert_eq!(
+            read.iter().map(|a| a.time_ms).collect::<Vec<_>>(),
+            [1_000, 1_010, 1_020, 1_030]
+        );
+        for (i, a) in read.iter().enumerate() {
+            assert_eq!(batch.get(i).as_ref(), Some(a), "access {i} read alone");
+        }
+        assert_eq!(batch.get(4), None);
+        assert_eq!((batch.weight(), batch.weighted_len()), (16, 64));
+        // A batch emptied starts afresh: new weight, new start.
+        batch.clear();
+        batch.push(0, b"x", Access::Read, 1, || 5_000);
+        assert_eq!((batch.weight(), batch.span_ms()), (1, (5_000, 5_000)));
+    }
+
+    #[test]
+    fn a_batch_appended_keeps_every_access() {
+        let (mut a, mut b) = (KeyBatch::default(), KeyBatch::default());
+        a.push(1, b"one", Access::Read, 4, || 10);
+        b.push(2, b"two", Access::Write, 4, || 20);
+        b.push(3, b"three", Access::Miss, 4, || 20);
+        a.append(&b);
+        let got: Vec<_> = a.iter().map(|x| (split_item(x.item).unwrap(), x.access)).collect();
+        assert_eq!(
+            got,
+            [((1, &b"one"[..]), Access::Read), ((2, &b"two"[..]), Access::Write), ((3, &b"three"[..]), Access::Miss)]
+        );
+        let mut empty = KeyBatch::default();
+        empty.append(&b);
+        assert_eq!((empty.len(), empty.weight(), empty.span_ms().0), (2, 4, 20));
+    }
+
+    #[test]
+    fn huge_keys_are_held_under_their_bounded_name() {
+        let mut batch = KeyBatch::default();
+        let huge = vec![b'h'; 1 << 20];
+        for _ in 0..10 {
+            batch.push(0, &huge, Access::Read, 1, || 0);
+        }
+        assert_eq!(batch.item_bytes(), 10 * (MAX_TRACKED_KEY_BYTES + 2));
+        batch.clear_within(4096, 16);
+        assert!(batch.heap_bytes() <= 4096 + 16 * 4);
+    }
+}

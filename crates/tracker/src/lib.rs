@@ -1,0 +1,32 @@
+//! Counting a server's own key accesses, within a CPU budget, without bias.
+//!
+//! The pieces, in the order an access meets them:
+//! - [`Coverage`]: which slots of time are counted (a fresh coin per slot);
+//! - [`KeyBatch`]: the accesses of counted time, gathered cheaply;
+//! - [`Thinning`]: when counting costs too much, accesses kept at random,
+//!   each standing for more, without bias;
+//! - [`Coalescer`]: a key's accesses summed into one insert;
+//! - [`KeyTracker`]: fading HeavyKeeper sketches of reads, writes and misses;
+//! - [`CostBudget`]: how much time to count, from what counting costs.
+//!
+//! Plain Rust: nothing here knows about Redis.
+
+pub mod access;
+pub mod coalescer;
+pub mod cost_budget;
+pub mod counting;
+pub mod coverage;
+pub mod key_batch;
+pub mod key_tracker;
+pub mod thinning;
+pub mod tracked_name;
+
+pub use access::Access;
+pub use coalescer::Coalescer;
+pub use cost_budget::{CostBudget, TickCost, Totals};
+pub use counting::Counting;
+pub use coverage::Coverage;
+pub use key_batch::{split_item, BatchAccess, KeyBatch};
+pub use thinning::Thinning;
+pub use key_tracker::{item_of, HotKey, KeyTracker, Ranking, Tally, TrackerShape};
+pub use tracked_name::{tracked_name, MAX_TRACKED_KEY_BYTES};

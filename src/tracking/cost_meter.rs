@@ -1,0 +1,157 @@
+//! What the tracker spends, measured: the share of the main thread its
+//! callbacks take, and its worker thread's CPU time.
+//!
+//! Timing every filter call would cost more than many calls do, so one
+//! call in ~[`TIMED_ONE_IN`] (at random, so that no pattern of commands
+//! hides from it) is timed, and stands for that many: an unbiased estimate
+//! of the filter's total time. Timers run a hundred times a second at most
+//! and are timed whole. What cannot be timed from inside (the server's
+//! dispatch to the filter) is why the budget aims below its limit.
+//!
+//! Two kinds of cost are kept apart: what counting costs (the filter, the
+//! key-miss events, the worker), which grows with the time counted, and
+//! what the tracker's clocks cost (ticks, slots, questions to the server),
+//! which does not.
+
+
+use std::time::Instant;
+
+/// Mean spacing of timed calls.
+pub const TIMED_ONE_IN: u32 = 32;
+
+/// Time spent, in ns, by part.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Spent {
+    /// Filter calls and key-miss events (estimated).
+    pub calls_ns: u64,
+    /// Ticks, slots and what they ask the server.
+    pub timers_ns: u64,
+    /// The worker thread's CPU time.
+    pub worker_ns: u64,
+}
+
+impl Spent {
+    /// What grows with the time counted.
+    pub fn counting_ns(&self) -> u64 {
+        self.calls_ns.saturating_add(self.worker_ns)
+    }
+}
+
+pub struct CostMeter {
+    countdown: u32,
+    rng: u64,
+    /// Since last taken.
+    spent: Spent,
+    /// The worker's CPU clock when last read.
+    worker_seen: Option<u64>,
+}
+
+impl Default for CostMeter {
+    fn default() -> Self {
+        Self {
+            countdown: 1,
+            rng: rand::random::<u64>() | 1,
+            spent: Spent::default(),
+            worker_seen: None,
+        }
+    }
+}
+
+impl CostMeter {
+    /// Is this call one to time? (A countdown: one decrement per call.)
+    #[inline]
+    pub fn times_this_call(&mut self) -> bool {
+        self.countdown -= 1;
+        if self.countdown > 0 {
+            return false;
+        }
+        self.countdown = self.next_spacing();
+        true
+    }
+
+    /// A timed call took from `start` to now: it stands for
+    /// [`TIMED_ONE_IN`] calls. What reading the clock itself takes is not
+    /// the call's.
+    pub fn timed_call(&mut self, start: Instant) {
+        let ns = (start.elapsed().as_nanos() as u64).saturating_sub(clock_cost_ns());
+        self.spent.calls_ns = self
+            .spent
+            .calls_ns
+            .saturating_add(ns.saturating_mul(u64::from(TIMED_ONE_IN)));
+    }
+
+    /// A timer, timed whole.
+    pub fn timed_timer(&mut self, start: Instant) {
+        self.spent.timers_ns = self
+            .spent
+            .timers_ns
+            .saturating_add(start.elapsed().as_nanos() as u64);
+    }
+
+    /// Uniform in 1..=2·mean−1: mean [`TIMED_ONE_IN`].
+    fn next_spacing(&mut self) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        1 + (self.rng % u64::from(2 * TIMED_ONE_IN - 1)) as u32
+    }
+
+    /// Time spent since last taken; the worker's from its CPU clock's total
+    /// `worker_cpu_ns` (the first reading is the baseline).
+    pub fn take(&mut self, worker_cpu_ns: Option<u64>) -> Spent {
+        let mut spent = std::mem::take(&mut self.spent);
+        if let (Some(now), Some(seen)) = (worker_cpu_ns, self.worker_seen) {
+            spent.worker_ns = now.saturating_sub(seen);
+        }
+        if worker_cpu_ns.is_some() {
+            self.worker_seen = worker_cpu_ns;
+        }
+        spent
+    }
+}
+
+/// What `Instant::now` plus `elapsed` take on this machine, measured once
+/// (the least of many tries: the clock without interruptions).
+fn clock_cost_ns() -> u64 {
+    static COST: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *COST.get_or_init(|| {
+        (0..64)
+            .map(|_| Instant::now().elapsed().as_nanos() as u64)
+            .min()
+            .unwrap_or(0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_call_in_the_mean_is_timed() {
+        let mut m = CostMeter::default();
+        let calls = 320_000;
+        let timed = (0..calls).filter(|_| m.times_this_call()).count();
+        let share = timed as f64 * f64::from(TIMED_ONE_IN) / calls as f64;
+        assert!((share - 1.0).abs() < 0.03, "{share}");
+    }
+
+    #[test]
+    fn the_worker_counts_from_its_last_reading() {
+        let mut m = CostMeter::default();
+        assert_eq!(m.take(Some(1_000)).worker_ns, 0, "the first reading is the baseline");
+        assert_eq!(m.take(Some(1_500)).worker_ns, 500);
+        assert_eq!(m.take(None).worker_ns, 0);
+        assert_eq!(m.take(Some(1_700)).worker_ns, 200);
+    }
+
+    #[test]
+    fn timers_are_apart_from_calls() {
+        let mut m = CostMeter::default();
+        let start = Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        m.timed_timer(start);
+        let spent = m.take(None);
+        assert!(spent.timers_ns >= 2_000_000 && spent.calls_ns == 0);
+        assert_eq!(spent.counting_ns(), 0);
+    }
+}

@@ -1,0 +1,597 @@
+//! The tracker's state while tracking is on, and the rules that change it:
+//! what a command, a key miss, a slot boundary and a tick do. Everything
+//! here runs on the server's main thread; the counting itself is the
+//! worker's ([`super::worker`]).
+
+use super::auth::{Admission, AuthWatch};
+use super::client_table::{ClientTable, Db, Trust};
+use super::command_table::{Args, CommandTable, KeyUse};
+use super::config::Sampling;
+use super::cost_meter::{CostMeter, Spent};
+use super::name_effects::NameEffect;
+use super::script_watch::ScriptWatch;
+use super::worker::{self, Worker};
+use crate::clock;
+use crate::host::module_context;
+use heavykeeper_tracker::{
+    Access, CostBudget, Counting, Coverage, KeyBatch, KeyTracker, TickCost, TrackerShape,
+};
+use redis_module::Context;
+use std::collections::HashSet;
+use std::sync::MutexGuard;
+use std::time::Instant;
+
+/// A command as the filter sees it: its client (where the server says) and
+/// its arguments.
+pub trait FilteredCommand {
+    /// The client that sent it (Redis 7.2+, Valkey).
+    fn client(&self) -> Option<u64>;
+    fn argc(&self) -> usize;
+    /// Argument `i` (empty past the end).
+    fn arg(&self, i: usize) -> &[u8];
+    /// The keys' positions and flags as the server finds them (for
+    /// commands whose key specs cannot say), if any.
+    fn server_keys(&self) -> Vec<(usize, Option<Access>)>;
+    /// Is a script running (Redis 7.0: its commands pass the filter too)?
+    fn in_script(&self) -> bool;
+    /// The database of client `id`, as the server says: `Some(None)` for a
+    /// client that is no connection, `None` if it cannot say.
+    fn client_db(&self, id: u64) -> Option<Db>;
+}
+
+/// Most accesses one slot holds while it may still be discarded (Redis 7.0
+/// with a password): past that the slot is discarded whole.
+const HELD_SLOT_ACCESSES: usize = 8192;
+const HELD_SLOT_KEY_BYTES: usize = 256 * 1024;
+
+/// The current slot of time.
+#[derive(Default)]
+struct Slot {
+    /// What each access of the slot stands for (`None`: not counted).
+    weight: Option<u32>,
+    opened: Option<Instant>,
+    /// Counted time since the last tick.
+    counted_ns: u64,
+    /// When the current slot began (counted or not).
+    began: Option<Instant>,
+    /// It held too much to be kept: it counts nothing more and is discarded.
+    overflowed: bool,
+}
+
+/// What the tracker has seen, for `INFO`.
+#[derive(Clone, Copy, Default)]
+pub struct Figures {
+    pub commands_seen: u64,
+    pub accesses_dropped: u64,
+    pub slots_discarded: u64,
+    /// Slots begun, and of those counted; their wall time (ns).
+    pub slots: u64,
+    pub slots_counted: u64,
+    pub slot_ns: u64,
+    pub counted_slot_ns: u64,
+    pub misses_seen: u64,
+}
+
+pub struct Tracking {
+    shape: TrackerShape,
+    sampling: Sampling,
+    coverage: Coverage,
+    budget: CostBudget,
+    slot: Slot,
+    batch: KeyBatch,
+    commands: CommandTable,
+    clients: ClientTable,
+    scripts: ScriptWatch,
+    auth: AuthWatch,
+    meter: CostMeter,
+    worker: Worker,
+    misses: bool,
+    /// Does the server's filter say which client sent a command (7.2+)?
+    names_clients: bool,
+    figures: Figures,
+    /// Keys announced `hot` on the tracking channel and not yet `cool`.
+    notified: HashSet<(u16, Vec<u8>)>,
+    ticks: u64,
+    /// What the last tick's period cost, by part, and how long it was.
+    recent: Spent,
+    recent_elapsed_ns: u64,
+}
+
+/// Who needs a password is asked every this many ticks (`ACL GETUSER`
+/// costs the server ~600,000 instructions), and at once after the filter
+/// saw a command that may change it.
+const USERS_EVERY_TICKS: u64 = 10;
+
+impl Tracking {
+    pub fn new(
+        shape: TrackerShape,
+        sampling: Sampling,
+        budget: f64,
+        commands: CommandTable,
+        names_clients: bool,
+    ) -> Self {
+        let every = match sampling {
+            Sampling::Budgeted => 1,
+            Sampling::Fixed(n) => n,
+        };
+        Self {
+            shape,
+            sampling,
+            coverage: Coverage::new(every, rand::random()),
+            budget: CostBudget::new(budget, heavykeeper_tracker::coverage::MAX_EVERY),
+            slot: Slot {
+                weight: Some(1),
+                ..Slot::default()
+            },
+            batch: KeyBatch::default(),
+            commands,
+            clients: ClientTable::default(),
+            scripts: ScriptWatch::default(),
+            auth: AuthWatch::default(),
+            meter: CostMeter::default(),
+            worker: Worker::start(KeyTracker::new(shape, rand::random(), clock::now_ms())),
+            misses: false,
+            names_clients,
+            figures: Figures::default(),
+            notified: HashSet::new(),
+            ticks: 0,
+            recent: Spent::default(),
+            recent_elapsed_ns: 0,
+        }
+    }
+
+    /// The same tracker with every count forgotten (`HK.HOTKEYS RESET`):
+    /// the slots, the share counted, what is known of clients go on.
+    pub fn reset(&mut self) {
+        self.worker = Worker::start(KeyTracker::new(
+            self.shape,
+            rand::random(),
+            clock::now_ms(),
+        ));
+        self.worker.set_cpu_share(self.worker_share());
+        self.batch.clear();
+        self.auth.held().clear();
+        self.notified.clear();
+    }
+
+    pub fn shape(&self) -> TrackerShape {
+        self.shape
+    }
+
+    /// Counts afresh with a new shape (`track-k`, `track-halflife`).
+    pub fn reset_to(&mut self, shape: TrackerShape) {
+        self.shape = shape;
+        self.reset();
+    }
+
+    /// Asks the server again who needs a password.
+    pub fn refresh_users(&mut self, ctx: &Context) {
+        self.auth.refresh(ctx);
+    }
+
+    /// New settings that keep the counts: how to sample, the budget,
+    /// whether misses count.
+    pub fn configure(&mut self, sampling: Sampling, budget: f64, misses: bool) {
+        self.sampling = sampling;
+        self.budget.set_budget(budget);
+        if let Sampling::Fixed(n) = sampling {
+            self.coverage.set_every(n);
+        }
+        self.misses = misses;
+        self.worker.set_cpu_share(self.worker_share());
+    }
+
+    /// What the worker may take before it thins: its part of the budget,
+    /// or a fixed bound where the share of time counted is fixed.
+    fn worker_share(&self) -> f64 {
+        match self.sampling {
+            Sampling::Budgeted => self.budget.worker_share(),
+            Sampling::Fixed(_) => worker::WORKER_CPU_SHARE,
+        }
+    }
+
+    /// How long the next slot lasts (ms, at random around `mean_ms`).
+    pub fn slot_length_ms(&mut self, mean_ms: u64) -> u64 {
+        self.coverage.slot_length_ms(mean_ms)
+    }
+
+    /// Is the filter to be registered now?
+    pub fn is_counting(&self) -> bool {
+        self.slot.weight.is_some()
+    }
+
+    /// Is time cut into slots (sampling, or Redis 7.0 checking each slot
+    /// for refused commands), or is every command counted?
+    pub fn uses_slots(&self) -> bool {
+        self.coverage.every() > 1 || self.auth.checks_slots(self.names_clients)
+    }
+
+    // --- Commands -------------------------------------------------------
+
+    /// Counts the keys of a command the filter saw. The hot path of the
+    /// whole tracker: one lookup of the command's name says what the
+    /// command does to the tracker's knowledge and where its keys are.
+    #[inline(always)]
+    pub fn count_command(&mut self, cmd: &impl FilteredCommand) {
+        self.figures.commands_seen = self.figures.commands_seen.wrapping_add(1);
+        let Some(weight) = self.slot.weight else {
+            return;
+        };
+        if self.auth.is_checking() {
+            self.conclude_check();
+        }
+        let client = cmd.client();
+        let name = cmd.arg(0);
+        let argc = cmd.argc();
+        let args = |i: usize| (i < argc).then(|| if i == 0 { name } else { cmd.arg(i) });
+        let key_use = self.commands.command_of(name, argc, &args);
+        let effect = key_use.effect();
+        let starts_script = client.is_none() && key_use.starts_script();
+        if key_use.has_keys() && !self.slot.overflowed {
+            if let Some((db, hold)) = destination(
+                cmd,
+                client,
+                &mut self.clients,
+                &mut self.auth,
+                &mut self.scripts,
+            ) {
+                let batch = if hold {
+                    self.auth.held()
+                } else {
+                    &mut self.batch
+                };
+                push_keys(batch, &key_use, cmd, &args, db, weight);
+                self.flush_if_full();
+            }
+        }
+        if effect != NameEffect::None {
+            self.note_effect(client, effect);
+        }
+        if starts_script {
+            self.scripts.script_started();
+        }
+    }
+
+    /// What a command's name alone changes (after its keys are counted: a
+    /// `SELECT` moves the client's next command, not this one).
+    #[cold]
+    fn note_effect(&mut self, client: Option<u64>, effect: NameEffect) {
+        match (effect, client) {
+            (NameEffect::Database, Some(id)) => self.clients.forget_db(id),
+            (NameEffect::Reset, Some(id)) => self.clients.reset(id),
+            // A refused client may be let in now: check it again.
+            (NameEffect::Login, Some(id)) => {
+                if let Some((_, Trust::RefusedUntil(_))) = self.clients.get(id, || None) {
+                    self.clients.set_trust(id, Trust::Unverified);
+                }
+            }
+            (NameEffect::Users, _) => self.auth.users_may_have_changed(),
+            _ => {}
+        }
+    }
+
+    /// The checked client's command has run: trust it or not.
+    #[cold]
+    #[inline(never)]
+    fn conclude_check(&mut self) {
+        let Some(ctx) = module_context::get() else {
+            return;
+        };
+        if let Some(verdict) = self.auth.conclude(&ctx, &mut self.batch, clock::now_ms()) {
+            self.clients.set_trust(verdict.client, verdict.trust);
+        }
+    }
+
+    /// Hands the batch to the worker once it is large enough (or, while a
+    /// slot may yet be discarded, stops counting once it holds too much).
+    #[inline]
+    fn flush_if_full(&mut self) {
+        let full = self.batch.len() >= worker::BATCH_ACCESSES
+            || self.batch.item_bytes() >= worker::BATCH_KEY_BYTES;
+        if full {
+            self.batch_full();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn batch_full(&mut self) {
+        if self.auth.checks_slots(self.names_clients) {
+            self.slot.overflowed = self.batch.len() >= HELD_SLOT_ACCESSES
+                || self.batch.item_bytes() >= HELD_SLOT_KEY_BYTES;
+            return;
+        }
+        self.submit();
+    }
+
+    fn submit(&mut self) {
+        self.batch.seal(clock::now_ms());
+        self.figures.accesses_dropped += self.worker.submit(&mut self.batch);
+    }
+
+    /// A read of a key that does not exist (the server's key-miss event).
+    #[inline]
+    pub fn count_miss(&mut self, db: u16, key: &[u8]) {
+        let Some(weight) = self.slot.weight.filter(|_| self.misses) else {
+            return;
+        };
+        self.figures.misses_seen += 1;
+        self.batch
+            .push(db, key, Access::Miss, weight, clock::cached_now_ms);
+        self.flush_if_full();
+    }
+
+    pub fn meter(&mut self) -> &mut CostMeter {
+        &mut self.meter
+    }
+
+    pub fn forget_client(&mut self, id: u64) {
+        self.clients.remove(id);
+    }
+
+    // --- Time -----------------------------------------------------------
+
+    /// A slot ends and the next begins: the ended one's accesses go to the
+    /// worker (or are discarded, see [`super::auth`]); a coin says whether
+    /// the next one is counted. Returns whether it is.
+    pub fn next_slot(&mut self, ctx: &Context) -> bool {
+        self.conclude_check();
+        let was_counted = self.slot.weight.is_some();
+        self.end_slot(ctx);
+        self.slot.weight = self.coverage.next_slot();
+        self.slot.began = Some(Instant::now());
+        self.figures.slots += 1;
+        self.figures.slots_counted += u64::from(self.slot.weight.is_some());
+        self.slot.overflowed = false;
+        if self.slot.weight.is_some() {
+            self.slot.opened = Some(Instant::now());
+            if !was_counted {
+                // Commands went by unseen: a SELECT, a script's start.
+                self.clients.new_epoch();
+                self.scripts.commands_unseen();
+            }
+            if self.auth.checks_slots(self.names_clients) {
+                self.auth.slot_opened(ctx);
+            }
+        }
+        self.is_counting()
+    }
+
+    /// The current slot ends: its accesses go to the worker, or are
+    /// discarded; what it covered is recorded.
+    fn end_slot(&mut self, ctx: &Context) {
+        if let Some(opened) = self.slot.opened.take() {
+            self.slot.counted_ns += opened.elapsed().as_nanos() as u64;
+        }
+        self.close_slot(ctx);
+        if let Some(began) = self.slot.began.take() {
+            let ns = began.elapsed().as_nanos() as u64;
+            self.figures.slot_ns += ns;
+            if self.slot.weight.is_some() {
+                self.figures.counted_slot_ns += ns;
+            }
+        }
+    }
+
+    /// Hands a counted slot's accesses over, or discards them (what a
+    /// discarded slot saw is lost: the kept slots do not stand for it).
+    fn close_slot(&mut self, ctx: &Context) {
+        if self.slot.weight.is_none() {
+            return;
+        }
+        if !self.auth.checks_slots(self.names_clients)
+            || (!self.slot.overflowed && self.auth.slot_clean(ctx))
+        {
+            return self.submit();
+        }
+        self.figures.slots_discarded += 1;
+        self.auth.dropped(self.batch.weighted_len());
+        self.batch.clear();
+    }
+
+    /// Counting every command from now on (no slots).
+    pub fn count_everything(&mut self, ctx: &Context) {
+        self.end_slot(ctx);
+        self.slot.weight = Some(1);
+        self.slot.overflowed = false;
+        self.clients.new_epoch();
+        self.scripts.commands_unseen();
+    }
+
+    /// The periodic tick (`elapsed_ns` since the last): what counting cost,
+    /// and so the share of time to count; who is let in; accesses handed
+    /// over while every command is counted, so that they reach the
+    /// sketches within a tick.
+    pub fn tick(&mut self, ctx: &Context, elapsed_ns: u64) {
+        self.conclude_check();
+        self.ticks += 1;
+        if self.ticks % USERS_EVERY_TICKS == 0 || self.auth.default_open().is_none() {
+            self.auth.refresh(ctx);
+        }
+        let counted = if self.uses_slots() {
+            if let Some(opened) = self.slot.opened.as_mut() {
+                self.slot.counted_ns += opened.elapsed().as_nanos() as u64;
+                *opened = Instant::now();
+            }
+            std::mem::take(&mut self.slot.counted_ns)
+        } else {
+            elapsed_ns
+        };
+        let spent = self.meter.take(self.worker.cpu_ns());
+        self.recent = spent;
+        self.recent_elapsed_ns = elapsed_ns;
+        let cost = TickCost {
+            calls_ns: spent.calls_ns,
+            worker_ns: spent.worker_ns,
+            clocks_ns: spent.timers_ns,
+        };
+        self.budget.observe(elapsed_ns, counted, cost);
+        if self.sampling == Sampling::Budgeted {
+            self.coverage.set_every(self.budget.every());
+        }
+        if !self.uses_slots() && !self.batch.is_empty() {
+            self.submit();
+        }
+    }
+
+    // --- Reading --------------------------------------------------------
+
+    /// The sketches with every access so far counted (but a slot's that may
+    /// yet be discarded).
+    pub fn current(&mut self) -> MutexGuard<'_, Counting> {
+        self.conclude_check();
+        let empty = KeyBatch::default();
+        let pending = if self.auth.checks_slots(self.names_clients) {
+            &empty
+        } else {
+            &self.batch
+        };
+        let counting = self.worker.current(pending);
+        if !std::ptr::eq(pending, &empty) {
+            self.batch.clear();
+        }
+        counting
+    }
+
+    /// The sketches as counted so far, if the worker does not hold them.
+    pub fn try_counting(&self) -> Option<MutexGuard<'_, Counting>> {
+        self.worker.try_counting()
+    }
+
+    /// Keys announced hot and not yet cool.
+    pub fn notified(&mut self) -> &mut HashSet<(u16, Vec<u8>)> {
+        &mut self.notified
+    }
+
+    pub fn figures(&self) -> Figures {
+        self.figures
+    }
+
+    /// One slot in `every` is counted now.
+    pub fn every(&self) -> u32 {
+        self.coverage.every()
+    }
+
+    pub fn budget(&self) -> &CostBudget {
+        &self.budget
+    }
+
+    /// The last tick's period: what each part spent, as shares of one core
+    /// (the filter and key-miss events, the clocks, the worker).
+    pub fn recent_shares(&self) -> (f64, f64, f64) {
+        let elapsed = self.recent_elapsed_ns.max(1) as f64;
+        let share = |ns: u64| ns as f64 / elapsed;
+        (
+            share(self.recent.calls_ns),
+            share(self.recent.timers_ns),
+            share(self.recent.worker_ns),
+        )
+    }
+
+    pub fn auth(&self) -> &AuthWatch {
+        &self.auth
+    }
+
+    pub fn misses(&self) -> bool {
+        self.misses
+    }
+
+    /// Heap bytes of everything tracking holds, if none of it is busy now:
+    /// the sketches (keys included), the batches, the client table.
+    pub fn try_memory_bytes(&self) -> Option<usize> {
+        let counting = self.worker.try_counting()?.memory_bytes();
+        let batches = self.worker.try_batch_bytes()?;
+        Some(counting + batches + self.batch.heap_bytes() + self.clients.heap_bytes())
+    }
+}
+
+/// The database to count a command's keys in, and whether to hold them
+/// (their client is being checked); `None` when they are not counted:
+/// from a client that is no connection (a script's: its own command
+/// counted the keys it declared; a module's `RM_Call`), or one not let in.
+#[inline(always)]
+fn destination(
+cmd: &impl FilteredCommand,
+client: Option<u64>,
+clients: &mut ClientTable,
+auth: &mut AuthWatch,
+scripts: &mut ScriptWatch,
+) -> Option<(u16, bool)> {
+    let Some(id) = client else {
+        // Redis 7.0: every key in database 0, but a script's.
+        if scripts.may_run() {
+            if cmd.in_script() {
+                return None;
+            }
+            scripts.none_running();
+        }
+        return Some((0, false));
+    };
+    let (db, trust) = clients.get(id, || cmd.client_db(id))?;
+    let db = db?;
+    if auth.all_let_in() || trust == Trust::Verified {
+        return Some((db, false));
+    }
+    admit(auth, id, trust).map(|hold| (db, hold))
+}
+
+/// A client not known to be let in: check it, or drop its keys. Whether
+/// its keys are held (`Some(true)`), counted, or dropped (`None`).
+#[cold]
+#[inline(never)]
+fn admit(auth: &mut AuthWatch, id: u64, trust: Trust) -> Option<bool> {
+    let ctx = module_context::get()?;
+    match auth.admit(&ctx, id, trust, clock::now_ms()) {
+        Admission::Count => Some(false),
+        Admission::Hold => Some(true),
+        Admission::Drop => {
+            auth.dropped(1);
+            None
+        }
+    }
+}
+
+/// Every key of the command into `batch`, as the key specs (or, where they
+/// cannot say, the server) find them.
+#[inline(always)]
+fn push_keys<'a>(
+    batch: &mut KeyBatch,
+    key_use: &KeyUse<'_>,
+    cmd: &'a impl FilteredCommand,
+    args: &Args<'a>,
+    db: u16,
+    weight: u32,
+) {
+    if let Some(access) = key_use.single_key() {
+        batch.push(db, cmd.arg(1), access, weight, clock::cached_now_ms);
+    } else {
+        push_many_keys(batch, key_use, cmd, args, db, weight);
+    }
+}
+
+/// The keys of a command with more than its first argument for a key.
+#[inline(never)]
+fn push_many_keys<'a>(
+    batch: &mut KeyBatch,
+    key_use: &KeyUse<'_>,
+    cmd: &'a impl FilteredCommand,
+    args: &Args<'a>,
+    db: u16,
+    weight: u32,
+) {
+    let now = clock::cached_now_ms;
+    if key_use.positions_known() {
+        key_use.for_each_key(args, cmd.argc(), |position, access| {
+            if let Some(key) = args(position) {
+                batch.push(db, key, access, weight, now);
+            }
+        });
+    } else {
+        for (position, access) in cmd.server_keys() {
+            let access = access.unwrap_or_else(|| key_use.access(args, position));
+            if let Some(key) = args(position) {
+                batch.push(db, key, access, weight, now);
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Counts an operator can act on, at the default settings: a bursty key, a
+//! steady key and background reads, each from its own client and paced on
+//! the clock, against what `HK.HOTKEYS` says. Where counting every command
+//! fits the tracker's CPU budget it counts every command (exact); past
+//! that it samples slots of time, without bias.
+
+mod common;
+
+use common::{info_field, Server};
+use redis::Connection;
+use std::collections::HashMap;
+use std::time::Duration;
+use traffic::Shape;
+
+/// The defaults, with a half-life long enough that counts are totals.
+const DEFAULTS: &[&str] = &["track", "yes", "track-halflife", "86400"];
+
+fn listed(con: &mut Connection) -> HashMap<String, f64> {
+    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
+        .arg("COUNT")
+        .arg(1000)
+        .query(con)
+        .expect("HK.HOTKEYS");
+    flat.chunks(4)
+        .map(|row| {
+            let key: String = redis::from_redis_value(&row[0]).expect("a key");
+            let count: i64 = redis::from_redis_value(&row[3]).expect("a count");
+            (key, count as f64)
+        })
+        .collect()
+}
+
+/// The issue's mix at ~10,000 commands a second times `scale`.
+fn mix(scale: usize) -> Vec<Shape> {
+    vec![
+        Shape::Bursty {
+            key: "x".into(),
+            min: 300 * scale,
+            max: 600 * scale,
+            every: Duration::from_millis(100),
+        },
+        Shape::Steady {
+            key: "steady".into(),
+            per: 5 * scale,
+            every: Duration::from_millis(10),
+        },
+        Shape::Background {
+            prefix: "bg:".into(),
+            keys: 10_000,
+            per: 45 * scale,
+            every: Duration::from_millis(10),
+        },
+    ]
+}
+
+fn ratio(counts: &HashMap<String, f64>, sent: &traffic::Sent, key: &str) -> f64 {
+    counts.get(key).copied().unwrap_or(0.0) / sent.of(key).max(1) as f64
+}
+
+fn share_counted(con: &mut Connection) -> f64 {
+    info_field(con, "heavykeeper", "heavykeeper_tracker_share_counted")
+        .and_then(|v| v.parse().ok())
+        .expect("tracker_share_counted")
+}
+
+#[test]
+fn at_ten_thousand_commands_a_second_the_default_counts_every_command() {
+    let server = Server::start_configured(DEFAULTS, &[]);
+    let sent = traffic::send(&server.url(), &mix(1), Duration::from_secs(8)).expect("traffic");
+    let mut con = server.client();
+    let counts = listed(&mut con);
+    assert_eq!(share_counted(&mut con), 1.0, "{:.0} commands/s fit the budget", sent.rate());
+    for key in ["x", "steady"] {
+        let r = ratio(&counts, &sent, key);
+        assert!((r - 1.0).abs() <= 0.03, "{key}: {r:.3} of what was sent");
+    }
+}
+
+#[test]
+fn at_twenty_thousand_commands_a_second_every_count_is_within_fifteen_percent() {
+    let server = Server::start_configured(DEFAULTS, &[]);
+    let sent = traffic::send(&server.url(), &mix(2), Duration::from_secs(10)).expect("traffic");
+    let mut con = server.client();
+    let counts = listed(&mut con);
+    for key in ["x", "steady"] {
+        let r = ratio(&counts, &sent, key);
+        assert!((r - 1.0).abs() <= 0.15, "{key}: {r:.3} of what was sent ({:.0}/s)", sent.rate());
+    }
+}
+
+#[test]
+fn reading_twenty_times_a_second_and_resetting_change_no_count() {
+    let server = Server::start_configured(DEFAULTS, &[]);
+    let url = server.url();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poller = {
+        let (url, stop) = (url.clone(), std::sync::Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut reads = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _: redis::Value = redis::cmd("HK.HOTKEYS").arg("COUNT").arg(20).query(&mut con).unwrap();
+                reads += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            reads
+        })
+    };
+    let before = traffic::send(&url, &mix(1), Duration::from_secs(3)).expect("traffic");
+    let mut con = server.client();
+    assert!(ratio(&listed(&mut con), &before, "steady") > 0.9);
+    let _: () = redis::cmd("HK.HOTKEYS").arg("RESET").query(&mut con).unwrap();
+    let after = traffic::send(&url, &mix(1), Duration::from_secs(5)).expect("traffic");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = poller.join().unwrap();
+    assert!(reads > 50, "the poller read {reads} times");
+    let counts = listed(&mut con);
+    for key in ["x", "steady"] {
+        let r = ratio(&counts, &after, key);
+        assert!((r - 1.0).abs() <= 0.05, "{key}: {r:.3} of what was sent after the reset");
+    }
+}
+
+#[test]
+fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() {
+    let server = Server::start_configured(DEFAULTS, &[]);
+    let mut flood = std::process::Command::new("redis-benchmark")
+        .args(["-p", &server.port.to_string(), "-q", "-t", "get", "-n", "100000000"])
+        .args(["-P", "16", "-c", "8", "-r", "100000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-benchmark");
+    let mut con = server.client();
+    common::wait_until("the tracker samples the flood", Duration::from_secs(10), || {
+        share_counted(&mut con) < 0.5
+    });
+    let _ = flood.kill();
+    let _ = flood.wait();
+    common::wait_until("every command counted again", Duration::from_secs(20), || {
+        share_counted(&mut con) == 1.0
+    });
+    let cost: f64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_cpu_seconds")
+        .and_then(|v| v.parse().ok())
+        .expect("tracker_cpu_seconds");
+    assert!(cost > 0.0, "the tracker says what it spent");
+}

@@ -1,0 +1,184 @@
+//! The tracker's list is the server's own: a client that never logged in,
+//! or commands the server refuses before they run, can put nothing on it,
+//! nor on its `hot` events. (A command filter runs before the server checks
+//! authentication, arity or even that the command exists.)
+
+mod common;
+
+use common::{info_field, Server, Subscriber};
+use redis::Connection;
+use std::time::Duration;
+
+const PASSWORD: &str = "s3cret-for-tests";
+
+/// Keys listed by `HK.HOTKEYS` (RESP2 rows of key, db, rate, count).
+fn listed(con: &mut Connection) -> Vec<(String, i64)> {
+    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
+        .arg("COUNT")
+        .arg(100)
+        .query(con)
+        .expect("HK.HOTKEYS");
+    flat.chunks(4)
+        .map(|row| {
+            (
+                redis::from_redis_value(&row[0]).expect("a key"),
+                redis::from_redis_value(&row[3]).expect("a count"),
+            )
+        })
+        .collect()
+}
+
+fn gets(con: &mut Connection, key: &str, n: usize) -> redis::RedisResult<Vec<redis::Value>> {
+    let mut pipe = redis::pipe();
+    for _ in 0..n {
+        pipe.cmd("GET").arg(key);
+    }
+    pipe.query(con)
+}
+
+/// A connection that has not sent `AUTH`: every command but a few answers
+/// `NOAUTH`.
+fn stranger(server: &Server) -> Connection {
+    redis::Client::open(server.url())
+        .and_then(|c| c.get_connection())
+        .expect("a connection without a password")
+}
+
+fn tracking_with_password(extra: &[&str]) -> Server {
+    let mut server_args = vec!["--requirepass", PASSWORD];
+    server_args.extend_from_slice(extra);
+    Server::start_configured(
+        &["track", "yes", "track-halflife", "3600", "track-notify-above", "1"],
+        &server_args,
+    )
+}
+
+#[test]
+fn a_client_that_never_logged_in_plants_no_hot_key_and_no_event() {
+    let server = tracking_with_password(&[]);
+    let mut admin = server.client_with_password(PASSWORD);
+    let mut events = Subscriber::on_connection(
+        server.client_with_password(PASSWORD),
+        b"heavykeeper:hotkeys",
+        false,
+    );
+    let mut outsider = stranger(&server);
+    for _ in 0..10 {
+        let refused = gets(&mut outsider, "planted:key", 500);
+        let e = refused.expect_err("NOAUTH");
+        assert!(e.to_string().contains("NOAUTH"), "{e}");
+    }
+    // A client that logged in, meanwhile and after.
+    for _ in 0..5 {
+        gets(&mut admin, "real:key", 200).expect("GETs");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let keys = listed(&mut admin);
+    assert!(keys.iter().all(|(k, _)| k != "planted:key"), "{keys:?}");
+    let real = keys.iter().find(|(k, _)| k == "real:key");
+    assert!(real.is_some_and(|&(_, n)| n > 0), "the real key is listed: {keys:?}");
+    let heard = events.events(Duration::from_millis(1_500), 50);
+    assert!(
+        heard.iter().all(|e| e["key"] != "planted:key"),
+        "no event names the planted key: {heard:?}"
+    );
+    assert!(heard.iter().any(|e| e["key"] == "real:key" && e["event"] == "hot"), "{heard:?}");
+    // The server says how it told them apart.
+    let how = info_field(&mut admin, "heavykeeper", "heavykeeper_tracker_auth_check").unwrap();
+    let dropped: u64 = info_field(&mut admin, "heavykeeper", "heavykeeper_tracker_unauthenticated_dropped")
+        .and_then(|v| v.parse().ok())
+        .expect("tracker_unauthenticated_dropped");
+    match how.as_str() {
+        "per-client" => assert!(dropped > 0, "{dropped}"),
+        "per-slot" => {
+            let discarded: u64 = info_field(&mut admin, "heavykeeper", "heavykeeper_tracker_slots_discarded")
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(discarded > 0, "Redis 7.0: the slots holding refused commands are discarded");
+        }
+        other => panic!("a password is needed, yet the tracker says {other}"),
+    }
+}
+
+#[test]
+fn a_client_that_logs_in_late_is_counted_from_then_on() {
+    let server = tracking_with_password(&[]);
+    let mut late = stranger(&server);
+    assert!(gets(&mut late, "before:login", 100).is_err());
+    let _: () = redis::cmd("AUTH").arg(PASSWORD).query(&mut late).expect("AUTH");
+    // Redis 7.0 cannot say whose command was refused: it throws away the
+    // slot of time (5-15 ms) that held a refusal, whoever sent in it.
+    std::thread::sleep(Duration::from_millis(50));
+    for _ in 0..5 {
+        gets(&mut late, "after:login", 200).expect("GETs");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let mut admin = server.client_with_password(PASSWORD);
+    std::thread::sleep(Duration::from_millis(300));
+    let keys = listed(&mut admin);
+    assert!(keys.iter().all(|(k, _)| k != "before:login"), "{keys:?}");
+    let after = keys.iter().find(|(k, _)| k == "after:login").map(|&(_, n)| n);
+    // Counted from its first command that was let in (on 7.2+ its first
+    // command is held until that is known, then counted).
+    assert!(after.is_some_and(|n| n >= 900), "{keys:?}");
+}
+
+#[test]
+fn with_no_password_set_everyone_is_counted_at_once() {
+    let server = Server::start_configured(&["track", "yes", "track-halflife", "3600", "track-sample", "1"], &[]);
+    let mut con = server.client();
+    gets(&mut con, "open:key", 1_000).expect("GETs");
+    let keys = listed(&mut con);
+    assert_eq!(keys.iter().find(|(k, _)| k == "open:key").map(|&(_, n)| n), Some(1_000));
+    let how = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_auth_check").unwrap();
+    assert_eq!(how, "none-needed");
+}
+
+#[test]
+fn a_password_set_while_tracking_closes_the_door_to_new_strangers() {
+    let server = Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[]);
+    let mut admin = server.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg(PASSWORD)
+        .query(&mut admin)
+        .expect("CONFIG SET requirepass");
+    let mut outsider = stranger(&server);
+    for _ in 0..10 {
+        assert!(gets(&mut outsider, "planted:late", 500).is_err());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let keys = listed(&mut admin);
+    assert!(keys.iter().all(|(k, _)| k != "planted:late"), "{keys:?}");
+}
+
+#[test]
+fn refused_commands_neither_count_nor_skew_the_others() {
+    let server = Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[]);
+    let url = server.url();
+    let shapes = [
+        traffic::Shape::Steady {
+            key: "counted".into(),
+            per: 20,
+            every: Duration::from_millis(10),
+        },
+        // As many again, refused: unknown commands and wrong arities.
+        traffic::Shape::Refused {
+            key: "refused:key".into(),
+            per: 20,
+            every: Duration::from_millis(10),
+        },
+    ];
+    let sent = traffic::send(&url, &shapes, Duration::from_secs(4)).expect("traffic");
+    let mut con = server.client();
+    let keys = listed(&mut con);
+    assert!(keys.iter().all(|(k, _)| k != "refused:key"), "{keys:?}");
+    let counted = keys
+        .iter()
+        .find(|(k, _)| k == "counted")
+        .map_or(0, |&(_, n)| n) as f64;
+    let truth = sent.of("counted") as f64;
+    assert!((counted / truth - 1.0).abs() < 0.05, "{counted} of {truth}");
+}
