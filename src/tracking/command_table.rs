@@ -239,12 +239,12 @@ impl CommandTable {
             }
             _ => None,
         };
-        // A subcommand does what its container's name says (`CONFIG SET`).
-        let named = parent.unwrap_or(&name);
+        // Effects are the subcommand's own (`CONFIG SET`, not `CONFIG GET`);
+        // a container's name says whether a script may run.
         let command = CommandSpecs {
             arity,
-            effect: effect_of(named),
-            starts_script: runs_scripts(named),
+            effect: effect_of(&name),
+            starts_script: runs_scripts(parent.unwrap_or(&name)),
             single_key,
             write: flags.iter().any(|f| f.eq_ignore_ascii_case(b"write")),
             // A command with subcommands has its keys in theirs.
@@ -742,6 +742,25 @@ mod tests {
         let get = |i: usize| args.get(i).map(|a| a.as_bytes());
         let name = args.first().map_or(&b""[..], |a| a.as_bytes());
         t.command_of(name, args.len(), &get).access(&get, position)
+    }
+
+    #[test]
+    fn a_subcommand_has_its_own_effect() {
+        let mut t = CommandTable::default();
+        let mut config = command("config", false, vec![]);
+        if let RedisValue::Array(fields) = &mut config {
+            fields[9] = arr(vec![command("config|set", true, vec![]), command("config|get", false, vec![])]);
+        }
+        t.add(&config, None);
+        t.add(&command("select", false, vec![]), None);
+        let effect = |args: &[&str]| {
+            let get = |i: usize| args.get(i).map(|a| a.as_bytes());
+            t.command_of(args[0].as_bytes(), args.len(), &get).effect()
+        };
+        assert_eq!(effect(&["CONFIG", "SET", "requirepass", "x"]), NameEffect::Users);
+        assert_eq!(effect(&["config", "get", "requirepass"]), NameEffect::None);
+        assert_eq!(effect(&["SELECT", "1"]), NameEffect::Database);
+        assert_eq!(effect(&["NOSUCH", "1"]), NameEffect::None);
     }
 
     #[test]

@@ -18,6 +18,10 @@ use std::time::Instant;
 
 /// Mean spacing of timed calls.
 pub const TIMED_ONE_IN: u32 = 32;
+/// The most one timed call is taken to cost (a command with thousands of
+/// keys, or a client's first command, which asks the server its database,
+/// takes microseconds; a descheduled thread loses milliseconds).
+pub const LONGEST_CALL_NS: u64 = 20_000;
 
 /// Time spent, in ns, by part.
 #[derive(Clone, Copy, Debug, Default)]
@@ -71,9 +75,13 @@ impl CostMeter {
 
     /// A timed call took from `start` to now: it stands for
     /// [`TIMED_ONE_IN`] calls. What reading the clock itself takes is not
-    /// the call's.
+    /// the call's, nor is a time slice the thread lost to another process
+    /// in the middle of it (the clock is the wall's): a filter call never
+    /// takes [`LONGEST_CALL_NS`], a preemption always does.
     pub fn timed_call(&mut self, start: Instant) {
-        let ns = (start.elapsed().as_nanos() as u64).saturating_sub(clock_cost_ns());
+        let ns = (start.elapsed().as_nanos() as u64)
+            .saturating_sub(clock_cost_ns())
+            .min(LONGEST_CALL_NS);
         self.spent.calls_ns = self
             .spent
             .calls_ns

@@ -115,6 +115,11 @@ pub fn apply_configs() {
         if let Some(t) = state.as_mut() {
             t.configure(sampling, config::cpu_budget(), config::misses_on());
             t.refresh_users(&ctx);
+            if !t.uses_slots() && !t.is_counting() {
+                // Sampling ended between slots: the slot timers restart
+                // below, but none is needed to count every command again.
+                t.count_everything(&ctx);
+            }
         }
     });
     timers::restart();

@@ -229,7 +229,12 @@ impl Server {
             let ready = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
                 .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
                 .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-            if ready.is_ok() {
+            // A server that wants a password answers, and that is enough.
+            let answered = match &ready {
+                Ok(_) => true,
+                Err(e) => e.code() == Some("NOAUTH") || e.to_string().contains("NOAUTH"),
+            };
+            if answered {
                 return true;
             }
             sleep(Duration::from_millis(20));

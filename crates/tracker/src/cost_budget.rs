@@ -32,7 +32,7 @@ pub const MAIN_PART: f64 = 0.65;
 /// COUNTED_MEMORY_NS)`. By wall time alone, a second of idle time counted
 /// whole would stand for the cost of counting long after load arrived.
 const MEMORY_NS: f64 = 2e9;
-const COUNTED_MEMORY_NS: f64 = 50e6;
+const COUNTED_MEMORY_NS: f64 = 300e6;
 /// Counted time the sums must hold before the cost per counted second is
 /// trusted: less would be a slot or two.
 const MIN_COUNTED_NS: f64 = 20e6;
