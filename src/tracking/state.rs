@@ -265,7 +265,14 @@ impl Tracking {
                     self.clients.set_trust(id, Trust::Unverified);
                 }
             }
-            (NameEffect::Users, _) => self.auth.users_may_have_changed(),
+            (NameEffect::Users, _) => {
+                // What was gathered while no one needed a password stays
+                // counted; from now on (Redis 7.0) a slot must prove clean.
+                if self.auth.all_let_in() {
+                    self.submit();
+                }
+                self.auth.users_may_have_changed();
+            }
             _ => {}
         }
     }
