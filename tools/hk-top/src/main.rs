@@ -232,9 +232,9 @@ fn main() -> ExitCode {
         let mut keys = cli.filter().select(&snapshot.keys, cli.order());
         keys.truncate(o.count);
         let text = if cli.json {
-            render::json(&keys, &snapshot.errors)
+            render::json(&keys, &snapshot)
         } else {
-            render::table(&keys, &snapshot.errors)
+            render::table(&keys, &snapshot)
         };
         println!("{text}");
         return if snapshot.errors.len() == nodes.len() {

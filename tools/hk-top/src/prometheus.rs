@@ -290,8 +290,8 @@ impl Metrics {
             Err(_) => failed += 1,
         }
         match node_hot_keys(&mut con, &node.address, Some(count)) {
-            Ok(rows) => {
-                for (id, rates) in rows {
+            Ok(answer) => {
+                for (id, rates) in answer.rows {
                     let mut key_labels = labels.clone();
                     key_labels.push(("db".into(), id.db.to_string()));
                     key_labels.push(match std::str::from_utf8(&id.key) {
