@@ -23,6 +23,8 @@ mod fault;
 mod filter;
 mod history;
 mod hot_keys;
+mod info_fields;
+mod info_metric;
 mod keymap;
 mod live;
 mod metric;

@@ -78,6 +78,19 @@ impl Metric {
             Metric::Misses => Some("miss tracking is off"),
         }
     }
+
+    /// The `HELP` of its Prometheus metric.
+    pub fn prometheus_help(self) -> &'static str {
+        match self {
+            Metric::Reads => "Reads per second of one of the node's hottest keys (HK.HOTKEYS READS)",
+            Metric::Writes => {
+                "Writes per second of one of the node's hottest keys (HK.HOTKEYS WRITES)"
+            }
+            Metric::Misses => {
+                "Reads per second of one of the node's hottest keys that do not exist (HK.HOTKEYS MISSES)"
+            }
+        }
+    }
 }
 
 /// A key's requests per second, one figure per [`Metric`].
