@@ -76,6 +76,7 @@ mod tests {
                 (id("a:2", "z"), Rates::only(Metric::Reads, 20.0)),
             ],
             errors: vec![("a:3".into(), "connection refused".into())],
+            ..Snapshot::default()
         };
         let loads = node_loads(&snapshot);
         assert_eq!(loads.len(), 3);

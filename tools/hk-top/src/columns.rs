@@ -1,7 +1,8 @@
 //! The keys table's columns, and how they share the terminal's width.
 //!
-//! Rate columns come from [`Metric::ALL`], so a new metric is a new column
-//! (and sort key) without a change here. The numbers, the database and the
+//! Rate columns come from the metrics shown (every [`Metric`] some node
+//! counts), so a new metric is a new column (and sort key) without a change
+//! here, and misses take no room where no node counts them. The numbers, the database and the
 //! node address take what they need (an address is never cut while the key
 //! column can still give room); the key column takes what the longest key
 //! needs; the sparkline gets the rest, and is the first to go on a narrow
@@ -23,9 +24,10 @@ pub enum Column {
 }
 
 impl Column {
-    /// Every column, left to right.
-    pub fn all() -> Vec<Column> {
-        let rates = Metric::ALL.into_iter().map(Column::Rate);
+    /// Every column, left to right, with a rate column for each of
+    /// `metrics`.
+    pub fn shown(metrics: &[Metric]) -> Vec<Column> {
+        let rates = metrics.iter().copied().map(Column::Rate);
         [Column::Key, Column::Db, Column::Node]
             .into_iter()
             .chain(rates)
@@ -74,6 +76,8 @@ pub struct Wants {
     pub node: usize,
     /// The widest database number.
     pub db: usize,
+    /// The metrics shown, each a column (and the total one more).
+    pub metrics: usize,
 }
 
 /// How wide each column is; `trend` 0 leaves the sparkline out.
@@ -100,7 +104,7 @@ impl Widths {
 
 /// The widths for a table `width` columns wide (one space between columns).
 pub fn share_width(width: usize, wants: &Wants) -> Widths {
-    let rates = Metric::ALL.len() + 1;
+    let rates = wants.metrics + 1;
     let rate = Metric::ALL
         .iter()
         .map(|m| m.title().len())
@@ -155,10 +159,12 @@ pub fn rate_text(per_second: f64) -> String {
 mod tests {
     use super::*;
 
-    fn total(w: &Widths) -> usize {
-        let columns = Column::all().len() - usize::from(w.trend == 0);
-        w.key + w.db + w.node + w.rate * (Metric::ALL.len() + 1) + w.trend + columns - 1
+    fn total(w: &Widths, metrics: &[Metric]) -> usize {
+        let columns = Column::shown(metrics).len() - usize::from(w.trend == 0);
+        w.key + w.db + w.node + w.rate * (metrics.len() + 1) + w.trend + columns - 1
     }
+
+    const READS_AND_WRITES: [Metric; 2] = [Metric::Reads, Metric::Writes];
 
     #[test]
     fn the_columns_fill_the_width_and_keys_get_what_they_need() {
@@ -166,7 +172,9 @@ mod tests {
             key: 47,
             node: 15,
             db: 1,
+            metrics: 2,
         };
+        let total = |w: &Widths| total(w, &READS_AND_WRITES);
         let wide = share_width(200, &wants);
         assert_eq!((wide.key, wide.node), (47, 15));
         assert_eq!(total(&wide), 200, "{wide:?}");
@@ -189,11 +197,29 @@ mod tests {
             key: 40,
             node: 44,
             db: 1,
+            metrics: 2,
         };
         let w = share_width(80, &wants);
         assert_eq!(w.key, KEY_MIN);
         assert!(w.node < 44 && w.node >= NODE_MIN, "{w:?}");
-        assert_eq!(total(&w), 80, "{w:?}");
+        assert_eq!(total(&w, &READS_AND_WRITES), 80, "{w:?}");
+    }
+
+    #[test]
+    fn a_misses_column_takes_its_room_from_the_key_and_the_sparkline() {
+        let wants = |metrics| Wants {
+            key: 47,
+            node: 15,
+            db: 1,
+            metrics,
+        };
+        let (without, with) = (share_width(80, &wants(2)), share_width(80, &wants(3)));
+        assert_eq!(total(&with, &Metric::ALL), 80, "{with:?}");
+        assert_eq!(with.key + with.rate + 1, without.key, "{with:?}");
+        assert_eq!(with.node, 15, "addresses still whole at 80 columns");
+        let wide = share_width(200, &wants(3));
+        assert_eq!(total(&wide, &Metric::ALL), 200, "{wide:?}");
+        assert_eq!(wide.key, 47);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::filter::Filter;
 use crate::history::History;
 use crate::hot_keys::{KeyId, Snapshot};
 use crate::keymap::{self, Command, Edit};
-use crate::metric::Rates;
+use crate::metric::{Metric, Rates};
 use crate::nodes::Node;
 use crate::sort::Order;
 use crossterm::event::KeyEvent;
@@ -156,7 +156,8 @@ impl Console {
             Command::Nodes => self.toggle(Screen::Nodes),
             Command::Help => self.toggle(Screen::Help),
             Command::SortLeft | Command::SortRight => {
-                self.order.key = self.order.key.step(command == Command::SortRight);
+                let right = command == Command::SortRight;
+                self.order.key = self.order.key.step(right, &self.metrics());
                 self.relist();
             }
             Command::Reverse => {
@@ -351,6 +352,11 @@ impl Console {
 
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot
+    }
+
+    /// The rate columns: misses only once a node counts them.
+    pub fn metrics(&self) -> Vec<Metric> {
+        self.snapshot.metrics()
     }
 
     pub fn refreshes(&self) -> u64 {

@@ -1,6 +1,7 @@
 //! Test data shared by the console's and the drawing's tests: six nodes on
 //! one host (addresses that differ only in their port), keys with long
-//! common prefixes, a key that is not UTF-8.
+//! common prefixes, a key that is not UTF-8, and hot misses on half of the
+//! nodes.
 
 use crate::console::{Console, Settings};
 use crate::hot_keys::{KeyId, Snapshot};
@@ -64,8 +65,32 @@ pub fn busy_snapshot() -> Snapshot {
     Snapshot {
         nodes: six_nodes(),
         keys,
-        errors: vec![],
+        ..Snapshot::default()
     }
+}
+
+/// A key read this often, every read a miss.
+pub fn missed(per_second: f64) -> Rates {
+    let mut rates = rates(per_second, 0.0);
+    rates.add(Metric::Misses, per_second);
+    rates
+}
+
+/// A key hammered while it does not exist, the hottest of the misses.
+pub const MISSING_KEY: &[u8] = b"absent:user:404";
+/// Another missing key, not UTF-8.
+pub const MISSING_BINARY_KEY: &[u8] = b"gone:\xff";
+
+/// The busy snapshot where nodes 0 to 2 count misses (`track-misses yes`)
+/// and 3 to 5 do not; two keys missed on nodes that count them.
+pub fn misses_snapshot() -> Snapshot {
+    let mut snapshot = busy_snapshot();
+    snapshot.optional_counted = (0..3).map(|n| (node_address(n), Metric::Misses)).collect();
+    snapshot.keys.push((id(1, MISSING_KEY), missed(600.0)));
+    snapshot
+        .keys
+        .push((id(0, MISSING_BINARY_KEY), missed(30.0)));
+    snapshot
 }
 
 pub fn console() -> Console {

@@ -2,7 +2,9 @@
 //! `HK.HOTKEYS <KIND>` for every [`Metric`], joined per key. In a cluster
 //! every key lives on exactly one primary, so the union of the nodes' lists
 //! is the cluster's list: nothing is double counted or estimated across
-//! nodes.
+//! nodes. A node that tracks keys but not misses (`track-misses no`, the
+//! default) answers `MISSES` with an error: that is a node without misses,
+//! not a node that failed.
 
 use crate::access::Access;
 use crate::metric::{Metric, Rates};
@@ -25,6 +27,10 @@ pub struct Snapshot {
     pub nodes: Vec<Node>,
     pub keys: Vec<(KeyId, Rates)>,
     pub errors: Vec<(String, String)>,
+    /// The metrics only some nodes count (misses: [`Metric::off_error`]),
+    /// as (node address, metric) for each node that answered with them;
+    /// every node that answered counts the others.
+    pub optional_counted: Vec<(String, Metric)>,
 }
 
 impl Snapshot {
@@ -35,6 +41,32 @@ impl Snapshot {
             .find(|(node, _)| node == address)
             .map(|(_, e)| e.as_str())
     }
+
+    /// Does the node count this metric? Where it does not, its keys' figure
+    /// is unknown (shown as `-`), not zero.
+    pub fn counts(&self, address: &str, metric: Metric) -> bool {
+        metric.off_error().is_none()
+            || self
+                .optional_counted
+                .iter()
+                .any(|(node, m)| node == address && *m == metric)
+    }
+
+    /// The metrics to show: those every node counts, and the others once
+    /// any node counts them (no column of misses no node counts).
+    pub fn metrics(&self) -> Vec<Metric> {
+        Metric::ALL
+            .into_iter()
+            .filter(|&m| m.off_error().is_none() || self.optional_counted.iter().any(|c| c.1 == m))
+            .collect()
+    }
+}
+
+/// One node's answers: its rows per key and kind, and the metrics it
+/// counts.
+pub struct NodeHotKeys {
+    pub rows: Vec<(KeyId, Rates)>,
+    pub counted: Vec<Metric>,
 }
 
 /// Every key each node's tracker holds (at most its `track-k`), so that
@@ -42,7 +74,7 @@ impl Snapshot {
 /// nodes are asked at once: one slow node delays the snapshot by its
 /// timeout, not by its timeout times the nodes behind it.
 pub fn snapshot(access: &Access, nodes: &[Node]) -> Snapshot {
-    let answers: Vec<RedisResult<Vec<(KeyId, Rates)>>> = std::thread::scope(|scope| {
+    let answers: Vec<RedisResult<NodeHotKeys>> = std::thread::scope(|scope| {
         let asking: Vec<_> = nodes
             .iter()
             .map(|node| scope.spawn(|| node_rates(access, &node.address)))
@@ -54,12 +86,18 @@ pub fn snapshot(access: &Access, nodes: &[Node]) -> Snapshot {
     });
     let mut joined: BTreeMap<KeyId, Rates> = BTreeMap::new();
     let mut errors = Vec::new();
+    let mut optional_counted = Vec::new();
     for (node, answer) in nodes.iter().zip(answers) {
         match answer {
-            Ok(rows) => {
-                for (id, rates) in rows {
+            Ok(answer) => {
+                for (id, rates) in answer.rows {
                     joined.entry(id).or_default().add_all(&rates);
                 }
+                let optional = answer
+                    .counted
+                    .into_iter()
+                    .filter(|m| m.off_error().is_some());
+                optional_counted.extend(optional.map(|m| (node.address.clone(), m)));
             }
             Err(e) => errors.push((node.address.clone(), e.to_string())),
         }
@@ -74,41 +112,84 @@ pub fn snapshot(access: &Access, nodes: &[Node]) -> Snapshot {
         nodes: nodes.to_vec(),
         keys,
         errors,
+        optional_counted,
     }
 }
 
-fn node_rates(access: &Access, address: &str) -> RedisResult<Vec<(KeyId, Rates)>> {
+fn node_rates(access: &Access, address: &str) -> RedisResult<NodeHotKeys> {
     let mut con = access.connect(address)?;
     node_hot_keys(&mut con, address, None)
 }
 
-/// `HK.HOTKEYS <KIND> [COUNT n]` of one node for every metric, as rows per
-/// key and kind.
+/// `HK.HOTKEYS <KIND> [COUNT n]` of one node for every metric it counts, as
+/// rows per key and kind.
 pub fn node_hot_keys(
     con: &mut redis::Connection,
     address: &str,
     count: Option<usize>,
-) -> RedisResult<Vec<(KeyId, Rates)>> {
-    let mut rows = Vec::new();
+) -> RedisResult<NodeHotKeys> {
+    let mut answer = NodeHotKeys {
+        rows: Vec::new(),
+        counted: Vec::new(),
+    };
     for metric in Metric::ALL {
         let mut cmd = redis::cmd("HK.HOTKEYS");
         cmd.arg(metric.hotkeys_kind());
         if let Some(count) = count {
             cmd.arg("COUNT").arg(count);
         }
-        let flat: Vec<Value> = cmd.query(con)?;
-        for row in flat.chunks(4) {
-            let [key, db, rate, _count] = row else {
-                continue;
-            };
-            let id = KeyId {
-                node: address.to_string(),
-                db: redis::from_redis_value(db)?,
-                key: redis::from_redis_value(key)?,
-            };
-            let rate: f64 = redis::from_redis_value(rate)?;
-            rows.push((id, Rates::only(metric, rate)));
-        }
+        let flat: Vec<Value> = match cmd.query(con) {
+            Ok(flat) => flat,
+            Err(e) if is_off(metric, &e) => continue,
+            Err(e) => return Err(e),
+        };
+        answer.counted.push(metric);
+        answer.rows.extend(rows_of(&flat, address, metric)?);
+    }
+    Ok(answer)
+}
+
+/// A RESP2 reply's flat `key, db, rate, count` rows as keys and their rate.
+fn rows_of(flat: &[Value], address: &str, metric: Metric) -> RedisResult<Vec<(KeyId, Rates)>> {
+    let mut rows = Vec::new();
+    for row in flat.chunks(4) {
+        let [key, db, rate, _count] = row else {
+            continue;
+        };
+        let id = KeyId {
+            node: address.to_string(),
+            db: redis::from_redis_value(db)?,
+            key: redis::from_redis_value(key)?,
+        };
+        let rate: f64 = redis::from_redis_value(rate)?;
+        rows.push((id, Rates::only(metric, rate)));
     }
     Ok(rows)
+}
+
+/// Is `e` the node saying it does not count this metric?
+fn is_off(metric: Metric, e: &redis::RedisError) -> bool {
+    let detail = e.detail().unwrap_or_default();
+    metric
+        .off_error()
+        .is_some_and(|off| detail.starts_with(off))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misses_are_shown_once_a_node_counts_them_and_only_for_it() {
+        let mut snapshot = Snapshot::default();
+        assert_eq!(snapshot.metrics(), [Metric::Reads, Metric::Writes]);
+        assert!(snapshot.counts("a:1", Metric::Reads));
+        assert!(!snapshot.counts("a:1", Metric::Misses));
+        snapshot
+            .optional_counted
+            .push(("a:2".into(), Metric::Misses));
+        assert_eq!(snapshot.metrics(), Metric::ALL);
+        assert!(snapshot.counts("a:2", Metric::Misses));
+        assert!(!snapshot.counts("a:1", Metric::Misses));
+    }
 }

@@ -23,6 +23,8 @@ mod fault;
 mod filter;
 mod history;
 mod hot_keys;
+mod info_fields;
+mod info_metric;
 mod keymap;
 mod live;
 mod metric;
@@ -232,9 +234,9 @@ fn main() -> ExitCode {
         let mut keys = cli.filter().select(&snapshot.keys, cli.order());
         keys.truncate(o.count);
         let text = if cli.json {
-            render::json(&keys, &snapshot.errors)
+            render::json(&keys, &snapshot)
         } else {
-            render::table(&keys, &snapshot.errors)
+            render::table(&keys, &snapshot)
         };
         println!("{text}");
         return if snapshot.errors.len() == nodes.len() {

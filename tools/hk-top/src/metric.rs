@@ -1,18 +1,21 @@
 //! The rates the tracker reports per key, one `HK.HOTKEYS <KIND>` list each.
 //!
 //! Everything that shows or sorts by a rate walks [`Metric::ALL`]: the
-//! console's columns and sort keys, `--once`, `--json`. Adding a kind the
-//! tracker grows (hot misses: `HK.HOTKEYS MISSES`) is one more variant here
-//! and its four names below.
+//! console's columns and sort keys, `--once`, `--json`, the Prometheus
+//! export. A kind the tracker grows is one more variant here and its names
+//! below.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Metric {
     Reads,
     Writes,
+    /// Reads of a key that does not exist (`HK.HOTKEYS MISSES`): cache
+    /// penetration, each such read falling through to what the cache is for.
+    Misses,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 2] = [Metric::Reads, Metric::Writes];
+    pub const ALL: [Metric; 3] = [Metric::Reads, Metric::Writes, Metric::Misses];
     pub const COUNT: usize = Self::ALL.len();
 
     /// Its place in [`Rates`].
@@ -25,6 +28,7 @@ impl Metric {
         match self {
             Metric::Reads => "READS",
             Metric::Writes => "WRITES",
+            Metric::Misses => "MISSES",
         }
     }
 
@@ -33,6 +37,7 @@ impl Metric {
         match self {
             Metric::Reads => "READS/S",
             Metric::Writes => "WRITES/S",
+            Metric::Misses => "MISSES/S",
         }
     }
 
@@ -41,6 +46,7 @@ impl Metric {
         match self {
             Metric::Reads => "reads_per_second",
             Metric::Writes => "writes_per_second",
+            Metric::Misses => "misses_per_second",
         }
     }
 
@@ -49,14 +55,40 @@ impl Metric {
         match self {
             Metric::Reads => "reads",
             Metric::Writes => "writes",
+            Metric::Misses => "misses",
         }
     }
 
-    /// Is it part of a key's total traffic? Reads and writes are; a miss,
-    /// when the tracker reports them, is a read already counted.
+    /// Is it part of a key's total traffic? Reads and writes are; a miss is
+    /// a read already counted.
     pub fn in_total(self) -> bool {
         match self {
             Metric::Reads | Metric::Writes => true,
+            Metric::Misses => false,
+        }
+    }
+
+    /// How `HK.HOTKEYS` starts its error on a node that tracks keys but not
+    /// this metric (misses need `track-misses yes`, off by default); `None`
+    /// for the metrics every tracking node counts. Such a node's figure is
+    /// unknown, not zero, and asking it is not a failure.
+    pub fn off_error(self) -> Option<&'static str> {
+        match self {
+            Metric::Reads | Metric::Writes => None,
+            Metric::Misses => Some("miss tracking is off"),
+        }
+    }
+
+    /// The `HELP` of its Prometheus metric.
+    pub fn prometheus_help(self) -> &'static str {
+        match self {
+            Metric::Reads => "Reads per second of one of the node's hottest keys (HK.HOTKEYS READS)",
+            Metric::Writes => {
+                "Writes per second of one of the node's hottest keys (HK.HOTKEYS WRITES)"
+            }
+            Metric::Misses => {
+                "Reads per second of one of the node's hottest keys that do not exist (HK.HOTKEYS MISSES)"
+            }
         }
     }
 }
@@ -110,5 +142,18 @@ mod tests {
         assert_eq!(rates.get(Metric::Reads), 3.0);
         assert_eq!(rates.get(Metric::Writes), 1.0);
         assert_eq!(rates.total(), 4.0);
+    }
+
+    #[test]
+    fn a_miss_is_a_read_already_in_the_total() {
+        let mut rates = Rates::only(Metric::Reads, 5.0);
+        rates.add(Metric::Misses, 5.0);
+        assert_eq!(rates.get(Metric::Misses), 5.0);
+        assert_eq!(rates.total(), 5.0);
+        let optional: Vec<Metric> = Metric::ALL
+            .into_iter()
+            .filter(|m| m.off_error().is_some())
+            .collect();
+        assert_eq!(optional, [Metric::Misses]);
     }
 }

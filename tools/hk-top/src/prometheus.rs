@@ -1,16 +1,20 @@
 //! `hk-top --prometheus ADDRESS`: `/metrics` for Prometheus, read from every
 //! node at each scrape (the node given, or every node of its cluster, found
 //! again at each scrape):
-//! - `heavykeeper_hotkey_reads_per_second` and `..._writes_per_second`, one
-//!   series per hot key (`node`, `db`, and `key`, or `key_base64` for a key
-//!   that is not UTF-8); `--count` keys per node and kind bound the series;
-//! - the module's `INFO heavykeeper` fields, named by Prometheus's rules;
+//! - `heavykeeper_hotkey_reads_per_second`, `..._writes_per_second` and
+//!   `..._misses_per_second` (where the node counts misses), one series per
+//!   hot key (`node`, `db`, and `key`, or `key_base64` for a key that is
+//!   not UTF-8); `--count` keys per node and kind bound the series;
+//! - the module's `INFO heavykeeper` fields, named by Prometheus's rules
+//!   (`info_fields`);
 //! - `heavykeeper_up`: 0 for a node that does not answer, so that a node
 //!   down is a value on a graph, never a failed scrape.
 
 use crate::access::Access;
-use crate::hot_keys::node_hot_keys;
-use crate::metric::Metric;
+use crate::hot_keys::{node_hot_keys, KeyId};
+use crate::info_fields::{info_field, Kind, AUTH_CHECK, INFO_FIELDS};
+use crate::info_metric::InfoSet;
+use crate::metric::{Metric, Rates};
 use crate::nodes::{discover, Node};
 use crate::Options;
 use base64::Engine;
@@ -26,143 +30,6 @@ use std::sync::atomic::AtomicU64;
 type Labels = Vec<(String, String)>;
 type Value = Gauge<f64, AtomicU64>;
 type Total = Counter<f64, AtomicU64>;
-
-/// What an `INFO heavykeeper` field becomes.
-enum Kind {
-    Gauge,
-    Counter,
-}
-
-/// (INFO field after `heavykeeper_`, metric name before its suffixes,
-/// kind, unit, help; the encoder ends the help with a period).
-const INFO_FIELDS: [(&str, &str, Kind, Option<Unit>, &str); 18] = [
-    (
-        "sketches",
-        "heavykeeper_sketches",
-        Kind::Gauge,
-        None,
-        "Keys holding a HeavyKeeper sketch",
-    ),
-    (
-        "sketch_memory_bytes",
-        "heavykeeper_sketch_memory",
-        Kind::Gauge,
-        Some(Unit::Bytes),
-        "Memory of all sketches, as MEMORY USAGE counts it without key overhead",
-    ),
-    (
-        "arrivals_counted",
-        "heavykeeper_arrivals_counted",
-        Kind::Counter,
-        None,
-        "Total weight counted into sketches by commands since the module loaded",
-    ),
-    (
-        "commands_refused_by_limits",
-        "heavykeeper_commands_refused_by_limits",
-        Kind::Counter,
-        None,
-        "Commands refused by max-sketch-bytes, max-future-ms or maxmemory",
-    ),
-    (
-        "panics_contained",
-        "heavykeeper_panics_contained",
-        Kind::Counter,
-        None,
-        "Bugs caught outside a command (each also a log line)",
-    ),
-    (
-        "tracker_enabled",
-        "heavykeeper_tracker_enabled",
-        Kind::Gauge,
-        None,
-        "1 if the server's own key accesses are tracked",
-    ),
-    (
-        "tracker_k",
-        "heavykeeper_tracker_k",
-        Kind::Gauge,
-        None,
-        "Hot keys the tracker keeps, per kind of access",
-    ),
-    (
-        "tracker_halflife_seconds",
-        "heavykeeper_tracker_halflife",
-        Kind::Gauge,
-        Some(Unit::Seconds),
-        "Half-life of the tracker's rates",
-    ),
-    (
-        "tracker_sample",
-        "heavykeeper_tracker_sample",
-        Kind::Gauge,
-        None,
-        "The tracker counts one command in this many",
-    ),
-    (
-        "tracker_memory_bytes",
-        "heavykeeper_tracker_memory",
-        Kind::Gauge,
-        Some(Unit::Bytes),
-        "Memory the tracker holds: sketches, batches, client table",
-    ),
-    (
-        "tracker_keys_counted",
-        "heavykeeper_tracker_keys_counted",
-        Kind::Counter,
-        None,
-        "Key accesses the tracker counted, sampled ones weighted",
-    ),
-    (
-        "tracker_commands_seen",
-        "heavykeeper_tracker_commands_seen",
-        Kind::Counter,
-        None,
-        "Commands the tracker's filter saw",
-    ),
-    (
-        "tracker_commands_sampled",
-        "heavykeeper_tracker_commands_sampled",
-        Kind::Counter,
-        None,
-        "Commands whose keys the tracker counted",
-    ),
-    (
-        "tracker_accesses_dropped",
-        "heavykeeper_tracker_accesses_dropped",
-        Kind::Counter,
-        None,
-        "Key accesses dropped because the tracker's queue was full",
-    ),
-    (
-        "watched_keys",
-        "heavykeeper_watched_keys",
-        Kind::Gauge,
-        None,
-        "Watched sketches this server follows",
-    ),
-    (
-        "watched_keys_timed",
-        "heavykeeper_watched_keys_timed",
-        Kind::Gauge,
-        None,
-        "Watched sketches waiting for a fade crossing",
-    ),
-    (
-        "events_published",
-        "heavykeeper_events_published",
-        Kind::Counter,
-        None,
-        "Watch and tracker events published",
-    ),
-    (
-        "events_dropped",
-        "heavykeeper_events_dropped",
-        Kind::Counter,
-        None,
-        "Watch events dropped by the per-sketch cap",
-    ),
-];
 
 pub fn serve(listen: SocketAddr, o: &Options) -> Result<(), String> {
     let server = tiny_http::Server::http(listen).map_err(|e| e.to_string())?;
@@ -212,10 +79,11 @@ struct Metrics {
     registry: Registry,
     up: Family<Labels, Gauge>,
     errors: Family<Labels, Gauge>,
-    reads: Family<Labels, Value>,
-    writes: Family<Labels, Value>,
-    gauges: HashMap<&'static str, Family<Labels, Value>>,
-    counters: HashMap<&'static str, Family<Labels, Total>>,
+    /// One family per [`Metric`], in [`Metric::ALL`]'s order.
+    rates: Vec<Family<Labels, Value>>,
+    gauges: Gauges,
+    counters: Counters,
+    auth_check: InfoSet,
 }
 
 impl Metrics {
@@ -233,41 +101,18 @@ impl Metrics {
             "Queries to the node that failed during this scrape (INFO, HK.HOTKEYS)",
             errors.clone(),
         );
-        let reads = Family::<Labels, Value>::default();
-        registry.register(
-            "heavykeeper_hotkey_reads_per_second",
-            "Reads per second of one of the node's hottest keys (HK.HOTKEYS READS)",
-            reads.clone(),
-        );
-        let writes = Family::<Labels, Value>::default();
-        registry.register(
-            "heavykeeper_hotkey_writes_per_second",
-            "Writes per second of one of the node's hottest keys (HK.HOTKEYS WRITES)",
-            writes.clone(),
-        );
-        let (mut gauges, mut counters) = (HashMap::new(), HashMap::new());
-        for (field, name, kind, unit, help) in INFO_FIELDS {
-            match kind {
-                Kind::Gauge => {
-                    let family = Family::<Labels, Value>::default();
-                    register(&mut registry, name, help, unit, family.clone());
-                    gauges.insert(field, family);
-                }
-                Kind::Counter => {
-                    let family = Family::<Labels, Total>::default();
-                    register(&mut registry, name, help, unit, family.clone());
-                    counters.insert(field, family);
-                }
-            }
-        }
+        let rates = rate_families(&mut registry);
+        let (gauges, counters) = info_families(&mut registry);
+        let auth_check = InfoSet::default();
+        registry.register(AUTH_CHECK.name, AUTH_CHECK.help, auth_check.clone());
         Self {
             registry,
             up,
             errors,
-            reads,
-            writes,
+            rates,
             gauges,
             counters,
+            auth_check,
         }
     }
 
@@ -289,25 +134,12 @@ impl Metrics {
             Ok(info) => self.info(&info, &labels),
             Err(_) => failed += 1,
         }
+        // A node that does not count misses answers without them: not a
+        // failure, and no misses series.
         match node_hot_keys(&mut con, &node.address, Some(count)) {
-            Ok(rows) => {
-                for (id, rates) in rows {
-                    let mut key_labels = labels.clone();
-                    key_labels.push(("db".into(), id.db.to_string()));
-                    key_labels.push(match std::str::from_utf8(&id.key) {
-                        Ok(text) => ("key".into(), label_value(text)),
-                        Err(_) => (
-                            "key_base64".into(),
-                            base64::engine::general_purpose::STANDARD.encode(&id.key),
-                        ),
-                    });
-                    for (metric, family) in
-                        [(Metric::Reads, &self.reads), (Metric::Writes, &self.writes)]
-                    {
-                        if rates.get(metric) > 0.0 {
-                            family.get_or_create(&key_labels).set(rates.get(metric));
-                        }
-                    }
+            Ok(answer) => {
+                for (id, rates) in answer.rows {
+                    self.hot_key(&labels, &id, &rates);
                 }
             }
             Err(_) => failed += 1,
@@ -315,18 +147,45 @@ impl Metrics {
         self.errors.get_or_create(&labels).set(failed);
     }
 
-    /// `heavykeeper_<field>:<number>` lines of `INFO heavykeeper`.
+    /// One row of `HK.HOTKEYS <KIND>`: its one rate, as a series of its key.
+    fn hot_key(&self, node_labels: &Labels, id: &KeyId, rates: &Rates) {
+        let mut labels = node_labels.clone();
+        labels.push(("db".into(), id.db.to_string()));
+        labels.push(match std::str::from_utf8(&id.key) {
+            Ok(text) => ("key".into(), label_value(text)),
+            Err(_) => (
+                "key_base64".into(),
+                base64::engine::general_purpose::STANDARD.encode(&id.key),
+            ),
+        });
+        for (&metric, family) in Metric::ALL.iter().zip(&self.rates) {
+            if rates.get(metric) > 0.0 {
+                family.get_or_create(&labels).set(rates.get(metric));
+            }
+        }
+    }
+
+    /// `heavykeeper_<field>:<value>` lines of `INFO heavykeeper`: numbers
+    /// by the table, the auth check as its info metric.
     fn info(&self, info: &str, labels: &Labels) {
         for line in info.lines() {
-            let Some((field, number)) = line
+            let Some((field, value)) = line
                 .strip_prefix("heavykeeper_")
                 .and_then(|l| l.split_once(':'))
             else {
                 continue;
             };
-            let Ok(number) = number.trim().parse::<f64>() else {
+            let value = value.trim();
+            if field == AUTH_CHECK.field {
+                let mut labels = labels.clone();
+                labels.push((AUTH_CHECK.label.to_string(), label_value(value)));
+                self.auth_check.add(labels);
+                continue;
+            }
+            let (Some(f), Ok(number)) = (info_field(field), value.parse::<f64>()) else {
                 continue;
             };
+            let number = number / f.divisor;
             if let Some(family) = self.gauges.get(field) {
                 family.get_or_create(labels).set(number);
             } else if let Some(family) = self.counters.get(field) {
@@ -334,6 +193,43 @@ impl Metrics {
             }
         }
     }
+}
+
+/// `heavykeeper_hotkey_<metric>_per_second`, one family per [`Metric`].
+fn rate_families(registry: &mut Registry) -> Vec<Family<Labels, Value>> {
+    Metric::ALL
+        .iter()
+        .map(|metric| {
+            let family = Family::<Labels, Value>::default();
+            let name = format!("heavykeeper_hotkey_{}", metric.json_name());
+            registry.register(name, metric.prometheus_help(), family.clone());
+            family
+        })
+        .collect()
+}
+
+type Gauges = HashMap<&'static str, Family<Labels, Value>>;
+type Counters = HashMap<&'static str, Family<Labels, Total>>;
+
+/// A family for each numeric INFO field, by the field's name.
+fn info_families(registry: &mut Registry) -> (Gauges, Counters) {
+    let (mut gauges, mut counters) = (HashMap::new(), HashMap::new());
+    for f in INFO_FIELDS {
+        let unit = f.unit.map(|u| u.prometheus());
+        match f.kind {
+            Kind::Gauge => {
+                let family = Family::<Labels, Value>::default();
+                register(registry, f.name, f.help, unit, family.clone());
+                gauges.insert(f.field, family);
+            }
+            Kind::Counter => {
+                let family = Family::<Labels, Total>::default();
+                register(registry, f.name, f.help, unit, family.clone());
+                counters.insert(f.field, family);
+            }
+        }
+    }
+    (gauges, counters)
 }
 
 fn register<M: prometheus_client::registry::Metric>(
@@ -402,5 +298,40 @@ mod tests {
         );
         assert!(text.contains("# HELP heavykeeper_sketches "), "{text}");
         assert!(!text.contains("unknown"), "{text}");
+    }
+
+    #[test]
+    fn percentages_are_ratios_and_the_auth_check_a_label() {
+        let metrics = Metrics::new();
+        let labels = vec![("node".to_string(), "n:1".to_string())];
+        metrics.info(
+            "heavykeeper_tracker_cpu_percent:2.50\r\nheavykeeper_tracker_counted_slot_mean_ms:1.500\r\nheavykeeper_tracker_auth_check:per-client\r\nheavykeeper_tracker_commands_sampled:9\r\n",
+            &labels,
+        );
+        let mut text = String::new();
+        encode(&mut text, &metrics.registry).unwrap();
+        assert!(
+            text.contains("# UNIT heavykeeper_tracker_cpu_ratio ratio"),
+            "{text}"
+        );
+        assert!(
+            text.contains("heavykeeper_tracker_cpu_ratio{node=\"n:1\"} 0.025"),
+            "{text}"
+        );
+        assert!(
+            text.contains("heavykeeper_tracker_counted_slot_mean_seconds{node=\"n:1\"} 0.0015"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE heavykeeper_tracker_auth_check info"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "heavykeeper_tracker_auth_check_info{node=\"n:1\",check=\"per-client\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("commands_sampled"), "{text}");
     }
 }

@@ -1,7 +1,11 @@
 //! Keys as a text table (`--once`) or JSON (`--json`), and the pieces the
 //! live view shares with them: printable key names, sparklines.
+//!
+//! A figure the key's node does not count (misses where `track-misses` is
+//! off) is unknown, not zero: `-` in the table, and left out of the key's
+//! JSON object; a misses column only appears once some node counts them.
 
-use crate::hot_keys::KeyId;
+use crate::hot_keys::{KeyId, Snapshot};
 use crate::metric::{Metric, Rates};
 use base64::Engine;
 use serde_json::{json, Value};
@@ -28,11 +32,12 @@ pub fn node_width<'a>(nodes: impl Iterator<Item = &'a str>) -> usize {
     nodes.map(str::len).max().unwrap_or(0).max("NODE".len())
 }
 
-/// The keys listed, then each node that did not answer.
-pub fn table(keys: &[(KeyId, Rates)], errors: &[(String, String)]) -> String {
+/// The keys listed (of `snapshot`), then each node that did not answer.
+pub fn table(keys: &[(KeyId, Rates)], snapshot: &Snapshot) -> String {
+    let metrics = snapshot.metrics();
     let width = node_width(keys.iter().map(|(id, _)| id.node.as_str()));
     let mut out = format!("{:<40} {:>3}  {:<width$}", "KEY", "DB", "NODE");
-    for metric in Metric::ALL {
+    for metric in &metrics {
         out.push_str(&format!(" {:>12}", metric.title()));
     }
     out.push('\n');
@@ -43,24 +48,30 @@ pub fn table(keys: &[(KeyId, Rates)], errors: &[(String, String)]) -> String {
             id.db,
             id.node,
         ));
-        for metric in Metric::ALL {
-            out.push_str(&format!(" {:>12.1}", rates.get(metric)));
+        for &metric in &metrics {
+            if snapshot.counts(&id.node, metric) {
+                out.push_str(&format!(" {:>12.1}", rates.get(metric)));
+            } else {
+                out.push_str(&format!(" {:>12}", "-"));
+            }
         }
         out.push('\n');
     }
-    for (node, error) in errors {
+    for (node, error) in &snapshot.errors {
         out.push_str(&format!("{node}: {error}\n"));
     }
     out.trim_end().to_string()
 }
 
-fn key_json(id: &KeyId, rates: &Rates) -> Value {
+fn key_json(id: &KeyId, rates: &Rates, snapshot: &Snapshot) -> Value {
     let mut row = json!({
         "db": id.db,
         "node": id.node,
     });
     for metric in Metric::ALL {
-        row[metric.json_name()] = json!(rates.get(metric));
+        if snapshot.counts(&id.node, metric) {
+            row[metric.json_name()] = json!(rates.get(metric));
+        }
     }
     match std::str::from_utf8(&id.key) {
         Ok(text) => row["key"] = json!(text),
@@ -71,9 +82,14 @@ fn key_json(id: &KeyId, rates: &Rates) -> Value {
     row
 }
 
-pub fn json(keys: &[(KeyId, Rates)], errors: &[(String, String)]) -> String {
-    let keys: Vec<Value> = keys.iter().map(|(id, rates)| key_json(id, rates)).collect();
-    let errors: Vec<Value> = errors
+/// The keys listed (of `snapshot`) and each node that did not answer.
+pub fn json(keys: &[(KeyId, Rates)], snapshot: &Snapshot) -> String {
+    let keys: Vec<Value> = keys
+        .iter()
+        .map(|(id, rates)| key_json(id, rates, snapshot))
+        .collect();
+    let errors: Vec<Value> = snapshot
+        .errors
         .iter()
         .map(|(node, error)| json!({"node": node, "error": error}))
         .collect();
@@ -100,40 +116,63 @@ pub fn sparkline(values: impl Iterator<Item = f64> + Clone) -> String {
 mod tests {
     use super::*;
 
+    fn key(node: &str, name: &[u8], rates: Rates) -> (KeyId, Rates) {
+        let id = KeyId {
+            node: node.into(),
+            db: 2,
+            key: name.to_vec(),
+        };
+        (id, rates)
+    }
+
     #[test]
     fn binary_keys_stay_readable_and_json_stays_exact() {
         assert_eq!(printable_key(b"user:1"), "user:1");
         assert_eq!(printable_key(b"a\xff\x00"), "a\\xff\\x00");
         let mut rates = Rates::only(Metric::Reads, 3.0);
         rates.add(Metric::Writes, 0.5);
-        let keys = vec![(
-            KeyId {
-                node: "n:1".into(),
-                db: 2,
-                key: b"\xff".to_vec(),
-            },
-            rates,
-        )];
-        let parsed: Value = serde_json::from_str(&json(&keys, &[])).unwrap();
+        let keys = vec![key("n:1", b"\xff", rates)];
+        let snapshot = Snapshot::default();
+        let parsed: Value = serde_json::from_str(&json(&keys, &snapshot)).unwrap();
         assert_eq!(parsed["keys"][0]["key_base64"], "/w==");
         assert_eq!(parsed["keys"][0]["db"], 2);
         assert_eq!(parsed["keys"][0]["reads_per_second"], 3.0);
         assert_eq!(parsed["keys"][0]["writes_per_second"], 0.5);
-        assert!(table(&keys, &[]).contains("\\xff"));
+        assert!(table(&keys, &snapshot).contains("\\xff"));
+    }
+
+    #[test]
+    fn misses_show_where_their_node_counts_them_and_nowhere_else() {
+        let mut missed = Rates::only(Metric::Reads, 4.0);
+        missed.add(Metric::Misses, 4.0);
+        let keys = vec![
+            key("n:1", b"gone", missed),
+            key("n:2", b"elsewhere", Rates::only(Metric::Reads, 1.0)),
+        ];
+        let mut snapshot = Snapshot::default();
+        // No node counts misses: no column, no field.
+        assert!(!table(&keys, &snapshot).contains("MISSES/S"));
+        let parsed: Value = serde_json::from_str(&json(&keys, &snapshot)).unwrap();
+        assert!(parsed["keys"][0].get("misses_per_second").is_none());
+        // n:1 counts them, n:2 does not: n:2's figure is unknown, not 0.
+        snapshot.optional_counted = vec![("n:1".into(), Metric::Misses)];
+        let text = table(&keys, &snapshot);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].trim_end().ends_with("MISSES/S"), "{text}");
+        assert!(lines[1].trim_end().ends_with(" 4.0"), "{text}");
+        assert!(lines[2].trim_end().ends_with(" -"), "{text}");
+        let parsed: Value = serde_json::from_str(&json(&keys, &snapshot)).unwrap();
+        assert_eq!(parsed["keys"][0]["misses_per_second"], 4.0);
+        assert!(parsed["keys"][1].get("misses_per_second").is_none());
+        assert_eq!(parsed["keys"][1]["reads_per_second"], 1.0);
     }
 
     #[test]
     fn the_node_column_holds_the_whole_address() {
         let long = "cache-node-17.eu-west.example.internal:63791";
-        let keys = vec![(
-            KeyId {
-                node: long.into(),
-                db: 0,
-                key: b"k".to_vec(),
-            },
-            Rates::default(),
-        )];
-        assert!(table(&keys, &[]).contains(long), "{}", table(&keys, &[]));
+        let keys = vec![key(long, b"k", Rates::default())];
+        let text = table(&keys, &Snapshot::default());
+        assert!(text.contains(long), "{text}");
     }
 
     #[test]

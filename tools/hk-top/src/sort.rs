@@ -40,16 +40,31 @@ impl SortKey {
         Self::all().into_iter().find(|k| k.name() == name)
     }
 
-    /// The next sort key to the right (`>`), or to the left (`<`), wrapping.
-    pub fn step(self, right: bool) -> SortKey {
+    /// The next sort key to the right (`>`), or to the left (`<`), wrapping,
+    /// over the columns shown: rates of the metrics in `shown` only (no
+    /// stop at a misses column that is not there). From a rate not shown
+    /// (`--sort misses` with misses off) it steps to that rate's neighbour.
+    pub fn step(self, right: bool, shown: &[Metric]) -> SortKey {
         let all = Self::all();
-        let at = all.iter().position(|&k| k == self).unwrap_or(0);
         let n = all.len();
-        all[if right {
-            (at + 1) % n
-        } else {
-            (at + n - 1) % n
-        }]
+        let mut at = all.iter().position(|&k| k == self).unwrap_or(0);
+        loop {
+            at = if right {
+                (at + 1) % n
+            } else {
+                (at + n - 1) % n
+            };
+            if all[at].is_shown(shown) || all[at] == self {
+                return all[at];
+            }
+        }
+    }
+
+    fn is_shown(self, shown: &[Metric]) -> bool {
+        match self {
+            SortKey::Rate(metric) => shown.contains(&metric),
+            _ => true,
+        }
     }
 
     /// `a` before `b`?: rates high to low, names and nodes A to Z.
@@ -146,13 +161,56 @@ mod tests {
 
     #[test]
     fn sort_keys_step_through_the_columns_and_wrap() {
-        assert_eq!(SortKey::Total.step(true), SortKey::Key);
-        assert_eq!(SortKey::Key.step(false), SortKey::Total);
-        assert_eq!(SortKey::Node.step(true), SortKey::Rate(Metric::Reads));
+        let all = Metric::ALL;
+        assert_eq!(SortKey::Total.step(true, &all), SortKey::Key);
+        assert_eq!(SortKey::Key.step(false, &all), SortKey::Total);
+        assert_eq!(SortKey::Node.step(true, &all), SortKey::Rate(Metric::Reads));
+        assert_eq!(
+            SortKey::Total.step(false, &all),
+            SortKey::Rate(Metric::Misses)
+        );
         for key in SortKey::all() {
             assert_eq!(SortKey::parse(key.name()), Some(key));
-            assert_eq!(key.step(true).step(false), key);
+            assert_eq!(key.step(true, &all).step(false, &all), key);
         }
+        assert_eq!(
+            SortKey::parse("misses"),
+            Some(SortKey::Rate(Metric::Misses))
+        );
         assert_eq!(SortKey::parse("misses-ish"), None);
+    }
+
+    #[test]
+    fn a_misses_column_not_shown_is_stepped_over() {
+        let shown = [Metric::Reads, Metric::Writes];
+        let misses = SortKey::Rate(Metric::Misses);
+        assert_eq!(
+            SortKey::Total.step(false, &shown),
+            SortKey::Rate(Metric::Writes)
+        );
+        assert_eq!(
+            SortKey::Rate(Metric::Writes).step(true, &shown),
+            SortKey::Total
+        );
+        // Sorted by misses from the command line, with no misses column.
+        assert_eq!(misses.step(true, &shown), SortKey::Total);
+        assert_eq!(misses.step(false, &shown), SortKey::Rate(Metric::Writes));
+    }
+
+    #[test]
+    fn by_misses_the_keys_missed_most_come_first() {
+        let mut rows = [
+            row("n:1", "hit", 9.0, 0.0),
+            row("n:1", "gone", 2.0, 0.0),
+            row("n:1", "absent", 4.0, 0.0),
+        ];
+        rows[1].1.add(Metric::Misses, 2.0);
+        rows[2].1.add(Metric::Misses, 4.0);
+        let by_misses = Order {
+            key: SortKey::Rate(Metric::Misses),
+            reversed: false,
+        };
+        // No misses at all is last; ties end on the total.
+        assert_eq!(keys_in(by_misses, &rows), ["absent", "gone", "hit"]);
     }
 }

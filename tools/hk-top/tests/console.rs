@@ -376,10 +376,11 @@ fn paused_the_view_stays_until_resumed(t: &Terminal, server: &Server) {
     t.keys(&["Space"]);
     t.wait_for_text("PAUSED");
     read(&mut con, b"late:key", 50);
-    // Two whole polls after the key was read (each asks READS and WRITES).
+    // Two whole polls after the key was read (each asks READS, WRITES and
+    // MISSES, which a server not counting misses refuses: still a call).
     let asked = hotkeys_calls(&mut con);
     common::wait_until("two polls", Duration::from_secs(20), || {
-        hotkeys_calls(&mut con) >= asked + 4
+        hotkeys_calls(&mut con) >= asked + 6
     });
     let screen = t.screen();
     assert!(
@@ -403,6 +404,37 @@ impl EndsWithKey for &str {
             .unwrap_or("")
             .ends_with(&format!("{i:012}"))
     }
+}
+
+#[test]
+fn hot_misses_join_the_view_once_the_server_counts_them() {
+    let server = busy_server();
+    let address = server.address();
+    let t = start_on(&server, 80, 24, &[]);
+    // Misses off (the default): no column, and no error for it.
+    let screen = t.screen();
+    assert!(
+        !screen.contains("MISSES") && !screen.contains("not answering"),
+        "{screen}"
+    );
+    let mut con = server.client();
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.track-misses", "yes"],
+    );
+    read(&mut con, b"absent:user:404", 50);
+    let screen = t.wait_for("the misses column", |s| {
+        s.contains("MISSES/S") && s.contains("absent:user:404")
+    });
+    assert!(!screen.contains("not answering"), "{screen}");
+    // `<` from the total: by misses, the missing key first.
+    t.type_text("<");
+    let screen = t.wait_for_text("MISSES/S▼");
+    let rows = table_rows(&screen);
+    assert!(rows[0].starts_with("absent:user:404 "), "{screen}");
+    assert!(rows[0].contains(&format!(" {address} ")), "{screen}");
+    t.type_text("q");
+    t.assert_restored(0);
 }
 
 #[test]

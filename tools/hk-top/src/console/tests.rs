@@ -2,7 +2,10 @@
 //! what it then lists and selects.
 
 use super::*;
-use crate::fixtures::{busy_snapshot, console, id, key, long_key, node_address, rates, type_text};
+use crate::fixtures::{
+    busy_snapshot, console, id, key, long_key, misses_snapshot, node_address, rates, type_text,
+    MISSING_BINARY_KEY, MISSING_KEY,
+};
 use crate::metric::Metric;
 use crate::sort::SortKey;
 use crossterm::event::KeyCode;
@@ -38,6 +41,33 @@ fn sorted_by_total_until_told_otherwise() {
     assert_eq!(listed(&c).last().unwrap(), "counter:hot");
     c.press(&key(KeyCode::Char('r')));
     assert_eq!(listed(&c)[0], "counter:hot", "reversed");
+}
+
+#[test]
+fn the_sort_keys_take_in_misses_while_a_node_counts_them() {
+    let mut c = console();
+    c.apply(misses_snapshot());
+    assert_eq!(c.metrics(), Metric::ALL);
+    // A miss is a read already counted: the total does not add it again.
+    let missing = c
+        .rows()
+        .iter()
+        .find(|(id, _)| id.key == MISSING_KEY)
+        .unwrap();
+    assert_eq!(missing.1.total(), 600.0);
+    c.press(&key(KeyCode::Char('<')));
+    assert_eq!(c.order().key, SortKey::Rate(Metric::Misses));
+    let by_misses = listed(&c);
+    let expected =
+        [MISSING_KEY, MISSING_BINARY_KEY].map(|k| String::from_utf8_lossy(k).into_owned());
+    assert_eq!(by_misses[..2], expected);
+    c.press(&key(KeyCode::Char('<')));
+    assert_eq!(c.order().key, SortKey::Rate(Metric::Writes));
+    // Misses turned off: no misses column, so `>` from writes is the total.
+    c.apply(busy_snapshot());
+    assert_eq!(c.metrics(), [Metric::Reads, Metric::Writes]);
+    c.press(&key(KeyCode::Char('>')));
+    assert_eq!(c.order().key, SortKey::Total);
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! One key's details: its whole name (wrapped, never shortened), where it
 //! lives (database, node, cluster slot), its rates now and a chart of its
-//! reads and writes over the history kept (ten minutes at one refresh a
-//! second).
+//! reads and writes (and misses, where its node counts them) over the
+//! history kept (ten minutes at one refresh a second).
 
 use super::{bold, sort_mark};
 use crate::columns::rate_text;
@@ -17,8 +17,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph, Wrap};
 use ratatui::Frame;
 
-/// One colour per metric, in [`Metric::ALL`]'s order.
+/// One colour per metric, in [`Metric::ALL`]'s order: a metric keeps its
+/// colour whichever others are drawn beside it.
 const COLOURS: [Color; 4] = [Color::Cyan, Color::Magenta, Color::Yellow, Color::Green];
+
+fn colour(metric: Metric) -> Color {
+    let at = Metric::ALL.iter().position(|&m| m == metric).unwrap_or(0);
+    COLOURS[at % COLOURS.len()]
+}
 
 pub fn draw(frame: &mut Frame, area: Rect, console: &Console, id: &KeyId) {
     let facts = facts(console, id);
@@ -84,12 +90,13 @@ fn rates_line(console: &Console, id: &KeyId) -> Line<'static> {
         );
     };
     let mut spans = vec![Span::styled(format!(" {:<9}", "NOW"), bold())];
-    for metric in Metric::ALL {
-        spans.push(Span::raw(format!(
-            "{} {}   ",
-            metric.title(),
+    for metric in console.metrics() {
+        let figure = if console.snapshot().counts(&id.node, metric) {
             rate_text(rates.get(metric))
-        )));
+        } else {
+            "-".to_string()
+        };
+        spans.push(Span::raw(format!("{} {figure}   ", metric.title())));
     }
     let order = console.order();
     spans.push(Span::raw(format!(
@@ -117,24 +124,28 @@ fn draw_chart(frame: &mut Frame, area: Rect, console: &Console, id: &KeyId) {
     let samples = (console.refreshes() as usize).clamp(2, console.history().span());
     let history = console.history().last(id, samples);
     let seconds = console.interval_ms() as f64 / 1000.0;
-    let series: Vec<Vec<(f64, f64)>> = Metric::ALL
+    // Only what the key's node counts: a line at 0 would say "no misses".
+    let metrics: Vec<Metric> = Metric::ALL
+        .into_iter()
+        .filter(|&m| console.snapshot().counts(&id.node, m))
+        .collect();
+    let series: Vec<Vec<(f64, f64)>> = metrics
         .iter()
         .map(|&m| points(&history, m, seconds))
         .collect();
     let peak = history
         .iter()
-        .flat_map(|r| Metric::ALL.map(|m| r.get(m)))
+        .flat_map(|r| metrics.iter().map(|&m| r.get(m)))
         .fold(0.0, f64::max);
-    let datasets = Metric::ALL
+    let datasets = metrics
         .iter()
         .zip(&series)
-        .zip(COLOURS)
-        .map(|((metric, data), colour)| {
+        .map(|(&metric, data)| {
             Dataset::default()
                 .name(metric.title())
                 .marker(Marker::Braille)
                 .graph_type(GraphType::Line)
-                .style(Style::default().fg(colour))
+                .style(Style::default().fg(colour(metric)))
                 .data(data)
         })
         .collect();

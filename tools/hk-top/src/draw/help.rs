@@ -43,7 +43,7 @@ fn notes_text() -> Vec<Line<'static>> {
     let sort_keys: Vec<&str> = SortKey::all().into_iter().map(SortKey::name).collect();
     vec![
         Line::raw(format!(
-            " Sort keys (--sort, < >): {}. Patterns (/, --match) are SCAN MATCH's, on the key's bytes: * ? [abc] [^a] [a-z] \\x; braces are literal.",
+            " Sort keys (--sort, < >): {} (misses: a column once a node counts them, track-misses yes). Patterns (/, --match) are SCAN MATCH's, on the key's bytes: * ? [abc] [^a] [a-z] \\x; braces are literal.",
             sort_keys.join(", ")
         )),
         Line::raw(" A name too long for its column loses its middle (user:ses…:000042): Enter shows it whole. Esc or ? closes this help."),

@@ -22,7 +22,7 @@ pub fn draw(frame: &mut Frame, area: Rect, console: &Console) {
         return;
     }
     let widths = share_width(area.width as usize, &wants(console));
-    let columns: Vec<Column> = Column::all()
+    let columns: Vec<Column> = Column::shown(&console.metrics())
         .into_iter()
         .filter(|&c| widths.of(c) > 0)
         .collect();
@@ -73,6 +73,7 @@ fn wants(console: &Console) -> Wants {
             .map(|(id, _)| id.db.to_string().len())
             .max()
             .unwrap_or(1),
+        metrics: console.metrics().len(),
     }
 }
 
@@ -111,6 +112,9 @@ fn cell(
         Column::Key => elide_middle(&printable_key(&id.key), widths.key),
         Column::Db => id.db.to_string(),
         Column::Node => elide_middle(&id.node, widths.node),
+        Column::Rate(metric) if !console.snapshot().counts(&id.node, metric) => {
+            return not_counted(widths.rate)
+        }
         Column::Rate(metric) => return number(rates.get(metric), widths.rate),
         Column::Total => return number(rates.total(), widths.rate),
         Column::Trend => {
@@ -126,6 +130,12 @@ fn number(per_second: f64, column: usize) -> Cell<'static> {
     let text = rate_text(per_second);
     // One space kept on the right for the title's sort mark.
     Cell::from(Text::raw(format!("{text:>w$} ", w = column - 1)))
+}
+
+/// A figure the key's node does not count (misses where `track-misses` is
+/// off, beside a node where it is on): unknown, so not a 0.
+fn not_counted(column: usize) -> Cell<'static> {
+    Cell::from(Text::raw(format!("{:>w$} ", "-", w = column - 1)))
 }
 
 fn empty_reason(console: &Console) -> String {

@@ -27,15 +27,16 @@ pub fn draw(frame: &mut Frame, area: Rect, console: &Console) {
         .max()
         .unwrap_or(4);
     let rate_width = RATE_WIDTH + 2;
-    let rates = Metric::ALL.len() + 1;
+    let metrics = console.metrics();
+    let rates = metrics.len() + 1;
     let used = node_width + ROLE_WIDTH + KEYS_WIDTH + rates * rate_width + rates + 3;
     let share_width = (area.width as usize).saturating_sub(used).max(8);
     let mut titles = vec!["NODE", "ROLE", "KEYS"];
-    titles.extend(Metric::ALL.map(Metric::title));
+    titles.extend(metrics.iter().map(|m| m.title()));
     titles.extend(["TOTAL/S", "SHARE"]);
     let rows: Vec<Row> = loads
         .iter()
-        .map(|load| node_row(load, console, rate_width, share_width))
+        .map(|load| node_row(load, console, &metrics, (rate_width, share_width)))
         .collect();
     let mut widths = vec![node_width, ROLE_WIDTH, KEYS_WIDTH];
     widths.extend(std::iter::repeat(rate_width).take(rates));
@@ -70,7 +71,13 @@ pub fn draw(frame: &mut Frame, area: Rect, console: &Console) {
     );
 }
 
-fn node_row(load: &NodeLoad, console: &Console, rate_width: usize, share: usize) -> Row<'static> {
+/// `widths`: a rate's column, the share's.
+fn node_row(
+    load: &NodeLoad,
+    console: &Console,
+    metrics: &[Metric],
+    (rate_width, share): (usize, usize),
+) -> Row<'static> {
     let role = if load.node.primary {
         "primary"
     } else {
@@ -81,15 +88,21 @@ fn node_row(load: &NodeLoad, console: &Console, rate_width: usize, share: usize)
         Cell::from(role),
         Cell::from(format!("{:>w$}", load.keys, w = KEYS_WIDTH)),
     ];
-    let figures = Metric::ALL
+    // A node that did not answer, or does not count this metric (misses
+    // with `track-misses` off): unknown, so not a 0.
+    let snapshot = console.snapshot();
+    let figures = metrics
         .iter()
-        .map(|&m| load.rates.get(m))
-        .chain([load.rates.total()]);
+        .map(|&m| {
+            snapshot
+                .counts(&load.node.address, m)
+                .then(|| load.rates.get(m))
+        })
+        .chain([Some(load.rates.total())]);
     for figure in figures {
-        let text = if load.error.is_some() {
-            "-".to_string()
-        } else {
-            rate_text(figure)
+        let text = match figure {
+            Some(figure) if load.error.is_none() => rate_text(figure),
+            _ => "-".to_string(),
         };
         cells.push(Cell::from(format!("{text:>w$}", w = rate_width)));
     }

@@ -3,7 +3,10 @@
 //! is not UTF-8: what an operator would read on those screens.
 
 use super::*;
-use crate::fixtures::{busy_snapshot, console, id, key, long_key, node_address, BINARY_KEY, NODES};
+use crate::fixtures::{
+    busy_snapshot, console, id, key, long_key, misses_snapshot, node_address, BINARY_KEY,
+    MISSING_KEY, NODES,
+};
 use crate::slot::key_slot;
 use crossterm::event::KeyCode;
 use ratatui::backend::TestBackend;
@@ -64,6 +67,11 @@ fn node_of(row: &str) -> String {
 fn at_80_columns_every_row_is_distinct_with_its_whole_address() {
     let c = busy_console();
     let lines = screen(&c, 80, 24);
+    let header = lines.iter().find(|l| l.starts_with("KEY")).unwrap();
+    assert!(
+        !header.contains("MISSES"),
+        "no node counts misses: {header}"
+    );
     let rows = table_rows(&lines);
     assert_eq!(rows.len(), 14, "{lines:#?}");
     let keys: HashSet<&str> = rows.iter().map(|r| r.split(' ').next().unwrap()).collect();
@@ -263,7 +271,11 @@ fn the_help_lists_every_key() {
             );
         }
         let all = lines.join("");
-        assert!(all.contains("Sort keys (--sort, < >): key, node, reads, writes, total."));
+        assert!(
+            all.contains("Sort keys (--sort, < >): key, node, reads, writes, misses, total"),
+            "{}",
+            lines.join("\n")
+        );
         assert!(
             all.contains("Esc or ? closes this help."),
             "{}",
@@ -281,4 +293,115 @@ fn before_the_first_answer_the_table_says_what_it_waits_for() {
         "{lines:#?}"
     );
     assert!(lines[23].contains("q quit"), "{}", lines[23]);
+}
+
+fn misses_console() -> Console {
+    let mut c = console();
+    c.apply(misses_snapshot());
+    c
+}
+
+/// The figure under `title` in a table row (every cell is one word).
+fn cell<'a>(lines: &[String], row: &'a str, title: &str) -> &'a str {
+    let header = lines.iter().find(|l| l.starts_with("KEY")).unwrap();
+    let at = header
+        .split_whitespace()
+        .position(|t| t.trim_end_matches(['▼', '▲']) == title)
+        .unwrap_or_else(|| panic!("no {title} in {header}"));
+    row.split_whitespace().nth(at).unwrap()
+}
+
+#[test]
+fn misses_get_a_column_where_a_node_counts_them_and_sort_by_it() {
+    let mut c = misses_console();
+    for (width, height) in [(80, 24), (200, 50)] {
+        let lines = screen(&c, width, height);
+        let all = lines.join("\n");
+        assert!(lines[0].contains("16 of 16 keys"), "{all}");
+        let rows = table_rows(&lines);
+        let keys: HashSet<&str> = rows.iter().map(|r| r.split(' ').next().unwrap()).collect();
+        assert_eq!(keys.len(), 16, "rows alike:\n{all}");
+        for row in &rows {
+            let node = node_of(row);
+            let misses = cell(&lines, row, "MISSES/S");
+            // Nodes 4 to 6 (ports 30004-30006) do not count misses: unknown.
+            if node.ends_with(":30004") || node.ends_with(":30005") || node.ends_with(":30006") {
+                assert_eq!(misses, "-", "{row}");
+            } else if row.starts_with("absent:") {
+                assert_eq!(misses, "600.0", "{row}");
+            } else if !row.starts_with(r"gone:\xff") {
+                assert_eq!(misses, "0", "{row}");
+            }
+        }
+        assert!(lines.iter().all(|l| l.width() <= width as usize));
+    }
+    // `<` from the total: the misses column, hottest miss first.
+    c.press(&key(KeyCode::Char('<')));
+    let lines = screen(&c, 80, 24);
+    let header = lines.iter().find(|l| l.starts_with("KEY")).unwrap();
+    assert!(header.contains("MISSES/S▼"), "{header}");
+    assert!(lines[1].contains("sort: misses ▼"), "{}", lines[1]);
+    let rows = table_rows(&lines);
+    let missing = format!("{} ", String::from_utf8_lossy(MISSING_KEY));
+    assert!(rows[0].starts_with(&missing), "{}", lines.join("\n"));
+    assert!(rows[1].starts_with(r"gone:\xff "), "escaped: {}", rows[1]);
+    assert_eq!(cell(&lines, rows[1], "MISSES/S"), "30.0");
+}
+
+#[test]
+fn the_nodes_view_and_the_details_show_misses_where_counted() {
+    let mut c = misses_console();
+    c.press(&key(KeyCode::Tab));
+    let lines = screen(&c, 80, 24);
+    let all = lines.join("\n");
+    let header = lines.iter().find(|l| l.starts_with("NODE")).expect(&all);
+    let at = header
+        .split_whitespace()
+        .position(|t| t == "MISSES/S")
+        .expect(header);
+    for n in 0..NODES {
+        let row = lines
+            .iter()
+            .find(|l| l.starts_with(&node_address(n)))
+            .unwrap_or_else(|| panic!("node {n}:\n{all}"));
+        let misses = row.split_whitespace().nth(at).unwrap();
+        let expected = match n {
+            0 => "30.0",
+            1 => "600.0",
+            2 => "0",
+            _ => "-",
+        };
+        assert_eq!(misses, expected, "{row}");
+    }
+    c.press(&key(KeyCode::Tab));
+    c.press(&key(KeyCode::Char('<'))); // by misses: the missing key first
+    c.press(&key(KeyCode::Home));
+    c.press(&key(KeyCode::Enter));
+    let all = screen(&c, 80, 24).join("\n");
+    assert!(all.contains("KEY      absent:user:404"), "{all}");
+    assert!(all.contains("MISSES/S 600.0"), "{all}");
+    assert!(
+        all.contains("#1 of 16") && all.contains("by misses ▼"),
+        "{all}"
+    );
+    // A key of a node that does not count misses: unknown, not 0.
+    let uncounted = id(3, long_key(3).as_bytes());
+    while !matches!(c.screen(), Screen::Details(shown) if *shown == uncounted) {
+        c.press(&key(KeyCode::Down));
+    }
+    let all = screen(&c, 80, 24).join("\n");
+    assert!(all.contains("MISSES/S -"), "{all}");
+}
+
+#[test]
+fn without_misses_any_more_the_column_goes() {
+    let mut c = misses_console();
+    c.press(&key(KeyCode::Char('<')));
+    assert_eq!(c.order().key.name(), "misses");
+    // track-misses turned off everywhere: the next refresh has none.
+    c.apply(busy_snapshot());
+    let lines = screen(&c, 80, 24);
+    let header = lines.iter().find(|l| l.starts_with("KEY")).unwrap();
+    assert!(!header.contains("MISSES"), "{header}");
+    assert!(lines[1].contains("sort: misses"), "{}", lines[1]);
 }

@@ -1,0 +1,382 @@
+//! What the module's `INFO heavykeeper` fields become in Prometheus: one
+//! table that the exporter registers and reads by. Names follow
+//! Prometheus's rules: base units (a percentage of a core is a ratio,
+//! milliseconds are seconds), the unit and then `_total` as suffixes.
+//! Fields that are not numbers have no place here: `tracker_auth_check`
+//! (text) is an info metric of its own ([`AUTH_CHECK`]).
+
+/// What a field becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    /// Only ever grows while the module is loaded: `_total`, for `rate()`.
+    Counter,
+}
+
+/// The unit a metric is in, and the suffix of its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Bytes,
+    Seconds,
+    /// 0 to 1 (Prometheus's `_ratio`, where a person would say percent).
+    Ratio,
+}
+
+impl Unit {
+    pub fn prometheus(self) -> prometheus_client::registry::Unit {
+        use prometheus_client::registry::Unit as P;
+        match self {
+            Unit::Bytes => P::Bytes,
+            Unit::Seconds => P::Seconds,
+            // The client's own `Ratios` would end the name in `_ratios`.
+            Unit::Ratio => P::Other("ratio".to_string()),
+        }
+    }
+}
+
+pub struct InfoField {
+    /// The INFO field after its `heavykeeper_` prefix.
+    pub field: &'static str,
+    /// The metric's name before its unit and `_total`.
+    pub name: &'static str,
+    pub kind: Kind,
+    pub unit: Option<Unit>,
+    /// The INFO figure over this is the metric's value: a percentage
+    /// becomes a ratio (100), milliseconds seconds (1000). (Dividing keeps
+    /// 0.05% as 0.0005 exactly where times 0.01 could be off in the last
+    /// digit.)
+    pub divisor: f64,
+    /// The encoder ends it with a period.
+    pub help: &'static str,
+}
+
+const fn field(
+    field: &'static str,
+    name: &'static str,
+    kind: Kind,
+    help: &'static str,
+) -> InfoField {
+    InfoField {
+        field,
+        name,
+        kind,
+        unit: None,
+        divisor: 1.0,
+        help,
+    }
+}
+
+const fn gauge(info: &'static str, name: &'static str, help: &'static str) -> InfoField {
+    field(info, name, Kind::Gauge, help)
+}
+
+const fn counter(info: &'static str, name: &'static str, help: &'static str) -> InfoField {
+    field(info, name, Kind::Counter, help)
+}
+
+impl InfoField {
+    const fn in_unit(self, unit: Unit) -> Self {
+        InfoField {
+            unit: Some(unit),
+            ..self
+        }
+    }
+
+    /// A percentage of one core, as a ratio.
+    const fn percent(self) -> Self {
+        InfoField {
+            divisor: 100.0,
+            ..self.in_unit(Unit::Ratio)
+        }
+    }
+
+    /// Milliseconds, as seconds.
+    const fn milliseconds(self) -> Self {
+        InfoField {
+            divisor: 1000.0,
+            ..self.in_unit(Unit::Seconds)
+        }
+    }
+}
+
+/// A field whose value is text, shown as an info metric: one sample of 1,
+/// the text in a label.
+pub struct TextField {
+    pub field: &'static str,
+    /// The metric's name (the encoder adds `_info`).
+    pub name: &'static str,
+    /// The label that holds the text.
+    pub label: &'static str,
+    pub help: &'static str,
+}
+
+pub const AUTH_CHECK: TextField = TextField {
+    field: "tracker_auth_check",
+    name: "heavykeeper_tracker_auth_check",
+    label: "check",
+    help: "How the tracker keeps out clients not logged in: none-needed, per-client or per-slot",
+};
+
+pub const INFO_FIELDS: &[InfoField] = &[
+    // heavykeeper_sketches
+    gauge("sketches", "heavykeeper_sketches", "Keys holding a HeavyKeeper sketch"),
+    gauge(
+        "sketch_memory_bytes",
+        "heavykeeper_sketch_memory",
+        "Memory of all sketches, as MEMORY USAGE counts it without key overhead",
+    )
+    .in_unit(Unit::Bytes),
+    counter(
+        "arrivals_counted",
+        "heavykeeper_arrivals_counted",
+        "Total weight counted into sketches by commands since the module loaded",
+    ),
+    counter(
+        "commands_refused_by_limits",
+        "heavykeeper_commands_refused_by_limits",
+        "Commands refused by max-sketch-bytes, max-future-ms or maxmemory",
+    ),
+    counter(
+        "panics_contained",
+        "heavykeeper_panics_contained",
+        "Bugs caught outside a command (each also a log line)",
+    ),
+    // heavykeeper_tracking: its settings
+    gauge(
+        "tracker_enabled",
+        "heavykeeper_tracker_enabled",
+        "1 if the server's own key accesses are tracked",
+    ),
+    gauge(
+        "tracker_k",
+        "heavykeeper_tracker_k",
+        "Hot keys the tracker keeps, per kind of access",
+    ),
+    gauge(
+        "tracker_halflife_seconds",
+        "heavykeeper_tracker_halflife",
+        "Half-life of the tracker's rates",
+    )
+    .in_unit(Unit::Seconds),
+    gauge(
+        "tracker_sample",
+        "heavykeeper_tracker_sample",
+        "track-sample: counting one slot of time in this many; 0 as much as the CPU budget allows",
+    ),
+    gauge(
+        "tracker_misses",
+        "heavykeeper_tracker_misses_enabled",
+        "1 if reads of keys that do not exist are counted as hot misses (track-misses)",
+    ),
+    // what it counts now, and what that costs
+    gauge(
+        "tracker_share_counted",
+        "heavykeeper_tracker_share_counted",
+        "Share of the time whose commands the tracker counts now",
+    )
+    .in_unit(Unit::Ratio),
+    gauge(
+        "tracker_cpu_percent",
+        "heavykeeper_tracker_cpu",
+        "The tracker's CPU over the last few seconds, a share of one core",
+    )
+    .percent(),
+    gauge(
+        "tracker_cpu_main_percent",
+        "heavykeeper_tracker_cpu_main",
+        "The tracker's CPU on the server's main thread over the last few seconds, a share of one core",
+    )
+    .percent(),
+    gauge(
+        "tracker_cpu_worker_percent",
+        "heavykeeper_tracker_cpu_worker",
+        "The tracker's worker thread's CPU over the last few seconds, a share of one core",
+    )
+    .percent(),
+    gauge(
+        "tracker_cpu_percent_counting_all",
+        "heavykeeper_tracker_cpu_counting_all",
+        "What counting every command would cost now, a share of one core (0 until measured)",
+    )
+    .percent(),
+    gauge(
+        "tracker_cpu_budget_percent",
+        "heavykeeper_tracker_cpu_budget",
+        "The CPU the tracker may take, a share of one core",
+    )
+    .percent(),
+    counter(
+        "tracker_cpu_seconds",
+        "heavykeeper_tracker_cpu",
+        "CPU time the tracker has spent, main thread and worker",
+    )
+    .in_unit(Unit::Seconds),
+    counter(
+        "tracker_cpu_seconds_main",
+        "heavykeeper_tracker_cpu_main",
+        "CPU time the tracker has spent on the server's main thread",
+    )
+    .in_unit(Unit::Seconds),
+    counter(
+        "tracker_cpu_seconds_worker",
+        "heavykeeper_tracker_cpu_worker",
+        "CPU time the tracker's worker thread has spent",
+    )
+    .in_unit(Unit::Seconds),
+    counter(
+        "tracker_seconds_counted",
+        "heavykeeper_tracker_counted",
+        "Time whose commands the tracker counted",
+    )
+    .in_unit(Unit::Seconds),
+    gauge(
+        "tracker_memory_bytes",
+        "heavykeeper_tracker_memory",
+        "Memory the tracker holds: sketches, batches, client table",
+    )
+    .in_unit(Unit::Bytes),
+    // what it saw
+    counter(
+        "tracker_keys_counted",
+        "heavykeeper_tracker_keys_counted",
+        "Key accesses the tracker counted, sampled ones weighted",
+    ),
+    counter(
+        "tracker_commands_seen",
+        "heavykeeper_tracker_commands_seen",
+        "Commands the tracker's filter saw",
+    ),
+    counter(
+        "tracker_accesses_dropped",
+        "heavykeeper_tracker_accesses_dropped",
+        "Key accesses dropped because the tracker's queue was full",
+    ),
+    counter(
+        "tracker_misses_seen",
+        "heavykeeper_tracker_misses_seen",
+        "Reads of keys that did not exist that the tracker counted",
+    ),
+    // who is let in
+    counter(
+        "tracker_unauthenticated_dropped",
+        "heavykeeper_tracker_unauthenticated_dropped",
+        "Key accesses dropped because their client was not logged in (or not checked yet)",
+    ),
+    counter(
+        "tracker_auth_checks",
+        "heavykeeper_tracker_auth_checks",
+        "Clients checked for being logged in",
+    ),
+    counter(
+        "tracker_auth_refused",
+        "heavykeeper_tracker_auth_refused",
+        "Clients checked and found not logged in",
+    ),
+    // slots of time
+    counter(
+        "tracker_slots",
+        "heavykeeper_tracker_slots",
+        "Slots of time begun, counted or not",
+    ),
+    counter(
+        "tracker_slots_counted",
+        "heavykeeper_tracker_slots_counted",
+        "Slots of time whose commands were counted",
+    ),
+    gauge(
+        "tracker_uncounted_slot_mean_ms",
+        "heavykeeper_tracker_uncounted_slot_mean",
+        "Mean length of a slot of time not counted, since tracking started",
+    )
+    .milliseconds(),
+    gauge(
+        "tracker_counted_slot_mean_ms",
+        "heavykeeper_tracker_counted_slot_mean",
+        "Mean length of a counted slot of time, since tracking started",
+    )
+    .milliseconds(),
+    counter(
+        "tracker_slots_discarded",
+        "heavykeeper_tracker_slots_discarded",
+        "Counted slots discarded whole: too many accesses, or a command refused for want of a login (Redis 7.0)",
+    ),
+    // heavykeeper_watch
+    gauge(
+        "watched_keys",
+        "heavykeeper_watched_keys",
+        "Watched sketches this server follows",
+    ),
+    gauge(
+        "watched_keys_timed",
+        "heavykeeper_watched_keys_timed",
+        "Watched sketches waiting for a fade crossing",
+    ),
+    counter(
+        "events_published",
+        "heavykeeper_events_published",
+        "Watch and tracker events published",
+    ),
+    counter(
+        "events_dropped",
+        "heavykeeper_events_dropped",
+        "Watch events dropped by the per-sketch cap",
+    ),
+];
+
+/// The mapping of an INFO field, if it has one.
+pub fn info_field(field: &str) -> Option<&'static InfoField> {
+    INFO_FIELDS.iter().find(|f| f.field == field)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    /// Its name as Prometheus shows it.
+    fn full_name(f: &InfoField) -> String {
+        let unit = f
+            .unit
+            .map_or(String::new(), |u| format!("_{}", u.prometheus().as_str()));
+        let total = if f.kind == Kind::Counter {
+            "_total"
+        } else {
+            ""
+        };
+        format!("{}{unit}{total}", f.name)
+    }
+
+    #[test]
+    fn every_field_once_every_name_once() {
+        let fields: HashSet<&str> = INFO_FIELDS.iter().map(|f| f.field).collect();
+        assert_eq!(fields.len(), INFO_FIELDS.len());
+        let names: HashSet<String> = INFO_FIELDS.iter().map(full_name).collect();
+        assert_eq!(names.len(), INFO_FIELDS.len(), "{names:?}");
+        assert!(!names.contains(AUTH_CHECK.name));
+        // The field the tracker no longer has.
+        assert!(info_field("tracker_commands_sampled").is_none());
+        assert!(
+            info_field(AUTH_CHECK.field).is_none(),
+            "text is not a number"
+        );
+    }
+
+    #[test]
+    fn percentages_become_ratios_and_milliseconds_seconds() {
+        let cpu = info_field("tracker_cpu_percent").unwrap();
+        assert_eq!(
+            (full_name(cpu), cpu.divisor),
+            ("heavykeeper_tracker_cpu_ratio".into(), 100.0)
+        );
+        let slot = info_field("tracker_counted_slot_mean_ms").unwrap();
+        assert_eq!(
+            (full_name(slot), slot.divisor),
+            (
+                "heavykeeper_tracker_counted_slot_mean_seconds".into(),
+                1000.0
+            )
+        );
+        let spent = info_field("tracker_cpu_seconds").unwrap();
+        assert_eq!(full_name(spent), "heavykeeper_tracker_cpu_seconds_total");
+    }
+}
