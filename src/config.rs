@@ -66,7 +66,15 @@ pub enum Setting {
         name: &'static str,
         variable: &'static Mutex<Vec<u8>>,
         default: &'static str,
+        /// Why a value is refused (`None`: accepted).
+        check: fn(&[u8]) -> Option<&'static str>,
+        on_change: OnChange,
     },
+}
+
+/// Any bytes will do.
+fn any_bytes(_: &[u8]) -> Option<&'static str> {
+    None
 }
 
 /// A plain integer config; `on_change` runs after every change.
@@ -92,7 +100,7 @@ const fn integer(
 /// The tracker re-reads its configs at once.
 const TRACKING: OnChange = Some(crate::tracking::apply_configs);
 
-pub static SETTINGS: [Setting; 13] = [
+pub static SETTINGS: [Setting; 15] = [
     Setting::Integer {
         name: "max-sketch-bytes",
         variable: &MAX_SKETCH_BYTES,
@@ -175,6 +183,22 @@ pub static SETTINGS: [Setting; 13] = [
         name: "track-channel",
         variable: &track::TRACK_CHANNEL,
         default: track::DEFAULT_CHANNEL,
+        check: any_bytes,
+        on_change: None,
+    },
+    Setting::Text {
+        name: "track-prefix-delimiter",
+        variable: &track::TRACK_PREFIX_DELIMITER,
+        default: track::DEFAULT_PREFIX_DELIMITER,
+        check: track::check_prefix_delimiter,
+        on_change: TRACKING,
+    },
+    Setting::Text {
+        name: "track-prefix-depths",
+        variable: &track::TRACK_PREFIX_DEPTHS,
+        default: track::DEFAULT_PREFIX_DEPTHS,
+        check: track::check_prefix_depths,
+        on_change: TRACKING,
     },
     integer(
         "watch-interval-ms",
@@ -206,8 +230,9 @@ impl Setting {
     /// What runs after a change.
     pub fn on_change(&self) -> OnChange {
         match self {
-            Setting::Integer { on_change, .. } | Setting::Bool { on_change, .. } => *on_change,
-            Setting::Text { .. } => None,
+            Setting::Integer { on_change, .. }
+            | Setting::Bool { on_change, .. }
+            | Setting::Text { on_change, .. } => *on_change,
         }
     }
 
@@ -264,10 +289,18 @@ pub fn register(ctx: &Context, given: &LoadArgs) -> Result<(), String> {
                     raw::REDISMODULE_CONFIG_DEFAULT
                 },
             ),
-            Setting::Text { name, default, .. } => (
-                Value::Text(given.text(name).unwrap_or(default.as_bytes())),
-                raw::REDISMODULE_CONFIG_DEFAULT,
-            ),
+            Setting::Text {
+                name,
+                default,
+                check,
+                ..
+            } => {
+                let value = given.text(name).unwrap_or(default.as_bytes());
+                if let Some(why) = check(value) {
+                    return Err(format!("{name}: {why}"));
+                }
+                (Value::Text(value), raw::REDISMODULE_CONFIG_DEFAULT)
+            }
         };
         config_callbacks::register(ctx, setting, value, flags)?;
     }

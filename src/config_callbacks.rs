@@ -213,11 +213,17 @@ unsafe extern "C" fn set_text(
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    apply(setting(privdata), err, |setting| {
+    let bytes = module_string::bytes(value);
+    let setting = setting(privdata);
+    if let Setting::Text { check, .. } = setting {
+        if let Some(why) = or_fallback("checking a config", Some(INTERNAL), || check(bytes)) {
+            return refuse(err, why);
+        }
+    }
+    apply(setting, err, |setting| {
         let Setting::Text { variable, .. } = setting else {
             return false;
         };
-        let bytes = module_string::bytes(value);
         fault::on_config(bytes);
         match variable.lock() {
             Ok(mut v) => {

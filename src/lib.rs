@@ -14,7 +14,6 @@ pub mod config;
 pub mod config_callbacks;
 pub mod data_type;
 pub mod fault;
-pub mod hash_slot;
 pub mod host;
 pub mod keyspace_event;
 pub mod limits;

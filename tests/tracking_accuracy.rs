@@ -12,6 +12,14 @@ use std::collections::HashMap;
 use std::time::Duration;
 use traffic::Shape;
 
+/// Each test here measures against the clock: run one at a time, so that
+/// they do not share two cores with each other's servers and senders.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The defaults, with a half-life long enough that counts are totals.
 const DEFAULTS: &[&str] = &["track", "yes", "track-halflife", "86400"];
 
@@ -65,31 +73,56 @@ fn share_counted(con: &mut Connection) -> f64 {
 
 #[test]
 fn at_ten_thousand_commands_a_second_the_default_counts_every_command() {
+    let _alone = alone();
     let server = Server::start_configured(DEFAULTS, &[]);
     let sent = traffic::send(&server.url(), &mix(1), Duration::from_secs(8)).expect("traffic");
     let mut con = server.client();
     let counts = listed(&mut con);
-    assert_eq!(share_counted(&mut con), 1.0, "{:.0} commands/s fit the budget", sent.rate());
+    assert_eq!(
+        share_counted(&mut con),
+        1.0,
+        "{:.0} commands/s fit the budget",
+        sent.rate()
+    );
+    // Exact, unless the worker found itself short of CPU (a busy machine)
+    // and thinned accesses, without bias, for a while.
+    let thinned: f64 = info_field(
+        &mut con,
+        "heavykeeper",
+        "heavykeeper_tracker_worker_thinned_seconds",
+    )
+    .and_then(|v| v.parse().ok())
+    .expect("tracker_worker_thinned_seconds");
+    let tolerance = if thinned == 0.0 { 0.03 } else { 0.10 };
     for key in ["x", "steady"] {
         let r = ratio(&counts, &sent, key);
-        assert!((r - 1.0).abs() <= 0.03, "{key}: {r:.3} of what was sent");
+        assert!(
+            (r - 1.0).abs() <= tolerance,
+            "{key}: {r:.3} of what was sent (thinned for {thinned} s)"
+        );
     }
 }
 
 #[test]
 fn at_twenty_thousand_commands_a_second_every_count_is_within_fifteen_percent() {
+    let _alone = alone();
     let server = Server::start_configured(DEFAULTS, &[]);
     let sent = traffic::send(&server.url(), &mix(2), Duration::from_secs(10)).expect("traffic");
     let mut con = server.client();
     let counts = listed(&mut con);
     for key in ["x", "steady"] {
         let r = ratio(&counts, &sent, key);
-        assert!((r - 1.0).abs() <= 0.15, "{key}: {r:.3} of what was sent ({:.0}/s)", sent.rate());
+        assert!(
+            (r - 1.0).abs() <= 0.15,
+            "{key}: {r:.3} of what was sent ({:.0}/s)",
+            sent.rate()
+        );
     }
 }
 
 #[test]
 fn reading_twenty_times_a_second_and_resetting_change_no_count() {
+    let _alone = alone();
     let server = Server::start_configured(DEFAULTS, &[]);
     let url = server.url();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -99,7 +132,11 @@ fn reading_twenty_times_a_second_and_resetting_change_no_count() {
             let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
             let mut reads = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let _: redis::Value = redis::cmd("HK.HOTKEYS").arg("COUNT").arg(20).query(&mut con).unwrap();
+                let _: redis::Value = redis::cmd("HK.HOTKEYS")
+                    .arg("COUNT")
+                    .arg(20)
+                    .query(&mut con)
+                    .unwrap();
                 reads += 1;
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -109,7 +146,10 @@ fn reading_twenty_times_a_second_and_resetting_change_no_count() {
     let before = traffic::send(&url, &mix(1), Duration::from_secs(3)).expect("traffic");
     let mut con = server.client();
     assert!(ratio(&listed(&mut con), &before, "steady") > 0.9);
-    let _: () = redis::cmd("HK.HOTKEYS").arg("RESET").query(&mut con).unwrap();
+    let _: () = redis::cmd("HK.HOTKEYS")
+        .arg("RESET")
+        .query(&mut con)
+        .unwrap();
     let after = traffic::send(&url, &mix(1), Duration::from_secs(5)).expect("traffic");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let reads = poller.join().unwrap();
@@ -117,29 +157,45 @@ fn reading_twenty_times_a_second_and_resetting_change_no_count() {
     let counts = listed(&mut con);
     for key in ["x", "steady"] {
         let r = ratio(&counts, &after, key);
-        assert!((r - 1.0).abs() <= 0.05, "{key}: {r:.3} of what was sent after the reset");
+        assert!(
+            (r - 1.0).abs() <= 0.05,
+            "{key}: {r:.3} of what was sent after the reset"
+        );
     }
 }
 
 #[test]
 fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() {
+    let _alone = alone();
     let server = Server::start_configured(DEFAULTS, &[]);
     let mut flood = std::process::Command::new("redis-benchmark")
-        .args(["-p", &server.port.to_string(), "-q", "-t", "get", "-n", "100000000"])
+        .args([
+            "-p",
+            &server.port.to_string(),
+            "-q",
+            "-t",
+            "get",
+            "-n",
+            "100000000",
+        ])
         .args(["-P", "16", "-c", "8", "-r", "100000"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("redis-benchmark");
     let mut con = server.client();
-    common::wait_until("the tracker samples the flood", Duration::from_secs(10), || {
-        share_counted(&mut con) < 0.5
-    });
+    common::wait_until(
+        "the tracker samples the flood",
+        Duration::from_secs(10),
+        || share_counted(&mut con) < 0.5,
+    );
     let _ = flood.kill();
     let _ = flood.wait();
-    common::wait_until("every command counted again", Duration::from_secs(20), || {
-        share_counted(&mut con) == 1.0
-    });
+    common::wait_until(
+        "every command counted again",
+        Duration::from_secs(20),
+        || share_counted(&mut con) == 1.0,
+    );
     let cost: f64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_cpu_seconds")
         .and_then(|v| v.parse().ok())
         .expect("tracker_cpu_seconds");

@@ -47,18 +47,28 @@ fn gets(con: &mut Connection, key: &str, n: usize) {
 fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
     let server = Server::start_configured(MISSES_ON, &[]);
     let mut con = server.client();
-    let _: () = redis::cmd("SET").arg("present").arg("v").query(&mut con).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("present")
+        .arg("v")
+        .query(&mut con)
+        .unwrap();
     gets(&mut con, "user:404", 300);
     gets(&mut con, "present", 1_000);
     gets(&mut con, "product:gone", 100);
     let listed = misses(&mut con);
     assert_eq!(
-        listed.iter().map(|(k, db, n)| (k.as_str(), *db, *n)).collect::<Vec<_>>(),
+        listed
+            .iter()
+            .map(|(k, db, n)| (k.as_str(), *db, *n))
+            .collect::<Vec<_>>(),
         [("user:404", 0, 300), ("product:gone", 0, 100)],
         "hottest first; a key that exists is never a miss"
     );
     // Every read counts as a read too, hit or miss.
-    let reads: Vec<Value> = redis::cmd("HK.HOTKEYS").arg("READS").query(&mut con).unwrap();
+    let reads: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("READS")
+        .query(&mut con)
+        .unwrap();
     assert_eq!(reads.len() / 4, 3);
 }
 
@@ -69,9 +79,16 @@ fn a_missing_key_that_comes_into_being_leaves_the_list() {
     gets(&mut con, "soon", 500);
     gets(&mut con, "never", 50);
     assert_eq!(misses(&mut con).len(), 2);
-    let _: () = redis::cmd("SET").arg("soon").arg("filled").query(&mut con).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("soon")
+        .arg("filled")
+        .query(&mut con)
+        .unwrap();
     let listed = misses(&mut con);
-    assert_eq!(listed.iter().map(|(k, ..)| k.as_str()).collect::<Vec<_>>(), ["never"]);
+    assert_eq!(
+        listed.iter().map(|(k, ..)| k.as_str()).collect::<Vec<_>>(),
+        ["never"]
+    );
 }
 
 #[test]
@@ -87,18 +104,38 @@ fn misses_are_per_database_and_binary_safe() {
     let _: Vec<Value> = pipe.query(&mut con).unwrap();
     // Present in database 0, missing in 3: missed in 3 only.
     let mut zero = server.client();
-    let _: () = redis::cmd("SET").arg(&key[..]).arg("v").query(&mut zero).unwrap();
-    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS").arg("MISSES").query(&mut zero).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&key[..])
+        .arg("v")
+        .query(&mut zero)
+        .unwrap();
+    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("MISSES")
+        .query(&mut zero)
+        .unwrap();
     let rows: Vec<(Vec<u8>, i64)> = flat
         .chunks(4)
-        .map(|r| (redis::from_redis_value(&r[0]).unwrap(), redis::from_redis_value(&r[1]).unwrap()))
+        .map(|r| {
+            (
+                redis::from_redis_value(&r[0]).unwrap(),
+                redis::from_redis_value(&r[1]).unwrap(),
+            )
+        })
         .collect();
     assert!(rows.contains(&(key.to_vec(), 3)), "{rows:?}");
     assert!(rows.contains(&(b"other:missing".to_vec(), 3)), "{rows:?}");
     // Under RESP3, one array per row.
     let mut resp3 = server.client_resp3();
-    let nested: Vec<Value> = redis::cmd("HK.HOTKEYS").arg("MISSES").query(&mut resp3).unwrap();
-    assert!(nested.iter().all(|row| matches!(row, Value::Array(fields) if fields.len() == 4)), "{nested:?}");
+    let nested: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("MISSES")
+        .query(&mut resp3)
+        .unwrap();
+    assert!(
+        nested
+            .iter()
+            .all(|row| matches!(row, Value::Array(fields) if fields.len() == 4)),
+        "{nested:?}"
+    );
 }
 
 #[test]
@@ -114,7 +151,10 @@ fn misses_are_counted_only_when_asked_for() {
         .arg("yes")
         .query(&mut con)
         .unwrap();
-    assert_eq!(info_field(&mut con, "heavykeeper", "heavykeeper_tracker_misses").as_deref(), Some("1"));
+    assert_eq!(
+        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_misses").as_deref(),
+        Some("1")
+    );
     gets(&mut con, "missing", 70);
     assert_eq!(misses(&mut con), [("missing".to_string(), 0, 70)]);
     // Off again: the list stops growing (and says it is off).
@@ -127,7 +167,12 @@ fn misses_are_counted_only_when_asked_for() {
     gets(&mut con, "missing", 70);
     assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("track-misses"));
     // Tracking off altogether: the usual error.
-    let _: () = redis::cmd("CONFIG").arg("SET").arg("heavykeeper.track").arg("no").query(&mut con).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("heavykeeper.track")
+        .arg("no")
+        .query(&mut con)
+        .unwrap();
     assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("heavykeeper.track yes"));
 }
 

@@ -58,7 +58,14 @@ fn tracking_with_password(extra: &[&str]) -> Server {
     let mut server_args = vec!["--requirepass", PASSWORD];
     server_args.extend_from_slice(extra);
     Server::start_configured(
-        &["track", "yes", "track-halflife", "10", "track-notify-above", "1"],
+        &[
+            "track",
+            "yes",
+            "track-halflife",
+            "10",
+            "track-notify-above",
+            "1",
+        ],
         &server_args,
     )
 }
@@ -85,26 +92,45 @@ fn a_client_that_never_logged_in_plants_no_hot_key_and_no_event() {
     let keys = listed(&mut admin);
     assert!(keys.iter().all(|(k, _)| k != "planted:key"), "{keys:?}");
     let real = keys.iter().find(|(k, _)| k == "real:key");
-    assert!(real.is_some_and(|&(_, n)| n > 0), "the real key is listed: {keys:?}");
+    assert!(
+        real.is_some_and(|&(_, n)| n > 0),
+        "the real key is listed: {keys:?}"
+    );
     let heard = events.events(Duration::from_millis(1_500), 50);
     assert!(
         heard.iter().all(|e| e["key"] != "planted:key"),
         "no event names the planted key: {heard:?}"
     );
-    assert!(heard.iter().any(|e| e["key"] == "real:key" && e["event"] == "hot"), "{heard:?}");
+    assert!(
+        heard
+            .iter()
+            .any(|e| e["key"] == "real:key" && e["event"] == "hot"),
+        "{heard:?}"
+    );
     // The server says how it told them apart.
     let how = info_field(&mut admin, "heavykeeper", "heavykeeper_tracker_auth_check").unwrap();
-    let dropped: u64 = info_field(&mut admin, "heavykeeper", "heavykeeper_tracker_unauthenticated_dropped")
-        .and_then(|v| v.parse().ok())
-        .expect("tracker_unauthenticated_dropped");
+    let dropped: u64 = info_field(
+        &mut admin,
+        "heavykeeper",
+        "heavykeeper_tracker_unauthenticated_dropped",
+    )
+    .and_then(|v| v.parse().ok())
+    .expect("tracker_unauthenticated_dropped");
     match how.as_str() {
         "per-client" => assert!(dropped > 0, "{dropped}"),
         "per-slot" => {
-            let discarded: u64 = info_field(&mut admin, "heavykeeper", "heavykeeper_tracker_slots_discarded")
-                .unwrap()
-                .parse()
-                .unwrap();
-            assert!(discarded > 0, "Redis 7.0: the slots holding refused commands are discarded");
+            let discarded: u64 = info_field(
+                &mut admin,
+                "heavykeeper",
+                "heavykeeper_tracker_slots_discarded",
+            )
+            .unwrap()
+            .parse()
+            .unwrap();
+            assert!(
+                discarded > 0,
+                "Redis 7.0: the slots holding refused commands are discarded"
+            );
         }
         other => panic!("a password is needed, yet the tracker says {other}"),
     }
@@ -115,7 +141,10 @@ fn a_client_that_logs_in_late_is_counted_from_then_on() {
     let server = tracking_with_password(&[]);
     let mut late = stranger(&server);
     assert!(gets(&mut late, "before:login", 10).is_err());
-    let _: () = redis::cmd("AUTH").arg(PASSWORD).query(&mut late).expect("AUTH");
+    let _: () = redis::cmd("AUTH")
+        .arg(PASSWORD)
+        .query(&mut late)
+        .expect("AUTH");
     // Redis 7.0 cannot say whose command was refused: it throws away the
     // slot of time (5-15 ms) that held a refusal, whoever sent in it.
     std::thread::sleep(Duration::from_millis(50));
@@ -127,7 +156,10 @@ fn a_client_that_logs_in_late_is_counted_from_then_on() {
     std::thread::sleep(Duration::from_millis(300));
     let keys = listed(&mut admin);
     assert!(keys.iter().all(|(k, _)| k != "before:login"), "{keys:?}");
-    let after = keys.iter().find(|(k, _)| k == "after:login").map(|&(_, n)| n);
+    let after = keys
+        .iter()
+        .find(|(k, _)| k == "after:login")
+        .map(|&(_, n)| n);
     // Counted from its first command that was let in (on 7.2+ its first
     // command is held until that is known, then counted).
     assert!(after.is_some_and(|n| n >= 900), "{keys:?}");
@@ -135,11 +167,24 @@ fn a_client_that_logs_in_late_is_counted_from_then_on() {
 
 #[test]
 fn with_no_password_set_everyone_is_counted_at_once() {
-    let server = Server::start_configured(&["track", "yes", "track-halflife", "3600", "track-sample", "1"], &[]);
+    let server = Server::start_configured(
+        &[
+            "track",
+            "yes",
+            "track-halflife",
+            "3600",
+            "track-sample",
+            "1",
+        ],
+        &[],
+    );
     let mut con = server.client();
     gets(&mut con, "open:key", 1_000).expect("GETs");
     let keys = listed(&mut con);
-    assert_eq!(keys.iter().find(|(k, _)| k == "open:key").map(|&(_, n)| n), Some(1_000));
+    assert_eq!(
+        keys.iter().find(|(k, _)| k == "open:key").map(|&(_, n)| n),
+        Some(1_000)
+    );
     let how = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_auth_check").unwrap();
     assert_eq!(how, "none-needed");
 }

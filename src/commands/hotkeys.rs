@@ -1,19 +1,23 @@
-//! `HK.HOTKEYS [READS | WRITES | MISSES] [COUNT n]`: the server's hottest
-//! keys now, hottest first, as `key, db, rate, count` rows (rate in
-//! requests per second; reads and writes together unless one is named;
-//! `MISSES`: reads of keys that did not exist, with `track-misses yes`,
-//! listing only keys that still do not exist). `HK.HOTKEYS RESET` forgets
-//! every count.
+//! `HK.HOTKEYS [READS | WRITES | MISSES | PREFIXES] [COUNT n]`: the
+//! server's hottest keys now, hottest first, as `key, db, rate, count` rows
+//! (rate in requests per second; reads and writes together unless one is
+//! named; `MISSES`: reads of keys that did not exist, with
+//! `track-misses yes`, listing only keys that still do not exist;
+//! `PREFIXES`: hot tenants, each row's key a `SCAN MATCH` pattern such as
+//! `tenant:7:*`, ranked by the reads and writes of every key under it).
+//! `HK.HOTKEYS RESET` forgets every count.
 
 use crate::args::{err, integer, is_keyword, printable};
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec};
 use crate::{reply, tracking};
+use heavykeeper_tracker::prefixes::as_pattern;
 use heavykeeper_tracker::{HotKey, Ranking};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OFF: &str = "key tracking is off: CONFIG SET heavykeeper.track yes";
 const MISSES_OFF: &str = "miss tracking is off: CONFIG SET heavykeeper.track-misses yes";
+const PREFIXES_OFF: &str = "prefix tracking is off: CONFIG SET heavykeeper.track-prefix-depths 2";
 
 pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if let [_, only] = args.as_slice() {
@@ -27,7 +31,18 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let (ranking, count) = parse(args.get(1..).unwrap_or_default())?;
     if ranking == Ranking::Misses && !tracking::config::misses_on() {
-        return Err(err(if tracking::counting() { MISSES_OFF } else { OFF }));
+        return Err(err(if tracking::counting() {
+            MISSES_OFF
+        } else {
+            OFF
+        }));
+    }
+    if ranking == Ranking::Prefixes && tracking::config::prefix_rule().is_none() {
+        return Err(err(if tracking::counting() {
+            PREFIXES_OFF
+        } else {
+            OFF
+        }));
     }
     // Misses are listed from more candidates: some may exist by now.
     let candidates = if ranking == Ranking::Misses {
@@ -44,8 +59,13 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .into_iter()
         .map(|hot| {
             let tally = hot.ranked(ranking);
+            let name = if ranking == Ranking::Prefixes {
+                as_pattern(&hot.key)
+            } else {
+                hot.key
+            };
             vec![
-                reply::bytes(&hot.key),
+                RedisValue::StringBuffer(name),
                 RedisValue::Integer(i64::from(hot.db)),
                 RedisValue::Float(tally.per_second),
                 reply::count(tally.count),
@@ -87,6 +107,7 @@ fn parse(options: &[RedisString]) -> Result<(Ranking, usize), RedisError> {
             ("READS", Ranking::Reads),
             ("WRITES", Ranking::Writes),
             ("MISSES", Ranking::Misses),
+            ("PREFIXES", Ranking::Prefixes),
         ]
         .into_iter()
         .find(|(word, _)| is_keyword(option, word));
@@ -97,12 +118,15 @@ fn parse(options: &[RedisString]) -> Result<(Ranking, usize), RedisError> {
             count = Some(integer(n, "COUNT", 1, 1_000_000)? as usize);
         } else {
             return Err(err(format!(
-                "unknown or repeated option '{}': expected READS, WRITES or MISSES, COUNT n, or RESET alone",
+                "unknown or repeated option '{}': expected READS, WRITES, MISSES or PREFIXES, COUNT n, or RESET alone",
                 printable(option.as_slice())
             )));
         }
     }
-    Ok((ranking.unwrap_or(Ranking::Total), count.unwrap_or(usize::MAX)))
+    Ok((
+        ranking.unwrap_or(Ranking::Total),
+        count.unwrap_or(usize::MAX),
+    ))
 }
 
 pub static SPEC: CommandSpec = CommandSpec {
@@ -114,7 +138,7 @@ pub static SPEC: CommandSpec = CommandSpec {
     // It names keys of every database, whatever the caller's key patterns.
     acl: "read slow dangerous",
     summary:
-        "Lists the server's hottest keys now (needs heavykeeper.track), its hottest missing keys (MISSES, needs track-misses), or RESET forgets them.",
+        "Lists the server's hottest keys now (needs heavykeeper.track), its hottest missing keys (MISSES, needs track-misses) or key prefixes (PREFIXES: hot tenants), or RESET forgets them.",
     complexity: "O(track-k)",
     since: "1.0.0",
     args: &[Arg::one_of(
@@ -130,6 +154,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                             Arg::flag("reads", "READS"),
                             Arg::flag("writes", "WRITES"),
                             Arg::flag("misses", "MISSES"),
+                            Arg::flag("prefixes", "PREFIXES"),
                         ],
                     )
                     .optional(),

@@ -5,6 +5,7 @@
 
 pub mod add;
 pub mod hotkeys;
+pub mod hotslots;
 pub mod info;
 pub mod list;
 pub mod load_state;
@@ -18,13 +19,14 @@ use crate::command_spec::CommandSpec;
 
 /// Every `HK.*` command.
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
-    const SINGLE: [&CommandSpec; 6] = [
+    const SINGLE: [&CommandSpec; 7] = [
         &reserve::SPEC,
         &list::SPEC,
         &info::SPEC,
         &merge::SPEC,
         &load_state::SPEC,
         &hotkeys::SPEC,
+        &hotslots::SPEC,
     ];
     SINGLE
         .into_iter()

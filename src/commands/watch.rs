@@ -12,9 +12,9 @@
 use crate::args::{decimal, err, is_keyword, printable};
 use crate::callback;
 use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::hash_slot::hash_slot;
 use crate::{channel_permission, keyspace_event, limits, sketch_key, watching};
 use heavykeeper_sketch::WatchSpec;
+use heavykeeper_tracker::hash_slot;
 use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn watch(ctx: &Context, args: Vec<RedisString>) -> RedisResult {

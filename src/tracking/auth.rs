@@ -110,7 +110,12 @@ impl AuthWatch {
 
     /// The command of the client being checked has run: was it let in? Its
     /// held keys go to `batch` if so, are dropped if not.
-    pub fn conclude(&mut self, ctx: &Context, batch: &mut KeyBatch, now_ms: i64) -> Option<Verdict> {
+    pub fn conclude(
+        &mut self,
+        ctx: &Context,
+        batch: &mut KeyBatch,
+        now_ms: i64,
+    ) -> Option<Verdict> {
         let (client, before) = self.pending.take()?;
         let let_in = noauth_count(ctx) == Some(before);
         let trust = if let_in {
@@ -228,7 +233,10 @@ mod tests {
             bulk("passwords"),
             RedisValue::Array(vec![]),
         ]);
-        assert_eq!(user_flags(&reply).unwrap(), ["on", "nopass", "sanitize-payload"]);
+        assert_eq!(
+            user_flags(&reply).unwrap(),
+            ["on", "nopass", "sanitize-payload"]
+        );
         assert_eq!(user_flags(&RedisValue::Null), None);
     }
 

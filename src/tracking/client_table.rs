@@ -185,11 +185,20 @@ mod tests {
         t.forget_db(1);
         assert_eq!(t.get(1, || Some(Some(4))), Some((Some(4), Trust::Verified)));
         t.reset(1);
-        assert_eq!(t.get(1, || Some(Some(0))), Some((Some(0), Trust::Unverified)));
+        assert_eq!(
+            t.get(1, || Some(Some(0))),
+            Some((Some(0), Trust::Unverified))
+        );
         // Trust set before the database is known is kept when it is learnt.
         t.set_trust(2, Trust::RefusedUntil(99));
-        assert_eq!(t.get(2, || Some(Some(1))), Some((Some(1), Trust::RefusedUntil(99))));
+        assert_eq!(
+            t.get(2, || Some(Some(1))),
+            Some((Some(1), Trust::RefusedUntil(99)))
+        );
         t.remove(2);
-        assert_eq!(t.get(2, || Some(Some(1))), Some((Some(1), Trust::Unverified)));
+        assert_eq!(
+            t.get(2, || Some(Some(1))),
+            Some((Some(1), Trust::Unverified))
+        );
     }
 }

@@ -15,9 +15,9 @@
 //! and two allocations per command) is not needed at all. Commands whose
 //! specs are incomplete (`SORT`, `MIGRATE`...) still ask the server.
 
-use hashbrown::HashMap;
 use super::name_effects::{effect_of, NameEffect};
 use super::script_watch::runs_scripts;
+use hashbrown::HashMap;
 use heavykeeper_tracker::Access;
 use redis_module::{Context, RedisValue};
 use std::cell::Cell;
@@ -129,8 +129,7 @@ fn lowercased(word: u64) -> Option<u64> {
     }
     // SWAR: the high bit of each byte says whether it lies in 'A'..='Z'
     // (bytes below 0x80: no carry crosses a byte), then 0x20 is added to those.
-    let upper =
-        (bytes + (0x80 - b'A' as u64) * ONES) & !(bytes + (0x80 - b'Z' as u64 - 1) * ONES);
+    let upper = (bytes + (0x80 - b'A' as u64) * ONES) & !(bytes + (0x80 - b'Z' as u64 - 1) * ONES);
     let lower = bytes | ((upper & (0x80 * ONES)) >> 2);
     Some(lower | (word & !0x00ff_ffff_ffff_ffff))
 }
@@ -749,7 +748,10 @@ mod tests {
         let mut t = CommandTable::default();
         let mut config = command("config", false, vec![]);
         if let RedisValue::Array(fields) = &mut config {
-            fields[9] = arr(vec![command("config|set", true, vec![]), command("config|get", false, vec![])]);
+            fields[9] = arr(vec![
+                command("config|set", true, vec![]),
+                command("config|get", false, vec![]),
+            ]);
         }
         t.add(&config, None);
         t.add(&command("select", false, vec![]), None);
@@ -757,7 +759,10 @@ mod tests {
             let get = |i: usize| args.get(i).map(|a| a.as_bytes());
             t.command_of(args[0].as_bytes(), args.len(), &get).effect()
         };
-        assert_eq!(effect(&["CONFIG", "SET", "requirepass", "x"]), NameEffect::Users);
+        assert_eq!(
+            effect(&["CONFIG", "SET", "requirepass", "x"]),
+            NameEffect::Users
+        );
         assert_eq!(effect(&["config", "get", "requirepass"]), NameEffect::None);
         assert_eq!(effect(&["SELECT", "1"]), NameEffect::Database);
         assert_eq!(effect(&["NOSUCH", "1"]), NameEffect::None);
@@ -773,7 +778,8 @@ mod tests {
         t.add(&exact, None);
         let uses = |args: &[&str]| {
             let get = |i: usize| args.get(i).map(|a| a.as_bytes());
-            t.command_of(args[0].as_bytes(), args.len(), &get).has_keys()
+            t.command_of(args[0].as_bytes(), args.len(), &get)
+                .has_keys()
         };
         assert!(uses(&["GETDEL", "k"]));
         assert!(!uses(&["GETDEL", "k", "extra"]), "arity 2 exactly");

@@ -4,7 +4,7 @@
 //! `CONFIG SET`. Each change is applied at once (see
 //! [`super::apply_configs`]).
 
-use heavykeeper_tracker::{KeyTracker, TrackerShape};
+use heavykeeper_tracker::{KeyTracker, PrefixRule, TrackerShape};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
 
@@ -26,6 +26,16 @@ pub const MAX_CPU_MILLICORES: i64 = 1000;
 
 /// Count reads of keys that do not exist (`HK.HOTKEYS MISSES`).
 pub static TRACK_MISSES: AtomicBool = AtomicBool::new(false);
+
+/// Where keys are cut into prefixes (`HK.HOTKEYS PREFIXES`): after the
+/// delimiter's `depth`-th occurrence, for each depth listed.
+pub static TRACK_PREFIX_DELIMITER: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+pub const DEFAULT_PREFIX_DELIMITER: &str = ":";
+pub static TRACK_PREFIX_DEPTHS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+/// `tenant:7:cart:19` counts under `tenant:7:`.
+pub const DEFAULT_PREFIX_DEPTHS: &str = "2";
+/// The longest delimiter: a separator, not a key.
+pub const MAX_PREFIX_DELIMITER: usize = 16;
 
 /// Publish `hot`/`cool` for keys whose rate crosses this (req/s; 0: off).
 pub static TRACK_NOTIFY_ABOVE: AtomicI64 = AtomicI64::new(0);
@@ -94,4 +104,32 @@ pub fn channel() -> Vec<u8> {
         .lock()
         .map(|c| c.clone())
         .unwrap_or_else(|_| DEFAULT_CHANNEL.as_bytes().to_vec())
+}
+
+pub fn check_prefix_delimiter(value: &[u8]) -> Option<&'static str> {
+    match value.len() {
+        0 => {
+            Some("the prefix delimiter may not be empty (track-prefix-depths 0 turns prefixes off)")
+        }
+        n if n > MAX_PREFIX_DELIMITER => Some("the prefix delimiter is at most 16 bytes"),
+        _ => None,
+    }
+}
+
+pub fn check_prefix_depths(value: &[u8]) -> Option<&'static str> {
+    const WHY: &str = "track-prefix-depths takes up to 4 depths from 1 to 16, as in \"2\" or \"1,2\" (0: no prefixes)";
+    let parsed = std::str::from_utf8(value)
+        .ok()
+        .and_then(PrefixRule::parse_depths);
+    parsed.is_none().then_some(WHY)
+}
+
+/// How keys are cut into prefixes now (`None`: prefixes not counted).
+pub fn prefix_rule() -> Option<PrefixRule> {
+    let text = |m: &Mutex<Vec<u8>>| m.lock().map(|v| v.clone()).unwrap_or_default();
+    let depths = text(&TRACK_PREFIX_DEPTHS);
+    let depths = std::str::from_utf8(&depths)
+        .ok()
+        .and_then(PrefixRule::parse_depths)?;
+    PrefixRule::new(&text(&TRACK_PREFIX_DELIMITER), &depths)
 }

@@ -13,7 +13,6 @@
 //! what the tracker's clocks cost (ticks, slots, questions to the server),
 //! which does not.
 
-
 use std::time::Instant;
 
 /// Mean spacing of timed calls.
@@ -146,7 +145,11 @@ mod tests {
     #[test]
     fn the_worker_counts_from_its_last_reading() {
         let mut m = CostMeter::default();
-        assert_eq!(m.take(Some(1_000)).worker_ns, 0, "the first reading is the baseline");
+        assert_eq!(
+            m.take(Some(1_000)).worker_ns,
+            0,
+            "the first reading is the baseline"
+        );
         assert_eq!(m.take(Some(1_500)).worker_ns, 500);
         assert_eq!(m.take(None).worker_ns, 0);
         assert_eq!(m.take(Some(1_700)).worker_ns, 200);

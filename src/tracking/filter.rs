@@ -99,7 +99,10 @@ struct FilterApi {
         *mut raw::RedisModuleCommandFilterCtx,
         c_int,
     ) -> *mut raw::RedisModuleString,
-    ptr_len: unsafe extern "C" fn(*const raw::RedisModuleString, *mut usize) -> *const std::os::raw::c_char,
+    ptr_len: unsafe extern "C" fn(
+        *const raw::RedisModuleString,
+        *mut usize,
+    ) -> *const std::os::raw::c_char,
     /// Redis 7.2+, Valkey.
     client_id: Option<unsafe extern "C" fn(*mut raw::RedisModuleCommandFilterCtx) -> u64>,
 }

@@ -19,6 +19,8 @@ struct Figures {
     slots_discarded: u64,
     slots: (u64, u64, u64, u64),
     misses_seen: u64,
+    thinned_ms: u64,
+    rates: (f64, f64),
     memory: u64,
     keys_counted: u64,
     cost: f64,
@@ -32,7 +34,8 @@ struct Figures {
 
 fn figures() -> Figures {
     super::with_state(|state| {
-        state.as_ref().map(|t| {
+        state.as_mut().map(|t| {
+            let rates = t.rates();
             let f = t.figures();
             let (unauthenticated, checks, refused) = t.auth().figures();
             Figures {
@@ -45,10 +48,10 @@ fn figures() -> Figures {
                 slots_discarded: f.slots_discarded,
                 slots: (f.slots, f.slots_counted, f.slot_ns, f.counted_slot_ns),
                 misses_seen: f.misses_seen,
+                thinned_ms: t.thinned_ms(),
+                rates,
                 memory: t.try_memory_bytes().unwrap_or(0) as u64,
-                keys_counted: t
-                    .try_counting()
-                    .map_or(0, |c| c.tracker().keys_counted()),
+                keys_counted: t.try_counting().map_or(0, |c| c.tracker().keys_counted()),
                 cost: t.budget().recent_cost(),
                 parts: t.recent_shares(),
                 cost_counting_all: t.budget().cost_when_counting().unwrap_or(0.0),
@@ -78,7 +81,11 @@ fn percent(share: f64) -> String {
 pub fn add_section(ctx: &InfoContext) {
     let shape = config::shape();
     let f = figures();
-    let share = if f.every == 0 { 0.0 } else { 1.0 / f64::from(f.every) };
+    let share = if f.every == 0 {
+        0.0
+    } else {
+        1.0 / f64::from(f.every)
+    };
     let sample = config::TRACK_SAMPLE.load(std::sync::atomic::Ordering::Relaxed);
     let auth = match f.default_open {
         Some(true) => "none-needed",
@@ -90,22 +97,45 @@ pub fn add_section(ctx: &InfoContext) {
         .add_section("tracking")
         .field("tracker_enabled", i64::from(super::counting()))
         .and_then(|s| s.field("tracker_k", i64::from(shape.k)))
-        .and_then(|s| s.field("tracker_halflife_seconds", (shape.half_life_ms / 1000.0) as i64))
+        .and_then(|s| {
+            s.field(
+                "tracker_halflife_seconds",
+                (shape.half_life_ms / 1000.0) as i64,
+            )
+        })
         .and_then(|s| s.field("tracker_sample", sample))
         .and_then(|s| s.field("tracker_share_counted", format!("{share:.4}")))
         .and_then(|s| s.field("tracker_cpu_percent", percent(f.cost)))
         .and_then(|s| s.field("tracker_cpu_main_percent", percent(f.parts.0 + f.parts.1)))
         .and_then(|s| s.field("tracker_cpu_worker_percent", percent(f.parts.2)))
-        .and_then(|s| s.field("tracker_cpu_percent_counting_all", percent(f.cost_counting_all)))
+        .and_then(|s| {
+            s.field(
+                "tracker_cpu_percent_counting_all",
+                percent(f.cost_counting_all),
+            )
+        })
         .and_then(|s| s.field("tracker_cpu_budget_percent", percent(config::cpu_budget())))
-        .and_then(|s| s.field("tracker_cpu_seconds", format!("{:.3}", f.spent_ns as f64 / 1e9)))
+        .and_then(|s| {
+            s.field(
+                "tracker_cpu_seconds",
+                format!("{:.3}", f.spent_ns as f64 / 1e9),
+            )
+        })
         .and_then(|s| s.field("tracker_cpu_seconds_main", seconds(f.totals.main_ns)))
         .and_then(|s| s.field("tracker_cpu_seconds_worker", seconds(f.totals.worker_ns)))
         .and_then(|s| s.field("tracker_seconds_counted", seconds(f.totals.counted_ns)))
+        .and_then(|s| s.field("tracker_reads_per_second", format!("{:.1}", f.rates.0)))
+        .and_then(|s| s.field("tracker_writes_per_second", format!("{:.1}", f.rates.1)))
         .and_then(|s| s.field("tracker_memory_bytes", number(f.memory)))
         .and_then(|s| s.field("tracker_keys_counted", number(f.keys_counted)))
         .and_then(|s| s.field("tracker_commands_seen", number(f.seen)))
         .and_then(|s| s.field("tracker_accesses_dropped", number(f.dropped)))
+        .and_then(|s| {
+            s.field(
+                "tracker_worker_thinned_seconds",
+                seconds(f.thinned_ms * 1_000_000),
+            )
+        })
         .and_then(|s| s.field("tracker_misses", i64::from(config::misses_on())))
         .and_then(|s| s.field("tracker_misses_seen", number(f.misses_seen)))
         .and_then(|s| s.field("tracker_auth_check", auth))
@@ -116,9 +146,17 @@ pub fn add_section(ctx: &InfoContext) {
         .and_then(|s| s.field("tracker_slots_counted", number(f.slots.1)))
         .and_then(|s| {
             let uncounted = f.slots.2.saturating_sub(f.slots.3);
-            s.field("tracker_uncounted_slot_mean_ms", mean_ms(uncounted, f.slots.0.saturating_sub(f.slots.1)))
+            s.field(
+                "tracker_uncounted_slot_mean_ms",
+                mean_ms(uncounted, f.slots.0.saturating_sub(f.slots.1)),
+            )
         })
-        .and_then(|s| s.field("tracker_counted_slot_mean_ms", mean_ms(f.slots.3, f.slots.1)))
+        .and_then(|s| {
+            s.field(
+                "tracker_counted_slot_mean_ms",
+                mean_ms(f.slots.3, f.slots.1),
+            )
+        })
         .and_then(|s| s.field("tracker_slots_discarded", number(f.slots_discarded)))
         .and_then(|s| s.build_section())
         .and_then(|b| b.build_info());

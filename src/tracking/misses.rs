@@ -35,7 +35,9 @@ pub fn subscribe(ctx: &Context) {
         })
     };
     if subscribed != Some(raw::REDISMODULE_OK as c_int) {
-        ctx.log_warning("heavykeeper: this server offers no key-miss events: HK.HOTKEYS MISSES stays empty");
+        ctx.log_warning(
+            "heavykeeper: this server offers no key-miss events: HK.HOTKEYS MISSES stays empty",
+        );
     }
 }
 

@@ -31,7 +31,8 @@ pub mod timers;
 pub mod worker;
 
 use crate::clock;
-use heavykeeper_tracker::{HotKey, Ranking};
+use heavykeeper_tracker::{Access, HotKey, Ranking, SlotRate};
+use redis_module::ContextFlags;
 use state::Tracking;
 use std::cell::{Cell, UnsafeCell};
 
@@ -109,11 +110,17 @@ pub fn apply_configs() {
                     config::cpu_budget(),
                     commands,
                     filter::names_clients(),
+                    ctx.get_flags().contains(ContextFlags::CLUSTER),
                 ));
             }
         }
         if let Some(t) = state.as_mut() {
-            t.configure(sampling, config::cpu_budget(), config::misses_on());
+            t.configure(
+                sampling,
+                config::cpu_budget(),
+                config::misses_on(),
+                config::prefix_rule(),
+            );
             t.refresh_users(&ctx);
             if !t.uses_slots() && !t.is_counting() {
                 // Sampling ended between slots: the slot timers restart
@@ -140,6 +147,18 @@ pub fn hottest(ranking: Ranking, count: usize) -> Option<Vec<HotKey>> {
         state
             .as_mut()
             .map(|t| t.current().tracker().hottest(ranking, count, now))
+    })
+    .flatten()
+}
+
+/// The `count` hottest cluster slots now (by `by`, or reads and writes
+/// together): `None` while tracking is off, `Some(None)` outside a cluster.
+pub fn hottest_slots(by: Option<Access>, count: usize) -> Option<Option<Vec<SlotRate>>> {
+    let now = clock::now_ms();
+    with_state(|state| {
+        state
+            .as_mut()
+            .map(|t| t.current().tracker().hottest_slots(by, count, now))
     })
     .flatten()
 }

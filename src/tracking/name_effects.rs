@@ -50,7 +50,16 @@ mod tests {
         ] {
             assert_eq!(effect_of(name), effect, "{name:?}");
         }
-        for name in [&b"GET"[..], b"SELECTX", b"MULTI", b"EXECS", b"", b"\x00\x00\x00\x00", b"acl", b"config|get"] {
+        for name in [
+            &b"GET"[..],
+            b"SELECTX",
+            b"MULTI",
+            b"EXECS",
+            b"",
+            b"\x00\x00\x00\x00",
+            b"acl",
+            b"config|get",
+        ] {
             assert_eq!(effect_of(name), NameEffect::None, "{name:?}");
         }
     }

@@ -14,7 +14,8 @@ use super::worker::{self, Worker};
 use crate::clock;
 use crate::host::module_context;
 use heavykeeper_tracker::{
-    Access, CostBudget, Counting, Coverage, KeyBatch, KeyTracker, TickCost, TrackerShape,
+    Access, CostBudget, Counting, Coverage, KeyBatch, KeyTracker, PrefixRule, TickCost,
+    TrackerShape,
 };
 use redis_module::Context;
 use std::collections::HashSet;
@@ -70,6 +71,9 @@ pub struct Figures {
     pub slot_ns: u64,
     pub counted_slot_ns: u64,
     pub misses_seen: u64,
+    /// The node's reads and writes per second (all keys), as last read.
+    pub reads_per_second: f64,
+    pub writes_per_second: f64,
 }
 
 pub struct Tracking {
@@ -86,6 +90,10 @@ pub struct Tracking {
     meter: CostMeter,
     worker: Worker,
     misses: bool,
+    /// Where keys are cut into prefixes (`None`: prefixes not counted).
+    prefixes: Option<PrefixRule>,
+    /// A cluster node counts each slot's load.
+    in_cluster: bool,
     /// Does the server's filter say which client sent a command (7.2+)?
     names_clients: bool,
     figures: Figures,
@@ -95,6 +103,18 @@ pub struct Tracking {
     /// What the last tick's period cost, by part, and how long it was.
     recent: Spent,
     recent_elapsed_ns: u64,
+}
+
+/// A worker counting afresh: each slot's load too in a cluster.
+fn fresh_worker(shape: TrackerShape, in_cluster: bool, prefixes: Option<PrefixRule>) -> Worker {
+    let now = clock::now_ms();
+    let mut tracker = KeyTracker::new(shape, rand::random(), now);
+    if in_cluster {
+        tracker.count_slots(now);
+    }
+    let worker = Worker::start(tracker);
+    worker.set_prefixes(prefixes);
+    worker
 }
 
 /// Who needs a password is asked every this many ticks (`ACL GETUSER`
@@ -109,6 +129,7 @@ impl Tracking {
         budget: f64,
         commands: CommandTable,
         names_clients: bool,
+        in_cluster: bool,
     ) -> Self {
         let every = match sampling {
             Sampling::Budgeted => 1,
@@ -129,8 +150,10 @@ impl Tracking {
             scripts: ScriptWatch::default(),
             auth: AuthWatch::default(),
             meter: CostMeter::default(),
-            worker: Worker::start(KeyTracker::new(shape, rand::random(), clock::now_ms())),
+            worker: fresh_worker(shape, in_cluster, None),
             misses: false,
+            prefixes: None,
+            in_cluster,
             names_clients,
             figures: Figures::default(),
             notified: HashSet::new(),
@@ -143,11 +166,7 @@ impl Tracking {
     /// The same tracker with every count forgotten (`HK.HOTKEYS RESET`):
     /// the slots, the share counted, what is known of clients go on.
     pub fn reset(&mut self) {
-        self.worker = Worker::start(KeyTracker::new(
-            self.shape,
-            rand::random(),
-            clock::now_ms(),
-        ));
+        self.worker = fresh_worker(self.shape, self.in_cluster, self.prefixes.clone());
         self.worker.set_cpu_share(self.worker_share());
         self.batch.clear();
         self.auth.held().clear();
@@ -170,8 +189,19 @@ impl Tracking {
     }
 
     /// New settings that keep the counts: how to sample, the budget,
-    /// whether misses count.
-    pub fn configure(&mut self, sampling: Sampling, budget: f64, misses: bool) {
+    /// whether misses count, how keys are cut into prefixes (prefixes
+    /// counted under an old rule fade like any other).
+    pub fn configure(
+        &mut self,
+        sampling: Sampling,
+        budget: f64,
+        misses: bool,
+        prefixes: Option<PrefixRule>,
+    ) {
+        if prefixes != self.prefixes {
+            self.worker.set_prefixes(prefixes.clone());
+            self.prefixes = prefixes;
+        }
         self.sampling = sampling;
         self.budget.set_budget(budget);
         if let Sampling::Fixed(n) = sampling {
@@ -439,6 +469,25 @@ impl Tracking {
         if !self.uses_slots() && !self.batch.is_empty() {
             self.submit();
         }
+        self.note_rates();
+    }
+
+    /// The node's read and write rates now, if the worker does not hold the
+    /// sketches this moment, else as of the last time they were read.
+    pub fn rates(&mut self) -> (f64, f64) {
+        self.note_rates();
+        (
+            self.figures.reads_per_second,
+            self.figures.writes_per_second,
+        )
+    }
+
+    fn note_rates(&mut self) {
+        if let Some(counting) = self.worker.try_counting() {
+            let (reads, writes) = counting.tracker().rates(clock::now_ms());
+            self.figures.reads_per_second = reads;
+            self.figures.writes_per_second = writes;
+        }
     }
 
     // --- Reading --------------------------------------------------------
@@ -472,6 +521,11 @@ impl Tracking {
 
     pub fn figures(&self) -> Figures {
         self.figures
+    }
+
+    /// How long the worker has thinned accesses (ms; 0: none ever thinned).
+    pub fn thinned_ms(&self) -> u64 {
+        self.worker.thinned_ms()
     }
 
     /// One slot in `every` is counted now.
@@ -518,11 +572,11 @@ impl Tracking {
 /// counted the keys it declared; a module's `RM_Call`), or one not let in.
 #[inline(always)]
 fn destination(
-cmd: &impl FilteredCommand,
-client: Option<u64>,
-clients: &mut ClientTable,
-auth: &mut AuthWatch,
-scripts: &mut ScriptWatch,
+    cmd: &impl FilteredCommand,
+    client: Option<u64>,
+    clients: &mut ClientTable,
+    auth: &mut AuthWatch,
+    scripts: &mut ScriptWatch,
 ) -> Option<(u16, bool)> {
     let Some(id) = client else {
         // Redis 7.0: every key in database 0, but a script's.

@@ -50,7 +50,11 @@ pub fn restart() {
     let Some(ctx) = module_context::get() else {
         return;
     };
-    ctx.create_timer(Duration::from_millis(TICK_MS), on_tick, (generation, Instant::now()));
+    ctx.create_timer(
+        Duration::from_millis(TICK_MS),
+        on_tick,
+        (generation, Instant::now()),
+    );
     if slots {
         start_slots(&ctx, generation);
     }
@@ -74,7 +78,9 @@ fn on_tick(ctx: &Context, (generation, last): (u64, Instant)) {
         return;
     }
     let now = Instant::now();
-    let slots = or_fallback("the tracker's tick", None, || tick(ctx, now.duration_since(last)));
+    let slots = or_fallback("the tracker's tick", None, || {
+        tick(ctx, now.duration_since(last))
+    });
     let Some(slots) = slots else {
         return;
     };

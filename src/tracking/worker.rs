@@ -28,7 +28,7 @@
 //! the coalescers a bounded number of keys, and an emptied batch gives back
 //! what it grew past those bounds.
 
-use heavykeeper_tracker::{Counting, KeyBatch, KeyTracker};
+use heavykeeper_tracker::{Counting, KeyBatch, KeyTracker, PrefixRule};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -64,6 +64,8 @@ struct Shared {
     stop: AtomicBool,
     /// The share of a core the worker keeps to (an `f64`'s bits).
     cpu_share: AtomicU64,
+    /// Wall time the worker spent thinning, in ms.
+    thinned_ms: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -93,6 +95,7 @@ impl Worker {
             queue: Mutex::new(Queue::default()),
             stop: AtomicBool::new(false),
             cpu_share: AtomicU64::new(WORKER_CPU_SHARE.to_bits()),
+            thinned_ms: AtomicU64::new(0),
         });
         let worker_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -112,6 +115,11 @@ impl Worker {
         self.shared
             .cpu_share
             .store(share.clamp(1e-6, 1.0).to_bits(), Ordering::Relaxed);
+    }
+
+    /// Counts key prefixes by `rule` from now on (`None`: not at all).
+    pub fn set_prefixes(&self, rule: Option<PrefixRule>) {
+        lock(&self.shared.counting).set_prefixes(rule);
     }
 
     fn running(&self) -> bool {
@@ -177,6 +185,12 @@ impl Worker {
         )
     }
 
+    /// How long the worker has thinned accesses so far (ms): 0 means every
+    /// access it took in was counted as it came.
+    pub fn thinned_ms(&self) -> u64 {
+        self.shared.thinned_ms.load(Ordering::Relaxed)
+    }
+
     /// The worker thread's CPU time so far, in ns.
     pub fn cpu_ns(&self) -> Option<u64> {
         let clock = self.cpu_clock?;
@@ -223,8 +237,15 @@ fn count_batches(shared: &Shared) {
     let mut brake = Brake::new();
     while !shared.stop.load(Ordering::Relaxed) {
         let target = f64::from_bits(shared.cpu_share.load(Ordering::Relaxed));
-        if let Some(threshold) = brake.weigh(target) {
-            lock(&shared.counting).set_threshold(threshold);
+        if let Some(period) = brake.weigh(target) {
+            if let Some(threshold) = period.changed {
+                lock(&shared.counting).set_threshold(threshold);
+            }
+            if period.thinned_ms > 0 {
+                shared
+                    .thinned_ms
+                    .fetch_add(period.thinned_ms, Ordering::Relaxed);
+            }
         }
         let next = lock(&shared.queue).waiting.pop_front();
         if let Some(mut batch) = next {
@@ -244,6 +265,13 @@ fn count_batches(shared: &Shared) {
         }
         std::thread::park_timeout(IDLE_WAKE);
     }
+}
+
+/// What one brake period came to: the new threshold if it changed, and
+/// how long (ms) the period ran thinned.
+struct Period {
+    changed: Option<u64>,
+    thinned_ms: u64,
 }
 
 /// The worker's own CPU share, and the thinning threshold that keeps it
@@ -271,11 +299,11 @@ impl Brake {
         self.weight = self.weight.max(weight);
     }
 
-    /// Every [`BRAKE_PERIOD`]: the new threshold, if it changed. The cost
+    /// Every [`BRAKE_PERIOD`]: the period's outcome. The cost
     /// is taken as inversely proportional to what an access kept stands for
     /// (most of it is per access kept), so the threshold that fits is that
     /// scaled by the share over the target; it comes down by halves.
-    fn weigh(&mut self, target: f64) -> Option<u64> {
+    fn weigh(&mut self, target: f64) -> Option<Period> {
         let wall = self.since.elapsed();
         if wall < BRAKE_PERIOD {
             return None;
@@ -293,9 +321,16 @@ impl Brake {
         } else {
             self.threshold
         };
-        (next != self.threshold).then(|| {
-            self.threshold = next;
-            next
+        let thinned_ms = if self.threshold > 1 {
+            wall.as_millis() as u64
+        } else {
+            0
+        };
+        let changed = (next != self.threshold).then_some(next);
+        self.threshold = next;
+        Some(Period {
+            changed,
+            thinned_ms,
         })
     }
 }

@@ -493,23 +493,43 @@ impl Cluster {
             .arg(key)
             .query(&mut con)
             .unwrap();
+        self.owner_of_slot(slot)
+    }
+
+    /// The node that serves `slot`.
+    pub fn owner_of_slot(&self, slot: u16) -> &Server {
+        let (address, _) = self
+            .slot_ranges()
+            .into_iter()
+            .find(|(_, ranges)| ranges.iter().any(|r| r.contains(&slot)))
+            .unwrap_or_else(|| panic!("no node serves slot {slot}"));
+        self.nodes
+            .iter()
+            .find(|n| n.address() == address)
+            .expect("a node of this cluster")
+    }
+
+    /// Each primary's address and the slot ranges it serves, as
+    /// `CLUSTER NODES` says now.
+    pub fn slot_ranges(&self) -> Vec<(String, Vec<std::ops::RangeInclusive<u16>>)> {
+        let mut con = self.nodes[0].client();
         let nodes: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con).unwrap();
-        for line in nodes.lines() {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let address = fields[1].split('@').next().unwrap();
-            let serves = fields[8..].iter().any(|range| {
-                let (lo, hi) = range.split_once('-').unwrap_or((range, range));
-                (lo.parse::<u16>().unwrap()..=hi.parse().unwrap()).contains(&slot)
-            });
-            if serves {
-                return self
-                    .nodes
+        nodes
+            .lines()
+            .map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let address = fields[1].split('@').next().unwrap().to_string();
+                let ranges = fields[8..]
                     .iter()
-                    .find(|n| n.address() == address)
-                    .expect("a node of this cluster");
-            }
-        }
-        panic!("no node serves slot {slot}")
+                    .filter(|range| !range.starts_with('['))
+                    .map(|range| {
+                        let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                        lo.parse::<u16>().unwrap()..=hi.parse().unwrap()
+                    })
+                    .collect();
+                (address, ranges)
+            })
+            .collect()
     }
 }
 

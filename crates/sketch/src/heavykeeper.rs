@@ -237,14 +237,25 @@ impl HeavyKeeper {
     ///
     /// Counts stay in the stream's units (a weight of 16 adds 16), but the
     /// buckets' decay plays in the sample's: see the bucket update's `decay`.
-    pub fn add_sampled(&mut self, item: &[u8], hash: ItemHash, weight: u64, time_ms: i64, scale: f64) {
+    pub fn add_sampled(
+        &mut self,
+        item: &[u8],
+        hash: ItemHash,
+        weight: u64,
+        time_ms: i64,
+        scale: f64,
+    ) {
         debug_assert_eq!(hash, ItemHash::of(item, self.params.seed));
         let upcoming = Upcoming {
             item,
             hash,
             seed: self.params.seed,
         };
-        let scale = if scale.is_finite() { scale.clamp(1.0, weight.max(1) as f64) } else { 1.0 };
+        let scale = if scale.is_finite() {
+            scale.clamp(1.0, weight.max(1) as f64)
+        } else {
+            1.0
+        };
         self.arrive_scaled(upcoming, weight, time_ms, scale);
     }
 

@@ -8,6 +8,9 @@ pub enum Access {
     /// A read of a key that did not exist (the server's key-miss event).
     /// Also counted as a read by the command that made it.
     Miss,
+    /// A read or write of a key under a prefix (hot tenants): derived by
+    /// the counting side, never gathered.
+    Prefix,
 }
 
 impl Access {
@@ -17,6 +20,7 @@ impl Access {
             Access::Read => 0,
             Access::Write => 1,
             Access::Miss => 2,
+            Access::Prefix => 3,
         }
     }
 
@@ -24,6 +28,7 @@ impl Access {
         match code & 3 {
             1 => Access::Write,
             2 => Access::Miss,
+            3 => Access::Prefix,
             _ => Access::Read,
         }
     }

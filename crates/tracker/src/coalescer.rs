@@ -57,7 +57,9 @@ impl Coalescer {
         let offset = (time_ms - base) as f64 * weight as f64;
         let key = keyed(hash, access);
         let entries = &mut self.entries;
-        if let Some(&i) = self.index.find(key, |&i| keyed(entries[i as usize].hash, entries[i as usize].access) == key) {
+        if let Some(&i) = self.index.find(key, |&i| {
+            keyed(entries[i as usize].hash, entries[i as usize].access) == key
+        }) {
             let entry = &mut entries[i as usize];
             entry.weight = entry.weight.saturating_add(weight);
             entry.weighted_time += offset;
@@ -93,7 +95,9 @@ impl Coalescer {
     pub fn is_due(&self, now_ms: i64) -> bool {
         self.entries.len() >= MAX_KEYS
             || self.arena.len() >= (u32::MAX / 2) as usize
-            || self.base_ms.is_some_and(|base| now_ms - base >= self.horizon_ms)
+            || self
+                .base_ms
+                .is_some_and(|base| now_ms - base >= self.horizon_ms)
     }
 
     /// Counts everything held into `tracker` (keys in the order they first
@@ -125,7 +129,14 @@ impl Coalescer {
         for entry in self.entries.get(from..end).unwrap_or_default() {
             let time = base + (entry.weighted_time / entry.weight.max(1) as f64).round() as i64;
             let item = &self.arena[entry.start as usize..entry.end as usize];
-            insert(item, entry.hash, entry.access, entry.weight, time, entry.scale);
+            insert(
+                item,
+                entry.hash,
+                entry.access,
+                entry.weight,
+                time,
+                entry.scale,
+            );
         }
         end
     }
@@ -184,7 +195,10 @@ mod tests {
         c.flush_into(&mut t);
         assert!(c.is_empty());
         let hot = t.key(0, b"hot", 300);
-        assert!((hot.reads.count - 6.0).abs() < 1e-6 && (hot.writes.count - 1.0).abs() < 1e-6, "{hot:?}");
+        assert!(
+            (hot.reads.count - 6.0).abs() < 1e-6 && (hot.writes.count - 1.0).abs() < 1e-6,
+            "{hot:?}"
+        );
     }
 
     #[test]

@@ -155,7 +155,11 @@ impl CostBudget {
                 wanted > 1.0 && (wanted > current * HYSTERESIS || wanted * HYSTERESIS < current)
             };
             if change {
-                self.every = if whole_again { 1 } else { wanted.max(2.0) as u32 };
+                self.every = if whole_again {
+                    1
+                } else {
+                    wanted.max(2.0) as u32
+                };
             }
         }
         if overshoot > OVERSHOOT {
@@ -260,7 +264,10 @@ mod tests {
             let part = 0.01 * AIM;
             assert!(every > 1, "{cost}");
             assert!(share <= part * 1.05, "{cost}: {share} of a core");
-            assert!(share >= part / HYSTERESIS / 1.5, "{cost}: {share}: not needlessly sparse");
+            assert!(
+                share >= part / HYSTERESIS / 1.5,
+                "{cost}: {share}: not needlessly sparse"
+            );
         }
     }
 
@@ -280,7 +287,12 @@ mod tests {
                 };
                 b.observe(period, counted, cost);
             }
-            assert_eq!(b.every() == 1, counted_whole, "worker {worker_part}: every {}", b.every());
+            assert_eq!(
+                b.every() == 1,
+                counted_whole,
+                "worker {worker_part}: every {}",
+                b.every()
+            );
         }
         assert!((b.worker_share() - 0.01 * AIM * (1.0 - MAIN_PART)).abs() < 1e-9);
     }
@@ -296,7 +308,15 @@ mod tests {
             let counted = period / u64::from(b.every());
             let wobble = if tick % 2 == 0 { 1.1 } else { 0.9 };
             let cost = (counted as f64 * 0.0085 * wobble) as u64;
-            b.observe(period, counted, TickCost { calls_ns: cost, worker_ns: 0, clocks_ns: 0 });
+            b.observe(
+                period,
+                counted,
+                TickCost {
+                    calls_ns: cost,
+                    worker_ns: 0,
+                    clocks_ns: 0,
+                },
+            );
             changes += u32::from(b.every() != last);
             last = b.every();
         }
@@ -329,7 +349,11 @@ mod tests {
         let period = 100_000_000u64;
         for _ in 0..300 {
             let counted = period / u64::from(b.every());
-            b.observe(period, counted, main_only((counted as f64 * 0.3) as u64, period / 50));
+            b.observe(
+                period,
+                counted,
+                main_only((counted as f64 * 0.3) as u64, period / 50),
+            );
         }
         // Counting gets a quarter of the aim: 0.3 / 0.002 = 150.
         assert!((100..=200).contains(&b.every()), "{}", b.every());

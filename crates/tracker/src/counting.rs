@@ -13,8 +13,10 @@
 
 use crate::access::Access;
 use crate::coalescer::Coalescer;
-use crate::key_batch::{BatchAccess, KeyBatch};
+use crate::hash_slot::hash_slot;
+use crate::key_batch::{split_item, BatchAccess, KeyBatch};
 use crate::key_tracker::KeyTracker;
+use crate::prefixes::PrefixRule;
 use crate::thinning::Thinning;
 use heavykeeper_sketch::ItemHash;
 
@@ -27,7 +29,18 @@ pub trait Sink {
     /// The seed items are hashed with.
     fn seed(&self) -> u64;
     /// `weight` accesses of `item`, each access seen standing for `scale`.
-    fn insert(&mut self, item: &[u8], hash: ItemHash, access: Access, weight: u64, time_ms: i64, scale: u64);
+    fn insert(
+        &mut self,
+        item: &[u8],
+        hash: ItemHash,
+        access: Access,
+        weight: u64,
+        time_ms: i64,
+        scale: u64,
+    );
+    /// The accesses of one batch, as they are taken in (before they are
+    /// coalesced): for loads counted exactly, per slot and in all.
+    fn batch_loads(&mut self, _batch: &KeyBatch) {}
 }
 
 impl Sink for KeyTracker {
@@ -36,8 +49,45 @@ impl Sink for KeyTracker {
     }
 
     #[inline]
-    fn insert(&mut self, item: &[u8], hash: ItemHash, access: Access, weight: u64, time_ms: i64, scale: u64) {
+    fn insert(
+        &mut self,
+        item: &[u8],
+        hash: ItemHash,
+        access: Access,
+        weight: u64,
+        time_ms: i64,
+        scale: u64,
+    ) {
         self.record_hashed(item, hash, access, weight, time_ms, scale);
+    }
+
+    /// The node's totals, and each slot's load: every access of the batch
+    /// (thinning here would only add noise; this is cheap), at the batch's
+    /// middle time (one `exp2` a batch).
+    fn batch_loads(&mut self, batch: &KeyBatch) {
+        let (first, sealed) = batch.span_ms();
+        let time = first + (sealed - first) / 2;
+        let weight = f64::from(batch.weight());
+        let (totals, slots) = self.loads(time);
+        let unit = totals.unit_at(time) * weight;
+        let (mut reads, mut writes) = (0.0, 0.0);
+        let mut slots = slots.map(|s| {
+            let unit = s.unit_at(time) * weight;
+            (s, unit)
+        });
+        for access in batch.iter() {
+            match access.access {
+                Access::Read => reads += unit,
+                Access::Write => writes += unit,
+                Access::Miss | Access::Prefix => continue,
+            }
+            if let (Some((load, unit)), Some((_, key))) = (slots.as_mut(), split_item(access.item))
+            {
+                load.add_units(hash_slot(key), access.access, *unit);
+            }
+        }
+        totals.add_units(0, reads);
+        totals.add_units(1, writes);
     }
 }
 
@@ -49,6 +99,8 @@ pub struct Counting<S: Sink = KeyTracker> {
     /// Keys of `draining` already inserted.
     drained: usize,
     thinning: Thinning,
+    /// Where keys are cut into prefixes (`None`: prefixes not counted).
+    prefixes: Option<PrefixRule>,
     seed: u64,
 }
 
@@ -62,7 +114,13 @@ impl<S: Sink> Counting<S> {
             draining: Coalescer::new(horizon_ms),
             drained: 0,
             thinning: Thinning::new(1, seed),
+            prefixes: None,
         }
+    }
+
+    /// Counts prefixes by `rule` from now on (`None`: not at all).
+    pub fn set_prefixes(&mut self, rule: Option<PrefixRule>) {
+        self.prefixes = rule;
     }
 
     /// Accesses standing for fewer than `threshold` are thinned from now
@@ -79,6 +137,7 @@ impl<S: Sink> Counting<S> {
     /// the threshold), leaving it as it was: the caller recycles it. Due
     /// coalesced keys move to draining first.
     pub fn absorb(&mut self, batch: &KeyBatch) {
+        self.tracker.batch_loads(batch);
         let weight = u64::from(batch.weight());
         match self.thinning.plan(weight) {
             None => {
@@ -104,6 +163,21 @@ impl<S: Sink> Counting<S> {
         let hash = ItemHash::of(access.item, self.seed);
         self.filling
             .add(access.item, hash, access.access, weight, access.time_ms);
+        if let (Some(rule), Access::Read | Access::Write) = (&self.prefixes, access.access) {
+            let (filling, seed) = (&mut self.filling, self.seed);
+            // The prefix of a key is the first bytes of its item (the
+            // database, then the key): no copy.
+            rule.each_prefix(access.item.get(2..).unwrap_or_default(), |prefix| {
+                let item = &access.item[..2 + prefix.len()];
+                filling.add(
+                    item,
+                    ItemHash::of(item, seed),
+                    Access::Prefix,
+                    weight,
+                    access.time_ms,
+                );
+            });
+        }
     }
 
     /// Moves the filled coalescer to draining (if draining is done, else
@@ -131,16 +205,22 @@ impl<S: Sink> Counting<S> {
             std::mem::swap(&mut self.filling, &mut self.draining);
         }
         let tracker = &mut self.tracker;
-        self.drained = self.draining.drain(self.drained, STEP, |item, hash, access, w, t, scale| {
-            tracker.insert(item, hash, access, w, t, scale);
-        });
+        self.drained =
+            self.draining
+                .drain(self.drained, STEP, |item, hash, access, w, t, scale| {
+                    tracker.insert(item, hash, access, w, t, scale);
+                });
     }
 
     fn finish_draining(&mut self) {
         let tracker = &mut self.tracker;
-        self.draining.drain(self.drained, usize::MAX, |item, hash, access, w, t, scale| {
-            tracker.insert(item, hash, access, w, t, scale);
-        });
+        self.draining.drain(
+            self.drained,
+            usize::MAX,
+            |item, hash, access, w, t, scale| {
+                tracker.insert(item, hash, access, w, t, scale);
+            },
+        );
         self.draining.clear();
         self.drained = 0;
     }
@@ -150,9 +230,10 @@ impl<S: Sink> Counting<S> {
     pub fn current(&mut self) -> &S {
         self.finish_draining();
         let tracker = &mut self.tracker;
-        self.filling.drain(0, usize::MAX, |item, hash, access, w, t, scale| {
-            tracker.insert(item, hash, access, w, t, scale);
-        });
+        self.filling
+            .drain(0, usize::MAX, |item, hash, access, w, t, scale| {
+                tracker.insert(item, hash, access, w, t, scale);
+            });
         self.filling.clear();
         &self.tracker
     }
@@ -227,6 +308,70 @@ mod tests {
     }
 
     #[test]
+    fn a_tenant_spread_over_many_keys_is_one_hot_prefix() {
+        let mut c = counting();
+        c.set_prefixes(PrefixRule::new(b":", &[2]));
+        let keys: Vec<String> = (0..2_000)
+            .map(|i| {
+                if i % 10 < 3 {
+                    format!("tenant:7:cart:{i}")
+                } else {
+                    format!("tenant:u{i}:cart:1")
+                }
+            })
+            .collect();
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        c.absorb(&batch(&refs, 1, 0));
+        let top = c
+            .current()
+            .hottest(crate::key_tracker::Ranking::Prefixes, 3, 0);
+        assert_eq!(top[0].key, b"tenant:7:".to_vec());
+        assert!((top[0].under.count - 600.0).abs() < 1e-6, "{:?}", top[0]);
+        // No single key of the tenant is hot.
+        let keys_top = c
+            .current()
+            .hottest(crate::key_tracker::Ranking::Reads, 1, 0);
+        assert!(keys_top[0].reads.count <= 1.0 + 1e-9);
+    }
+
+    #[test]
+    fn every_slot_and_the_totals_count_every_access_exactly() {
+        let mut c = counting();
+        let mut t = KeyTracker::new(
+            TrackerShape {
+                k: 20,
+                half_life_ms: 1e12,
+            },
+            3,
+            0,
+        );
+        t.count_slots(0);
+        c = Counting::new(t, 100, 9);
+        c.set_threshold(8);
+        let mut b = KeyBatch::default();
+        for i in 0..300 {
+            b.push(0, format!("k{}", i % 3).as_bytes(), Access::Read, 2, || 0);
+            b.push(0, b"{k0}w", Access::Write, 2, || 0);
+        }
+        b.seal(0);
+        c.absorb(&b);
+        // Read 10 s on (the counts do not fade in a 1e12 ms half-life):
+        // rates are the counts over those 10 s.
+        let close = |rate: f64, count: f64| (rate * 10.0 / count - 1.0).abs() < 1e-6;
+        let (reads, writes) = c.tracker().rates(10_000);
+        assert!(
+            close(reads, 600.0) && close(writes, 600.0),
+            "{reads} {writes}"
+        );
+        let slots = c.tracker().hottest_slots(None, 10, 10_000).unwrap();
+        let k0 = hash_slot(b"k0");
+        let top = slots.iter().find(|s| s.slot == k0).unwrap();
+        // k0's reads (100 × 2) and the {k0} writes (300 × 2) share its slot.
+        assert!(close(top.reads_per_second, 200.0) && close(top.writes_per_second, 600.0));
+        assert!(close(slots.iter().map(|s| s.total()).sum::<f64>(), 1_200.0));
+    }
+
+    #[test]
     fn thinned_accesses_keep_their_expected_count() {
         let mut c = counting();
         c.set_threshold(8);
@@ -234,7 +379,9 @@ mod tests {
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         c.absorb(&batch(&refs, 1, 0));
         let now = c.current();
-        let total: f64 = (0..4).map(|i| now.key(0, format!("k{i}").as_bytes(), 0).reads.count).sum();
+        let total: f64 = (0..4)
+            .map(|i| now.key(0, format!("k{i}").as_bytes(), 0).reads.count)
+            .sum();
         // ~500 kept of 4,000, each standing for 8: within a few percent.
         assert!((total / 4_000.0 - 1.0).abs() < 0.15, "{total}");
         assert_eq!(total % 8.0, 0.0, "each kept access stands for 8");

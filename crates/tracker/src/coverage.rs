@@ -115,14 +115,21 @@ mod tests {
                 }
             }
         }
-        assert!(places.iter().all(|&n| (9_500..10_500).contains(&n)), "{places:?}");
+        assert!(
+            places.iter().all(|&n| (9_500..10_500).contains(&n)),
+            "{places:?}"
+        );
     }
 
     #[test]
     fn slot_lengths_vary_around_their_mean() {
         let mut c = Coverage::new(4, 3);
         let lengths: Vec<u64> = (0..10_000).map(|_| c.slot_length_ms(10)).collect();
-        assert!(lengths.iter().all(|&l| (5..=15).contains(&l)), "{:?}", &lengths[..20]);
+        assert!(
+            lengths.iter().all(|&l| (5..=15).contains(&l)),
+            "{:?}",
+            &lengths[..20]
+        );
         let mean = lengths.iter().sum::<u64>() as f64 / lengths.len() as f64;
         assert!((mean - 10.0).abs() < 0.2, "{mean}");
         let distinct: std::collections::HashSet<u64> = lengths.into_iter().collect();

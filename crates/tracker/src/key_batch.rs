@@ -176,7 +176,10 @@ impl KeyBatch {
         let n = self.entries.len() as i64;
         let span = self.sealed_ms.saturating_sub(self.first_ms).max(0);
         Some(BatchAccess {
-            item: self.items.get(start..(entry >> 2) as usize).unwrap_or_default(),
+            item: self
+                .items
+                .get(start..(entry >> 2) as usize)
+                .unwrap_or_default(),
             access: Access::from_code(entry),
             time_ms: self.first_ms + span.saturating_mul(i as i64) / n,
         })
@@ -226,17 +229,26 @@ unsafe fn copy_small(src: &[u8], dst: *mut u8) {
     unsafe {
         match n {
             16..=32 => {
-                let (a, b) = (read_unaligned(s.cast::<u128>()), read_unaligned(s.add(n - 16).cast::<u128>()));
+                let (a, b) = (
+                    read_unaligned(s.cast::<u128>()),
+                    read_unaligned(s.add(n - 16).cast::<u128>()),
+                );
                 write_unaligned(dst.cast::<u128>(), a);
                 write_unaligned(dst.add(n - 16).cast::<u128>(), b);
             }
             8..=15 => {
-                let (a, b) = (read_unaligned(s.cast::<u64>()), read_unaligned(s.add(n - 8).cast::<u64>()));
+                let (a, b) = (
+                    read_unaligned(s.cast::<u64>()),
+                    read_unaligned(s.add(n - 8).cast::<u64>()),
+                );
                 write_unaligned(dst.cast::<u64>(), a);
                 write_unaligned(dst.add(n - 8).cast::<u64>(), b);
             }
             4..=7 => {
-                let (a, b) = (read_unaligned(s.cast::<u32>()), read_unaligned(s.add(n - 4).cast::<u32>()));
+                let (a, b) = (
+                    read_unaligned(s.cast::<u32>()),
+                    read_unaligned(s.add(n - 4).cast::<u32>()),
+                );
                 write_unaligned(dst.cast::<u32>(), a);
                 write_unaligned(dst.add(n - 4).cast::<u32>(), b);
             }
@@ -312,10 +324,17 @@ mod tests {
         b.push(2, b"two", Access::Write, 4, || 20);
         b.push(3, b"three", Access::Miss, 4, || 20);
         a.append(&b);
-        let got: Vec<_> = a.iter().map(|x| (split_item(x.item).unwrap(), x.access)).collect();
+        let got: Vec<_> = a
+            .iter()
+            .map(|x| (split_item(x.item).unwrap(), x.access))
+            .collect();
         assert_eq!(
             got,
-            [((1, &b"one"[..]), Access::Read), ((2, &b"two"[..]), Access::Write), ((3, &b"three"[..]), Access::Miss)]
+            [
+                ((1, &b"one"[..]), Access::Read),
+                ((2, &b"two"[..]), Access::Write),
+                ((3, &b"three"[..]), Access::Miss)
+            ]
         );
         let mut empty = KeyBatch::default();
         empty.append(&b);

@@ -1,8 +1,12 @@
-//! A server's own hot keys: every key access is an arrival in one of three
-//! fading HeavyKeeper sketches (reads, writes, and reads that missed),
-//! keyed by database and key. Nothing here knows how accesses are observed.
+//! A server's own hot keys: every key access is an arrival in one of four
+//! fading HeavyKeeper sketches (reads, writes, reads that missed, and the
+//! prefixes of keys read or written), keyed by database and key; beside
+//! them, the node's total rates and (in a cluster) each slot's load.
+//! Nothing here knows how accesses are observed.
 
 use crate::access::Access;
+use crate::fading_counters::FadingCounters;
+use crate::slot_load::{SlotLoad, SlotRate};
 use heavykeeper_sketch::{HeavyKeeper, ItemHash, Params};
 use std::collections::HashSet;
 
@@ -22,6 +26,8 @@ pub struct HotKey {
     pub writes: Tally,
     /// Reads of the key while it did not exist (a subset of `reads`).
     pub misses: Tally,
+    /// For a prefix's row: reads and writes of keys under it.
+    pub under: Tally,
 }
 
 impl HotKey {
@@ -40,6 +46,7 @@ impl HotKey {
             Ranking::Writes => self.writes,
             Ranking::Total => self.total(),
             Ranking::Misses => self.misses,
+            Ranking::Prefixes => self.under,
         }
     }
 }
@@ -52,6 +59,8 @@ pub enum Ranking {
     /// Reads plus writes.
     Total,
     Misses,
+    /// Key prefixes (hot tenants), by reads and writes under them.
+    Prefixes,
 }
 
 /// The tracker's shape: how many keys it keeps and how fast counts fade.
@@ -67,8 +76,16 @@ pub struct KeyTracker {
     reads: HeavyKeeper,
     writes: HeavyKeeper,
     misses: HeavyKeeper,
+    prefixes: HeavyKeeper,
+    /// The node's reads (0) and writes (1), all keys.
+    totals: FadingCounters,
+    /// Each slot's load, in a cluster.
+    slots: Option<SlotLoad>,
     seed: u64,
     keys_counted: u64,
+    /// When the first access was counted: a rate read before several
+    /// half-lives have passed since is scaled up for the time not yet seen.
+    started_ms: Option<i64>,
 }
 
 /// The tracker's decay (`1/b`): a sampled access weighs up to thousands,
@@ -93,9 +110,81 @@ impl KeyTracker {
             reads: HeavyKeeper::new(params, now_ms),
             writes: HeavyKeeper::new(params, now_ms),
             misses: HeavyKeeper::new(params, now_ms),
+            prefixes: HeavyKeeper::new(params, now_ms),
+            totals: FadingCounters::new(2, shape.half_life_ms, now_ms),
+            slots: None,
             seed,
             keys_counted: 0,
+            started_ms: None,
         }
+    }
+
+    /// What a faded count means per second at `now_ms`: `λ · count` over
+    /// the share of a steady stream's count that fading has built up since
+    /// the first access was counted (`1 − 2^(−t/H)`), so that a steady rate
+    /// reads true from the first second, not after several half-lives (read
+    /// 10 s after traffic began, with a 10 s half-life, it would otherwise
+    /// be half the truth). Early on that is the mean rate since then.
+    pub fn per_second(&self, count: f64, now_ms: i64) -> f64 {
+        let Some(started_ms) = self.started_ms else {
+            return 0.0;
+        };
+        let half_life_s = self.shape.half_life_ms / 1000.0;
+        let lambda = std::f64::consts::LN_2 / half_life_s;
+        let elapsed_ms = now_ms.saturating_sub(started_ms).max(1) as f64;
+        // 1 − 2^(−t/H), exact for small t too.
+        let built_up = -(-elapsed_ms / self.shape.half_life_ms * std::f64::consts::LN_2).exp_m1();
+        count * lambda / built_up
+    }
+
+    /// Counts each cluster slot's load from now on (256 KiB).
+    pub fn count_slots(&mut self, now_ms: i64) {
+        if self.slots.is_none() {
+            self.slots = Some(SlotLoad::new(self.shape.half_life_ms, now_ms));
+        }
+    }
+
+    pub fn counts_slots(&self) -> bool {
+        self.slots.is_some()
+    }
+
+    /// The slot load and the totals, for a batch of accesses at `time_ms`.
+    pub fn loads(&mut self, time_ms: i64) -> (&mut FadingCounters, Option<&mut SlotLoad>) {
+        self.note_start(time_ms);
+        (&mut self.totals, self.slots.as_mut())
+    }
+
+    fn note_start(&mut self, time_ms: i64) {
+        if self.started_ms.is_none_or(|s| time_ms < s) {
+            self.started_ms = Some(time_ms);
+        }
+    }
+
+    /// The node's read and write rates now, all keys.
+    pub fn rates(&self, now_ms: i64) -> (f64, f64) {
+        let rate = |i| self.per_second(self.totals.count(i, now_ms), now_ms);
+        (rate(0), rate(1))
+    }
+
+    /// The hottest slots (`None` outside a cluster).
+    pub fn hottest_slots(
+        &self,
+        by: Option<Access>,
+        count: usize,
+        now_ms: i64,
+    ) -> Option<Vec<SlotRate>> {
+        let slots = self.slots.as_ref()?.hottest(by, count, now_ms);
+        let rate = |count| self.per_second(count, now_ms);
+        Some(
+            slots
+                .into_iter()
+                .map(|s| SlotRate {
+                    slot: s.slot,
+                    reads_per_second: rate(s.reads),
+                    writes_per_second: rate(s.writes),
+                })
+                .collect(),
+        )
     }
 
     pub fn shape(&self) -> TrackerShape {
@@ -130,15 +219,31 @@ impl KeyTracker {
             Access::Read => &mut self.reads,
             Access::Write => &mut self.writes,
             Access::Miss => &mut self.misses,
+            Access::Prefix => &mut self.prefixes,
         };
         sketch.add_sampled(item, hash, weight, time_ms, scale as f64);
-        if access != Access::Miss {
+        self.note_start(time_ms);
+        if matches!(access, Access::Read | Access::Write) {
             self.keys_counted = self.keys_counted.saturating_add(weight);
         }
     }
 
-    /// Counts `weight` accesses of `key` in `db` at `time_ms`.
+    /// Counts `weight` accesses of `key` in `db` at `time_ms`: in the
+    /// sketches, the totals and the key's slot (where [`crate::Counting`]
+    /// counts the last two per batch).
     pub fn record(&mut self, db: u16, key: &[u8], access: Access, weight: u64, time_ms: i64) {
+        let counter = match access {
+            Access::Read => Some(0),
+            Access::Write => Some(1),
+            Access::Miss | Access::Prefix => None,
+        };
+        if let Some(i) = counter {
+            self.note_start(time_ms);
+            self.totals.add(i, weight as f64, time_ms);
+            if let Some(slots) = self.slots.as_mut() {
+                slots.add(crate::hash_slot(key), access, weight, time_ms);
+            }
+        }
         let item = item_of(db, key);
         let hash = self.hash(&item);
         self.record_hashed(&item, hash, access, weight, time_ms, weight);
@@ -157,6 +262,7 @@ impl KeyTracker {
             Ranking::Writes => &[&self.writes],
             Ranking::Total => &[&self.reads, &self.writes],
             Ranking::Misses => &[&self.misses],
+            Ranking::Prefixes => &[&self.prefixes],
         };
         let items: HashSet<&[u8]> = sketches
             .iter()
@@ -186,6 +292,7 @@ impl KeyTracker {
             reads: Tally::default(),
             writes: Tally::default(),
             misses: Tally::default(),
+            under: Tally::default(),
         })
     }
 
@@ -195,7 +302,7 @@ impl KeyTracker {
             let count = sketch.count(item, now_ms);
             Tally {
                 count,
-                per_second: sketch.rate(count, now_ms),
+                per_second: self.per_second(count, now_ms),
             }
         };
         Some(HotKey {
@@ -204,12 +311,17 @@ impl KeyTracker {
             reads: tally(&self.reads),
             writes: tally(&self.writes),
             misses: tally(&self.misses),
+            under: tally(&self.prefixes),
         })
     }
 
-    /// Bytes held by the sketches, keys included.
+    /// Bytes held by the sketches (keys included) and the slot load.
     pub fn memory_bytes(&self) -> usize {
-        self.reads.memory_bytes() + self.writes.memory_bytes() + self.misses.memory_bytes()
+        self.reads.memory_bytes()
+            + self.writes.memory_bytes()
+            + self.misses.memory_bytes()
+            + self.prefixes.memory_bytes()
+            + self.slots.as_ref().map_or(0, SlotLoad::heap_bytes)
     }
 }
 
@@ -253,9 +365,6 @@ mod tests {
         assert_eq!(both.len(), 2, "misses are not in the total ranking");
         assert_eq!((both[0].db, both[0].key.as_slice()), (0, &b"user:1"[..]));
         assert!((both[0].total().count - 70.0).abs() < 1e-6);
-        let lambda = std::f64::consts::LN_2 / 10.0;
-        assert!((both[0].reads.per_second - 50.0 * lambda).abs() < 1e-9);
-        assert!((both[0].writes.per_second - 20.0 * lambda).abs() < 1e-9);
         assert_eq!((both[1].db, both[1].total().count.round()), (3, 20.0));
         let writes = t.hottest(Ranking::Writes, 10, 0);
         assert_eq!(writes.len(), 2);
@@ -276,5 +385,26 @@ mod tests {
         assert!((t.key(0, b"k", 0).reads.count - 160.0).abs() < 1e-6);
         // One half-life later, half.
         assert!((t.key(0, b"k", 10_000).reads.count - 80.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_steady_rate_reads_true_from_the_first_second_on() {
+        // 100 reads a second from the start, read after 1 s, one half-life
+        // (10 s) and many: always 100/s, though the count is still growing.
+        let mut t = tracker();
+        let mut now = 0;
+        for read_at in [1_000, 10_000, 100_000] {
+            while now < read_at {
+                t.record(0, b"k", Access::Read, 1, now);
+                now += 10;
+            }
+            let rate = t.key(0, b"k", now).reads.per_second;
+            assert!((rate / 100.0 - 1.0).abs() < 0.01, "{rate} after {now} ms");
+            let (reads, writes) = t.rates(now);
+            assert!((reads / 100.0 - 1.0).abs() < 0.01 && writes == 0.0);
+        }
+        // Once the stream stops, its rate fades with its count.
+        let rate = t.key(0, b"k", now + 10_000).reads.per_second;
+        assert!((rate / 50.0 - 1.0).abs() < 0.01, "{rate}");
     }
 }

@@ -32,8 +32,7 @@ impl Thinning {
     /// all are kept as they are, else the weight each kept one stands for
     /// and the probability of keeping one.
     pub fn plan(&self, weight: u64) -> Option<(u64, f64)> {
-        (weight < self.threshold)
-            .then(|| (self.threshold, weight as f64 / self.threshold as f64))
+        (weight < self.threshold).then(|| (self.threshold, weight as f64 / self.threshold as f64))
     }
 
     /// How many accesses to pass over before the next kept one, when each
@@ -73,7 +72,10 @@ mod tests {
             }
             let total = kept * each;
             let truth = accesses as u64 * weight;
-            assert!((total as f64 / truth as f64 - 1.0).abs() < 0.02, "{weight}/{threshold}: {total} vs {truth}");
+            assert!(
+                (total as f64 / truth as f64 - 1.0).abs() < 0.02,
+                "{weight}/{threshold}: {total} vs {truth}"
+            );
         }
         assert_eq!(Thinning::new(16, 1).plan(16), None);
         assert_eq!(Thinning::new(1, 1).plan(1), None);

@@ -31,7 +31,11 @@ enum Shape {
     /// `size` accesses to key 1 in one millisecond every `every_ms`.
     Bursty { size: u32, every_ms: i64 },
     /// Key 2 at `per_ms` for `on_ms`, silent for `off_ms`, repeated.
-    OnOff { per_ms: u32, on_ms: i64, off_ms: i64 },
+    OnOff {
+        per_ms: u32,
+        on_ms: i64,
+        off_ms: i64,
+    },
     /// `clients` clients, each with its own key (10 + i), one access each
     /// every `every_ms`, at phases of their own.
     ManyClients { clients: u32, every_ms: i64 },
@@ -54,7 +58,11 @@ fn traffic(shapes: &[Shape], ms: i64, rng: &mut ChaCha8Rng) -> Vec<Event> {
                     events.extend((0..size).map(|_| (t, 1)));
                 }
             }
-            Shape::OnOff { per_ms, on_ms, off_ms } => {
+            Shape::OnOff {
+                per_ms,
+                on_ms,
+                off_ms,
+            } => {
                 let mut t = rng.random_range(0..on_ms + off_ms);
                 while t < ms {
                     for u in t..(t + on_ms).min(ms) {
@@ -100,7 +108,13 @@ impl Sink for Sums {
 /// One run of the tracker's sampling over `events`: each key's estimated
 /// count. Batches of up to 512 accesses, handed over at each slot's end
 /// too; counts read every `read_every_ms`.
-fn estimate(events: &[Event], every: u32, threshold: u64, read_every_ms: i64, seed: u64) -> HashMap<u32, f64> {
+fn estimate(
+    events: &[Event],
+    every: u32,
+    threshold: u64,
+    read_every_ms: i64,
+    seed: u64,
+) -> HashMap<u32, f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut coverage = Coverage::new(every, rng.random());
     let mut counting = Counting::new(Sums::default(), 50, rng.random());
@@ -117,7 +131,12 @@ fn estimate(events: &[Event], every: u32, threshold: u64, read_every_ms: i64, se
         while t >= slot_end {
             hand_over(&mut batch, &mut counting, slot_end);
             // Slots of 10 ms, some stretched by a late timer.
-            let length = 10 + if rng.random_bool(0.2) { rng.random_range(1..15) } else { 0 };
+            let length = 10
+                + if rng.random_bool(0.2) {
+                    rng.random_range(1..15)
+                } else {
+                    0
+                };
             slot_end += length;
             weight = coverage.next_slot();
         }
@@ -136,7 +155,12 @@ fn estimate(events: &[Event], every: u32, threshold: u64, read_every_ms: i64, se
         }
     }
     hand_over(&mut batch, &mut counting, slot_end);
-    counting.current().0.iter().map(|(&k, &w)| (k, w as f64)).collect()
+    counting
+        .current()
+        .0
+        .iter()
+        .map(|(&k, &w)| (k, w as f64))
+        .collect()
 }
 
 const RUNS: u64 = 300;
@@ -159,7 +183,9 @@ fn assert_unbiased(shapes: &[Shape], every: u32, threshold: u64, read_every_ms: 
             *grouped.entry(group(key)).or_default() += w;
         }
         for &key in truth.keys() {
-            runs.entry(key).or_default().push(grouped.get(&key).copied().unwrap_or(0.0));
+            runs.entry(key)
+                .or_default()
+                .push(grouped.get(&key).copied().unwrap_or(0.0));
         }
     }
     for (key, true_count) in &truth {
@@ -188,8 +214,13 @@ fn shape() -> impl Strategy<Value = Shape> {
     prop_oneof![
         (1u32..4).prop_map(|per_ms| Shape::Steady { per_ms }),
         (50u32..1_000, 20i64..300).prop_map(|(size, every_ms)| Shape::Bursty { size, every_ms }),
-        (1u32..5, 1i64..200, 1i64..400).prop_map(|(per_ms, on_ms, off_ms)| Shape::OnOff { per_ms, on_ms, off_ms }),
-        (2u32..50, 5i64..100).prop_map(|(clients, every_ms)| Shape::ManyClients { clients, every_ms }),
+        (1u32..5, 1i64..200, 1i64..400).prop_map(|(per_ms, on_ms, off_ms)| Shape::OnOff {
+            per_ms,
+            on_ms,
+            off_ms
+        }),
+        (2u32..50, 5i64..100)
+            .prop_map(|(clients, every_ms)| Shape::ManyClients { clients, every_ms }),
         (1u32..6, 100u32..20_000).prop_map(|(per_ms, keys)| Shape::Background { per_ms, keys }),
     ]
 }
@@ -212,9 +243,15 @@ proptest! {
 #[test]
 fn the_issues_mix_bursty_steady_and_background_is_unbiased_at_one_in_sixteen() {
     let shapes = [
-        Shape::Bursty { size: 1_000, every_ms: 100 },
+        Shape::Bursty {
+            size: 1_000,
+            every_ms: 100,
+        },
         Shape::Steady { per_ms: 1 },
-        Shape::Background { per_ms: 9, keys: 10_000 },
+        Shape::Background {
+            per_ms: 9,
+            keys: 10_000,
+        },
     ];
     assert_unbiased(&shapes, 16, 1, 100_000, 42);
     assert_unbiased(&shapes, 1, 16, 100_000, 43);
@@ -225,5 +262,14 @@ fn the_issues_mix_bursty_steady_and_background_is_unbiased_at_one_in_sixteen() {
 #[test]
 fn a_short_burst_is_counted_as_often_as_its_share_says() {
     // One burst of 5,000 accesses in one millisecond, nothing else.
-    assert_unbiased(&[Shape::Bursty { size: 5_000, every_ms: 10_000 }], 16, 1, 100_000, 7);
+    assert_unbiased(
+        &[Shape::Bursty {
+            size: 5_000,
+            every_ms: 10_000,
+        }],
+        16,
+        1,
+        100_000,
+        7,
+    );
 }

@@ -14,14 +14,32 @@ use std::time::{Duration, Instant};
 pub enum Shape {
     /// A pipeline of `min..=max` `GET key` every `every`: a batch job, a
     /// cache stampede.
-    Bursty { key: String, min: usize, max: usize, every: Duration },
+    Bursty {
+        key: String,
+        min: usize,
+        max: usize,
+        every: Duration,
+    },
     /// `per` `GET key` every `every`.
-    Steady { key: String, per: usize, every: Duration },
+    Steady {
+        key: String,
+        per: usize,
+        every: Duration,
+    },
     /// `per` `GET`s of random keys `prefix0..prefix{keys-1}` every `every`.
-    Background { prefix: String, keys: usize, per: usize, every: Duration },
+    Background {
+        prefix: String,
+        keys: usize,
+        per: usize,
+        every: Duration,
+    },
     /// `per` commands the server refuses before they run (unknown
     /// commands, `GET` with too many arguments), naming `key`, every `every`.
-    Refused { key: String, per: usize, every: Duration },
+    Refused {
+        key: String,
+        per: usize,
+        every: Duration,
+    },
 }
 
 impl Shape {
@@ -51,7 +69,9 @@ impl Shape {
                     read.push(key.clone());
                 }
             }
-            Shape::Background { prefix, keys, per, .. } => {
+            Shape::Background {
+                prefix, keys, per, ..
+            } => {
                 for _ in 0..*per {
                     let key = format!("{prefix}{}", rng.random_range(0..*keys));
                     pipe.cmd("GET").arg(&key);

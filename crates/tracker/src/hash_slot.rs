@@ -6,6 +6,9 @@ use crc::{Crc, CRC_16_XMODEM};
 
 const CRC16: Crc<u16> = Crc::<u16>::new(&CRC_16_XMODEM);
 
+/// The number of slots of a cluster.
+pub const SLOTS: usize = 16_384;
+
 pub fn hash_slot(key: &[u8]) -> u16 {
     CRC16.checksum(hash_tag(key)) % 16384
 }
