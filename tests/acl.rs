@@ -2,7 +2,7 @@
 //! permissions follow each command's key specs, categories follow what the
 //! command does, and the server knows every command's arity and flags.
 
-mod common;
+use test_harness as common;
 
 use common::{error, value, Server};
 use redis::{Connection, Value};
@@ -183,12 +183,15 @@ fn categories_grant_and_deny_where_the_server_has_them() {
     }
 }
 
+/// A command as `COMMAND INFO` describes it: name, arity, flags, first key,
+/// last key, step.
+type CommandRow = (&'static str, i64, &'static [&'static str], i64, i64, i64);
+
 #[test]
 fn command_info_shows_arity_flags_and_key_specs() {
     let server = Server::start();
     let mut con = server.client();
-    // name, arity, flags, first key, last key, step
-    let expected: &[(&str, i64, &[&str], i64, i64, i64)] = &[
+    let expected: &[CommandRow] = &[
         ("hk.reserve", -3, &["write", "denyoom"], 1, 1, 1),
         ("hk.add", -3, &["write", "denyoom", "fast"], 1, 1, 1),
         ("hk.incrby", -4, &["write", "denyoom", "fast"], 1, 1, 1),

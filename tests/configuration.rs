@@ -1,7 +1,7 @@
 //! An operator configures the module at load time, in redis.conf or with
 //! `CONFIG SET`, and gets the same rules everywhere; memory limits hold.
 
-mod common;
+use test_harness as common;
 
 use common::{error, info_field, value, wait_until, Server};
 use redis::Value;

@@ -1,7 +1,7 @@
 //! An app team counts what its users touch: reserve a sketch, add items one at
 //! a time or weighted, and ask which are in the top k and how often they came.
 
-mod common;
+use test_harness as common;
 
 use common::{list_with_count, value, Server};
 use redis::Value;

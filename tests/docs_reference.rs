@@ -13,7 +13,7 @@
 //!   table, and no file that is gone.
 //! - README.md stays a page a newcomer reads: at most 350 lines.
 
-mod common;
+use test_harness as common;
 
 use common::Server;
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,7 +1,7 @@
 //! Bad input gets a clear error with a standard prefix, changes nothing, and
 //! never takes the server down.
 
-mod common;
+use test_harness as common;
 
 use common::{digest, error, value, Server};
 use redis::Value;

@@ -3,7 +3,7 @@
 //! timestamps a day ahead of the server clock, so nothing sleeps and reads
 //! happen at the latest arrival.
 
-mod common;
+use test_harness as common;
 
 use common::{
     digest, hk_info, info_field, list_with_count, list_with_count_at, value, wait_until, Server,

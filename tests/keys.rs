@@ -1,7 +1,7 @@
 //! A sketch is a Redis key like any other: it has a type, expires, renames,
 //! copies deeply and tells keyspace subscribers when it is written.
 
-mod common;
+use test_harness as common;
 
 use common::{error, list_with_count, value, Server};
 use redis::Commands;

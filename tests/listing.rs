@@ -1,7 +1,7 @@
 //! An app team reads what a sketch holds: the top k in a fixed order, as many
 //! as it asks for, as pairs on RESP3, and `HK.INFO` for the sketch itself.
 
-mod common;
+use test_harness as common;
 
 use common::{error, value, Server};
 use redis::Value;

@@ -1,7 +1,7 @@
 //! An operator budgets memory for sketches: the default shape is small, and
 //! `MEMORY USAGE` counts item bytes and is what the allocator handed out.
 
-mod common;
+use test_harness as common;
 
 use common::{value, Server};
 

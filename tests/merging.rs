@@ -1,7 +1,7 @@
 //! A team counting on several shards merges them into one top k with
 //! `HK.MERGE`: safe to retry, never counting a stream twice, in place.
 
-mod common;
+use test_harness as common;
 
 use common::{error, list_with_count, value, Server};
 use redis::Value;
