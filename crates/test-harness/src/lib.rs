@@ -11,7 +11,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
-/// Module arguments for a tracker that counts every command (no windows)
+/// Module arguments for a tracker that counts every command (no sampling)
 /// and keeps rates for an hour: what a test sends is what it lists.
 pub const TRACK_EVERY_COMMAND: &[&str] = &[
     "track",

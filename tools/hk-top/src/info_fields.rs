@@ -256,6 +256,23 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "heavykeeper_tracker_misses_seen",
         "Reads of keys that did not exist that the tracker counted",
     ),
+    counter(
+        "tracker_worker_thinned_seconds",
+        "heavykeeper_tracker_worker_thinned",
+        "Time the tracker's worker thinned accesses, without bias, to keep within its CPU share",
+    )
+    .in_unit(Unit::Seconds),
+    // the node's load
+    gauge(
+        "tracker_reads_per_second",
+        "heavykeeper_tracker_reads_per_second",
+        "The node's key reads per second now, every key, as the tracker counts them",
+    ),
+    gauge(
+        "tracker_writes_per_second",
+        "heavykeeper_tracker_writes_per_second",
+        "The node's key writes per second now, every key, as the tracker counts them",
+    ),
     // who is let in
     counter(
         "tracker_unauthenticated_dropped",

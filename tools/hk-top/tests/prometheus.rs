@@ -152,6 +152,18 @@ const INFO_SERIES: &[(&str, &str)] = &[
         "tracker_accesses_dropped",
         "heavykeeper_tracker_accesses_dropped_total",
     ),
+    (
+        "tracker_worker_thinned_seconds",
+        "heavykeeper_tracker_worker_thinned_seconds_total",
+    ),
+    (
+        "tracker_reads_per_second",
+        "heavykeeper_tracker_reads_per_second",
+    ),
+    (
+        "tracker_writes_per_second",
+        "heavykeeper_tracker_writes_per_second",
+    ),
     ("tracker_misses", "heavykeeper_tracker_misses_enabled"),
     (
         "tracker_misses_seen",
