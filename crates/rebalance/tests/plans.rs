@@ -51,7 +51,7 @@ fn the_hot_node_sheds_just_enough_to_the_cool_ones() {
         plan.moves
     );
     // 5,400 - 3,600 = 1,800 to shed at ~16.2 per slot: 112 slots, no more.
-    let per_slot = 5400.0 / 334.0;
+    let per_slot: f64 = 5400.0 / 334.0;
     let needed = (1800.0 / per_slot).ceil() as usize;
     assert_eq!(plan.moves.len(), needed);
     for outcome in &plan.nodes {

@@ -106,11 +106,18 @@ proptest! {
 
     #[test]
     fn with_room_to_spare_no_more_slots_move_than_needed(
-        hot in prop::collection::vec(1.0..100.0f64, 1..40),
-        idle_nodes in 3usize..8,
+        hot in prop::collection::vec(1.0..20.0f64, 60..200),
+        idle_nodes in 2usize..6,
     ) {
-        // One hot primary, many idle ones: receivers are never short of
-        // room, so the fewest slots that shed the excess are the largest.
+        // One hot primary, idle ones with room for any slot to the end: the
+        // fewest slots that shed the excess are the largest. (Where room
+        // runs short the question is bin packing, and the greedy may take
+        // a slot more than the best packing would.) The room left once the
+        // excess is shed is a fifth of the total less a slot, shared by
+        // `idle_nodes`: the roomiest has room for the largest slot when a
+        // fifth of the total is (idle_nodes + 1) of the largest.
+        let largest = hot.iter().copied().fold(0.0, f64::max);
+        prop_assume!(0.2 * hot.iter().sum::<f64>() >= (idle_nodes + 1) as f64 * largest);
         let mut nodes = vec![NodeSlots {
             node: "hot".into(),
             slots: hot.iter().enumerate().map(|(i, &load)| SlotLoad { slot: i as u16, reads_per_second: load, writes_per_second: 0.0, keys: 1 }).collect(),
