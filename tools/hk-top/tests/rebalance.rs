@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 /// A tracker that counts every command and forgets in seconds: the slot
 /// rates follow the traffic once slots have moved.
-const TRACK_FAST: &[&str] = &["track", "yes", "track-sample", "1", "track-halflife", "2"];
+const TRACK_FAST: &[&str] = &["track", "yes", "track-sample", "1", "track-halflife", "3"];
 
 const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
 
@@ -217,12 +217,14 @@ fn client_loop(
 fn connection<'a>(
     connections: &'a mut HashMap<String, Connection>,
     address: &str,
-) -> &'a mut Connection {
-    connections.entry(address.to_string()).or_insert_with(|| {
-        let client = redis::Client::open(format!("redis://{address}/")).expect("a client");
-        client
-            .get_connection_with_timeout(Duration::from_secs(5))
-            .expect("a connection")
+) -> redis::RedisResult<&'a mut Connection> {
+    use std::collections::hash_map::Entry;
+    Ok(match connections.entry(address.to_string()) {
+        Entry::Occupied(open) => open.into_mut(),
+        Entry::Vacant(none) => {
+            let client = redis::Client::open(format!("redis://{address}/"))?;
+            none.insert(client.get_connection_with_timeout(Duration::from_secs(5))?)
+        }
     })
 }
 
@@ -236,17 +238,16 @@ fn get_following_redirects(
     let mut address = map[slot].clone();
     let mut asking = false;
     for _ in 0..5 {
-        let con = connection(connections, &address);
-        let reply: redis::RedisResult<Option<String>> = if asking {
-            redis::pipe()
+        let reply: redis::RedisResult<Option<String>> = match connection(connections, &address) {
+            Err(e) => Err(e),
+            Ok(con) if asking => redis::pipe()
                 .cmd("ASKING")
                 .ignore()
                 .cmd("GET")
                 .arg(key)
                 .query::<(Option<String>,)>(con)
-                .map(|(v,)| v)
-        } else {
-            redis::cmd("GET").arg(key).query(con)
+                .map(|(v,)| v),
+            Ok(con) => redis::cmd("GET").arg(key).query(con),
         };
         let mut seen = seen.lock().unwrap();
         match reply {
@@ -360,8 +361,11 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
     let keys = distinct_slot_keys(&cluster, 1000);
     load_keys(&cluster, &keys);
     let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate());
-    // Warm-up: the rates settle within a few half-lives.
-    sleep(Duration::from_secs(6));
+    // Warm-up: three half-lives of samples. The planner moves the slots
+    // measured hottest, and where all are alike those are the ones the
+    // sampling noise flatters: the fewer samples, the more it sheds on paper
+    // and the less in truth (docs/rebalance.md, "what the figures mean").
+    sleep(Duration::from_secs(9));
     let port = cluster.nodes[1].port.to_string();
     let journal = tempfile::tempdir().unwrap();
     let journal = journal.path().join("journal.json");
@@ -429,14 +433,15 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
     sleep(Duration::from_secs(4));
     let end = traffic.seen();
     let landed = shares(&settled, &end);
-    // And as the trackers count them, a few half-lives on.
-    sleep(Duration::from_secs(4));
+    // And as the trackers count them, four half-lives on.
+    sleep(Duration::from_secs(8));
     let tracked = tracker_reads(&cluster);
     let seen = traffic.stop();
     let tracked_all: f64 = tracked.iter().sum();
     eprintln!(
-        "rebalance figures ({}): {} moves, {} keys, apply {:.2} s (hk-top's own: {:.2} s); during it {} GETs, {} MOVED, {} ASK; client GET rate {:.0}/s; reads landed per node afterwards {:?}; tracker shares afterwards {:?}",
+        "rebalance figures ({}{}): {} moves, {} keys, apply {:.2} s (hk-top's own: {:.2} s); during it {} GETs, {} MOVED, {} ASK; client GET rate {:.0}/s; reads landed per node afterwards {:?}; tracker shares afterwards {:?}",
         applied_report["method"],
+        applied_report["atomic_refused"].as_str().map(|e| format!(", the server's own refused: {e}")).unwrap_or_default(),
         applied_report["moves_done"],
         applied_report["keys_moved"],
         apply_seconds,

@@ -60,6 +60,9 @@ pub struct Report {
     pub keys_moved: u64,
     pub seconds: f64,
     pub interrupted: bool,
+    /// Why the server refused its own migration, when it did and the
+    /// standard one was used instead.
+    pub atomic_refused: Option<String>,
 }
 
 /// How long the primaries get to agree on the slot map (gossip after a
@@ -212,10 +215,22 @@ pub fn execute(
 ) -> Result<(), String> {
     report.method = method.name();
     let started = Instant::now();
-    let result = match method {
+    let mut result = match method {
         Method::Atomic => by_jobs(link, views, plan, settings, stop, report, log),
         _ => by_slots(link, views, plan, journal, settings, stop, report, log),
     };
+    // Valkey refuses its own migration where a loaded module has not
+    // declared it can follow one: before anything moved, and where the
+    // method was left to hk-top, the standard migration does the job.
+    if let Err(e) = &result {
+        let refused = e.contains("does not support atomic slot migration");
+        if refused && settings.method == Method::Auto && report.moves_done == 0 {
+            log(format!("the server's own slot migration is refused ({e}): moving slots with the standard migration"));
+            report.atomic_refused = Some(e.clone());
+            report.method = Method::Standard.name();
+            result = by_slots(link, views, plan, journal, settings, stop, report, log);
+        }
+    }
     report.seconds = started.elapsed().as_secs_f64();
     result
 }

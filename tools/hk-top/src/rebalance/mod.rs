@@ -202,6 +202,7 @@ fn report_json(report: &Report) -> Value {
         "keys_moved": report.keys_moved,
         "seconds": report.seconds,
         "interrupted": report.interrupted,
+        "atomic_refused": report.atomic_refused,
     })
 }
 
