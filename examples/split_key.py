@@ -200,7 +200,16 @@ def main():
     events = redis.Redis(host=args.host, port=args.port, protocol=2, decode_responses=True)
     pubsub = events.pubsub(ignore_subscribe_messages=True)
     pubsub.subscribe(**{args.channel: lambda m: keys.on_event(json.loads(m["data"]))})
-    listener = pubsub.run_in_thread(sleep_time=0.01, daemon=True)
+    ending = threading.Event()
+
+    def on_listener_error(error, _pubsub, thread):
+        # The subscription's connection closing as the run ends is no error.
+        thread.stop()
+        if not ending.is_set():
+            raise error
+
+    listener = pubsub.run_in_thread(sleep_time=0.01, daemon=True,
+                                    exception_handler=on_listener_error)
 
     writer = Writer(keys, args.write_every)
     writer.start()
@@ -216,7 +225,9 @@ def main():
         r.join()
     writer.running = False
     writer.join()
+    ending.set()
     listener.stop()
+    listener.join(timeout=2)
 
     stats = {name: sum(r.stats[name] for r in readers)
              for name in ("reads", "stale_reads", "missing_reads")}
