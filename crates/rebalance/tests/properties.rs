@@ -83,6 +83,9 @@ proptest! {
         for n in plan.nodes.iter().filter(|n| received.contains(n.node.as_str())) {
             prop_assert!(n.after <= plan.target + eps(&plan), "{} ends at {} over {}", n.node, n.after, plan.target);
         }
+        // No plan leaves the busiest primary busier than it was.
+        let max = |f: fn(&heavykeeper_rebalance::NodeOutcome) -> f64| plan.nodes.iter().map(f).fold(0.0, f64::max);
+        prop_assert!(max(|n| n.after) <= max(|n| n.before) + eps(&plan), "{:?}", plan.nodes);
         // The outcome is what the moves add up to.
         for n in &plan.nodes {
             let out: f64 = plan.moves.iter().filter(|m| m.from == n.node).map(|m| m.reads_per_second + m.writes_per_second).sum();

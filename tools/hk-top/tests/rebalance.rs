@@ -433,8 +433,9 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
     sleep(Duration::from_secs(4));
     let end = traffic.seen();
     let landed = shares(&settled, &end);
-    // And as the trackers count them, four half-lives on.
-    sleep(Duration::from_secs(8));
+    // And as the trackers count them, four half-lives after the moves
+    // (what they counted before weighs 1/16 by then).
+    sleep(Duration::from_secs(7));
     let tracked = tracker_reads(&cluster);
     let seen = traffic.stop();
     let tracked_all: f64 = tracked.iter().sum();
@@ -696,4 +697,67 @@ fn an_interrupted_rebalance_is_finished_by_the_next_run() {
         !std::path::Path::new(journal).exists(),
         "nothing left under way"
     );
+}
+
+/// The same interruption, undone: `--roll-back` gives the slot back to its
+/// source (both sides `STABLE`), and the run goes on with a fresh plan.
+#[test]
+fn an_interrupted_move_can_be_rolled_back_instead() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 300);
+    load_keys(&cluster, &keys);
+    let traffic = Traffic::start(&cluster, &keys, &[0.8, 0.1, 0.1], 3000.0);
+    sleep(Duration::from_secs(5));
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.json");
+    let journal = journal.to_str().unwrap();
+    let port = cluster.nodes[0].port.to_string();
+    let apply = [
+        "-p",
+        &port,
+        "rebalance",
+        "--json",
+        "--apply",
+        "--migration",
+        "standard",
+        "--journal",
+        journal,
+    ];
+    let stopped = hk_top(&apply, &[("HK_TOP_TEST_STOP", "migrating")]);
+    assert_eq!(stopped.status.code(), Some(9), "{}", text(&stopped));
+    let listing: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut cluster.nodes[0].client())
+        .unwrap();
+    let half: u16 = listing
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.split_once("->-")?.0.parse().ok())
+        .unwrap_or_else(|| panic!("a slot half-migrated: {listing}"));
+    let mut rolled = apply.to_vec();
+    rolled.extend(["--roll-back", "--max-moves", "0"]);
+    let out = hk_top(&rolled, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(json_of(&out)["applied"]["rolled_back"], 1, "{}", text(&out));
+    assert_eq!(
+        cluster.owner_of_slot(half).port,
+        cluster.nodes[0].port,
+        "back with its source"
+    );
+    for node in &cluster.nodes {
+        let listing: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut node.client())
+            .unwrap();
+        assert!(
+            !listing.contains("->-") && !listing.contains("-<-"),
+            "{listing}"
+        );
+    }
+    let seen = traffic.stop();
+    assert_eq!(
+        (seen.lost, seen.changed, seen.other_errors),
+        (0, 0, 0),
+        "{seen:?}"
+    );
+    assert_every_key_intact(&cluster, &keys);
 }
