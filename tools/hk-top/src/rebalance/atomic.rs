@@ -185,6 +185,116 @@ pub fn wait_running(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redis::{Cmd, RedisResult};
+    use std::collections::VecDeque;
+
+    /// Answers GETSLOTMIGRATIONS from a list of job states (an old job
+    /// first), everything else OK; records the commands.
+    struct Server {
+        states: VecDeque<&'static str>,
+        sent: Vec<String>,
+    }
+
+    fn job_row(name: &str, target: &str, state: &str) -> Value {
+        let fields = [
+            ("name", name),
+            ("operation", "EXPORT"),
+            ("slot_ranges", "3-5 9-9"),
+            ("target_node", target),
+            ("source_node", "S"),
+            ("state", state),
+            ("message", ""),
+        ];
+        Value::Array(
+            fields
+                .iter()
+                .flat_map(|(k, v)| {
+                    [
+                        Value::BulkString(k.as_bytes().to_vec()),
+                        Value::BulkString(v.as_bytes().to_vec()),
+                    ]
+                })
+                .collect(),
+        )
+    }
+
+    impl Link for Server {
+        fn run(&mut self, _address: &str, cmd: &Cmd) -> RedisResult<Value> {
+            let words: Vec<String> = (cmd.args_iter())
+                .map(|a| match a {
+                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).to_string(),
+                    redis::Arg::Cursor => String::new(),
+                })
+                .collect();
+            let line = words.join(" ");
+            self.sent.push(line.clone());
+            if line != "CLUSTER GETSLOTMIGRATIONS" {
+                return Ok(Value::Okay);
+            }
+            let mut rows = vec![job_row("old", "T", "success")];
+            if self
+                .sent
+                .iter()
+                .any(|l| l.starts_with("CLUSTER MIGRATESLOTS"))
+            {
+                let state = if self.states.len() > 1 {
+                    self.states.pop_front()
+                } else {
+                    self.states.front().copied()
+                };
+                rows.push(job_row("new", "T", state.unwrap_or("success")));
+            }
+            Ok(Value::Array(rows))
+        }
+    }
+
+    #[test]
+    fn one_job_per_pair_watched_until_it_ends() {
+        let endpoint = |id: &str| Endpoint {
+            id: id.into(),
+            address: format!("h:{id}"),
+        };
+        let mut server = Server {
+            states: VecDeque::from(["connecting", "snapshotting", "success"]),
+            sent: Vec::new(),
+        };
+        let mut seen = Vec::new();
+        migrate_slots(
+            &mut server,
+            &endpoint("S"),
+            &endpoint("T"),
+            &[9, 3, 4, 5],
+            Duration::from_secs(5),
+            &mut |s| seen.push(s.to_string()),
+        )
+        .unwrap();
+        assert_eq!(
+            seen,
+            ["connecting", "snapshotting", "success"],
+            "the old job is not ours"
+        );
+        assert!(
+            server
+                .sent
+                .contains(&"CLUSTER MIGRATESLOTS SLOTSRANGE 3 5 SLOTSRANGE 9 9 NODE T".to_string()),
+            "{:?}",
+            server.sent
+        );
+        let mut failing = Server {
+            states: VecDeque::from(["failed"]),
+            sent: Vec::new(),
+        };
+        let error = migrate_slots(
+            &mut failing,
+            &endpoint("S"),
+            &endpoint("T"),
+            &[1],
+            Duration::from_secs(5),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(error.contains("failed"), "{error}");
+    }
 
     #[test]
     fn slots_become_ranges_and_rows_become_jobs() {
