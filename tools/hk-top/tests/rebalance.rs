@@ -761,3 +761,47 @@ fn an_interrupted_move_can_be_rolled_back_instead() {
     );
     assert_every_key_intact(&cluster, &keys);
 }
+
+/// A plan reviewed, then carried out as printed (`--plan`); the same plan
+/// once more is stale (its slots have moved) and refused whole.
+#[test]
+fn a_reviewed_plan_is_carried_out_as_printed_and_refused_once_stale() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 200);
+    load_keys(&cluster, &keys);
+    let ids: Vec<String> = cluster.nodes.iter().map(|n| n.address()).collect();
+    let moves: Vec<Json> = (keys.iter().filter(|k| k.1 == 0).take(5))
+        .map(|(key, _)| serde_json::json!({"slot": slot_of(key), "from": ids[0], "to": ids[1]}))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, serde_json::json!({ "moves": moves }).to_string()).unwrap();
+    let journal = dir.path().join("journal.json");
+    let port = cluster.nodes[2].port.to_string();
+    let args = [
+        "-p",
+        &port,
+        "rebalance",
+        "--apply",
+        "--json",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    let out = hk_top(&args, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(json_of(&out)["applied"]["moves_done"], 5, "{}", text(&out));
+    for m in &moves {
+        let slot = m["slot"].as_u64().unwrap() as u16;
+        assert_eq!(cluster.owner_of_slot(slot).port, cluster.nodes[1].port);
+    }
+    let again = hk_top(&args, &[]);
+    assert_eq!(again.status.code(), Some(3), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("the plan is stale"),
+        "{}",
+        text(&again)
+    );
+    assert_every_key_intact(&cluster, &keys);
+}

@@ -11,6 +11,7 @@ mod link;
 mod measure;
 mod migrate;
 mod output;
+mod plan_file;
 mod topology;
 
 use crate::Options;
@@ -61,6 +62,9 @@ pub struct Args {
     /// Where the moves under way are written [a file in the temporary directory, named after the cluster]
     #[arg(long, value_name = "FILE")]
     journal: Option<PathBuf>,
+    /// Carry out this plan (the JSON an earlier `rebalance --json` printed) instead of measuring a new one
+    #[arg(long, value_name = "FILE", requires = "apply")]
+    plan: Option<PathBuf>,
     /// The longest one slot (or one job of the server's own migration) may take, in seconds
     #[arg(long, default_value_t = 600)]
     timeout_s: u64,
@@ -136,11 +140,18 @@ fn plan_and_apply(args: &Args, o: &Options) -> Result<ExitCode, Failure> {
             (views, health) = apply::settled(&o.access, &o.address).map_err(Failure::Error)?;
         }
     }
-    let primaries = views.primaries();
-    let input =
-        measure::measure(&o.access, &primaries).map_err(|e| Failure::Error(e.to_string()))?;
-    let plan = heavykeeper_rebalance::plan(&input, &args.planner_options());
-    if !args.json {
+    let plan = match &args.plan {
+        Some(path) => reviewed_plan(path, &views)?,
+        None => {
+            let primaries = views.primaries();
+            let input = measure::measure(&o.access, &primaries)
+                .map_err(|e| Failure::Error(e.to_string()))?;
+            heavykeeper_rebalance::plan(&input, &args.planner_options())
+        }
+    };
+    if !args.json && args.plan.is_some() {
+        println!("{} slots to move, as planned", plan.moves.len());
+    } else if !args.json {
         println!("{}", output::plan_text(&plan));
         health
             .problems
@@ -167,6 +178,16 @@ fn plan_and_apply(args: &Args, o: &Options) -> Result<ExitCode, Failure> {
         print_result(args, &plan, &health, args.apply.then_some(&report));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The plan in `path`, if the cluster is still where it found it.
+fn reviewed_plan(path: &std::path::Path, views: &topology::Views) -> Result<Plan, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Error(format!("{}: {e}", path.display())))?;
+    let plan =
+        plan_file::parse(&text).map_err(|e| Failure::Error(format!("{}: {e}", path.display())))?;
+    plan_file::check(&plan, views).map_err(Failure::Refused)?;
+    Ok(plan)
 }
 
 fn open_journal(args: &Args, views: &topology::Views) -> Result<Journal, String> {
