@@ -68,3 +68,27 @@ fn the_gateway_answers_429_to_the_scraper_only() {
     assert!(scraper_limited > 0.0, "{out}");
     assert_eq!(ordinary_limited, 0.0, "{out}");
 }
+
+/// A product read as fast as two threads can, then a few times a second,
+/// while a writer changes it: split into copies on the tracker's `hot`,
+/// read from the copies while hot, never a value older than a write
+/// already acknowledged, merged back (copies deleted) once it cools.
+#[test]
+fn a_split_key_is_split_when_hot_and_merged_back_when_it_cools() {
+    let server = Server::start();
+    let out = run_example("split_key.py", &server, &["--configure", "--seconds", "12"]);
+    let last = out.lines().last().unwrap_or_default();
+    let stats: serde_json::Value =
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let figure = |name: &str| {
+        stats[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: {out}"))
+    };
+    assert_eq!(figure("stale_reads"), 0, "{out}");
+    assert_eq!(figure("missing_reads"), 0, "{out}");
+    assert_eq!(figure("splits"), 1, "{out}");
+    assert_eq!(figure("merges"), 1, "{out}");
+    assert!(figure("reads_on_copies") * 2 > figure("reads"), "{out}");
+    assert_eq!(figure("copies_left"), 0, "{out}");
+}

@@ -1,5 +1,7 @@
 //! How the tracked traffic spreads over the nodes (a cluster's balance):
-//! each node's hot keys summed, and its share of all nodes' sums. A node
+//! each node's traffic as its tracker counts it (every counted access, from
+//! `INFO heavykeeper`), or where a node does not say, its hot keys summed;
+//! and its share of all nodes'. A node
 //! that did not answer is listed with its error and no share, never left
 //! out: a node down is what an operator most needs to see.
 
@@ -16,6 +18,8 @@ pub struct NodeLoad {
     pub keys: usize,
     /// Its listed keys' rates, summed.
     pub rates: Rates,
+    /// Its whole traffic as its tracker counts it, if it said.
+    pub tracked: Option<Rates>,
     /// Its part of all answering nodes' total, 0 to 1 (`None` when it did
     /// not answer, or when no node reports any traffic).
     pub share: Option<f64>,
@@ -31,6 +35,9 @@ pub fn node_loads(snapshot: &Snapshot) -> Vec<NodeLoad> {
             error: snapshot.error_of(&node.address).map(str::to_string),
             keys: 0,
             rates: Rates::default(),
+            tracked: (snapshot.totals.iter())
+                .find(|(a, _)| *a == node.address)
+                .map(|(_, r)| *r),
             share: None,
         })
         .collect();
@@ -40,9 +47,20 @@ pub fn node_loads(snapshot: &Snapshot) -> Vec<NodeLoad> {
             load.rates.add_all(rates);
         }
     }
-    let all: f64 = loads.iter().map(|l| l.rates.total()).sum();
-    for load in loads.iter_mut().filter(|l| l.error.is_none()) {
-        load.share = (all > 0.0).then(|| load.rates.total() / all);
+    // The trackers' totals where every answering node gave them (shares
+    // of one kind of figure only), else the listed keys'.
+    let answering = || loads.iter().filter(|l| l.error.is_none());
+    let by_tracker = answering().all(|l| l.tracked.is_some());
+    let load_of = |l: &NodeLoad| match (&l.tracked, by_tracker) {
+        (Some(tracked), true) => tracked.total(),
+        _ => l.rates.total(),
+    };
+    let all: f64 = answering().map(load_of).sum();
+    let shares: Vec<Option<f64>> = (loads.iter())
+        .map(|l| (l.error.is_none() && all > 0.0).then(|| load_of(l) / all))
+        .collect();
+    for (load, share) in loads.iter_mut().zip(shares) {
+        load.share = share;
     }
     loads
 }
@@ -84,5 +102,33 @@ mod tests {
         assert_eq!((loads[1].keys, loads[1].share), (1, Some(0.25)));
         assert_eq!(loads[2].share, None);
         assert_eq!(loads[2].error.as_deref(), Some("connection refused"));
+    }
+
+    #[test]
+    fn the_trackers_totals_make_the_shares_when_every_node_gives_them() {
+        let id = |node: &str| KeyId {
+            node: node.into(),
+            db: 0,
+            key: b"k".to_vec(),
+        };
+        let mut snapshot = Snapshot {
+            nodes: vec![node("a:1"), node("a:2")],
+            keys: vec![
+                (id("a:1"), Rates::only(Metric::Reads, 10.0)),
+                (id("a:2"), Rates::only(Metric::Reads, 10.0)),
+            ],
+            // a:1 serves many keys too cool to be listed.
+            totals: vec![
+                ("a:1".into(), Rates::only(Metric::Reads, 600.0)),
+                ("a:2".into(), Rates::only(Metric::Writes, 200.0)),
+            ],
+            ..Snapshot::default()
+        };
+        let shares: Vec<Option<f64>> = node_loads(&snapshot).iter().map(|l| l.share).collect();
+        assert_eq!(shares, [Some(0.75), Some(0.25)]);
+        // One node silent on its totals: the listed keys for all.
+        snapshot.totals.pop();
+        let shares: Vec<Option<f64>> = node_loads(&snapshot).iter().map(|l| l.share).collect();
+        assert_eq!(shares, [Some(0.5), Some(0.5)]);
     }
 }

@@ -11,3 +11,14 @@ pub fn panic_if_asked(place: &str) {
     #[cfg(not(debug_assertions))]
     let _ = place;
 }
+
+/// `HK_TOP_TEST_STOP=place` ends the process there (exit code 9), as a
+/// kill would: the tests see what an interrupted rebalance leaves.
+pub fn stop_if_asked(place: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("HK_TOP_TEST_STOP").as_deref() == Ok(place) {
+        std::process::exit(9);
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = place;
+}

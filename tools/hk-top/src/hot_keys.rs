@@ -31,6 +31,11 @@ pub struct Snapshot {
     /// as (node address, metric) for each node that answered with them;
     /// every node that answered counts the others.
     pub optional_counted: Vec<(String, Metric)>,
+    /// Each answering node's whole traffic as its tracker counts it (`INFO
+    /// heavykeeper`'s `tracker_reads_per_second` and `_writes_`): every
+    /// counted access, not only the listed keys'. Missing for a node whose
+    /// user may not run `INFO`.
+    pub totals: Vec<(String, Rates)>,
 }
 
 impl Snapshot {
@@ -67,6 +72,7 @@ impl Snapshot {
 pub struct NodeHotKeys {
     pub rows: Vec<(KeyId, Rates)>,
     pub counted: Vec<Metric>,
+    pub totals: Option<Rates>,
 }
 
 /// Every key each node's tracker holds (at most its `track-k`), so that
@@ -87,9 +93,13 @@ pub fn snapshot(access: &Access, nodes: &[Node]) -> Snapshot {
     let mut joined: BTreeMap<KeyId, Rates> = BTreeMap::new();
     let mut errors = Vec::new();
     let mut optional_counted = Vec::new();
+    let mut totals = Vec::new();
     for (node, answer) in nodes.iter().zip(answers) {
         match answer {
             Ok(answer) => {
+                if let Some(rates) = answer.totals {
+                    totals.push((node.address.clone(), rates));
+                }
                 for (id, rates) in answer.rows {
                     joined.entry(id).or_default().add_all(&rates);
                 }
@@ -113,12 +123,34 @@ pub fn snapshot(access: &Access, nodes: &[Node]) -> Snapshot {
         keys,
         errors,
         optional_counted,
+        totals,
     }
 }
 
 fn node_rates(access: &Access, address: &str) -> RedisResult<NodeHotKeys> {
     let mut con = access.connect(address)?;
-    node_hot_keys(&mut con, address, None)
+    let mut answer = node_hot_keys(&mut con, address, None)?;
+    answer.totals = tracker_totals(&mut con);
+    Ok(answer)
+}
+
+/// The node's reads and writes per second as its tracker counts them.
+fn tracker_totals(con: &mut redis::Connection) -> Option<Rates> {
+    let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
+    let field = |name: &str| -> Option<f64> {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let mut rates = Rates::only(
+        Metric::Reads,
+        field("heavykeeper_tracker_reads_per_second")?,
+    );
+    rates.add(
+        Metric::Writes,
+        field("heavykeeper_tracker_writes_per_second")?,
+    );
+    Some(rates)
 }
 
 /// `HK.HOTKEYS <KIND> [COUNT n]` of one node for every metric it counts, as
@@ -131,6 +163,7 @@ pub fn node_hot_keys(
     let mut answer = NodeHotKeys {
         rows: Vec::new(),
         counted: Vec::new(),
+        totals: None,
     };
     for metric in Metric::ALL {
         let mut cmd = redis::cmd("HK.HOTKEYS");

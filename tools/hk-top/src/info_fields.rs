@@ -223,6 +223,24 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "CPU time the tracker's worker thread has spent",
     )
     .in_unit(Unit::Seconds),
+    // the node's whole traffic (what HK.HOTSLOTS adds up to), and how
+    // long the worker thinned to keep to its CPU share
+    gauge(
+        "tracker_reads_per_second",
+        "heavykeeper_tracker_reads_per_second",
+        "The node's reads per second now, every key counted",
+    ),
+    gauge(
+        "tracker_writes_per_second",
+        "heavykeeper_tracker_writes_per_second",
+        "The node's writes per second now, every key counted",
+    ),
+    counter(
+        "tracker_worker_thinned_seconds",
+        "heavykeeper_tracker_worker_thinned",
+        "Time the tracker's worker thinned accesses (without bias) to keep within its CPU share",
+    )
+    .in_unit(Unit::Seconds),
     counter(
         "tracker_seconds_counted",
         "heavykeeper_tracker_counted",
@@ -255,23 +273,6 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "tracker_misses_seen",
         "heavykeeper_tracker_misses_seen",
         "Reads of keys that did not exist that the tracker counted",
-    ),
-    counter(
-        "tracker_worker_thinned_seconds",
-        "heavykeeper_tracker_worker_thinned",
-        "Time the tracker's worker thinned accesses, without bias, to keep within its CPU share",
-    )
-    .in_unit(Unit::Seconds),
-    // the node's load
-    gauge(
-        "tracker_reads_per_second",
-        "heavykeeper_tracker_reads_per_second",
-        "The node's key reads per second now, every key, as the tracker counts them",
-    ),
-    gauge(
-        "tracker_writes_per_second",
-        "heavykeeper_tracker_writes_per_second",
-        "The node's key writes per second now, every key, as the tracker counts them",
     ),
     // who is let in
     counter(

@@ -32,6 +32,7 @@ mod nodes;
 mod pattern;
 mod poller;
 mod prometheus;
+mod rebalance;
 mod render;
 mod slot;
 mod sort;
@@ -63,39 +64,52 @@ pub struct Cli {
     #[arg(long, action = ArgAction::Help)]
     help: Option<bool>,
     /// Server host
-    #[arg(short = 'h', long, default_value = "127.0.0.1", conflicts_with = "url")]
+    #[arg(
+        short = 'h',
+        long,
+        default_value = "127.0.0.1",
+        conflicts_with = "url",
+        global = true
+    )]
     host: String,
     /// Server port
-    #[arg(short = 'p', long, default_value_t = 6379, conflicts_with = "url")]
+    #[arg(
+        short = 'p',
+        long,
+        default_value_t = 6379,
+        conflicts_with = "url",
+        global = true
+    )]
     port: u16,
     /// Server URL: redis://[user[:password]@]host:port, rediss:// for TLS
-    #[arg(short = 'u', long)]
+    #[arg(short = 'u', long, global = true)]
     url: Option<String>,
     /// ACL user to log in as
-    #[arg(long)]
+    #[arg(long, global = true)]
     user: Option<String>,
     /// Password (or the ACL user's)
     #[arg(
         short = 'a',
         long = "pass",
         env = "REDISCLI_AUTH",
-        hide_env_values = true
+        hide_env_values = true,
+        global = true
     )]
     password: Option<String>,
     /// Connect with TLS
-    #[arg(long)]
+    #[arg(long, global = true)]
     tls: bool,
     /// CA certificate (PEM) to verify the server with, instead of the system's roots
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     cacert: Option<PathBuf>,
     /// Client certificate (PEM), for servers that ask for one
-    #[arg(long, value_name = "FILE", requires = "key")]
+    #[arg(long, value_name = "FILE", requires = "key", global = true)]
     cert: Option<PathBuf>,
     /// Client private key (PEM)
-    #[arg(long, value_name = "FILE", requires = "cert")]
+    #[arg(long, value_name = "FILE", requires = "cert", global = true)]
     key: Option<PathBuf>,
     /// Accept any server certificate (TLS without verification)
-    #[arg(long)]
+    #[arg(long, global = true)]
     insecure: bool,
     /// In a cluster, read replicas too
     #[arg(long)]
@@ -127,6 +141,14 @@ pub struct Cli {
     /// Serve /metrics for Prometheus on this address (e.g. 127.0.0.1:9187) instead of the live view
     #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["once", "json"])]
     prometheus: Option<SocketAddr>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// Plan (and with --apply carry out) slot moves so that no primary serves much more than its share (docs/rebalance.md)
+    Rebalance(rebalance::Args),
 }
 
 fn sort_key_names() -> Vec<&'static str> {
@@ -213,6 +235,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::Rebalance(args)) = &cli.command {
+        return rebalance::run(args, &o);
+    }
     if let Some(listen) = cli.prometheus {
         return match prometheus::serve(listen, &o) {
             Ok(()) => ExitCode::SUCCESS,

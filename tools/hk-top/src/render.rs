@@ -5,8 +5,10 @@
 //! off) is unknown, not zero: `-` in the table, and left out of the key's
 //! JSON object; a misses column only appears once some node counts them.
 
+use crate::balance::node_loads;
 use crate::hot_keys::{KeyId, Snapshot};
 use crate::metric::{Metric, Rates};
+use crate::slot::key_slot;
 use base64::Engine;
 use serde_json::{json, Value};
 
@@ -68,6 +70,10 @@ fn key_json(id: &KeyId, rates: &Rates, snapshot: &Snapshot) -> Value {
         "db": id.db,
         "node": id.node,
     });
+    let in_cluster = (snapshot.nodes.iter()).any(|n| n.address == id.node && n.cluster);
+    if in_cluster {
+        row["slot"] = json!(key_slot(&id.key));
+    }
     for metric in Metric::ALL {
         if snapshot.counts(&id.node, metric) {
             row[metric.json_name()] = json!(rates.get(metric));
@@ -93,7 +99,31 @@ pub fn json(keys: &[(KeyId, Rates)], snapshot: &Snapshot) -> String {
         .iter()
         .map(|(node, error)| json!({"node": node, "error": error}))
         .collect();
-    json!({"keys": keys, "errors": errors}).to_string()
+    json!({"keys": keys, "nodes": nodes_json(snapshot), "errors": errors}).to_string()
+}
+
+/// Each node's traffic and share, as the balance view has them: the
+/// tracker's own totals where the nodes give them (`"tracked": true`),
+/// else the listed keys' sums.
+fn nodes_json(snapshot: &Snapshot) -> Vec<Value> {
+    (node_loads(snapshot).into_iter())
+        .map(|load| {
+            let mut row = json!({
+                "node": load.node.address,
+                "primary": load.node.primary,
+            });
+            if let Some(error) = &load.error {
+                row["error"] = json!(error);
+                return row;
+            }
+            let rates = load.tracked.unwrap_or(load.rates);
+            row["reads_per_second"] = json!(rates.get(Metric::Reads));
+            row["writes_per_second"] = json!(rates.get(Metric::Writes));
+            row["tracked"] = json!(load.tracked.is_some());
+            row["share"] = json!(load.share);
+            row
+        })
+        .collect()
 }
 
 /// The last values as block characters, scaled to the largest.

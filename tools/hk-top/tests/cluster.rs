@@ -63,16 +63,26 @@ fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
     }
     std::thread::sleep(std::time::Duration::from_secs(1));
     // user:0 is the hottest, user:29 the coolest; each on its own node.
+    // Read in rounds, every key first read in the first: a rate is counted
+    // since a key's first access, so keys begun later would read hotter.
     let mut owner_of = HashMap::new();
+    let mut cons = Vec::new();
     for i in 0..30 {
         let key = format!("user:{i}");
         let owner = cluster.owner_of(&key);
-        let mut con = owner.client();
-        for _ in 0..(40 - i) {
-            let _: Option<String> = redis::cmd("GET").arg(&key).query(&mut con).unwrap();
-        }
+        cons.push(owner.client());
         owner_of.insert(key, owner.address());
     }
+    for round in 0..40 {
+        for (i, con) in cons.iter_mut().enumerate().filter(|(i, _)| round < 40 - i) {
+            let key = format!("user:{i}");
+            let _: Option<String> = redis::cmd("GET").arg(&key).query(con).unwrap();
+        }
+    }
+    // Each node's rates are corrected for the time since its first access:
+    // looked at milliseconds later, the nodes would differ by when they
+    // are asked; a second later, by no more than the counts do.
+    std::thread::sleep(std::time::Duration::from_secs(2));
     let parsed: Json = serde_json::from_str(&hk_top(&[
         "--port",
         &nodes[2].port.to_string(),
@@ -109,5 +119,87 @@ fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
         let fields: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(fields[0], key, "{table}");
         assert_eq!(fields[2], owner_of[key], "{table}");
+    }
+}
+
+/// `--json` shows the cluster's balance: each primary's reads and writes
+/// per second as its tracker counts them (every access, not only the
+/// listed keys'), their shares adding up to one, and each key's slot.
+#[test]
+fn json_gives_each_nodes_tracked_load_and_each_keys_slot() {
+    let cluster = Cluster::start(TRACK_EVERY_COMMAND);
+    // Node 0 serves three times the traffic of each other node, most of
+    // it on keys read too seldom to be listed; interleaved, so that every
+    // node's rate runs over the same seconds.
+    let ranges = cluster.slot_ranges();
+    let mut admin = cluster.nodes[0].client();
+    let mut keys: Vec<Vec<String>> = vec![Vec::new(); 3];
+    for i in 0.. {
+        if keys.iter().all(|k| k.len() >= 300) {
+            break;
+        }
+        let key = format!("k:{i}");
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&key)
+            .query(&mut admin)
+            .unwrap();
+        let owner = ranges
+            .iter()
+            .find(|(_, r)| r.iter().any(|r| r.contains(&slot)))
+            .unwrap();
+        let n = cluster
+            .nodes
+            .iter()
+            .position(|s| s.address() == owner.0)
+            .unwrap();
+        keys[n].push(key);
+    }
+    let mut cons: Vec<_> = cluster.nodes.iter().map(|s| s.client()).collect();
+    for round in 0..100 {
+        for (n, con) in cons.iter_mut().enumerate() {
+            let each = if n == 0 { 3 } else { 1 };
+            for key in &keys[n][round * each..(round + 1) * each] {
+                let _: Option<String> = redis::cmd("GET").arg(key).query(con).unwrap();
+                let _: () = redis::cmd("SET").arg(key).arg("v").query(con).unwrap();
+            }
+        }
+    }
+    let parsed: Json = serde_json::from_str(&hk_top(&[
+        "--port",
+        &cluster.nodes[1].port.to_string(),
+        "--json",
+    ]))
+    .unwrap();
+    let nodes = parsed["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3, "{parsed}");
+    let share_of = |address: &str| {
+        let node = nodes.iter().find(|n| n["node"] == address).unwrap();
+        assert_eq!(node["tracked"], true, "{node}");
+        assert!(node["reads_per_second"].as_f64().unwrap() > 0.0, "{node}");
+        assert!(node["writes_per_second"].as_f64().unwrap() > 0.0, "{node}");
+        node["share"].as_f64().unwrap()
+    };
+    let shares: Vec<f64> = cluster
+        .nodes
+        .iter()
+        .map(|n| share_of(&n.address()))
+        .collect();
+    assert!(
+        (shares.iter().sum::<f64>() - 1.0).abs() < 1e-9,
+        "{shares:?}"
+    );
+    assert!(
+        (0.5..0.7).contains(&shares[0]),
+        "three fifths on node 0: {shares:?}"
+    );
+    for k in parsed["keys"].as_array().unwrap() {
+        let key = k["key"].as_str().unwrap();
+        let slot: u64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(&mut cluster.nodes[0].client())
+            .unwrap();
+        assert_eq!(k["slot"], slot, "{k}");
     }
 }

@@ -136,6 +136,18 @@ const INFO_SERIES: &[(&str, &str)] = &[
         "heavykeeper_tracker_cpu_worker_seconds_total",
     ),
     (
+        "tracker_reads_per_second",
+        "heavykeeper_tracker_reads_per_second",
+    ),
+    (
+        "tracker_writes_per_second",
+        "heavykeeper_tracker_writes_per_second",
+    ),
+    (
+        "tracker_worker_thinned_seconds",
+        "heavykeeper_tracker_worker_thinned_seconds_total",
+    ),
+    (
         "tracker_seconds_counted",
         "heavykeeper_tracker_counted_seconds_total",
     ),
@@ -151,18 +163,6 @@ const INFO_SERIES: &[(&str, &str)] = &[
     (
         "tracker_accesses_dropped",
         "heavykeeper_tracker_accesses_dropped_total",
-    ),
-    (
-        "tracker_worker_thinned_seconds",
-        "heavykeeper_tracker_worker_thinned_seconds_total",
-    ),
-    (
-        "tracker_reads_per_second",
-        "heavykeeper_tracker_reads_per_second",
-    ),
-    (
-        "tracker_writes_per_second",
-        "heavykeeper_tracker_writes_per_second",
     ),
     ("tracker_misses", "heavykeeper_tracker_misses_enabled"),
     (

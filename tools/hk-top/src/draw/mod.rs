@@ -71,6 +71,9 @@ fn status_lines(console: &Console) -> Vec<Line<'static>> {
         snapshot.keys.len(),
         interval_text(console.interval_ms())
     )));
+    if let Some(balance) = balance_text(snapshot) {
+        first.push(Span::raw(balance));
+    }
     if console.is_paused() {
         first.push(Span::styled(
             "   PAUSED (Space resumes)",
@@ -80,6 +83,17 @@ fn status_lines(console: &Console) -> Vec<Line<'static>> {
         ));
     }
     vec![Line::from(first), order_and_filter_line(console)]
+}
+
+/// The primaries' shares of the traffic, at a glance (the nodes view, `n`,
+/// has the figures): `   shares 127.0.0.1:7000 60% · ...`, for a cluster.
+fn balance_text(snapshot: &crate::hot_keys::Snapshot) -> Option<String> {
+    let loads = crate::balance::node_loads(snapshot);
+    let primaries: Vec<String> = (loads.iter())
+        .filter(|l| l.node.primary && l.node.cluster)
+        .filter_map(|l| Some(format!("{} {:.0}%", l.node.address, l.share? * 100.0)))
+        .collect();
+    (primaries.len() > 1).then(|| format!("   shares {}", primaries.join(" · ")))
 }
 
 fn order_and_filter_line(console: &Console) -> Line<'static> {

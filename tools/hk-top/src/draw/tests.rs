@@ -405,3 +405,23 @@ fn without_misses_any_more_the_column_goes() {
     assert!(!header.contains("MISSES"), "{header}");
     assert!(lines[1].contains("sort: misses"), "{}", lines[1]);
 }
+
+#[test]
+fn the_status_line_shows_the_primaries_shares_as_their_trackers_count() {
+    let mut c = console();
+    let mut snapshot = busy_snapshot();
+    // Node 0 serves three fifths of all, as its tracker counts it.
+    snapshot.totals = (0..NODES)
+        .map(|n| {
+            let reads = if n == 0 { 750.0 } else { 100.0 };
+            (
+                node_address(n),
+                crate::metric::Rates::only(crate::metric::Metric::Reads, reads),
+            )
+        })
+        .collect();
+    c.apply(snapshot);
+    let lines = screen(&c, 200, 50);
+    let first = format!("shares {} 60% · {} 8%", node_address(0), node_address(1));
+    assert!(lines[0].contains(&first), "{}", lines[0]);
+}

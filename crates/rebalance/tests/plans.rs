@@ -1,0 +1,224 @@
+//! The planner on the clusters an operator meets: the 60/20/20,
+//! a balanced one, a key with half the traffic, a hot hash tag, slots too
+//! coarse to share out.
+
+use heavykeeper_rebalance::{
+    plan, Advice, HotKey, Input, Measure, NodeSlots, Options, Remedy, SlotLoad,
+};
+
+fn slot(slot: u16, reads: f64, keys: u64) -> SlotLoad {
+    SlotLoad {
+        slot,
+        reads_per_second: reads,
+        writes_per_second: 0.0,
+        keys,
+    }
+}
+
+fn node(name: &str, slots: Vec<SlotLoad>) -> NodeSlots {
+    NodeSlots {
+        node: name.into(),
+        slots,
+    }
+}
+
+/// 1,000 keys on distinct slots, 60% of 9,000 GET/s on the first node's.
+fn sixty_twenty_twenty() -> Input {
+    let spread = |first: u16, n: u16, rate: f64| -> Vec<SlotLoad> {
+        (0..n)
+            .map(|i| slot(first + i, rate / n as f64, 1))
+            .collect()
+    };
+    Input {
+        nodes: vec![
+            node("a:1", spread(0, 334, 5400.0)),
+            node("a:2", spread(5461, 333, 1800.0)),
+            node("a:3", spread(10923, 333, 1800.0)),
+        ],
+        hot_keys: Vec::new(),
+    }
+}
+
+#[test]
+fn the_hot_node_sheds_just_enough_to_the_cool_ones() {
+    let input = sixty_twenty_twenty();
+    let plan = plan(&input, &Options::default());
+    assert!(plan.reaches_target(), "{plan:?}");
+    assert!((plan.target - 3600.0).abs() < 1e-6, "40% of 9,000");
+    assert!(
+        plan.moves.iter().all(|m| m.from == "a:1"),
+        "{:?}",
+        plan.moves
+    );
+    // 5,400 - 3,600 = 1,800 to shed at ~16.2 per slot: 112 slots, no more.
+    let per_slot: f64 = 5400.0 / 334.0;
+    let needed = (1800.0 / per_slot).ceil() as usize;
+    assert_eq!(plan.moves.len(), needed);
+    for outcome in &plan.nodes {
+        assert!(plan.share(outcome.after) <= 0.45, "{outcome:?}");
+    }
+    let to: std::collections::HashSet<&str> = plan.moves.iter().map(|m| m.to.as_str()).collect();
+    assert_eq!(to.len(), 2, "both cool nodes take a part");
+    assert!(plan.advice.is_empty(), "{:?}", plan.advice);
+}
+
+#[test]
+fn a_balanced_cluster_moves_nothing() {
+    let even = |first: u16| (0..10).map(|i| slot(first + i, 10.0, 3)).collect();
+    let input = Input {
+        nodes: vec![
+            node("a:1", even(0)),
+            node("a:2", even(100)),
+            node("a:3", even(200)),
+        ],
+        hot_keys: Vec::new(),
+    };
+    let plan = plan(&input, &Options::default());
+    assert!(plan.moves.is_empty());
+    assert!(plan.reaches_target());
+    let idle = Input {
+        nodes: vec![node("a:1", vec![]), node("a:2", vec![])],
+        hot_keys: Vec::new(),
+    };
+    assert!(heavykeeper_rebalance::plan(&idle, &Options::default())
+        .moves
+        .is_empty());
+}
+
+#[test]
+fn among_slots_that_would_do_the_one_with_fewest_keys_goes() {
+    // a:1 is 140 over 120 (target of 300 over 3 at 20%): 20 to shed.
+    let input = Input {
+        nodes: vec![
+            node(
+                "a:1",
+                vec![slot(1, 100.0, 1), slot(2, 20.0, 900), slot(3, 20.0, 2)],
+            ),
+            node("a:2", vec![slot(10, 80.0, 1)]),
+            node("a:3", vec![slot(20, 80.0, 1)]),
+        ],
+        hot_keys: Vec::new(),
+    };
+    let plan = plan(&input, &Options::default());
+    assert_eq!(plan.moves.len(), 1, "{:?}", plan.moves);
+    assert_eq!(plan.moves[0].slot, 3, "20/s in 2 keys rather than in 900");
+    assert_eq!(plan.keys_moved(), 2);
+}
+
+#[test]
+fn a_key_with_half_the_traffic_is_advice_not_a_move() {
+    let mut input = sixty_twenty_twenty();
+    // Slot 7 holds one key serving half of all reads.
+    input.nodes[0].slots[7].reads_per_second += 9000.0;
+    let mut write_hot = HotKey {
+        key: b"counter:views".to_vec(),
+        slot: 7,
+        reads_per_second: 9000.0,
+        writes_per_second: 0.0,
+    };
+    input.hot_keys = vec![write_hot.clone()];
+    let plan = plan(&input, &Options::default());
+    assert!(plan.moves.iter().all(|m| m.slot != 7), "the hot slot stays");
+    let [Advice::HotKey {
+        key,
+        node,
+        share,
+        remedies,
+        ..
+    }] = &plan.advice[..]
+    else {
+        panic!("{:?}", plan.advice);
+    };
+    assert_eq!(key, b"counter:views");
+    assert_eq!(node.as_deref(), Some("a:1"));
+    assert!((share - 0.5).abs() < 0.01, "{share}");
+    assert_eq!(remedies[0], Remedy::NearCache, "read-hot: cache it first");
+    assert!(remedies.contains(&Remedy::ReadReplicas));
+    // Its node keeps the key, and gives away all else it can.
+    let first = &plan.nodes[0];
+    assert!(first.after < first.before);
+    assert!(!plan.reaches_target());
+    // Written as much as read: only splitting helps.
+    write_hot.writes_per_second = 4000.0;
+    write_hot.reads_per_second = 5000.0;
+    input.hot_keys = vec![write_hot];
+    let plan = heavykeeper_rebalance::plan(&input, &Options::default());
+    let [Advice::HotKey { remedies, .. }] = &plan.advice[..] else {
+        panic!("{:?}", plan.advice);
+    };
+    assert_eq!(remedies, &[Remedy::SplitKey]);
+}
+
+#[test]
+fn a_hot_hash_tag_is_a_hot_slot_without_a_hot_key() {
+    let input = Input {
+        nodes: vec![
+            node("a:1", vec![slot(42, 500.0, 5000), slot(43, 10.0, 1)]),
+            node("a:2", vec![slot(100, 100.0, 1)]),
+            node("a:3", vec![slot(200, 100.0, 1)]),
+        ],
+        hot_keys: vec![HotKey {
+            key: b"{tenant:7}:cart:1".to_vec(),
+            slot: 42,
+            reads_per_second: 30.0,
+            writes_per_second: 0.0,
+        }],
+    };
+    let plan = plan(&input, &Options::default());
+    let hot_slot = plan.advice.iter().find_map(|a| match a {
+        Advice::HotSlot {
+            slot,
+            keys,
+            remedies,
+            ..
+        } => Some((*slot, *keys, remedies.clone())),
+        _ => None,
+    });
+    assert_eq!(hot_slot, Some((42, 5000, vec![Remedy::SpreadHashTag])));
+    assert_eq!(plan.moves.len(), 1, "slot 43 still goes");
+}
+
+#[test]
+fn slots_too_coarse_to_share_out_are_said_so() {
+    // Two slots of 35% each on a:1 (target 40% with three primaries):
+    // either alone fits elsewhere, but moving one puts its receiver at
+    // 35% + 30% = 65%.
+    let input = Input {
+        nodes: vec![
+            node("a:1", vec![slot(1, 35.0, 1), slot(2, 35.0, 1)]),
+            node("a:2", vec![slot(10, 15.0, 1), slot(11, 15.0, 1)]),
+            node("a:3", vec![slot(20, 0.0, 0)]),
+        ],
+        hot_keys: Vec::new(),
+    };
+    let plan = plan(&input, &Options::default());
+    assert_eq!(plan.moves.len(), 1);
+    assert_eq!(plan.moves[0].to, "a:3");
+    assert!(plan.reaches_target(), "{plan:?}");
+    let coarse = Input {
+        nodes: vec![
+            node("a:1", vec![slot(1, 39.0, 1), slot(2, 39.0, 1)]),
+            node("a:2", vec![slot(10, 22.0, 1)]),
+        ],
+        hot_keys: Vec::new(),
+    };
+    let plan = heavykeeper_rebalance::plan(&coarse, &Options::default());
+    assert!(plan.moves.is_empty(), "{:?}", plan.moves);
+    assert!(matches!(&plan.advice[..], [Advice::OverTarget { node, .. }] if node == "a:1"));
+}
+
+#[test]
+fn reads_alone_can_be_the_measure_and_plans_can_be_cut_short() {
+    let mut input = sixty_twenty_twenty();
+    // Writes on a:2 that a reads-only plan does not see.
+    input.nodes[1].slots[0].writes_per_second = 100_000.0;
+    let options = Options {
+        measure: Measure::Reads,
+        max_moves: Some(5),
+        ..Options::default()
+    };
+    let plan = plan(&input, &options);
+    assert_eq!(plan.moves.len(), 5);
+    assert!(plan.cut_short);
+    assert!(plan.moves.iter().all(|m| m.from == "a:1"));
+}

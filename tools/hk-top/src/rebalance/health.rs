@@ -1,0 +1,81 @@
+//! Whether the cluster is fit to move slots in: every node answers and
+//! says `cluster_state:ok`, none sees a node failing, the primaries agree
+//! on who serves each slot, and the slots half-migrated are listed (the
+//! caller decides which of them are its own to finish).
+
+use super::topology::Views;
+
+/// A slot one primary is handing to another (`MIGRATING` on the source,
+/// `IMPORTING` on the target, or either alone when a move was cut between
+/// the two).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Open {
+    pub slot: u16,
+    pub source: String,
+    pub target: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Health {
+    pub problems: Vec<String>,
+    pub open: Vec<Open>,
+}
+
+pub fn check(views: &Views) -> Health {
+    let mut health = Health {
+        open: open_slots(views),
+        ..Health::default()
+    };
+    for (address, view) in views.all() {
+        let view = match view {
+            Ok(view) => view,
+            Err(e) => {
+                health
+                    .problems
+                    .push(format!("{address} does not answer: {e}"));
+                continue;
+            }
+        };
+        if !view.state_ok {
+            health
+                .problems
+                .push(format!("{address}: cluster_state is not ok"));
+        }
+        for node in &view.nodes {
+            if let Some(trouble) = node.trouble() {
+                health
+                    .problems
+                    .push(format!("{address} sees {} {trouble}", node.address()));
+            }
+        }
+    }
+    let moving: Vec<u16> = health.open.iter().map(|o| o.slot).collect();
+    if let Err(e) = views.agreed_map(&moving) {
+        health.problems.push(e);
+    }
+    health
+}
+
+fn open_slots(views: &Views) -> Vec<Open> {
+    let mut open: Vec<Open> = Vec::new();
+    for node in views.primaries() {
+        let pairs = (node.migrating().iter())
+            .map(|(slot, target)| (*slot, node.id().to_string(), target.clone()))
+            .chain(
+                (node.importing().iter())
+                    .map(|(slot, source)| (*slot, source.clone(), node.id().to_string())),
+            );
+        for (slot, source, target) in pairs {
+            let found = Open {
+                slot,
+                source,
+                target,
+            };
+            if !open.contains(&found) {
+                open.push(found);
+            }
+        }
+    }
+    open.sort_by_key(|o| o.slot);
+    open
+}

@@ -1,0 +1,353 @@
+//! The standard migration of one slot, as `redis-cli --cluster reshard`
+//! does it: the target `IMPORTING`, the source `MIGRATING`, the keys moved
+//! in batches (`GETKEYSINSLOT` + `MIGRATE ... KEYS`), then the slot given
+//! to the target on the target, the source and every other primary. While
+//! it runs, clients of a key already moved are sent on with `ASK`; once
+//! done, with `MOVED`. Every step can be run again: a slot left half-way
+//! (an interrupted run) is finished by running them all again, or rolled
+//! back ([`roll_back`]).
+
+use super::link::Link;
+use redis::{Cmd, Value};
+
+/// A primary as the migration addresses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub id: String,
+    pub address: String,
+}
+
+/// How `MIGRATE` logs in to the target (`AUTH` / `AUTH2`).
+#[derive(Clone, Debug, Default)]
+pub struct Login {
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+/// Keys per `GETKEYSINSLOT` / `MIGRATE` round.
+const BATCH: usize = 100;
+/// `MIGRATE`'s own timeout for a batch, in milliseconds.
+const MIGRATE_TIMEOUT_MS: u64 = 10_000;
+
+/// What a slot's migration did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    pub keys: u64,
+    /// Batches the target already held a key of (a batch an interrupted
+    /// run copied but did not delete): sent again with `REPLACE`, the
+    /// source's copy being the one clients wrote to.
+    pub replaced_batches: u64,
+}
+
+/// Moves `slot` from `source` to `target`, telling `others` at the end;
+/// `progress` hears the keys moved so far.
+pub fn migrate_slot(
+    link: &mut dyn Link,
+    slot: u16,
+    source: &Endpoint,
+    target: &Endpoint,
+    others: &[Endpoint],
+    login: &Login,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Moved, String> {
+    let mut moved = Moved::default();
+    let importing = setslot(link, &target.address, slot, "IMPORTING", Some(&source.id));
+    match importing {
+        Ok(()) => {}
+        // The target has it already: an earlier run got as far as giving
+        // it the slot; what is left is telling the others.
+        Err(e) if e.contains("already the owner") => {
+            return finish(link, slot, source, target, others).map(|()| moved)
+        }
+        Err(e) => return Err(format!("{}: SETSLOT IMPORTING: {e}", target.address)),
+    }
+    setslot(link, &source.address, slot, "MIGRATING", Some(&target.id))
+        .map_err(|e| format!("{}: SETSLOT MIGRATING: {e}", source.address))?;
+    crate::fault::stop_if_asked("migrating");
+    loop {
+        let keys = keys_in_slot(link, &source.address, slot)?;
+        if keys.is_empty() {
+            break;
+        }
+        if migrate_keys(link, source, target, &keys, login, false)? {
+            migrate_keys(link, source, target, &keys, login, true)?;
+            moved.replaced_batches += 1;
+        }
+        moved.keys += keys.len() as u64;
+        progress(moved.keys);
+    }
+    finish(link, slot, source, target, others)?;
+    Ok(moved)
+}
+
+/// The slot given to `target`: on the target first (so that it answers
+/// for the slot before the source stops doing so), then the source, then
+/// the rest, who would learn it from gossip anyway.
+fn finish(
+    link: &mut dyn Link,
+    slot: u16,
+    source: &Endpoint,
+    target: &Endpoint,
+    others: &[Endpoint],
+) -> Result<(), String> {
+    for node in [target, source] {
+        setslot(link, &node.address, slot, "NODE", Some(&target.id))
+            .map_err(|e| format!("{}: SETSLOT NODE: {e}", node.address))?;
+    }
+    for node in others {
+        // A primary that misses this learns it by gossip: not a failure.
+        let _ = setslot(link, &node.address, slot, "NODE", Some(&target.id));
+    }
+    Ok(())
+}
+
+/// Undoes a half-done move: the source serves the slot again (`STABLE`:
+/// no more `ASK` to the target), the keys already on the target come back,
+/// and the target forgets the import.
+pub fn roll_back(
+    link: &mut dyn Link,
+    slot: u16,
+    source: &Endpoint,
+    target: &Endpoint,
+    login: &Login,
+) -> Result<u64, String> {
+    setslot(link, &source.address, slot, "STABLE", None)
+        .map_err(|e| format!("{}: SETSLOT STABLE: {e}", source.address))?;
+    let mut back = 0;
+    loop {
+        let keys = keys_in_slot(link, &target.address, slot)?;
+        if keys.is_empty() {
+            break;
+        }
+        // Back where clients wrote them: the target's copies are the newer.
+        migrate_keys(link, target, source, &keys, login, true)?;
+        back += keys.len() as u64;
+    }
+    setslot(link, &target.address, slot, "STABLE", None)
+        .map_err(|e| format!("{}: SETSLOT STABLE: {e}", target.address))?;
+    Ok(back)
+}
+
+fn setslot(
+    link: &mut dyn Link,
+    address: &str,
+    slot: u16,
+    state: &str,
+    node: Option<&str>,
+) -> Result<(), String> {
+    let mut cmd = redis::cmd("CLUSTER");
+    cmd.arg("SETSLOT").arg(slot).arg(state);
+    if let Some(node) = node {
+        cmd.arg(node);
+    }
+    link.run(address, &cmd).map(drop).map_err(|e| e.to_string())
+}
+
+fn keys_in_slot(link: &mut dyn Link, address: &str, slot: u16) -> Result<Vec<Vec<u8>>, String> {
+    let mut cmd = redis::cmd("CLUSTER");
+    cmd.arg("GETKEYSINSLOT").arg(slot).arg(BATCH);
+    let reply =
+        (link.run(address, &cmd)).map_err(|e| format!("{address}: GETKEYSINSLOT {slot}: {e}"))?;
+    redis::from_redis_value::<Vec<Vec<u8>>>(&reply)
+        .map_err(|e| format!("{address}: GETKEYSINSLOT {slot}: {e}"))
+}
+
+/// `MIGRATE host port "" 0 timeout [REPLACE] [AUTH..] KEYS k..`; true if the
+/// target held one of the keys already (`BUSYKEY`) and nothing was replaced.
+fn migrate_keys(
+    link: &mut dyn Link,
+    from: &Endpoint,
+    to: &Endpoint,
+    keys: &[Vec<u8>],
+    login: &Login,
+    replace: bool,
+) -> Result<bool, String> {
+    let (host, port) = split_address(&to.address);
+    let mut cmd = redis::cmd("MIGRATE");
+    cmd.arg(host)
+        .arg(port)
+        .arg("")
+        .arg(0)
+        .arg(MIGRATE_TIMEOUT_MS);
+    if replace {
+        cmd.arg("REPLACE");
+    }
+    add_login(&mut cmd, login);
+    cmd.arg("KEYS");
+    for key in keys {
+        cmd.arg(key.as_slice());
+    }
+    match link.run(&from.address, &cmd) {
+        Ok(Value::Okay) | Ok(Value::SimpleString(_)) | Ok(_) => Ok(false),
+        Err(e) if !replace && is_busy_key(&e) => Ok(true),
+        Err(e) => Err(format!("{}: MIGRATE to {}: {e}", from.address, to.address)),
+    }
+}
+
+fn is_busy_key(e: &redis::RedisError) -> bool {
+    e.code() == Some("BUSYKEY") || e.to_string().contains("BUSYKEY")
+}
+
+fn add_login(cmd: &mut Cmd, login: &Login) {
+    match (&login.username, &login.password) {
+        (Some(user), Some(password)) => {
+            cmd.arg("AUTH2").arg(user).arg(password);
+        }
+        (None, Some(password)) => {
+            cmd.arg("AUTH").arg(password);
+        }
+        _ => {}
+    }
+}
+
+fn split_address(address: &str) -> (&str, &str) {
+    let (host, port) = address.rsplit_once(':').unwrap_or((address, "6379"));
+    (host.trim_start_matches('[').trim_end_matches(']'), port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::RedisResult;
+    use std::collections::VecDeque;
+
+    /// Records what is sent; answers from a script, then OK.
+    struct Script {
+        sent: Vec<(String, String)>,
+        replies: VecDeque<RedisResult<Value>>,
+    }
+
+    impl Link for Script {
+        fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
+            let words: Vec<String> = (cmd.args_iter())
+                .map(|a| match a {
+                    redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).to_string(),
+                    redis::Arg::Cursor => "<cursor>".into(),
+                })
+                .collect();
+            self.sent.push((address.to_string(), words.join(" ")));
+            self.replies.pop_front().unwrap_or(Ok(Value::Okay))
+        }
+    }
+
+    fn node(id: &str, address: &str) -> Endpoint {
+        Endpoint {
+            id: id.into(),
+            address: address.into(),
+        }
+    }
+
+    fn keys(names: &[&str]) -> RedisResult<Value> {
+        Ok(Value::Array(
+            (names.iter())
+                .map(|k| Value::BulkString(k.as_bytes().to_vec()))
+                .collect(),
+        ))
+    }
+
+    #[test]
+    fn a_slot_moves_in_the_standard_order_and_a_busy_key_is_replaced() {
+        let busy = redis::RedisError::from((
+            redis::ErrorKind::ExtensionError,
+            "BUSYKEY",
+            "Target key name already exists.".to_string(),
+        ));
+        let mut link = Script {
+            sent: Vec::new(),
+            replies: VecDeque::from([
+                Ok(Value::Okay),
+                Ok(Value::Okay),
+                keys(&["a", "b\u{0}x"]),
+                Err(busy),
+                Ok(Value::Okay),
+                keys(&[]),
+            ]),
+        };
+        let (s, t, o) = (node("S", "h:1"), node("T", "h:2"), node("O", "h:3"));
+        let mut seen = Vec::new();
+        let moved = migrate_slot(
+            &mut link,
+            7,
+            &s,
+            &t,
+            &[o],
+            &Login {
+                username: None,
+                password: Some("pw".into()),
+            },
+            &mut |n| seen.push(n),
+        )
+        .unwrap();
+        assert_eq!(
+            moved,
+            Moved {
+                keys: 2,
+                replaced_batches: 1
+            }
+        );
+        assert_eq!(seen, [2]);
+        let sent: Vec<String> = link.sent.iter().map(|(a, c)| format!("{a} {c}")).collect();
+        assert_eq!(
+            sent,
+            [
+                "h:2 CLUSTER SETSLOT 7 IMPORTING S",
+                "h:1 CLUSTER SETSLOT 7 MIGRATING T",
+                "h:1 CLUSTER GETKEYSINSLOT 7 100",
+                "h:1 MIGRATE h 2  0 10000 AUTH pw KEYS a b\u{0}x",
+                "h:1 MIGRATE h 2  0 10000 REPLACE AUTH pw KEYS a b\u{0}x",
+                "h:1 CLUSTER GETKEYSINSLOT 7 100",
+                "h:2 CLUSTER SETSLOT 7 NODE T",
+                "h:1 CLUSTER SETSLOT 7 NODE T",
+                "h:3 CLUSTER SETSLOT 7 NODE T",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_target_that_owns_the_slot_already_only_needs_the_others_told() {
+        let owner = redis::RedisError::from((
+            redis::ErrorKind::ResponseError,
+            "ERR",
+            "I'm already the owner of hash slot 7".to_string(),
+        ));
+        let mut link = Script {
+            sent: Vec::new(),
+            replies: VecDeque::from([Err(owner)]),
+        };
+        let (s, t) = (node("S", "h:1"), node("T", "h:2"));
+        migrate_slot(&mut link, 7, &s, &t, &[], &Login::default(), &mut |_| {}).unwrap();
+        let sent: Vec<&str> = link.sent.iter().map(|(_, c)| c.as_str()).collect();
+        assert_eq!(
+            sent,
+            [
+                "CLUSTER SETSLOT 7 IMPORTING S",
+                "CLUSTER SETSLOT 7 NODE T",
+                "CLUSTER SETSLOT 7 NODE T"
+            ]
+        );
+    }
+
+    #[test]
+    fn rolling_back_serves_from_the_source_first_then_brings_keys_back() {
+        let mut link = Script {
+            sent: Vec::new(),
+            replies: VecDeque::from([Ok(Value::Okay), keys(&["k"]), Ok(Value::Okay), keys(&[])]),
+        };
+        let (s, t) = (node("S", "h:1"), node("T", "h:2"));
+        assert_eq!(
+            roll_back(&mut link, 9, &s, &t, &Login::default()).unwrap(),
+            1
+        );
+        let sent: Vec<String> = link.sent.iter().map(|(a, c)| format!("{a} {c}")).collect();
+        assert_eq!(
+            sent,
+            [
+                "h:1 CLUSTER SETSLOT 9 STABLE",
+                "h:2 CLUSTER GETKEYSINSLOT 9 100",
+                "h:2 MIGRATE h 1  0 10000 REPLACE KEYS k",
+                "h:2 CLUSTER GETKEYSINSLOT 9 100",
+                "h:2 CLUSTER SETSLOT 9 STABLE",
+            ]
+        );
+    }
+}

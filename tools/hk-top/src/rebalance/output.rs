@@ -1,0 +1,195 @@
+//! A plan as text (for a person deciding whether to `--apply` it) and as
+//! JSON (`--json`, for scripts): moves, each primary's share before and
+//! after, and the advice on what moving slots cannot fix.
+
+use crate::render::printable_key;
+use base64::Engine;
+use heavykeeper_rebalance::{Advice, Plan, Remedy};
+use serde_json::{json, Value};
+
+pub fn plan_json(plan: &Plan) -> Value {
+    let moves: Vec<Value> = (plan.moves.iter())
+        .map(|m| {
+            json!({
+                "slot": m.slot,
+                "from": m.from,
+                "to": m.to,
+                "reads_per_second": m.reads_per_second,
+                "writes_per_second": m.writes_per_second,
+                "keys": m.keys,
+            })
+        })
+        .collect();
+    let nodes: Vec<Value> = (plan.nodes.iter())
+        .map(|n| {
+            json!({
+                "node": n.node,
+                "per_second_before": n.before,
+                "per_second_after": n.after,
+                "share_before": plan.share(n.before),
+                "share_after": plan.share(n.after),
+            })
+        })
+        .collect();
+    json!({
+        "measure": plan.measure.name(),
+        "total_per_second": plan.total,
+        "target_per_second": plan.target,
+        "target_share": plan.share(plan.target),
+        "moves": moves,
+        "keys_moved": plan.keys_moved(),
+        "nodes": nodes,
+        "advice": plan.advice.iter().map(advice_json).collect::<Vec<Value>>(),
+        "reaches_target": plan.reaches_target(),
+        "cut_short": plan.cut_short,
+    })
+}
+
+fn remedies_json(remedies: &[Remedy]) -> Vec<Value> {
+    (remedies.iter())
+        .map(|r| json!({"remedy": r.name(), "how": r.how()}))
+        .collect()
+}
+
+fn advice_json(advice: &Advice) -> Value {
+    match advice {
+        Advice::HotKey {
+            key,
+            slot,
+            node,
+            reads_per_second,
+            writes_per_second,
+            share,
+            remedies,
+        } => {
+            let mut row = json!({
+                "kind": "hot-key",
+                "slot": slot,
+                "node": node,
+                "reads_per_second": reads_per_second,
+                "writes_per_second": writes_per_second,
+                "share": share,
+                "remedies": remedies_json(remedies),
+            });
+            match std::str::from_utf8(key) {
+                Ok(text) => row["key"] = json!(text),
+                Err(_) => {
+                    row["key_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(key))
+                }
+            }
+            row
+        }
+        Advice::HotSlot {
+            slot,
+            node,
+            reads_per_second,
+            writes_per_second,
+            share,
+            keys,
+            remedies,
+        } => json!({
+            "kind": "hot-slot",
+            "slot": slot,
+            "node": node,
+            "reads_per_second": reads_per_second,
+            "writes_per_second": writes_per_second,
+            "share": share,
+            "keys": keys,
+            "remedies": remedies_json(remedies),
+        }),
+        Advice::OverTarget { node, share } => json!({
+            "kind": "over-target",
+            "node": node,
+            "share": share,
+            "remedies": [{"remedy": "run-again", "how": "its slots are too coarse to share out, or the plan was cut short: run again once traffic has settled, or add a primary"}],
+        }),
+    }
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
+/// The plan for a person: the primaries, the moves summed per pair, the advice.
+pub fn plan_text(plan: &Plan) -> String {
+    let mut out = format!(
+        "{} per second: {:.1} in all; target: no primary above {} ({:.1}/s)\n",
+        plan.measure.name(),
+        plan.total,
+        percent(plan.share(plan.target)),
+        plan.target
+    );
+    for n in &plan.nodes {
+        out.push_str(&format!(
+            "  {:<24} {:>7} -> {:>7}\n",
+            n.node,
+            percent(plan.share(n.before)),
+            percent(plan.share(n.after))
+        ));
+    }
+    if plan.moves.is_empty() {
+        out.push_str("no slot to move\n");
+    } else {
+        out.push_str(&format!(
+            "{} slots to move ({} keys):\n",
+            plan.moves.len(),
+            plan.keys_moved()
+        ));
+        for (from, to, slots, keys, load) in pairs(plan) {
+            out.push_str(&format!(
+                "  {from} -> {to}: {slots} slots, {keys} keys, {:.1}/s\n",
+                load
+            ));
+        }
+    }
+    for advice in &plan.advice {
+        out.push_str(&advice_text(advice));
+    }
+    if plan.cut_short {
+        out.push_str("the plan was cut short by --max-moves: run again to go on\n");
+    }
+    out.trim_end().to_string()
+}
+
+/// The moves summed per (from, to), in the order they first appear.
+fn pairs(plan: &Plan) -> Vec<(String, String, usize, u64, f64)> {
+    let mut out: Vec<(String, String, usize, u64, f64)> = Vec::new();
+    for m in &plan.moves {
+        let load = plan.measure.of(m.reads_per_second, m.writes_per_second);
+        match out.iter_mut().find(|p| p.0 == m.from && p.1 == m.to) {
+            Some(p) => {
+                p.2 += 1;
+                p.3 += m.keys;
+                p.4 += load;
+            }
+            None => out.push((m.from.clone(), m.to.clone(), 1, m.keys, load)),
+        }
+    }
+    out
+}
+
+fn advice_text(advice: &Advice) -> String {
+    let how = |remedies: &[Remedy]| {
+        (remedies.iter())
+            .map(|r| format!("    - {}: {}\n", r.name(), r.how()))
+            .collect::<String>()
+    };
+    match advice {
+        Advice::HotKey { key, slot, node, share, remedies, .. } => format!(
+            "advice: key {} (slot {slot}, {}) alone serves {}: no slot move fixes it\n{}",
+            printable_key(key),
+            node.as_deref().unwrap_or("?"),
+            percent(*share),
+            how(remedies)
+        ),
+        Advice::HotSlot { slot, node, share, keys, remedies, .. } => format!(
+            "advice: slot {slot} ({node}, {keys} keys) alone serves {}, no key of it does\n{}",
+            percent(*share),
+            how(remedies)
+        ),
+        Advice::OverTarget { node, share } => format!(
+            "advice: {node} stays at {}: its slots are too coarse to share out, or the plan was cut short\n",
+            percent(*share)
+        ),
+    }
+}

@@ -1,0 +1,265 @@
+//! The cluster as each of its nodes sees it (`CLUSTER NODES`): who serves
+//! which slots, which nodes are failing, and the slots a node is migrating
+//! or importing (only the node itself lists those, on its `myself` line).
+
+use crate::access::Access;
+use redis::RedisResult;
+use std::collections::BTreeMap;
+
+pub const SLOTS: usize = 16384;
+
+/// One line of `CLUSTER NODES`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterNode {
+    id: String,
+    address: String,
+    flags: Vec<String>,
+    connected: bool,
+    slots: Vec<(u16, u16)>,
+    /// `[slot->-id]`: slots this node is handing to `id`.
+    migrating: Vec<(u16, String)>,
+    /// `[slot-<-id]`: slots this node is taking from `id`.
+    importing: Vec<(u16, String)>,
+}
+
+impl ClusterNode {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    pub fn is_primary(&self) -> bool {
+        self.flags.iter().any(|f| f == "master")
+    }
+
+    pub fn is_myself(&self) -> bool {
+        self.flags.iter().any(|f| f == "myself")
+    }
+
+    /// Failing, suspected of failing, not yet joined, or without address:
+    /// a cluster with such a node is no place to move slots.
+    pub fn trouble(&self) -> Option<String> {
+        let bad = ["fail", "fail?", "pfail", "handshake", "noaddr"];
+        let flagged: Vec<&str> = (self.flags.iter())
+            .map(String::as_str)
+            .filter(|f| bad.contains(f))
+            .collect();
+        if !flagged.is_empty() {
+            return Some(format!("flagged {}", flagged.join(",")));
+        }
+        (!self.connected).then(|| "its link is disconnected".to_string())
+    }
+
+    pub fn slot_ranges(&self) -> &[(u16, u16)] {
+        &self.slots
+    }
+
+    pub fn owns(&self, slot: u16) -> bool {
+        self.slots.iter().any(|&(lo, hi)| (lo..=hi).contains(&slot))
+    }
+
+    pub fn migrating(&self) -> &[(u16, String)] {
+        &self.migrating
+    }
+
+    pub fn importing(&self) -> &[(u16, String)] {
+        &self.importing
+    }
+}
+
+/// `CLUSTER NODES` as lines; a line it cannot read is left out (odd
+/// replies never panic), `asked` fills in a node that does not know its
+/// own IP yet (`:port`).
+pub fn parse_nodes(listing: &str, asked: &str) -> Vec<ClusterNode> {
+    listing
+        .lines()
+        .filter_map(|line| parse_line(line, asked))
+        .collect()
+}
+
+fn parse_line(line: &str, asked: &str) -> Option<ClusterNode> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    if fields.len() < 8 {
+        return None;
+    }
+    let mut address = fields[1].split(['@', ',']).next()?.to_string();
+    if address.starts_with(':') {
+        let host = asked.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
+        address = format!("{host}{address}");
+    }
+    let mut node = ClusterNode {
+        id: fields[0].to_string(),
+        address,
+        flags: fields[2].split(',').map(str::to_string).collect(),
+        connected: fields[7] == "connected",
+        slots: Vec::new(),
+        migrating: Vec::new(),
+        importing: Vec::new(),
+    };
+    for entry in &fields[8..] {
+        read_slot_entry(entry, &mut node);
+    }
+    Some(node)
+}
+
+/// `lo-hi`, `n`, `[n->-id]` or `[n-<-id]`.
+fn read_slot_entry(entry: &str, node: &mut ClusterNode) {
+    if let Some(inner) = entry.strip_prefix('[').and_then(|e| e.strip_suffix(']')) {
+        if let Some((slot, id)) = inner.split_once("->-") {
+            if let Ok(slot) = slot.parse() {
+                node.migrating.push((slot, id.to_string()));
+            }
+        } else if let Some((slot, id)) = inner.split_once("-<-") {
+            if let Ok(slot) = slot.parse() {
+                node.importing.push((slot, id.to_string()));
+            }
+        }
+        return;
+    }
+    let (lo, hi) = entry.split_once('-').unwrap_or((entry, entry));
+    if let (Ok(lo), Ok(hi)) = (lo.parse::<u16>(), hi.parse::<u16>()) {
+        if lo <= hi && (hi as usize) < SLOTS {
+            node.slots.push((lo, hi));
+        }
+    }
+}
+
+/// What every node said, each as its own `CLUSTER NODES` and `CLUSTER
+/// INFO`'s `cluster_state`.
+#[derive(Clone, Debug, Default)]
+pub struct Views {
+    /// Per node address asked: its listing, or why it did not answer.
+    views: BTreeMap<String, Result<View, String>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct View {
+    pub nodes: Vec<ClusterNode>,
+    pub state_ok: bool,
+}
+
+impl View {
+    pub fn myself(&self) -> Option<&ClusterNode> {
+        self.nodes.iter().find(|n| n.is_myself())
+    }
+
+    /// Who serves each slot, as this node sees it (node id per slot).
+    pub fn slot_map(&self) -> Vec<Option<&str>> {
+        let mut map = vec![None; SLOTS];
+        for node in self.nodes.iter().filter(|n| n.is_primary()) {
+            for &(lo, hi) in node.slot_ranges() {
+                for slot in lo..=hi {
+                    map[slot as usize] = Some(node.id());
+                }
+            }
+        }
+        map
+    }
+}
+
+impl Views {
+    /// Asks `first`, then every node it lists.
+    pub fn read(access: &Access, first: &str) -> RedisResult<Views> {
+        let seed = read_view(access, first)?;
+        let mut views = BTreeMap::new();
+        let addresses: Vec<String> = seed.nodes.iter().map(|n| n.address().to_string()).collect();
+        for address in addresses {
+            let view = read_view(access, &address).map_err(|e| e.to_string());
+            views.insert(address, view);
+        }
+        Ok(Views { views })
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = (&str, &Result<View, String>)> {
+        self.views.iter().map(|(a, v)| (a.as_str(), v))
+    }
+
+    /// The nodes' own lines (each as it sees itself), of those that answered.
+    pub fn selves(&self) -> Vec<&ClusterNode> {
+        (self.views.values())
+            .filter_map(|v| v.as_ref().ok())
+            .filter_map(View::myself)
+            .collect()
+    }
+
+    pub fn primaries(&self) -> Vec<&ClusterNode> {
+        self.selves()
+            .into_iter()
+            .filter(|n| n.is_primary())
+            .collect()
+    }
+
+    pub fn by_id(&self, id: &str) -> Option<&ClusterNode> {
+        self.selves().into_iter().find(|n| n.id() == id)
+    }
+
+    /// The slot map the primaries agree on (per slot, the owner's id), if
+    /// they do, ignoring `except` (slots whose move is under way).
+    pub fn agreed_map(&self, except: &[u16]) -> Result<Vec<Option<String>>, String> {
+        let mut agreed: Option<(String, Vec<Option<String>>)> = None;
+        for (address, view) in &self.views {
+            let Ok(view) = view else { continue };
+            if !view.myself().is_some_and(ClusterNode::is_primary) {
+                continue;
+            }
+            let map: Vec<Option<String>> = view
+                .slot_map()
+                .into_iter()
+                .map(|o| o.map(str::to_string))
+                .collect();
+            match &agreed {
+                None => agreed = Some((address.clone(), map)),
+                Some((first, seen)) => {
+                    let differs = (0..SLOTS)
+                        .filter(|s| !except.contains(&(*s as u16)))
+                        .find(|&s| seen[s] != map[s]);
+                    if let Some(slot) = differs {
+                        return Err(format!(
+                            "{first} and {address} disagree on who serves slot {slot}"
+                        ));
+                    }
+                }
+            }
+        }
+        agreed
+            .map(|(_, map)| map)
+            .ok_or_else(|| "no primary answered".to_string())
+    }
+}
+
+fn read_view(access: &Access, address: &str) -> RedisResult<View> {
+    let mut con = access.connect(address)?;
+    let listing: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con)?;
+    let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con)?;
+    Ok(View {
+        nodes: parse_nodes(&listing, address),
+        state_ok: info.lines().any(|l| l.trim() == "cluster_state:ok"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_give_slots_migrations_and_trouble() {
+        let listing = "\
+a1 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460 [7->-b2] [9-<-c3]
+b2 127.0.0.1:30002@40002 master - 0 0 2 connected 5461-10922 12000
+c3 127.0.0.1:30003@40003 master,fail - 0 0 3 disconnected
+junk line
+";
+        let nodes = parse_nodes(listing, "127.0.0.1:30001");
+        assert_eq!(nodes.len(), 3);
+        assert!(nodes[0].is_myself() && nodes[0].is_primary());
+        assert_eq!(nodes[0].slot_ranges(), &[(0, 5460)]);
+        assert_eq!(nodes[0].migrating(), &[(7, "b2".to_string())]);
+        assert_eq!(nodes[0].importing(), &[(9, "c3".to_string())]);
+        assert!(nodes[1].owns(12000) && !nodes[1].owns(11000));
+        assert_eq!(nodes[0].trouble(), None);
+        assert_eq!(nodes[2].trouble().as_deref(), Some("flagged fail"));
+    }
+}

@@ -1,0 +1,806 @@
+//! `hk-top rebalance` on real three-primary clusters: the 60/20/20
+//! cluster under live traffic (a plan, then `--apply`: no key lost or
+//! changed, no client error but MOVED/ASK, no node above 45% of the reads
+//! afterwards), a key no move can fix, a cluster not fit to move slots in,
+//! and a run interrupted half-way that the next run finishes. Run on
+//! Redis 7.0 (the standard migration) and, with `REDIS_SERVER` set to a
+//! Valkey 9 binary, on its own atomic slot migration.
+
+use test_harness as common;
+
+use common::{wait_until, Cluster};
+use redis::{Connection, ErrorKind};
+use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{sleep, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// A tracker that counts every command and forgets in seconds: the slot
+/// rates follow the traffic once slots have moved.
+const TRACK_FAST: &[&str] = &["track", "yes", "track-sample", "1", "track-halflife", "3"];
+
+const CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_XMODEM);
+
+fn slot_of(key: &str) -> u16 {
+    CRC16.checksum(key.as_bytes()) % 16384
+}
+
+fn hk_top(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hk-top"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run hk-top")
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn json_of(out: &Output) -> Json {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
+}
+
+/// `n` keys on distinct slots, each with its value, and the node (index
+/// into the cluster's nodes) that serves it now.
+fn distinct_slot_keys(cluster: &Cluster, n: usize) -> Vec<(String, usize)> {
+    let owners = owner_map(cluster);
+    let index: HashMap<String, usize> = (cluster.nodes.iter().enumerate())
+        .map(|(i, s)| (s.address(), i))
+        .collect();
+    let mut used = std::collections::HashSet::new();
+    let mut keys = Vec::new();
+    for i in 0.. {
+        if keys.len() == n {
+            break;
+        }
+        let key = format!("item:{i}");
+        if used.insert(slot_of(&key)) {
+            let node = index[&owners[slot_of(&key) as usize]];
+            keys.push((key, node));
+        }
+    }
+    keys
+}
+
+fn value_of(key: &str) -> String {
+    format!("value of {key}")
+}
+
+/// Per slot, the address serving it now.
+fn owner_map(cluster: &Cluster) -> Vec<String> {
+    let mut map = vec![String::new(); 16384];
+    for (address, ranges) in cluster.slot_ranges() {
+        for range in ranges {
+            for slot in range {
+                map[slot as usize] = address.clone();
+            }
+        }
+    }
+    map
+}
+
+/// What the clients saw.
+#[derive(Debug, Default, Clone)]
+struct Seen {
+    gets: u64,
+    moved: u64,
+    ask: u64,
+    lost: u64,
+    changed: u64,
+    other_errors: u64,
+    first_other_error: Option<String>,
+    /// GETs answered, per node address.
+    served: HashMap<String, u64>,
+}
+
+/// Clients doing GETs at a steady rate on a weighted choice of keys,
+/// following MOVED and ASK as a cluster client does, checking every value.
+struct Traffic {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Seen>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Traffic {
+    /// `weights[i]`: the part of the GETs on node `i`'s keys.
+    fn start(
+        cluster: &Cluster,
+        keys: &[(String, usize)],
+        weights: &[f64],
+        per_second: f64,
+    ) -> Traffic {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let by_node: Vec<Vec<String>> = (0..cluster.nodes.len())
+            .map(|i| {
+                keys.iter()
+                    .filter(|k| k.1 == i)
+                    .map(|k| k.0.clone())
+                    .collect()
+            })
+            .collect();
+        let clients = 2;
+        let threads = (0..clients)
+            .map(|c| {
+                let (stop, seen, by_node) = (stop.clone(), seen.clone(), by_node.clone());
+                let map = owner_map(cluster);
+                let weights = weights.to_vec();
+                std::thread::spawn(move || {
+                    client_loop(
+                        c as u64,
+                        map,
+                        by_node,
+                        weights,
+                        per_second / clients as f64,
+                        stop,
+                        seen,
+                    )
+                })
+            })
+            .collect();
+        Traffic {
+            stop,
+            seen,
+            threads,
+        }
+    }
+
+    fn seen(&self) -> Seen {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn stop(self) -> Seen {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().expect("a traffic thread panicked");
+        }
+        let seen = self.seen.lock().unwrap().clone();
+        seen
+    }
+}
+
+/// A small xorshift: no rand dependency, the same run every time.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+fn client_loop(
+    seed: u64,
+    mut map: Vec<String>,
+    by_node: Vec<Vec<String>>,
+    weights: Vec<f64>,
+    per_second: f64,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Seen>>,
+) {
+    let mut rng = 0x9e37_79b9_7f4a_7c15 ^ (seed + 1);
+    let mut connections: HashMap<String, Connection> = HashMap::new();
+    let started = Instant::now();
+    let mut sent = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        // Paced: the n-th GET not before n / rate seconds.
+        let due = started + Duration::from_secs_f64(sent as f64 / per_second);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            sleep(wait);
+        }
+        sent += 1;
+        let pick = (next(&mut rng) % 1_000_000) as f64 / 1_000_000.0;
+        let mut node = 0;
+        let mut acc = 0.0;
+        for (i, w) in weights.iter().enumerate() {
+            acc += w;
+            node = i;
+            if pick < acc {
+                break;
+            }
+        }
+        let keys = &by_node[node];
+        let key = &keys[(next(&mut rng) as usize) % keys.len()];
+        get_following_redirects(key, &mut map, &mut connections, &seen);
+    }
+}
+
+fn connection<'a>(
+    connections: &'a mut HashMap<String, Connection>,
+    address: &str,
+) -> redis::RedisResult<&'a mut Connection> {
+    use std::collections::hash_map::Entry;
+    Ok(match connections.entry(address.to_string()) {
+        Entry::Occupied(open) => open.into_mut(),
+        Entry::Vacant(none) => {
+            let client = redis::Client::open(format!("redis://{address}/"))?;
+            none.insert(client.get_connection_with_timeout(Duration::from_secs(5))?)
+        }
+    })
+}
+
+fn get_following_redirects(
+    key: &str,
+    map: &mut [String],
+    connections: &mut HashMap<String, Connection>,
+    seen: &Mutex<Seen>,
+) {
+    let slot = slot_of(key) as usize;
+    let mut address = map[slot].clone();
+    let mut asking = false;
+    for _ in 0..5 {
+        let reply: redis::RedisResult<Option<String>> = match connection(connections, &address) {
+            Err(e) => Err(e),
+            Ok(con) if asking => redis::pipe()
+                .cmd("ASKING")
+                .ignore()
+                .cmd("GET")
+                .arg(key)
+                .query::<(Option<String>,)>(con)
+                .map(|(v,)| v),
+            Ok(con) => redis::cmd("GET").arg(key).query(con),
+        };
+        let mut seen = seen.lock().unwrap();
+        match reply {
+            Ok(value) => {
+                seen.gets += 1;
+                *seen.served.entry(address.clone()).or_default() += 1;
+                match value {
+                    None => seen.lost += 1,
+                    Some(v) if v != value_of(key) => seen.changed += 1,
+                    Some(_) => {}
+                }
+                return;
+            }
+            Err(e) if e.kind() == ErrorKind::Moved || e.kind() == ErrorKind::Ask => {
+                let Some((to, _)) = e.redirect_node() else {
+                    seen.other_errors += 1;
+                    return;
+                };
+                asking = e.kind() == ErrorKind::Ask;
+                if asking {
+                    seen.ask += 1;
+                } else {
+                    seen.moved += 1;
+                    map[slot] = to.to_string();
+                }
+                address = to.to_string();
+            }
+            Err(e) => {
+                seen.other_errors += 1;
+                seen.first_other_error.get_or_insert_with(|| e.to_string());
+                if e.is_io_error() || e.is_connection_dropped() {
+                    connections.remove(&address);
+                }
+                return;
+            }
+        }
+    }
+}
+
+fn load_keys(cluster: &Cluster, keys: &[(String, usize)]) {
+    let mut cons: Vec<Connection> = cluster.nodes.iter().map(|n| n.client()).collect();
+    for (key, node) in keys {
+        let _: () = redis::cmd("SET")
+            .arg(key)
+            .arg(value_of(key))
+            .query(&mut cons[*node])
+            .expect("SET");
+    }
+}
+
+/// Each node's share of the GETs served between two looks.
+fn shares(before: &Seen, after: &Seen) -> HashMap<String, f64> {
+    let diff: HashMap<String, u64> = (after.served.iter())
+        .map(|(a, n)| (a.clone(), n - before.served.get(a).copied().unwrap_or(0)))
+        .collect();
+    let all: u64 = diff.values().sum();
+    diff.into_iter()
+        .map(|(a, n)| (a, n as f64 / all.max(1) as f64))
+        .collect()
+}
+
+/// Every key on the node serving its slot now, with its value.
+fn assert_every_key_intact(cluster: &Cluster, keys: &[(String, usize)]) {
+    let mut map = owner_map(cluster);
+    let seen = Mutex::new(Seen::default());
+    let mut connections = HashMap::new();
+    for (key, _) in keys {
+        get_following_redirects(key, &mut map, &mut connections, &seen);
+    }
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(
+        (seen.gets, seen.lost, seen.changed, seen.other_errors),
+        (keys.len() as u64, 0, 0, 0),
+        "{seen:?}"
+    );
+    let total: i64 = (cluster.nodes.iter())
+        .map(|n| redis::cmd("DBSIZE").query::<i64>(&mut n.client()).unwrap())
+        .sum();
+    assert_eq!(total, keys.len() as i64, "no key left twice or lost");
+}
+
+fn tracker_reads(cluster: &Cluster) -> Vec<f64> {
+    (cluster.nodes.iter())
+        .map(|n| {
+            common::info_field(
+                &mut n.client(),
+                "heavykeeper",
+                "heavykeeper_tracker_reads_per_second",
+            )
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+        })
+        .collect()
+}
+
+fn rate() -> f64 {
+    std::env::var("HK_REBALANCE_RATE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(9000.0)
+}
+
+/// The cluster: 1,000 keys on distinct slots, 60% of ~9k GET/s on
+/// the first node's, 20% on each other's. The plan moves slots from the
+/// first node only, to both others; applied under the traffic it loses and
+/// changes no key, the clients see no error but redirections, and after it
+/// no node serves more than 45% of the reads.
+#[test]
+fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 1000);
+    load_keys(&cluster, &keys);
+    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate());
+    // Warm-up: three half-lives of samples. The planner moves the slots
+    // measured hottest, and where all are alike those are the ones the
+    // sampling noise flatters: the fewer samples, the more it sheds on paper
+    // and the less in truth (docs/rebalance.md, "what the figures mean").
+    sleep(Duration::from_secs(9));
+    let port = cluster.nodes[1].port.to_string();
+    let journal = tempfile::tempdir().unwrap();
+    let journal = journal.path().join("journal.json");
+    let journal = journal.to_str().unwrap();
+    let planned = hk_top(
+        &["-p", &port, "rebalance", "--json", "--journal", journal],
+        &[],
+    );
+    assert!(planned.status.success(), "{}", text(&planned));
+    let plan = json_of(&planned);
+    let first = cluster.nodes[0].address();
+    let moves = plan["moves"].as_array().unwrap();
+    assert!(!moves.is_empty(), "{plan}");
+    for m in moves {
+        assert_eq!(m["from"], first.as_str(), "{m}");
+        assert_ne!(m["to"], first.as_str(), "{m}");
+        assert!(m["slot"].as_u64().unwrap() < 16384);
+    }
+    let receivers: std::collections::HashSet<&str> =
+        moves.iter().map(|m| m["to"].as_str().unwrap()).collect();
+    assert_eq!(receivers.len(), 2, "both cool nodes take a part: {plan}");
+    assert_eq!(plan["advice"].as_array().unwrap().len(), 0, "{plan}");
+    let before_share = plan["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node"] == first.as_str())
+        .unwrap()["share_before"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (0.5..0.7).contains(&before_share),
+        "the first node measured at {before_share}: {plan}"
+    );
+
+    let at_apply = traffic.seen();
+    let started = Instant::now();
+    let applied = hk_top(
+        &[
+            "-p",
+            &port,
+            "rebalance",
+            "--json",
+            "--apply",
+            "--journal",
+            journal,
+        ],
+        &[],
+    );
+    let apply_seconds = started.elapsed().as_secs_f64();
+    assert!(applied.status.success(), "{}", text(&applied));
+    let after_apply = traffic.seen();
+    let report = json_of(&applied);
+    let applied_report = &report["applied"];
+    assert_eq!(
+        applied_report["moves_done"],
+        report["moves"].as_array().unwrap().len(),
+        "{report}"
+    );
+    assert_eq!(applied_report["interrupted"], false);
+
+    // Once the clients have followed every MOVED: the reads as they land.
+    sleep(Duration::from_secs(1));
+    let settled = traffic.seen();
+    sleep(Duration::from_secs(4));
+    let end = traffic.seen();
+    let landed = shares(&settled, &end);
+    // And as the trackers count them, four half-lives after the moves
+    // (what they counted before weighs 1/16 by then).
+    sleep(Duration::from_secs(7));
+    let tracked = tracker_reads(&cluster);
+    let seen = traffic.stop();
+    let tracked_all: f64 = tracked.iter().sum();
+    eprintln!(
+        "rebalance figures ({}{}): {} moves, {} keys, apply {:.2} s (hk-top's own: {:.2} s); during it {} GETs, {} MOVED, {} ASK; client GET rate {:.0}/s; reads landed per node afterwards {:?}; tracker shares afterwards {:?}",
+        applied_report["method"],
+        applied_report["atomic_refused"].as_str().map(|e| format!(", the server's own refused: {e}")).unwrap_or_default(),
+        applied_report["moves_done"],
+        applied_report["keys_moved"],
+        apply_seconds,
+        applied_report["seconds"].as_f64().unwrap_or(0.0),
+        after_apply.gets - at_apply.gets,
+        after_apply.moved - at_apply.moved,
+        after_apply.ask - at_apply.ask,
+        (end.gets - settled.gets) as f64 / 4.0,
+        landed,
+        tracked.iter().map(|r| r / tracked_all).collect::<Vec<f64>>(),
+    );
+    assert_eq!(
+        (seen.lost, seen.changed, seen.other_errors),
+        (0, 0, 0),
+        "{seen:?}"
+    );
+    assert!(seen.moved > 0, "the clients were redirected: {seen:?}");
+    for (node, share) in &landed {
+        assert!(
+            *share <= 0.45,
+            "{node} serves {share} of the reads: {landed:?}"
+        );
+    }
+    for r in &tracked {
+        assert!(r / tracked_all <= 0.45, "the trackers: {tracked:?}");
+    }
+    assert_every_key_intact(&cluster, &keys);
+}
+
+/// One key with half of all reads: no slot move can fix it, and the plan
+/// says so by name, with a near cache first (the key is only read).
+#[test]
+fn a_key_with_half_the_traffic_is_advice_not_a_move() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 300);
+    load_keys(&cluster, &keys);
+    let hot = keys[0].clone();
+    let mut con = cluster.nodes[hot.1].client();
+    let mut others: Vec<Connection> = cluster.nodes.iter().map(|n| n.client()).collect();
+    for round in 0..3000 {
+        let _: Option<String> = redis::cmd("GET").arg(&hot.0).query(&mut con).unwrap();
+        let (key, node) = &keys[1 + round % (keys.len() - 1)];
+        let _: Option<String> = redis::cmd("GET")
+            .arg(key)
+            .query(&mut others[*node])
+            .unwrap();
+    }
+    let out = hk_top(
+        &[
+            "-p",
+            &cluster.nodes[0].port.to_string(),
+            "rebalance",
+            "--json",
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let plan = json_of(&out);
+    let advice = plan["advice"].as_array().unwrap();
+    let named = advice
+        .iter()
+        .find(|a| a["kind"] == "hot-key")
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert_eq!(named["key"], hot.0.as_str());
+    assert_eq!(named["slot"], slot_of(&hot.0));
+    assert_eq!(named["node"], cluster.nodes[hot.1].address().as_str());
+    assert!(
+        (0.4..0.6).contains(&named["share"].as_f64().unwrap()),
+        "{named}"
+    );
+    assert_eq!(named["remedies"][0]["remedy"], "near-cache", "{named}");
+    assert!(named["remedies"][0]["how"]
+        .as_str()
+        .unwrap()
+        .contains("examples/near_cache.py"));
+    let remedies: Vec<&str> = named["remedies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["remedy"].as_str().unwrap())
+        .collect();
+    assert!(
+        remedies.contains(&"read-replicas") && remedies.contains(&"split-key"),
+        "{named}"
+    );
+    let hot_slot = slot_of(&hot.0) as u64;
+    assert!(
+        plan["moves"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["slot"] != hot_slot),
+        "{plan}"
+    );
+    // The text plan says the same to a person.
+    let out = hk_top(
+        &["-p", &cluster.nodes[0].port.to_string(), "rebalance"],
+        &[],
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(&format!("advice: key {}", hot.0)) && said.contains("near-cache"),
+        "{said}"
+    );
+}
+
+/// A slot someone else is migrating, or a node down: `--apply` refuses and
+/// moves nothing.
+#[test]
+fn a_cluster_not_fit_to_move_slots_in_is_refused() {
+    let mut cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 100);
+    load_keys(&cluster, &keys);
+    let ids: Vec<String> = (cluster.nodes.iter())
+        .map(|n| {
+            redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(&mut n.client())
+                .unwrap()
+        })
+        .collect();
+    // An operator's reshard, half-way: slot 100 leaving node 0 for node 1.
+    let slot = 100u16;
+    assert_eq!(cluster.owner_of_slot(slot).port, cluster.nodes[0].port);
+    let _: () = redis::cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(slot)
+        .arg("IMPORTING")
+        .arg(&ids[0])
+        .query(&mut cluster.nodes[1].client())
+        .unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(slot)
+        .arg("MIGRATING")
+        .arg(&ids[1])
+        .query(&mut cluster.nodes[0].client())
+        .unwrap();
+    let journal = tempfile::tempdir().unwrap();
+    let journal = journal.path().join("journal.json");
+    let port = cluster.nodes[0].port.to_string();
+    let args = [
+        "-p",
+        &port,
+        "rebalance",
+        "--apply",
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    let out = hk_top(&args, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("slots 100 are half-migrated by someone else"),
+        "{}",
+        text(&out)
+    );
+    // The reshard's owner ends it; then a node goes down.
+    for node in &cluster.nodes[..2] {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg("STABLE")
+            .query(&mut node.client())
+            .unwrap();
+    }
+    cluster.nodes[2].stop();
+    let port1 = cluster.nodes[1].port.to_string();
+    let args = [
+        "-p",
+        &port1,
+        "rebalance",
+        "--apply",
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    let out = hk_top(&args, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refusing to move slots"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        cluster.owner_of_slot(slot).port,
+        cluster.nodes[0].port,
+        "nothing moved"
+    );
+}
+
+/// A run stopped between `MIGRATING` and the keys (as a kill would): the
+/// slot is left half-migrated; a run with another journal refuses it as
+/// someone else's, the next run with its journal finishes it and the plan.
+#[test]
+fn an_interrupted_rebalance_is_finished_by_the_next_run() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 300);
+    load_keys(&cluster, &keys);
+    let traffic = Traffic::start(&cluster, &keys, &[0.8, 0.1, 0.1], 3000.0);
+    sleep(Duration::from_secs(5));
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.json");
+    let journal = journal.to_str().unwrap();
+    let port = cluster.nodes[0].port.to_string();
+    let apply = [
+        "-p",
+        &port,
+        "rebalance",
+        "--json",
+        "--apply",
+        "--migration",
+        "standard",
+        "--journal",
+        journal,
+    ];
+    let stopped = hk_top(&apply, &[("HK_TOP_TEST_STOP", "migrating")]);
+    assert_eq!(stopped.status.code(), Some(9), "{}", text(&stopped));
+    let listing: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut cluster.nodes[0].client())
+        .unwrap();
+    assert!(listing.contains("->-"), "a slot half-migrated: {listing}");
+    let elsewhere = dir.path().join("other.json");
+    let mut refused_args = apply.to_vec();
+    refused_args[8] = elsewhere.to_str().unwrap();
+    let refused = hk_top(&refused_args, &[]);
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused));
+    let resumed = hk_top(&apply, &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let report = json_of(&resumed);
+    assert_eq!(report["applied"]["resumed"], 1, "{report}");
+    assert!(
+        String::from_utf8_lossy(&resumed.stderr).contains("finished slot"),
+        "{}",
+        text(&resumed)
+    );
+    wait_until("the slot maps to agree", Duration::from_secs(10), || {
+        !redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query::<String>(&mut cluster.nodes[0].client())
+            .unwrap()
+            .contains("->-")
+    });
+    let seen = traffic.stop();
+    assert_eq!(
+        (seen.lost, seen.changed, seen.other_errors),
+        (0, 0, 0),
+        "{seen:?}"
+    );
+    assert_every_key_intact(&cluster, &keys);
+    assert!(
+        !std::path::Path::new(journal).exists(),
+        "nothing left under way"
+    );
+}
+
+/// The same interruption, undone: `--roll-back` gives the slot back to its
+/// source (both sides `STABLE`), and the run goes on with a fresh plan.
+#[test]
+fn an_interrupted_move_can_be_rolled_back_instead() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 300);
+    load_keys(&cluster, &keys);
+    let traffic = Traffic::start(&cluster, &keys, &[0.8, 0.1, 0.1], 3000.0);
+    sleep(Duration::from_secs(5));
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.json");
+    let journal = journal.to_str().unwrap();
+    let port = cluster.nodes[0].port.to_string();
+    let apply = [
+        "-p",
+        &port,
+        "rebalance",
+        "--json",
+        "--apply",
+        "--migration",
+        "standard",
+        "--journal",
+        journal,
+    ];
+    let stopped = hk_top(&apply, &[("HK_TOP_TEST_STOP", "migrating")]);
+    assert_eq!(stopped.status.code(), Some(9), "{}", text(&stopped));
+    let listing: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut cluster.nodes[0].client())
+        .unwrap();
+    let half: u16 = listing
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.split_once("->-")?.0.parse().ok())
+        .unwrap_or_else(|| panic!("a slot half-migrated: {listing}"));
+    let mut rolled = apply.to_vec();
+    rolled.extend(["--roll-back", "--max-moves", "0"]);
+    let out = hk_top(&rolled, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(json_of(&out)["applied"]["rolled_back"], 1, "{}", text(&out));
+    assert_eq!(
+        cluster.owner_of_slot(half).port,
+        cluster.nodes[0].port,
+        "back with its source"
+    );
+    for node in &cluster.nodes {
+        let listing: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut node.client())
+            .unwrap();
+        assert!(
+            !listing.contains("->-") && !listing.contains("-<-"),
+            "{listing}"
+        );
+    }
+    let seen = traffic.stop();
+    assert_eq!(
+        (seen.lost, seen.changed, seen.other_errors),
+        (0, 0, 0),
+        "{seen:?}"
+    );
+    assert_every_key_intact(&cluster, &keys);
+}
+
+/// A plan reviewed, then carried out as printed (`--plan`); the same plan
+/// once more is stale (its slots have moved) and refused whole.
+#[test]
+fn a_reviewed_plan_is_carried_out_as_printed_and_refused_once_stale() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 200);
+    load_keys(&cluster, &keys);
+    let ids: Vec<String> = cluster.nodes.iter().map(|n| n.address()).collect();
+    let moves: Vec<Json> = (keys.iter().filter(|k| k.1 == 0).take(5))
+        .map(|(key, _)| serde_json::json!({"slot": slot_of(key), "from": ids[0], "to": ids[1]}))
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, serde_json::json!({ "moves": moves }).to_string()).unwrap();
+    let journal = dir.path().join("journal.json");
+    let port = cluster.nodes[2].port.to_string();
+    let args = [
+        "-p",
+        &port,
+        "rebalance",
+        "--apply",
+        "--json",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    let out = hk_top(&args, &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(json_of(&out)["applied"]["moves_done"], 5, "{}", text(&out));
+    for m in &moves {
+        let slot = m["slot"].as_u64().unwrap() as u16;
+        assert_eq!(cluster.owner_of_slot(slot).port, cluster.nodes[1].port);
+    }
+    let again = hk_top(&args, &[]);
+    assert_eq!(again.status.code(), Some(3), "{}", text(&again));
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("the plan is stale"),
+        "{}",
+        text(&again)
+    );
+    assert_every_key_intact(&cluster, &keys);
+}
