@@ -93,6 +93,7 @@ fn load(
     // Without this, a truncated payload in RESTORE or an RDB makes the server
     // panic; with it, the read fails and the callback refuses the value.
     context.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
+    declare_atomic_slot_migration(context);
     host::module_context::attach(context);
     data_type::lifecycle::register(watching::KEY_HOOKS);
     tracking::filter::attach(context);
@@ -106,6 +107,27 @@ fn load(
     }
     watching::timer::start(context);
     Ok(())
+}
+
+/// Valkey's option bit `VALKEYMODULE_OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION`.
+const VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION: c_int = 1 << 5;
+
+/// Valkey 9 refuses `CLUSTER MIGRATESLOTS` while a loaded module has not
+/// said it handles it. It moves a slot as an AOF stream of its keys (a
+/// sketch is its `HK.LOADSTATE`, the type's AOF rewrite) followed by the
+/// slot's replication stream, then drops the keys on the source (the type's
+/// unlink): paths the module takes already, and it keeps no aux data. Only
+/// Valkey is told: other servers may give that bit another meaning.
+fn declare_atomic_slot_migration(context: &Context) {
+    if !host::server_info::is_valkey_from(context, 9) {
+        return;
+    }
+    if let Some(set) = crate::server_api!(RedisModule_SetModuleOptions) {
+        let options =
+            ModuleOptions::HANDLE_IO_ERRORS.bits() as c_int | VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION;
+        // SAFETY: the server's context, during OnLoad.
+        unsafe { set(context.ctx, options) };
+    }
 }
 
 /// ACL categories: Redis 7.2+ and Valkey set them per command; Redis 7.4+

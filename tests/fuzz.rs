@@ -99,13 +99,14 @@ fn module_commands(con: &mut Connection) -> Vec<String> {
         "hk.watch",
         "hk.unwatch",
         "hk.hotkeys",
+        "hk.hotslots",
         "hk.loadstate",
         "topk.list",
         "topk.count",
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected}: {names:?}");
     }
-    assert_eq!(names.len(), 22, "{names:?}");
+    assert_eq!(names.len(), 23, "{names:?}");
     names
 }
 

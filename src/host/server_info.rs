@@ -22,6 +22,17 @@ pub fn field(ctx: &Context, section: &CStr, field: &CStr) -> Option<Vec<u8>> {
     }
 }
 
+/// Is the server Valkey of at least version `major`? (`INFO server` names
+/// it: `server_name:valkey`, `valkey_version:9.1.2`.)
+pub fn is_valkey_from(ctx: &Context, major: u32) -> bool {
+    let named_valkey = field(ctx, c"server", c"server_name").is_some_and(|n| n == b"valkey");
+    let version = field(ctx, c"server", c"valkey_version").unwrap_or_default();
+    let found_major = std::str::from_utf8(&version)
+        .ok()
+        .and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+    named_valkey && found_major.is_some_and(|m| m >= major)
+}
+
 /// How many `code` errors the server has replied (`INFO errorstats`,
 /// `errorstat_<code>:count=N`): `Some(0)` before the first, `None` if the
 /// server cannot say.
