@@ -476,6 +476,91 @@ impl HeavyKeeper {
             + self.watch_bytes()
     }
 
+    /// A copy, or an error where `clone` would abort: the buckets and the
+    /// top-k are as large as a client made them.
+    pub fn try_clone(&self) -> Result<Self, OutOfMemory> {
+        Ok(Self {
+            params: self.params,
+            buckets: self.buckets.try_clone()?,
+            topk: self.topk.try_clone()?,
+            rng: self.rng.clone(),
+            curve: self.curve.clone(),
+            fading: self.fading,
+            clock_ms: self.clock_ms,
+            created_ms: self.created_ms,
+            arrivals: self.arrivals,
+            clock_unit: self.clock_unit,
+            watch: self.watch.clone(),
+        })
+    }
+
+    pub(crate) fn buckets(&self) -> &BucketArray {
+        &self.buckets
+    }
+
+    pub(crate) fn topk(&self) -> &TopK {
+        &self.topk
+    }
+
+    /// Takes the history of a sketch merged into this one: the later
+    /// clock, the earlier creation, the arrivals of both.
+    pub(crate) fn absorb_history(&mut self, other: &HeavyKeeper) {
+        self.clock_ms = self.clock_ms.max(other.clock_ms);
+        self.created_ms = self.created_ms.min(other.created_ms);
+        self.arrivals = self.arrivals.saturating_add(other.arrivals);
+    }
+
+    /// Takes `template`'s clocks (a merge destination starts at its first
+    /// source's time and landmark).
+    pub(crate) fn take_clocks_of(&mut self, template: &HeavyKeeper) {
+        self.fading = template.fading;
+        self.clock_ms = template.clock_ms;
+        self.created_ms = template.created_ms;
+    }
+
+    /// Draws on from where `other`'s random stream stands.
+    pub(crate) fn continue_random_stream_of(&mut self, other: &HeavyKeeper) {
+        self.rng = other.rng.clone();
+    }
+
+    /// Moves a fading sketch's landmark forward to `epoch`, every stored
+    /// mass rescaled to it (a merge brings both sides to the later one).
+    pub(crate) fn move_landmark_to(&mut self, epoch: i64) {
+        let Some(mut fading) = self.fading else {
+            return;
+        };
+        let from = fading.epoch();
+        if epoch <= from {
+            return;
+        }
+        fading.move_to_epoch(epoch);
+        self.fading = Some(fading);
+        self.rescale(Fading::epoch_factor(from, epoch));
+    }
+
+    pub(crate) fn set_bucket(&mut self, index: usize, bucket: Bucket) {
+        self.buckets.set(index, bucket);
+    }
+
+    /// A new top-k of the same capacity and tie rule (a merge's).
+    pub(crate) fn replace_topk(&mut self, topk: TopK) {
+        debug_assert_eq!(topk.capacity(), self.topk.capacity());
+        debug_assert_eq!(topk.ties(), self.topk.ties());
+        self.topk = topk;
+    }
+
+    /// Lowers every bucket above `line` to it, but those at the sorted
+    /// indexes `kept`.
+    pub(crate) fn lower_buckets_except(&mut self, kept: &[usize], line: f64) {
+        self.buckets.map_counts(|i, count| {
+            if count > line && kept.binary_search(&i).is_err() {
+                line
+            } else {
+                count
+            }
+        });
+    }
+
     /// Moves the clock to `time_ms` and renormalises if due. Returns the
     /// stored weight of one arrival at `time_ms` and of one at the clock.
     fn advance_clock(&mut self, time_ms: i64) -> (f64, f64) {
