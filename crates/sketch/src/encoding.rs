@@ -1,7 +1,7 @@
 //! The one persistent encoding of a sketch, used by RDB, AOF rewrite and
 //! digests. Versioned: every version ever written stays decodable.
 //!
-//! Version 2, little-endian:
+//! Version 4 ([`ENCODING_VERSION`]), little-endian:
 //! ```text
 //! u8  version
 //! u32 k, u32 width, u32 depth, f64 decay, u64 seed
