@@ -2,6 +2,7 @@
 //! selective increment, the `nmin + 1` admission rule, weighted increments by
 //! geometric skipping, an in-sketch PRNG and optional forward-decay fading.
 
+use crate::arrived::Arrived;
 use crate::bucket::Bucket;
 use crate::bucket_array::BucketArray;
 use crate::bucket_update::{Arrival, BucketUpdate, Counted, Rows};
@@ -13,6 +14,7 @@ use crate::out_of_memory::OutOfMemory;
 use crate::params::Params;
 use crate::ties::Ties;
 use crate::topk::{rank_order, TopK};
+use crate::watch::Watch;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -45,7 +47,7 @@ pub struct HeavyKeeper {
     /// Derived, never saved.
     pub(crate) clock_unit: ClockUnit,
     /// Who is told when items enter, leave, turn hot or cool (`HK.WATCH`).
-    pub(crate) watch: Option<crate::watch::Watch>,
+    pub(crate) watch: Option<Watch>,
 }
 
 /// Buckets from which [`HeavyKeeper::upcoming`] prefetches: past a core's
@@ -94,19 +96,6 @@ impl ClockUnit {
         }
         self.unit
     }
-}
-
-/// What one arrival did to the top-k, in stored units (see
-/// [`HeavyKeeper::unit_at`]): for whoever watches the sketch.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Arrived {
-    /// The item's hash (its identity in the top-k).
-    pub hash: u64,
-    /// The member this arrival pushed out, with its hash and count.
-    pub expelled: Option<(Box<[u8]>, u64, f64)>,
-    /// The item's count before (0 if it just entered) and after, if it is
-    /// a member now.
-    pub member: Option<(f64, f64)>,
 }
 
 impl HeavyKeeper {
@@ -259,11 +248,6 @@ impl HeavyKeeper {
         self.arrive_scaled(upcoming, weight, time_ms, scale);
     }
 
-    /// [`Self::add`], telling what changed in the top-k.
-    pub fn add_observed(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Arrived {
-        self.arrive(self.hashed(item), weight, time_ms)
-    }
-
     /// The insert, for an item whose hash is known.
     pub(crate) fn arrive(&mut self, upcoming: Upcoming<'_>, weight: u64, time_ms: i64) -> Arrived {
         self.arrive_scaled(upcoming, weight, time_ms, 1.0)
@@ -343,11 +327,12 @@ impl HeavyKeeper {
         if !self.topk.can_admit(item.len()) {
             return Arrived::default();
         }
+        // Admitted: `can_admit` said the top-k has room for one at least.
         let expelled = self.topk.insert(item, hash, estimate);
         Arrived {
             hash,
             expelled: expelled.map(|e| (e.item, e.hash, e.count)),
-            member: (self.topk.capacity() > 0).then_some((0.0, estimate)),
+            member: Some((0.0, estimate)),
         }
     }
 
@@ -473,7 +458,7 @@ impl HeavyKeeper {
             + self.buckets.heap_bytes()
             + self.topk.heap_bytes()
             + self.curve.table_bytes()
-            + self.watch_bytes()
+            + self.watch.as_ref().map_or(0, Watch::bytes)
     }
 
     /// A copy, or an error where `clone` would abort: the buckets and the
@@ -492,6 +477,20 @@ impl HeavyKeeper {
             clock_unit: self.clock_unit,
             watch: self.watch.clone(),
         })
+    }
+
+    /// The watch the sketch holds: its own type, with its own rules.
+    pub(crate) fn watch_held(&self) -> Option<&Watch> {
+        self.watch.as_ref()
+    }
+
+    pub(crate) fn watch_slot(&mut self) -> &mut Option<Watch> {
+        &mut self.watch
+    }
+
+    /// The watch, to change, with the top-k it reads.
+    pub(crate) fn watch_and_topk(&mut self) -> (Option<&mut Watch>, &TopK) {
+        (self.watch.as_mut(), &self.topk)
     }
 
     pub(crate) fn buckets(&self) -> &BucketArray {
