@@ -14,7 +14,7 @@ use crate::out_of_memory::OutOfMemory;
 use crate::params::Params;
 use crate::ties::Ties;
 use crate::topk::{rank_order, TopK};
-use crate::watch::Watch;
+use crate::watch::{Watch, WatchSpec};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -29,25 +29,40 @@ pub struct Ranked<'a> {
 /// The sketch: buckets, top-k store, PRNG and clock.
 #[derive(Clone, Debug)]
 pub struct HeavyKeeper {
-    pub(crate) params: Params,
+    params: Params,
     /// `depth` rows of `width` buckets, row after row.
-    pub(crate) buckets: BucketArray,
-    pub(crate) topk: TopK,
-    pub(crate) rng: ChaCha8Rng,
-    pub(crate) curve: DecayCurve,
-    pub(crate) fading: Option<Fading>,
+    buckets: BucketArray,
+    topk: TopK,
+    rng: ChaCha8Rng,
+    curve: DecayCurve,
+    fading: Option<Fading>,
     /// Latest arrival time applied (fading sketches only; 0 otherwise).
-    pub(crate) clock_ms: i64,
-    pub(crate) created_ms: i64,
+    clock_ms: i64,
+    created_ms: i64,
     /// Total weight of all arrivals, saturating.
-    pub(crate) arrivals: u64,
+    arrivals: u64,
     /// The weight of one arrival at the clock, remembered with the clock
     /// and landmark it was computed for: thousands of arrivals share one
     /// millisecond, and `exp2` is the largest cost of a fading arrival.
     /// Derived, never saved.
-    pub(crate) clock_unit: ClockUnit,
+    clock_unit: ClockUnit,
     /// Who is told when items enter, leave, turn hot or cool (`HK.WATCH`).
-    pub(crate) watch: Option<Watch>,
+    watch: Option<Watch>,
+}
+
+/// What a saved sketch holds, read back and checked by the decoder: the
+/// one way into a sketch other than [`HeavyKeeper::try_new_with_ties`].
+pub(crate) struct Saved {
+    pub(crate) params: Params,
+    pub(crate) buckets: BucketArray,
+    pub(crate) topk: TopK,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) fading: Option<Fading>,
+    /// As saved: 0 without fading.
+    pub(crate) clock_ms: i64,
+    pub(crate) created_ms: i64,
+    pub(crate) arrivals: u64,
+    pub(crate) watch: Option<WatchSpec>,
 }
 
 /// Buckets from which [`HeavyKeeper::upcoming`] prefetches: past a core's
@@ -73,14 +88,14 @@ impl<'a> Upcoming<'a> {
 
 /// `g(clock)` for one `(clock, epoch)`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ClockUnit {
+struct ClockUnit {
     clock_ms: i64,
     epoch: i64,
     unit: f64,
 }
 
 impl ClockUnit {
-    pub(crate) const UNKNOWN: Self = Self {
+    const UNKNOWN: Self = Self {
         clock_ms: i64::MIN,
         epoch: i64::MIN,
         unit: f64::NAN,
@@ -479,6 +494,33 @@ impl HeavyKeeper {
         })
     }
 
+    /// A sketch as it was saved; its watch's state is derived afresh.
+    pub(crate) fn restore(saved: Saved) -> Self {
+        Self {
+            curve: DecayCurve::new(saved.params.decay),
+            params: saved.params,
+            buckets: saved.buckets,
+            topk: saved.topk,
+            rng: saved.rng,
+            fading: saved.fading,
+            clock_ms: saved.clock_ms,
+            created_ms: saved.created_ms,
+            arrivals: saved.arrivals,
+            clock_unit: ClockUnit::UNKNOWN,
+            watch: saved.watch.map(Watch::new),
+        }
+    }
+
+    /// The clock as it is saved: 0 for a sketch without fading.
+    pub(crate) fn stored_clock_ms(&self) -> i64 {
+        self.clock_ms
+    }
+
+    /// The random stream as it is saved.
+    pub(crate) fn rng(&self) -> &ChaCha8Rng {
+        &self.rng
+    }
+
     /// The watch the sketch holds: its own type, with its own rules.
     pub(crate) fn watch_held(&self) -> Option<&Watch> {
         self.watch.as_ref()
@@ -589,7 +631,7 @@ impl HeavyKeeper {
     }
 
     /// Multiplies every stored mass by `factor` (a landmark move).
-    pub(crate) fn rescale(&mut self, factor: f64) {
+    fn rescale(&mut self, factor: f64) {
         self.buckets.map_counts(|_, count| count * factor);
         self.topk.scale(factor);
     }
