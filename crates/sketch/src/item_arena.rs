@@ -115,11 +115,6 @@ impl ItemArena {
         self.bytes = packed;
         self.dead = 0;
     }
-
-    pub fn clear(&mut self) {
-        self.bytes.clear();
-        self.dead = 0;
-    }
 }
 
 #[cfg(test)]

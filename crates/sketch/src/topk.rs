@@ -317,15 +317,6 @@ impl TopK {
         }
     }
 
-    /// Removes every member, keeping the allocations.
-    pub fn clear(&mut self) {
-        self.heap.clear();
-        self.members.clear();
-        self.index.clear();
-        self.items.clear();
-        self.fill_empty_slots();
-    }
-
     /// Members, highest count first; ties by item bytes, so the order is the
     /// same on every server (in heap order under [`Ties::RedisBloom`]).
     pub fn ranked(&self) -> Vec<(&[u8], f64)> {
