@@ -477,7 +477,8 @@ impl HeavyKeeper {
     }
 
     /// A copy, or an error where `clone` would abort: the buckets and the
-    /// top-k are as large as a client made them.
+    /// top-k are as large as a client made them. A watch's state (what was
+    /// announced) is left to be derived afresh, as after a load.
     pub fn try_clone(&self) -> Result<Self, OutOfMemory> {
         Ok(Self {
             params: self.params,
@@ -490,7 +491,7 @@ impl HeavyKeeper {
             created_ms: self.created_ms,
             arrivals: self.arrivals,
             clock_unit: self.clock_unit,
-            watch: self.watch.clone(),
+            watch: self.watch.as_ref().map(Watch::try_clone_spec).transpose()?,
         })
     }
 

@@ -17,6 +17,7 @@ use crate::heavykeeper::HeavyKeeper;
 use crate::item_hash::ItemHash;
 use crate::out_of_memory::OutOfMemory;
 use crate::topk::TopK;
+use crate::watch::WatchSpec;
 use std::fmt;
 
 /// Why two sketches were not merged. Either way the destination is left
@@ -118,7 +119,7 @@ impl HeavyKeeper {
         let mut cleared =
             Self::try_new_with_ties(*self.params(), template.created_ms(), self.ties())?;
         cleared.continue_random_stream_of(self);
-        cleared.set_watch(self.watch().cloned());
+        cleared.set_watch(self.watch().map(WatchSpec::try_clone).transpose()?);
         cleared.take_clocks_of(template);
         Ok(cleared)
     }

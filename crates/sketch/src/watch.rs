@@ -16,6 +16,7 @@
 //! it needs (`watched.rs`).
 
 use crate::arrived::Arrived;
+use crate::out_of_memory::{try_copy, OutOfMemory};
 use crate::topk::TopK;
 use hashbrown::HashSet;
 use std::fmt;
@@ -42,6 +43,15 @@ impl fmt::Display for WatchError {
 }
 
 impl WatchSpec {
+    /// A copy, or an error where `clone` would abort (a channel name is
+    /// as long as a client made it).
+    pub(crate) fn try_clone(&self) -> Result<Self, OutOfMemory> {
+        Ok(Self {
+            channel: try_copy(&self.channel)?,
+            ..*self
+        })
+    }
+
     /// The hysteresis line: `below` if given, else 0.8 of `above`.
     pub fn cool_line(&self) -> Option<f64> {
         self.above.map(|a| self.below.unwrap_or(0.8 * a))
@@ -213,6 +223,13 @@ impl Watch {
     /// A watch whose state is still to be derived.
     pub(crate) fn new(spec: WatchSpec) -> Self {
         Self { spec, state: None }
+    }
+
+    /// A copy of the specification, or an error where `clone` would abort.
+    /// The state is not copied: it is not part of what a sketch is, and is
+    /// derived afresh, silently, when next needed.
+    pub(crate) fn try_clone_spec(&self) -> Result<Self, OutOfMemory> {
+        Ok(Self::new(self.spec.try_clone()?))
     }
 
     pub fn spec(&self) -> &WatchSpec {
