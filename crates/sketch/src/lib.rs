@@ -21,7 +21,7 @@ pub mod params;
 pub mod ties;
 pub mod topk;
 pub mod watch;
-pub mod watched;
+mod watched;
 
 pub use arrived::Arrived;
 pub use count_bound::MAX_COUNT;
