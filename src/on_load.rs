@@ -8,10 +8,10 @@
 //! 4. `TOPK.*` if `topk-compat` is on (known only after step 3);
 //! 5. INFO, the tracking filter and the watch timer.
 
-use crate::command_spec::{self, ServerSupport};
-use crate::data_type::HK_TYPE;
-use crate::load_args::{self, LoadArgs};
-use crate::{commands, config, module_stats, panic_guard, tracking, watching};
+use crate::data_type::{stats, HK_TYPE};
+use crate::host::command_spec::{self, ServerSupport};
+use crate::host::panic_guard;
+use crate::{commands, config, data_type, host, tracking, watching};
 use redis_module::{raw, Context, InfoContext, ModuleOptions, RedisString, Status};
 use std::os::raw::c_int;
 
@@ -66,7 +66,8 @@ fn load(
 ) -> Result<(), String> {
     let args: Vec<RedisString> = redis_module::decode_args(ctx, argv, argc);
     let arg_bytes: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
-    let given: LoadArgs = load_args::parse(&arg_bytes, &config::kinds())?;
+    let settings = config::all();
+    let given = host::config::parse_load_args(&arg_bytes, &settings)?;
 
     HK_TYPE
         .create_data_type(ctx)
@@ -75,8 +76,8 @@ fn load(
     for spec in commands::all() {
         command_spec::register(context, spec, &support)?;
     }
-    config::register(context, &given)?;
-    if let Some(load_configs) = unsafe { raw::RedisModule_LoadConfigs } {
+    host::config::register(context, &settings, &given)?;
+    if let Some(load_configs) = crate::server_api!(RedisModule_LoadConfigs) {
         // SAFETY: the server's context, during OnLoad.
         if unsafe { load_configs(ctx) } == raw::Status::Err as c_int {
             return Err("a heavykeeper.* config in the server's configuration is invalid".into());
@@ -92,7 +93,8 @@ fn load(
     // Without this, a truncated payload in RESTORE or an RDB makes the server
     // panic; with it, the read fails and the callback refuses the value.
     context.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
-    crate::host::module_context::attach(context);
+    host::module_context::attach(context);
+    data_type::lifecycle::register(watching::KEY_HOOKS);
     tracking::filter::attach(context);
     tracking::apply_configs();
     if let Err(why) = watching::follow::subscribe(context) {
@@ -110,8 +112,8 @@ fn load(
 /// and Valkey also add the module's own. Redis 7.0 has neither: the module
 /// loads all the same, and says once what that means.
 fn server_support(context: &Context) -> ServerSupport {
-    let acl_categories = unsafe { raw::RedisModule_SetCommandACLCategories }.is_some();
-    let module_category = unsafe { raw::RedisModule_AddACLCategory }.and_then(|add| {
+    let acl_categories = crate::server_api!(RedisModule_SetCommandACLCategories).is_some();
+    let module_category = crate::server_api!(RedisModule_AddACLCategory).and_then(|add| {
         // SAFETY: the server's context, during OnLoad.
         let added = unsafe { add(context.ctx, c"heavykeeper".as_ptr()) };
         (added == raw::Status::Ok as c_int).then_some(ACL_CATEGORY)
@@ -130,7 +132,7 @@ fn server_support(context: &Context) -> ServerSupport {
 /// `TOPK.*` also belong to a `topk` category where the server takes module
 /// categories, as RedisBloom's do: users of Redis 8 grant `+@topk`.
 fn register_topk(context: &Context, support: &ServerSupport) -> Result<(), String> {
-    let topk_category = unsafe { raw::RedisModule_AddACLCategory }.is_some_and(|add| {
+    let topk_category = crate::server_api!(RedisModule_AddACLCategory).is_some_and(|add| {
         // SAFETY: the server's context, during OnLoad.
         unsafe { add(context.ctx, c"topk".as_ptr()) == raw::Status::Ok as c_int }
     });
@@ -156,8 +158,8 @@ extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report
     let ctx = InfoContext::new(ctx);
     // Each section on its own: a panic in one leaves the others.
     panic_guard::or_fallback("INFO", (), || {
-        crate::fault::on_info(&tracking::config::channel());
-        module_stats::add_section(&ctx);
+        crate::host::fault::on_info(&tracking::config::channel());
+        stats::add_section(&ctx);
     });
     panic_guard::or_fallback("INFO", (), || tracking::info::add_section(&ctx));
     panic_guard::or_fallback("INFO", (), || watching::add_info_section(&ctx));

@@ -2,7 +2,7 @@
 //! permissions follow each command's key specs, categories follow what the
 //! command does, and the server knows every command's arity and flags.
 
-mod common;
+use test_harness as common;
 
 use common::{error, value, Server};
 use redis::{Connection, Value};
@@ -72,6 +72,32 @@ fn a_user_with_read_only_keys_reads_but_cannot_write() {
         let e = error(&mut reader, write);
         assert!(e.starts_with("NOPERM"), "{write:?}: {e}");
     }
+}
+
+#[test]
+fn a_user_limited_to_a_key_pattern_reaches_only_those_sketches() {
+    let server = Server::start();
+    let mut admin = server.client();
+    value(&mut admin, &["HK.RESERVE", "app:hot", "5"]);
+    value(&mut admin, &["HK.RESERVE", "other:hot", "5"]);
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", "app", "on", ">secret", "~app:*", "+@all"])
+        .query(&mut admin)
+        .unwrap();
+    let mut con = server.client();
+    let _: () = redis::cmd("AUTH")
+        .arg("app")
+        .arg("secret")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        value(&mut con, &["HK.ADD", "app:hot", "k"]),
+        Value::Array(vec![Value::Nil])
+    );
+    let e = error(&mut con, &["HK.ADD", "other:hot", "k"]);
+    assert!(e.starts_with("NOPERM"), "{e}");
+    let e = error(&mut con, &["HK.LIST", "other:hot"]);
+    assert!(e.starts_with("NOPERM"), "{e}");
 }
 
 #[test]
@@ -157,29 +183,32 @@ fn categories_grant_and_deny_where_the_server_has_them() {
     }
 }
 
+/// A command as `COMMAND INFO` describes it: name, arity, flags, first key,
+/// last key, step.
+type CommandRow = (&'static str, i64, &'static [&'static str], i64, i64, i64);
+
 #[test]
 fn command_info_shows_arity_flags_and_key_specs() {
     let server = Server::start();
     let mut con = server.client();
-    // name, arity, flags, first key, last key, step
-    let expected: &[(&str, i64, &[&str], i64, i64)] = &[
-        ("hk.reserve", -3, &["write", "denyoom"], 1, 1),
-        ("hk.add", -3, &["write", "denyoom", "fast"], 1, 1),
-        ("hk.incrby", -4, &["write", "denyoom", "fast"], 1, 1),
-        ("hk.addat", -4, &["write", "denyoom", "fast"], 1, 1),
-        ("hk.incrbyat", -5, &["write", "denyoom", "fast"], 1, 1),
-        ("hk.query", -3, &["readonly", "fast"], 1, 1),
-        ("hk.count", -3, &["readonly", "fast"], 1, 1),
-        ("hk.rate", -3, &["readonly", "fast"], 1, 1),
-        ("hk.list", -2, &["readonly"], 1, 1),
-        ("hk.info", 2, &["readonly", "fast"], 1, 1),
-        ("hk.merge", -3, &["write", "denyoom"], 1, -1),
-        ("hk.loadstate", 3, &["write", "denyoom"], 1, 1),
-        ("hk.hotkeys", -1, &["readonly"], 0, 0),
-        ("hk.watch", -3, &["write"], 1, 1),
-        ("hk.unwatch", 2, &["write"], 1, 1),
+    let expected: &[CommandRow] = &[
+        ("hk.reserve", -3, &["write", "denyoom"], 1, 1, 1),
+        ("hk.add", -3, &["write", "denyoom", "fast"], 1, 1, 1),
+        ("hk.incrby", -4, &["write", "denyoom", "fast"], 1, 1, 1),
+        ("hk.addat", -4, &["write", "denyoom", "fast"], 1, 1, 1),
+        ("hk.incrbyat", -5, &["write", "denyoom", "fast"], 1, 1, 1),
+        ("hk.query", -3, &["readonly", "fast"], 1, 1, 1),
+        ("hk.count", -3, &["readonly", "fast"], 1, 1, 1),
+        ("hk.rate", -3, &["readonly", "fast"], 1, 1, 1),
+        ("hk.list", -2, &["readonly"], 1, 1, 1),
+        ("hk.info", 2, &["readonly", "fast"], 1, 1, 1),
+        ("hk.merge", -3, &["write", "denyoom"], 1, -1, 1),
+        ("hk.loadstate", 3, &["write", "denyoom"], 1, 1, 1),
+        ("hk.hotkeys", -1, &["readonly"], 0, 0, 0),
+        ("hk.watch", -3, &["write"], 1, 1, 1),
+        ("hk.unwatch", 2, &["write"], 1, 1, 1),
     ];
-    for &(name, arity, flags, first, last) in expected {
+    for &(name, arity, flags, first, last, step) in expected {
         let info: Vec<Vec<Value>> = redis::cmd("COMMAND")
             .arg("INFO")
             .arg(name)
@@ -190,11 +219,16 @@ fn command_info_shows_arity_flags_and_key_specs() {
         let got_flags: Vec<String> = redis::from_redis_value(&entry[2]).unwrap();
         let got_first: i64 = redis::from_redis_value(&entry[3]).unwrap();
         let got_last: i64 = redis::from_redis_value(&entry[4]).unwrap();
+        let got_step: i64 = redis::from_redis_value(&entry[5]).unwrap();
         assert_eq!(got_arity, arity, "{name}");
         for flag in flags {
             assert!(got_flags.iter().any(|f| f == flag), "{name}: {got_flags:?}");
         }
-        assert_eq!((got_first, got_last), (first, last), "{name}");
+        assert_eq!(
+            (got_first, got_last, got_step),
+            (first, last, step),
+            "{name}"
+        );
         let key_specs = &entry[8];
         let specs_len = match key_specs {
             Value::Array(specs) => specs.len(),
@@ -202,6 +236,14 @@ fn command_info_shows_arity_flags_and_key_specs() {
         };
         assert_eq!(specs_len > 0, first > 0, "{name}: key specs {key_specs:?}");
     }
+    let keys: Vec<String> = redis::cmd("COMMAND")
+        .arg("GETKEYS")
+        .arg("HK.ADD")
+        .arg("mykey")
+        .arg("a")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(keys, vec!["mykey"]);
     // The server checks arity before the module sees the command.
     let e = error(&mut con, &["HK.INFO", "a", "b"]);
     assert_eq!(e, "ERR wrong number of arguments for 'hk.info' command");

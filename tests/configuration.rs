@@ -1,7 +1,7 @@
 //! An operator configures the module at load time, in redis.conf or with
 //! `CONFIG SET`, and gets the same rules everywhere; memory limits hold.
 
-mod common;
+use test_harness as common;
 
 use common::{error, info_field, value, wait_until, Server};
 use redis::Value;
@@ -101,6 +101,30 @@ fn load_arguments_and_config_set_accept_and_refuse_the_same_values() {
 }
 
 #[test]
+fn the_size_cap_refuses_a_large_reserve_until_config_set_raises_it() {
+    let server = Server::start_with(&["--heavykeeper.max-sketch-bytes", "100000"]);
+    let mut con = server.client();
+    let cap: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("heavykeeper.max-sketch-bytes")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(cap[1], "100000");
+    let e = error(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "100000"]);
+    assert!(e.starts_with("ERR sketch would take"), "{e}");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("heavykeeper.max-sketch-bytes")
+        .arg("100000000")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        value(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "100000"]),
+        Value::Okay
+    );
+}
+
+#[test]
 fn a_reserve_that_would_not_fit_under_maxmemory_is_refused() {
     let server = Server::start();
     let mut con = server.client();
@@ -152,30 +176,6 @@ fn a_large_sketch_is_freed_off_the_main_thread() {
         info_field(&mut con, "heavykeeper", "heavykeeper_sketches").as_deref(),
         Some("0")
     );
-}
-
-#[test]
-fn list_count_returns_the_n_highest_only() {
-    let server = Server::start();
-    let mut con = server.client();
-    value(&mut con, &["HK.RESERVE", "k", "50"]);
-    for (item, times) in [("a", 9), ("b", 7), ("c", 7), ("d", 3), ("e", 1)] {
-        value(&mut con, &["HK.INCRBY", "k", item, &times.to_string()]);
-    }
-    let full = value(&mut con, &["HK.LIST", "k", "WITHCOUNT"]);
-    let Value::Array(full) = full else { panic!() };
-    for n in 1..=6usize {
-        let head = value(
-            &mut con,
-            &["HK.LIST", "k", "WITHCOUNT", "COUNT", &n.to_string()],
-        );
-        let expected = full[..(2 * n).min(full.len())].to_vec();
-        assert_eq!(head, Value::Array(expected), "COUNT {n}");
-    }
-    let e = error(&mut con, &["HK.LIST", "k", "COUNT", "0"]);
-    assert!(e.starts_with("ERR COUNT"), "{e}");
-    let e = error(&mut con, &["HK.LIST", "k", "COUNT", "2", "COUNT", "3"]);
-    assert!(e.contains("repeated"), "{e}");
 }
 
 #[test]

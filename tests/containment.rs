@@ -5,7 +5,7 @@
 //! name no client would choose; the release module has none, and these
 //! tests skip there.
 
-mod common;
+use test_harness as common;
 
 use common::{error, module_figure, now_ms, value, Server, Subscriber};
 use redis::{Connection, Value};

@@ -1,7 +1,7 @@
 //! An operator or a developer finds out what the module offers the way they
 //! would for a built-in: `COMMAND DOCS`, `INFO`, and typed replies.
 
-mod common;
+use test_harness as common;
 
 use common::{info_field, value, Server};
 use redis::Value;

@@ -1,7 +1,7 @@
 //! Bad input gets a clear error with a standard prefix, changes nothing, and
 //! never takes the server down.
 
-mod common;
+use test_harness as common;
 
 use common::{digest, error, value, Server};
 use redis::Value;
@@ -120,15 +120,15 @@ fn reserve_refuses_existing_keys_and_bad_parameters() {
         (&["HK.RESERVE", "n", "5", "ALPHA", "1"], "ERR ALPHA must be"),
         (
             &["HK.RESERVE", "n", "5", "HALFLIFE", "10", "ALPHA", "0.1"],
-            "ERR give HALFLIFE or ALPHA",
+            "ERR unknown or repeated option 'ALPHA': expected WIDTH, DEPTH, DECAY, SEED, HALFLIFE or ALPHA, CREATED, TIES",
         ),
         (
             &["HK.RESERVE", "n", "5", "WIDTH", "10", "WIDTH", "20"],
-            "ERR option WIDTH given twice",
+            "ERR unknown or repeated option 'WIDTH'",
         ),
         (
             &["HK.RESERVE", "n", "5", "COLOUR", "blue"],
-            "ERR unknown option",
+            "ERR unknown or repeated option 'COLOUR'",
         ),
         (
             &["HK.RESERVE", "n", "5", "WIDTH", "1073741824", "DEPTH", "16"],

@@ -1,7 +1,7 @@
 //! The examples a team copies (`examples/`, Python with redis-py) run
 //! against a real server and do what their README sections promise.
 
-mod common;
+use test_harness as common;
 
 use common::Server;
 use std::path::Path;

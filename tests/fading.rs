@@ -3,7 +3,7 @@
 //! timestamps a day ahead of the server clock, so nothing sleeps and reads
 //! happen at the latest arrival.
 
-mod common;
+use test_harness as common;
 
 use common::{
     digest, hk_info, info_field, list_with_count, list_with_count_at, value, wait_until, Server,
@@ -278,4 +278,28 @@ fn info_explains_the_fading_numbers() {
     let lambda: f64 = field("lambda").parse().unwrap();
     assert!((lambda - -(0.95f64.ln())).abs() < 1e-9);
     assert!(field("clock").parse::<i64>().is_ok());
+}
+
+#[test]
+fn an_item_holding_a_bucket_enters_once_the_minimum_has_faded() {
+    let server = Server::start();
+    let mut con = server.client();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let t0 = (now - 60_000).to_string();
+    value(
+        &mut con,
+        &["HK.RESERVE", "f", "1", "HALFLIFE", "1", "CREATED", &t0],
+    );
+    value(&mut con, &["HK.INCRBYAT", "f", &t0, "old", "100"]);
+    value(&mut con, &["HK.ADDAT", "f", &t0, "new"]);
+    // Twenty half-lives later "old" has faded below one arrival.
+    let later = (now - 40_000).to_string();
+    for _ in 0..3 {
+        value(&mut con, &["HK.ADDAT", "f", &later, "new"]);
+    }
+    let listed = common::list_with_count_at(&mut con, "f", Some(now - 40_000));
+    assert_eq!(listed, vec![(b"new".to_vec(), 3)]);
 }

@@ -7,7 +7,7 @@
 //! server must answer every command (an error is fine), answer PING after
 //! every batch, and still save and load everything at the end.
 
-mod common;
+use test_harness as common;
 
 use common::{value, Server};
 use rand::{Rng, SeedableRng};

@@ -2,7 +2,7 @@
 //! memory leaves the destination as it was, and a merged sketch keeps every
 //! parameter of its first source.
 
-mod common;
+use test_harness as common;
 
 use common::{error, hk_info, info_field, list_with_count, value, Server};
 use redis::{Connection, Value};

@@ -1,7 +1,7 @@
 //! Sketches survive every persistence path unchanged, and damaged payloads
 //! are refused without crashing the server.
 
-mod common;
+use test_harness as common;
 
 use common::{digest, error, hk_info, info_field, list_with_count, run, value, wait_until, Server};
 use heavykeeper_sketch::ENCODING_VERSION;

@@ -1,7 +1,7 @@
 //! Replicas and independent servers fed the same commands hold identical
 //! sketches: all randomness lives in the sketch and the primary fixes seeds.
 
-mod common;
+use test_harness as common;
 
 use common::{digest, info_field, list_with_count, value, wait_until, Server};
 use redis::{Connection, Value};

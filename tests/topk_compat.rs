@@ -2,7 +2,7 @@
 //! `topk-compat yes`) and it works unchanged: replies, errors and defaults
 //! as RedisBloom's, checked with redis-py's own `topk()` client.
 
-mod common;
+use test_harness as common;
 
 use common::{error, value, Server};
 use redis::Value;

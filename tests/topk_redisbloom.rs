@@ -5,7 +5,7 @@
 //! `topk-compat yes`. Each test keeps RedisBloom's name and its checks,
 //! reply shapes included: items come back as simple strings, as there.
 
-mod common;
+use test_harness as common;
 
 use common::{error, server_error_text, value, Server};
 use redis::{Connection, Value};

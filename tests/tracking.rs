@@ -1,7 +1,7 @@
 //! An app team finds its hot keys without changing the app: the module
 //! counts every key every client command touches, reads and writes apart.
 
-mod common;
+use test_harness as common;
 
 use common::{error, info_field, value, Server};
 use redis::{Connection, Value};

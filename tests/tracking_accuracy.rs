@@ -4,7 +4,7 @@
 //! fits the tracker's CPU budget it counts every command (exact); past
 //! that it samples slots of time, without bias.
 
-mod common;
+use test_harness as common;
 
 use common::{info_field, Server};
 use redis::Connection;

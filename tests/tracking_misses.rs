@@ -2,7 +2,7 @@
 //! penetration: every such read falls through to the database behind the
 //! cache), from the server's own key-miss events.
 
-mod common;
+use test_harness as common;
 
 use common::{error, info_field, Server};
 use redis::{Connection, Value};

@@ -2,7 +2,7 @@
 //! comes from: which of its slots (`HK.HOTSLOTS`) and which tenant's keys
 //! (`HK.HOTKEYS PREFIXES`), at the tracker's defaults.
 
-mod common;
+use test_harness as common;
 
 use common::{error, info_field, Cluster, Server};
 use heavykeeper_tracker::hash_slot;

@@ -3,7 +3,7 @@
 //! nor on its `hot` events. (A command filter runs before the server checks
 //! authentication, arity or even that the command exists.)
 
-mod common;
+use test_harness as common;
 
 use common::{info_field, Server, Subscriber};
 use redis::Connection;

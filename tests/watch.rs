@@ -1,7 +1,7 @@
 //! A gateway and a near cache are told the moment something turns hot:
 //! watched sketches publish enter, leave, hot and cool events.
 
-mod common;
+use test_harness as common;
 
 use common::{error, hk_info, value, Server, Subscriber};
 use redis::Value;

@@ -4,7 +4,7 @@
 //! `RENAME`, `MOVE`, `SWAPDB` or `HK.LOADSTATE`. Nothing arrives after the
 //! item turned hot: only fading (and the timer) can announce the `cool`.
 
-mod common;
+use test_harness as common;
 
 use common::{module_figure, now_ms, value, Server, Subscriber};
 use heavykeeper_sketch::{encode, HeavyKeeper, Params, WatchSpec};

@@ -4,7 +4,7 @@
 //! any bytes are a valid key and channel name, and a watch is paid for in
 //! `MEMORY USAGE` and the size cap like the rest of the sketch.
 
-mod common;
+use test_harness as common;
 
 use common::{error, now_ms, run, value, Server, Subscriber};
 use heavykeeper_sketch::{encode, HeavyKeeper, Params, WatchSpec};

@@ -7,11 +7,14 @@
 //! Every reply is an array with one entry per item: nil, or the item that
 //! this arrival expelled from the top-k.
 
-use crate::args::{err, integer, timestamp};
-use crate::argv::ArgV;
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS, WEIGHTED_ARRIVALS};
-use crate::{clock, fault, keyspace_event, limits, module_stats, reply, sketch_key, watching};
+use crate::data_type::limits::timestamp;
+use crate::data_type::{limits, sketch_key, stats};
+use crate::host::args::{err, integer};
+use crate::host::argv::ArgV;
+use crate::host::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS, WEIGHTED_ARRIVALS};
+use crate::host::{clock, fault, keyspace_event, reply};
+use crate::watching;
 use heavykeeper_sketch::Params;
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::{c_char, c_long};
@@ -216,7 +219,7 @@ pub(crate) fn count_arrivals(
         Ok(()) => expelled.len(),
         Err(_) => expelled.len() + 1,
     };
-    module_stats::counted(arrivals.weights.weight_of_first(applied));
+    stats::counted(arrivals.weights.weight_of_first(applied));
     replicate(ctx, args, &arrivals, applied, fading && time.is_none(), now);
     keyspace_event::key_changed(ctx, c"hk.add", name);
     if outcome.is_err() {

@@ -7,10 +7,12 @@
 //! `tenant:7:*`, ranked by the reads and writes of every key under it).
 //! `HK.HOTKEYS RESET` forgets every count.
 
-use crate::args::{err, integer, is_keyword, printable};
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec};
-use crate::{reply, tracking};
+use crate::host::args::{err, integer, is_keyword};
+use crate::host::command_spec::{Arg, CommandSpec};
+use crate::host::options::Options;
+use crate::host::reply;
+use crate::tracking;
 use heavykeeper_tracker::prefixes::as_pattern;
 use heavykeeper_tracker::{HotKey, Ranking};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -78,7 +80,7 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Does the key exist now (in its database)? Looked up without touching
 /// it and without raising a key-miss event of its own.
 fn exists(ctx: &Context, hot: &HotKey) -> bool {
-    let key = crate::module_string::of(ctx, &hot.key);
+    let key = crate::host::module_string::of(ctx, &hot.key);
     // SAFETY: the command's context; the database is selected back before
     // returning.
     unsafe {
@@ -99,28 +101,20 @@ fn exists(ctx: &Context, hot: &HotKey) -> bool {
     }
 }
 
-fn parse(options: &[RedisString]) -> Result<(Ranking, usize), RedisError> {
+fn parse(args: &[RedisString]) -> Result<(Ranking, usize), RedisError> {
     let (mut ranking, mut count) = (None, None);
-    let mut options = options.iter();
-    while let Some(option) = options.next() {
-        let named = [
-            ("READS", Ranking::Reads),
-            ("WRITES", Ranking::Writes),
-            ("MISSES", Ranking::Misses),
-            ("PREFIXES", Ranking::Prefixes),
-        ]
-        .into_iter()
-        .find(|(word, _)| is_keyword(option, word));
-        if let (Some((_, r)), None) = (named, ranking) {
-            ranking = Some(r);
-        } else if is_keyword(option, "COUNT") && count.is_none() {
-            let n = options.next().ok_or(RedisError::WrongArity)?;
-            count = Some(integer(n, "COUNT", 1, 1_000_000)? as usize);
-        } else {
-            return Err(err(format!(
-                "unknown or repeated option '{}': expected READS, WRITES, MISSES or PREFIXES, COUNT n, or RESET alone",
-                printable(option.as_slice())
-            )));
+    let mut options = Options::new(
+        args,
+        &["READS|WRITES|MISSES|PREFIXES", "COUNT"],
+        "READS, WRITES, MISSES or PREFIXES, COUNT n, or RESET alone",
+    );
+    while let Some(option) = options.next_option()? {
+        match option {
+            "READS" => ranking = Some(Ranking::Reads),
+            "WRITES" => ranking = Some(Ranking::Writes),
+            "MISSES" => ranking = Some(Ranking::Misses),
+            "PREFIXES" => ranking = Some(Ranking::Prefixes),
+            _ => count = Some(integer(options.value()?, "COUNT", 1, 1_000_000)? as usize),
         }
     }
     Ok((

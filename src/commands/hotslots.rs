@@ -6,10 +6,12 @@
 //! load (`INFO`: `tracker_reads_per_second`): what a load-aware rebalance
 //! moves.
 
-use crate::args::{err, integer, is_keyword, printable};
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec};
-use crate::{reply, tracking};
+use crate::host::args::{err, integer};
+use crate::host::command_spec::{Arg, CommandSpec};
+use crate::host::options::Options;
+use crate::host::reply;
+use crate::tracking;
 use heavykeeper_tracker::hash_slot::SLOTS;
 use heavykeeper_tracker::Access;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -35,23 +37,14 @@ pub fn hotslots(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     Ok(reply::rows(ctx, rows))
 }
 
-fn parse(options: &[RedisString]) -> Result<(Option<Access>, usize), RedisError> {
+fn parse(args: &[RedisString]) -> Result<(Option<Access>, usize), RedisError> {
     let (mut by, mut count) = (None, None);
-    let mut options = options.iter();
-    while let Some(option) = options.next() {
-        let named = [("READS", Access::Read), ("WRITES", Access::Write)]
-            .into_iter()
-            .find(|(word, _)| is_keyword(option, word));
-        if let (Some((_, access)), None) = (named, by) {
-            by = Some(access);
-        } else if is_keyword(option, "COUNT") && count.is_none() {
-            let n = options.next().ok_or(RedisError::WrongArity)?;
-            count = Some(integer(n, "COUNT", 1, SLOTS as u64)? as usize);
-        } else {
-            return Err(err(format!(
-                "unknown or repeated option '{}': expected READS or WRITES, COUNT n",
-                printable(option.as_slice())
-            )));
+    let mut options = Options::new(args, &["READS|WRITES", "COUNT"], "READS or WRITES, COUNT n");
+    while let Some(option) = options.next_option()? {
+        match option {
+            "READS" => by = Some(Access::Read),
+            "WRITES" => by = Some(Access::Write),
+            _ => count = Some(integer(options.value()?, "COUNT", 1, SLOTS as u64)? as usize),
         }
     }
     Ok((by, count.unwrap_or(SLOTS)))

@@ -3,8 +3,9 @@
 //! fractions and 64-bit values are strings, as they always were).
 
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::{clock, reply, sketch_key};
+use crate::data_type::sketch_key;
+use crate::host::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::host::{clock, reply};
 use heavykeeper_sketch::ENCODING_VERSION;
 use redis_module::redisvalue::RedisValueKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};

@@ -2,11 +2,14 @@
 //! top-k (or its n highest), highest count first. `AT` reads a fading sketch as of a later time (never earlier
 //! than its latest arrival), e.g. at the end of a backfilled log.
 
-use crate::args::{err, integer, is_keyword, printable, timestamp};
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::reply;
-use crate::{clock, sketch_key};
+use crate::data_type::limits::timestamp;
+use crate::data_type::sketch_key;
+use crate::host::args::integer;
+use crate::host::clock;
+use crate::host::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::host::options::Options;
+use crate::host::reply;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -14,22 +17,17 @@ pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         return Err(RedisError::WrongArity);
     }
     let (mut with_count, mut with_rate, mut at, mut count) = (false, false, None, None);
-    let mut options = args[2..].iter();
-    while let Some(option) = options.next() {
-        if is_keyword(option, "WITHCOUNT") && !with_count {
-            with_count = true;
-        } else if is_keyword(option, "WITHRATE") && !with_rate {
-            with_rate = true;
-        } else if is_keyword(option, "AT") && at.is_none() {
-            at = Some(timestamp(options.next().ok_or(RedisError::WrongArity)?)?);
-        } else if is_keyword(option, "COUNT") && count.is_none() {
-            let n = options.next().ok_or(RedisError::WrongArity)?;
-            count = Some(integer(n, "COUNT", 1, u64::from(u32::MAX))? as usize);
-        } else {
-            return Err(err(format!(
-                "unknown or repeated option '{}': expected WITHCOUNT, WITHRATE, AT timestamp, COUNT n",
-                printable(option.as_slice())
-            )));
+    let mut options = Options::new(
+        &args[2..],
+        &["WITHCOUNT", "WITHRATE", "AT", "COUNT"],
+        "WITHCOUNT, WITHRATE, AT timestamp, COUNT n",
+    );
+    while let Some(option) = options.next_option()? {
+        match option {
+            "WITHCOUNT" => with_count = true,
+            "WITHRATE" => with_rate = true,
+            "AT" => at = Some(timestamp(options.value()?)?),
+            _ => count = Some(integer(options.value()?, "COUNT", 1, u64::from(u32::MAX))? as usize),
         }
     }
     let key = ctx.open_key(sketch_key::name(&args)?);

@@ -2,10 +2,12 @@
 //! Written by the AOF rewrite; also a way to move a sketch between servers
 //! whose module versions differ (the payload carries its encoding version).
 
-use crate::args::err;
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::{channel_permission, keyspace_event, limits, sketch_key, watching};
+use crate::data_type::{limits, sketch_key};
+use crate::host::args::err;
+use crate::host::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::host::{channel_permission, keyspace_event};
+use crate::watching;
 use heavykeeper_sketch::{decode, DecodeError, HeavyKeeper};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 

@@ -7,10 +7,12 @@
 //! unless it is itself listed. A source listed twice is refused: it would
 //! count its sub-stream twice. Sources must count disjoint sub-streams.
 
-use crate::args::{err, printable};
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::{keyspace_event, limits, sketch_key, watching};
+use crate::data_type::{limits, sketch_key};
+use crate::host::args::{err, printable};
+use crate::host::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::host::keyspace_event;
+use crate::watching;
 use heavykeeper_sketch::{HeavyKeeper, MergeError, OutOfMemory};
 use redis_module::key::RedisKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};

@@ -15,7 +15,7 @@ pub mod reserve;
 pub mod topk_compat;
 pub mod watch;
 
-use crate::command_spec::CommandSpec;
+use crate::host::command_spec::CommandSpec;
 
 /// Every `HK.*` command.
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {

@@ -3,11 +3,12 @@
 //! - `HK.COUNT key item [item ...]`: each item's estimated current count.
 //! - `HK.RATE key item [item ...]`: each item's estimated arrivals per second.
 
-use crate::argv::ArgV;
 use crate::callback;
-use crate::command_spec::{CommandSpec, KeySpec, KEY_AND_ITEMS};
-use crate::reply;
-use crate::{clock, sketch_key};
+use crate::data_type::sketch_key;
+use crate::host::argv::ArgV;
+use crate::host::clock;
+use crate::host::command_spec::{CommandSpec, KeySpec, KEY_AND_ITEMS};
+use crate::host::reply;
 use heavykeeper_sketch::HeavyKeeper;
 use redis_module::{Context, RedisError, RedisResult, RedisValue};
 

@@ -1,10 +1,13 @@
 //! `HK.RESERVE key k [WIDTH w] [DEPTH d] [DECAY p] [SEED n] [HALFLIFE s | ALPHA a] [CREATED ms]
 //! [TIES ITEM | REDISBLOOM]`
 
-use crate::args::{decimal, err, integer, is_keyword, printable, timestamp};
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::{clock, keyspace_event, limits, sketch_key};
+use crate::data_type::limits::timestamp;
+use crate::data_type::{limits, sketch_key};
+use crate::host::args::{decimal, err, integer};
+use crate::host::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::host::options::Options;
+use crate::host::{clock, keyspace_event};
 use heavykeeper_sketch::{HeavyKeeper, Params, Ties};
 use redis_module::key::RedisKeyWritable;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
@@ -77,62 +80,50 @@ pub(crate) fn create_sketch(
     })
 }
 
-fn parse_options(options: &[RedisString]) -> Result<Request, RedisError> {
+fn parse_options(args: &[RedisString]) -> Result<Request, RedisError> {
     let mut request = Request::default();
-    let mut fading_given = false;
-    for pair in options.chunks(2) {
-        let [name, value] = pair else {
-            return Err(RedisError::WrongArity);
-        };
-        let keyword = name.as_slice().to_ascii_uppercase();
-        let duplicate = match keyword.as_slice() {
-            b"WIDTH" => set(
-                &mut request.width,
-                integer(value, "WIDTH", 1, u64::from(Params::MAX_WIDTH))? as u32,
-            ),
-            b"DEPTH" => set(
-                &mut request.depth,
-                integer(value, "DEPTH", 1, u64::from(Params::MAX_DEPTH))? as u32,
-            ),
+    let mut options = Options::new(
+        args,
+        &[
+            "WIDTH",
+            "DEPTH",
+            "DECAY",
+            "SEED",
+            "HALFLIFE|ALPHA",
+            "CREATED",
+            "TIES",
+        ],
+        "WIDTH, DEPTH, DECAY, SEED, HALFLIFE or ALPHA, CREATED, TIES",
+    );
+    while let Some(option) = options.next_option()? {
+        let value = options.value()?;
+        match option {
+            "WIDTH" => {
+                let max = u64::from(Params::MAX_WIDTH);
+                request.width = Some(integer(value, "WIDTH", 1, max)? as u32);
+            }
+            "DEPTH" => {
+                let max = u64::from(Params::MAX_DEPTH);
+                request.depth = Some(integer(value, "DEPTH", 1, max)? as u32);
+            }
             // Its range is checked with the other parameters, in `Params::validate`.
-            b"DECAY" => set(&mut request.decay, decimal(value, "DECAY")?),
-            b"SEED" => set(&mut request.seed, integer(value, "SEED", 0, u64::MAX)?),
-            b"CREATED" => set(&mut request.created_ms, timestamp(value)?),
-            b"TIES" => set(
-                &mut request.ties,
-                Ties::from_name(value.as_slice())
-                    .ok_or_else(|| err("TIES must be ITEM or REDISBLOOM"))?,
-            ),
-            b"HALFLIFE" | b"ALPHA" => {
-                if fading_given {
-                    return Err(err("give HALFLIFE or ALPHA, once, not both"));
-                }
-                fading_given = true;
-                set(&mut request.half_life_ms, half_life_ms(name, value)?)
+            "DECAY" => request.decay = Some(decimal(value, "DECAY")?),
+            "SEED" => request.seed = Some(integer(value, "SEED", 0, u64::MAX)?),
+            "CREATED" => request.created_ms = Some(timestamp(value)?),
+            "TIES" => {
+                let ties = Ties::from_name(value.as_slice());
+                request.ties = Some(ties.ok_or_else(|| err("TIES must be ITEM or REDISBLOOM"))?);
             }
-            _ => {
-                return Err(err(format!(
-                "unknown option '{}': expected WIDTH, DEPTH, DECAY, SEED, HALFLIFE, ALPHA, CREATED, TIES",
-                printable(name.as_slice())
-            )))
-            }
-        };
-        if duplicate {
-            return Err(err(format!("option {} given twice", printable(&keyword))));
+            fading => request.half_life_ms = Some(half_life_ms(fading, value)?),
         }
     }
     Ok(request)
 }
 
-/// Stores `value`; true if one was already there.
-fn set<T>(slot: &mut Option<T>, value: T) -> bool {
-    slot.replace(value).is_some()
-}
-
 /// `HALFLIFE` in seconds, or `ALPHA`, the per-second smoothing factor
 /// (`count <- count * (1 - a) + arrivals`, half-life `ln 2 / -ln(1 - a)`).
-fn half_life_ms(name: &RedisString, value: &RedisString) -> Result<f64, RedisError> {
-    if is_keyword(name, "ALPHA") {
+fn half_life_ms(option: &str, value: &RedisString) -> Result<f64, RedisError> {
+    if option == "ALPHA" {
         let a = decimal(value, "ALPHA")?;
         if !(a > 0.0 && a < 1.0) {
             return Err(err("ALPHA must be greater than 0 and less than 1"));

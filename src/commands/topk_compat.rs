@@ -18,12 +18,13 @@
 //! an AOF without `topk-compat` applies them too.
 
 use super::{add, query, reserve};
-use crate::args::{decimal, integer};
-use crate::argv::ArgV;
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS};
 use crate::data_type::HK_TYPE;
-use crate::{clock, keyspace_event, limits, reply, sketch_key};
+use crate::data_type::{limits, sketch_key};
+use crate::host::args::{decimal, integer};
+use crate::host::argv::ArgV;
+use crate::host::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS};
+use crate::host::{clock, keyspace_event, reply};
 use heavykeeper_sketch::{HeavyKeeper, Params, Ties};
 use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::os::raw::c_long;

@@ -9,10 +9,13 @@
 //! In a cluster the events go out as shard messages (`SSUBSCRIBE`), so the
 //! channel must hash to the key's slot: give both the same hash tag.
 
-use crate::args::{decimal, err, is_keyword, printable};
 use crate::callback;
-use crate::command_spec::{Arg, CommandSpec, KeySpec};
-use crate::{channel_permission, keyspace_event, limits, sketch_key, watching};
+use crate::data_type::{limits, sketch_key};
+use crate::host::args::{decimal, err, printable};
+use crate::host::command_spec::{Arg, CommandSpec, KeySpec};
+use crate::host::options::Options;
+use crate::host::{channel_permission, keyspace_event};
+use crate::watching;
 use heavykeeper_sketch::WatchSpec;
 use heavykeeper_tracker::hash_slot;
 use redis_module::{Context, ContextFlags, RedisError, RedisResult, RedisString, RedisValue};
@@ -66,21 +69,16 @@ fn parse(channel: &RedisString, options: &[RedisString]) -> Result<WatchSpec, Re
         above: None,
         below: None,
     };
-    let mut options = options.iter();
-    while let Some(option) = options.next() {
-        if is_keyword(option, "MEMBERS") && !spec.members {
-            spec.members = true;
-        } else if is_keyword(option, "ABOVE") && spec.above.is_none() {
-            let value = options.next().ok_or(RedisError::WrongArity)?;
-            spec.above = Some(decimal(value, "ABOVE")?);
-        } else if is_keyword(option, "BELOW") && spec.below.is_none() {
-            let value = options.next().ok_or(RedisError::WrongArity)?;
-            spec.below = Some(decimal(value, "BELOW")?);
-        } else {
-            return Err(err(format!(
-                "unknown or repeated option '{}': expected MEMBERS, ABOVE threshold, BELOW threshold",
-                printable(option.as_slice())
-            )));
+    let mut options = Options::new(
+        options,
+        &["MEMBERS", "ABOVE", "BELOW"],
+        "MEMBERS, ABOVE threshold, BELOW threshold",
+    );
+    while let Some(option) = options.next_option()? {
+        match option {
+            "MEMBERS" => spec.members = true,
+            "ABOVE" => spec.above = Some(decimal(options.value()?, "ABOVE")?),
+            _ => spec.below = Some(decimal(options.value()?, "BELOW")?),
         }
     }
     spec.validate().map_err(|e| err(e.to_string()))?;

@@ -1,7 +1,7 @@
 //! Publishing events: on a channel, as JSON any standard library parses,
 //! and only where events are the node's to announce.
 
-use crate::module_string;
+use crate::host::module_string;
 use base64::Engine;
 use redis_module::{raw, Context, ContextFlags, RedisString};
 use serde_json::{json, Map, Value};

@@ -26,10 +26,7 @@ pub fn field(ctx: &Context, section: &CStr, field: &CStr) -> Option<Vec<u8>> {
 /// `errorstat_<code>:count=N`): `Some(0)` before the first, `None` if the
 /// server cannot say.
 pub fn error_count(ctx: &Context, name: &CStr) -> Option<u64> {
-    // SAFETY: the module API exists from the moment the module loads.
-    if unsafe { raw::RedisModule_GetServerInfo }.is_none() {
-        return None;
-    }
+    crate::server_api!(RedisModule_GetServerInfo)?;
     match field(ctx, c"errorstats", name) {
         None => Some(0),
         Some(text) => parse_error_count(&text),

@@ -4,6 +4,7 @@
 //! `CONFIG SET`. Each change is applied at once (see
 //! [`super::apply_configs`]).
 
+use crate::host::config::{any_bytes, OnChange, Setting};
 use heavykeeper_tracker::{KeyTracker, PrefixRule, TrackerShape};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
@@ -49,6 +50,60 @@ pub const MAX_K: i64 = KeyTracker::MAX_K as i64;
 pub const DEFAULT_HALFLIFE_S: i64 = 10;
 /// A day: longer half-lives would not mean "now" any more.
 pub const MAX_HALFLIFE_S: i64 = 86_400;
+
+/// The tracker re-reads its configs at once.
+const TRACKING: OnChange = Some(super::apply_configs);
+
+pub static SETTINGS: [Setting; 10] = [
+    Setting::bool("track", &TRACK, false, TRACKING),
+    Setting::integer("track-k", &TRACK_K, (DEFAULT_K, 1, MAX_K), TRACKING),
+    Setting::integer(
+        "track-halflife",
+        &TRACK_HALFLIFE,
+        (DEFAULT_HALFLIFE_S, 1, MAX_HALFLIFE_S),
+        TRACKING,
+    ),
+    Setting::integer(
+        "track-sample",
+        &TRACK_SAMPLE,
+        (DEFAULT_SAMPLE, 0, MAX_SAMPLE),
+        TRACKING,
+    ),
+    Setting::integer(
+        "track-cpu-millicores",
+        &TRACK_CPU_MILLICORES,
+        (DEFAULT_CPU_MILLICORES, 1, MAX_CPU_MILLICORES),
+        TRACKING,
+    ),
+    Setting::bool("track-misses", &TRACK_MISSES, false, TRACKING),
+    Setting::integer(
+        "track-notify-above",
+        &TRACK_NOTIFY_ABOVE,
+        (0, 0, MAX_NOTIFY_ABOVE),
+        None,
+    ),
+    Setting::Text {
+        name: "track-channel",
+        variable: &TRACK_CHANNEL,
+        default: DEFAULT_CHANNEL,
+        check: any_bytes,
+        on_change: None,
+    },
+    Setting::Text {
+        name: "track-prefix-delimiter",
+        variable: &TRACK_PREFIX_DELIMITER,
+        default: DEFAULT_PREFIX_DELIMITER,
+        check: check_prefix_delimiter,
+        on_change: TRACKING,
+    },
+    Setting::Text {
+        name: "track-prefix-depths",
+        variable: &TRACK_PREFIX_DEPTHS,
+        default: DEFAULT_PREFIX_DEPTHS,
+        check: check_prefix_depths,
+        on_change: TRACKING,
+    },
+];
 
 pub fn tracking_on() -> bool {
     TRACK.load(Ordering::Relaxed)

@@ -53,7 +53,7 @@ pub fn attach(ctx: &redis_module::Context) {
 /// Does the server's filter say which client sent a command (7.2+)?
 pub fn names_clients() -> bool {
     // SAFETY: function pointers filled by the server at load.
-    unsafe { raw::RedisModule_CommandFilterGetClientId }.is_some()
+    crate::server_api!(RedisModule_CommandFilterGetClientId).is_some()
 }
 
 /// Registers the filter (`on`) or removes it.
@@ -236,7 +236,7 @@ impl CommandKeys {
     fn of(argv: &[*mut raw::RedisModuleString]) -> Option<Self> {
         let ctx = module_context::raw();
         // SAFETY: a function pointer filled by the server at load.
-        let get_keys = unsafe { raw::RedisModule_GetCommandKeysWithFlags }?;
+        let get_keys = crate::server_api!(RedisModule_GetCommandKeysWithFlags)?;
         let (mut count, mut flags): (c_int, *mut c_int) = (0, null_mut());
         // SAFETY: `argv` holds the command's own argument strings; the
         // server only reads them.
@@ -323,7 +323,7 @@ unsafe extern "C" fn on_client_change(
     subevent: u64,
     data: *mut c_void,
 ) {
-    crate::panic_guard::or_fallback("a client event", (), || {
+    crate::host::panic_guard::or_fallback("a client event", (), || {
         if subevent != raw::REDISMODULE_SUBEVENT_CLIENT_CHANGE_DISCONNECTED || data.is_null() {
             return;
         }

@@ -3,7 +3,7 @@
 //! that none could be mistaken for a figure of the sketches.
 
 use super::config;
-use crate::module_stats::info_number as number;
+use crate::host::info::number;
 use redis_module::InfoContext;
 
 /// What INFO reads, without waiting for anything (INFO can run from a

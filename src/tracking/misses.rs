@@ -10,8 +10,8 @@
 //! afterwards a miss with `track-misses no` costs the callback's first test.
 
 use super::with_state;
-use crate::module_string;
-use crate::panic_guard::or_fallback;
+use crate::host::module_string;
+use crate::host::panic_guard::or_fallback;
 use redis_module::{raw, Context};
 use std::os::raw::{c_char, c_int};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,7 +53,7 @@ unsafe extern "C" fn on_key_miss(
             let db = raw::RedisModule_GetSelectedDb.map_or(0, |f| f(ctx));
             (u16::try_from(db).unwrap_or(0), module_string::bytes(key))
         };
-        crate::fault::on_event(key);
+        crate::host::fault::on_event(key);
         with_state(|state| {
             let Some(t) = state.as_mut().filter(|t| t.misses()) else {
                 return;

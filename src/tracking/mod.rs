@@ -30,7 +30,7 @@ pub mod state;
 pub mod timers;
 pub mod worker;
 
-use crate::clock;
+use crate::host::clock;
 use heavykeeper_tracker::{Access, HotKey, Ranking, SlotRate};
 use redis_module::ContextFlags;
 use state::Tracking;

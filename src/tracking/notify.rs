@@ -6,7 +6,7 @@
 
 use super::{config, with_state, Tracking};
 use crate::host::publish::{count, number, publish_message, put_bytes};
-use crate::{clock, module_string};
+use crate::host::{clock, module_string};
 use heavykeeper_tracker::{HotKey, Ranking};
 use redis_module::Context;
 use serde_json::{json, Map, Value};

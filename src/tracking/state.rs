@@ -11,7 +11,7 @@ use super::cost_meter::{CostMeter, Spent};
 use super::name_effects::NameEffect;
 use super::script_watch::ScriptWatch;
 use super::worker::{self, Worker};
-use crate::clock;
+use crate::host::clock;
 use crate::host::module_context;
 use heavykeeper_tracker::{
     Access, CostBudget, Counting, Coverage, KeyBatch, KeyTracker, PrefixRule, TickCost,

@@ -14,8 +14,8 @@
 //! tracking config change restarts them).
 
 use super::{filter, notify, with_state};
+use crate::host::panic_guard::or_fallback;
 use crate::host::{module_context, publish};
-use crate::panic_guard::or_fallback;
 use redis_module::Context;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -1,16 +1,32 @@
 //! `heavykeeper.watch-interval-ms` and `heavykeeper.watch-max-events`.
 
+use crate::host::config::Setting;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-pub static WATCH_INTERVAL_MS: AtomicI64 = AtomicI64::new(DEFAULT_INTERVAL_MS);
-pub static WATCH_MAX_EVENTS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_EVENTS);
+static WATCH_INTERVAL_MS: AtomicI64 = AtomicI64::new(DEFAULT_INTERVAL_MS);
+static WATCH_MAX_EVENTS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_EVENTS);
 
-pub const DEFAULT_INTERVAL_MS: i64 = 100;
-pub const MIN_INTERVAL_MS: i64 = 10;
-pub const MAX_INTERVAL_MS: i64 = 60_000;
-pub const DEFAULT_MAX_EVENTS: i64 = 1000;
-pub const MAX_MAX_EVENTS: i64 = 1_000_000;
+const DEFAULT_INTERVAL_MS: i64 = 100;
+const MIN_INTERVAL_MS: i64 = 10;
+const MAX_INTERVAL_MS: i64 = 60_000;
+const DEFAULT_MAX_EVENTS: i64 = 1000;
+const MAX_MAX_EVENTS: i64 = 1_000_000;
+
+pub static SETTINGS: [Setting; 2] = [
+    Setting::integer(
+        "watch-interval-ms",
+        &WATCH_INTERVAL_MS,
+        (DEFAULT_INTERVAL_MS, MIN_INTERVAL_MS, MAX_INTERVAL_MS),
+        None,
+    ),
+    Setting::integer(
+        "watch-max-events",
+        &WATCH_MAX_EVENTS,
+        (DEFAULT_MAX_EVENTS, 1, MAX_MAX_EVENTS),
+        None,
+    ),
+];
 
 pub fn interval() -> Duration {
     let ms = WATCH_INTERVAL_MS

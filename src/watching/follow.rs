@@ -17,9 +17,9 @@
 
 use super::schedule::Db;
 use super::{follow, selected_db, with_schedule};
-use crate::panic_guard::or_fallback;
-use crate::sketch_key::Quiet;
-use crate::{fault, module_string};
+use crate::data_type::sketch_key::Quiet;
+use crate::host::panic_guard::or_fallback;
+use crate::host::{fault, module_string};
 use redis_module::{raw, Context};
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
@@ -67,12 +67,14 @@ unsafe extern "C" fn on_keyspace_event(
         if event.is_null() || key.is_null() {
             return;
         }
-        let event = CStr::from_ptr(event).to_bytes();
+        // SAFETY: the server's NUL-terminated event name, alive through the call.
+        let event = unsafe { CStr::from_ptr(event) }.to_bytes();
         if !matches!(event, b"rename_to" | b"move_to" | b"copy_to" | b"restore") {
             return;
         }
         let ctx = Context::new(ctx);
-        let name = module_string::bytes(key);
+        // SAFETY: the server's key name, alive through the call.
+        let name = unsafe { module_string::bytes(key) };
         fault::on_event(name);
         let name = module_string::of(&ctx, name);
         let watched = Quiet::open(&ctx, &name).is_some_and(|s| s.watch().is_some());
@@ -97,11 +99,13 @@ unsafe extern "C" fn on_server_event(
             raw::REDISMODULE_EVENT_FLUSHDB
                 if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_START =>
             {
-                let info = &*data.cast::<raw::RedisModuleFlushInfo>();
+                // SAFETY: a flush event's data is its `RedisModuleFlushInfo`.
+                let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
                 flushed((info.dbnum >= 0).then_some(info.dbnum));
             }
             raw::REDISMODULE_EVENT_SWAPDB => {
-                let info = &*data.cast::<raw::RedisModuleSwapDbInfo>();
+                // SAFETY: a swap-db event's data is its `RedisModuleSwapDbInfo`.
+                let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
                 swapped(info.dbnum_first, info.dbnum_second);
             }
             _ => {}

@@ -14,7 +14,7 @@ pub mod message;
 pub mod schedule;
 pub mod timer;
 
-use crate::module_string;
+use crate::host::module_string;
 use heavykeeper_sketch::{HeavyKeeper, WatchEvent};
 use redis_module::{raw, Context, ContextFlags, RedisString};
 use schedule::{Db, Schedule};
@@ -49,6 +49,14 @@ pub fn selected_db(ctx: &Context) -> Db {
 pub fn follow(db: Db, key: &[u8]) {
     with_schedule(|s| s.at(db, key, i64::MIN));
 }
+
+/// What the data type's callbacks tell the schedule: a watched sketch
+/// loaded at a key, or gone from it.
+pub const KEY_HOOKS: crate::data_type::lifecycle::WatchedKeyHooks =
+    crate::data_type::lifecycle::WatchedKeyHooks {
+        loaded: follow,
+        unlinked: unfollow,
+    };
 
 /// [`follow`] `key` of the context's database.
 pub fn follow_here(ctx: &Context, key: &RedisString) {
@@ -95,7 +103,7 @@ pub fn publish(ctx: &Context, key: &RedisString, sketch: &mut HeavyKeeper, event
 
 /// `INFO heavykeeper` (section `heavykeeper_watch`).
 pub fn add_info_section(ctx: &redis_module::InfoContext) {
-    let number = crate::module_stats::info_number;
+    let number = crate::host::info::number;
     let (watched, queued) = with_schedule(|s| (s.len(), s.queued()));
     let _ = ctx
         .builder()

@@ -8,9 +8,9 @@
 //! sketches only: idle watches are not looked at.
 
 use super::{announces, publish, with_schedule};
-use crate::panic_guard::or_fallback;
-use crate::sketch_key::Quiet;
-use crate::{clock, fault, module_string};
+use crate::data_type::sketch_key::Quiet;
+use crate::host::panic_guard::or_fallback;
+use crate::host::{clock, fault, module_string};
 use redis_module::{raw, Context};
 use std::os::raw::c_int;
 use std::time::Duration;

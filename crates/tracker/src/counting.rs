@@ -336,7 +336,6 @@ mod tests {
 
     #[test]
     fn every_slot_and_the_totals_count_every_access_exactly() {
-        let mut c = counting();
         let mut t = KeyTracker::new(
             TrackerShape {
                 k: 20,
@@ -346,7 +345,7 @@ mod tests {
             0,
         );
         t.count_slots(0);
-        c = Counting::new(t, 100, 9);
+        let mut c = Counting::new(t, 100, 9);
         c.set_threshold(8);
         let mut b = KeyBatch::default();
         for i in 0..300 {

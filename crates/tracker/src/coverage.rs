@@ -109,9 +109,9 @@ mod tests {
         let mut c = Coverage::new(8, 5);
         let mut places = [0u32; 8];
         for _ in 0..80_000 {
-            for place in 0..8 {
+            for place in &mut places {
                 if c.next_slot().is_some() {
-                    places[place] += 1;
+                    *place += 1;
                 }
             }
         }

@@ -222,7 +222,7 @@ unsafe fn copy_small(src: &[u8], dst: *mut u8) {
     use std::ptr::{read_unaligned, write_unaligned};
     let n = src.len();
     let s = src.as_ptr();
-    // SAFETY (every branch): each load reads `width` bytes at offset 0 or
+    // SAFETY: (every branch) each load reads `width` bytes at offset 0 or
     // `n - width` with `n >= width`, inside `src`; each store writes the same
     // offsets of `dst`, inside its `n` bytes. Overlapping stores write the
     // same bytes twice.

@@ -16,10 +16,9 @@ pub struct Filter {
 
 impl Filter {
     pub fn matches(&self, id: &KeyId) -> bool {
-        // (Option::is_none_or is newer than the workspace's Rust 1.80.)
-        self.key.as_ref().map_or(true, |p| p.matches(&id.key))
+        self.key.as_ref().is_none_or(|p| p.matches(&id.key))
             && self.selects_node(&id.node)
-            && self.db.map_or(true, |db| db == id.db)
+            && self.db.is_none_or(|db| db == id.db)
     }
 
     /// The keys this filter selects, in `order`.
@@ -38,7 +37,7 @@ impl Filter {
     pub fn selects_node(&self, address: &str) -> bool {
         self.node
             .as_deref()
-            .map_or(true, |n| node_matches(n, address))
+            .is_none_or(|n| node_matches(n, address))
     }
 
     /// An empty pattern selects every key again.

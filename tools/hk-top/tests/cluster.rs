@@ -2,8 +2,7 @@
 //! created by `redis-cli --cluster create` on loopback, where the union of
 //! the nodes' lists is the cluster's list and each key shows its node.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use test_harness as common;
 
 use common::{value, Cluster, Server, TRACK_EVERY_COMMAND};
 use serde_json::Value as Json;
@@ -53,6 +52,16 @@ fn once_prints_the_hottest_keys_of_one_server() {
 fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
     let cluster = Cluster::start(TRACK_EVERY_COMMAND);
     let nodes = &cluster.nodes;
+    // Every node starts counting at the same moment, a second before the
+    // keys: a rate is corrected for how long its node has counted, so nodes
+    // that started apart would rank equal counts apart.
+    for node in nodes {
+        let _: redis::Value = redis::cmd("GET")
+            .arg("warm-up")
+            .query(&mut node.client())
+            .unwrap_or(redis::Value::Nil);
+    }
+    std::thread::sleep(std::time::Duration::from_secs(1));
     // user:0 is the hottest, user:29 the coolest; each on its own node.
     let mut owner_of = HashMap::new();
     for i in 0..30 {

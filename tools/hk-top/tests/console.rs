@@ -7,8 +7,7 @@
 //! shell's own `stty -a` after hk-top), the normal screen with what it
 //! showed before, the cursor shown.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use test_harness as common;
 
 use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};
 use std::path::PathBuf;

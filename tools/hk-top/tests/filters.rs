@@ -4,8 +4,7 @@
 //! corner cases included), and the other flags narrow and order `--once`
 //! and `--json` as they say.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use test_harness as common;
 
 use base64::Engine;
 use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};

@@ -5,8 +5,7 @@
 //! error; in a cluster where one node counts them, the others' figures are
 //! unknown (`-`, no JSON field), not zero.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use test_harness as common;
 
 use base64::Engine;
 use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};

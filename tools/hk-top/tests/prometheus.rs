@@ -6,8 +6,7 @@
 //! at a server that is not there: Prometheus scrapes it fine and records
 //! `heavykeeper_up 0`.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use test_harness as common;
 
 use base64::Engine;
 use common::{free_port, run, value, wait_until, Server, TRACK_EVERY_COMMAND};

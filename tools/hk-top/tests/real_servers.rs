@@ -3,8 +3,7 @@
 //! one that speaks TLS (a CA made here, verified, wrong CA refused), always
 //! with `redis-cli`'s flags; and asks it for `--help` and `--version`.
 
-#[path = "../../../tests/common/mod.rs"]
-mod common;
+use test_harness as common;
 
 use common::{free_port, value, Server, TRACK_EVERY_COMMAND};
 use std::path::Path;

@@ -39,7 +39,7 @@ pub fn draw(frame: &mut Frame, area: Rect, console: &Console) {
         .map(|load| node_row(load, console, &metrics, (rate_width, share_width)))
         .collect();
     let mut widths = vec![node_width, ROLE_WIDTH, KEYS_WIDTH];
-    widths.extend(std::iter::repeat(rate_width).take(rates));
+    widths.extend(std::iter::repeat_n(rate_width, rates));
     widths.push(share_width);
     let table = Table::new(
         rows,

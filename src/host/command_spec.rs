@@ -3,8 +3,8 @@
 //! declares its `CommandSpec` beside its handler; `register` hands it to the
 //! server.
 
-use crate::argv::ArgV;
-use crate::panic_guard::contain;
+use crate::host::argv::ArgV;
+use crate::host::panic_guard::contain;
 use redis_module::{raw, Context, RedisResult};
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
@@ -165,7 +165,7 @@ macro_rules! callback {
         $crate::callback!(@entry |ctx, args| $handler(ctx, args))
     };
     ($handler:path) => {
-        $crate::callback!(@entry |ctx, args: $crate::argv::ArgV| $handler(ctx, args.strings()))
+        $crate::callback!(@entry |ctx, args: $crate::host::argv::ArgV| $handler(ctx, args.strings()))
     };
     (@entry $run:expr) => {{
         extern "C" fn call(
@@ -174,10 +174,10 @@ macro_rules! callback {
             argc: std::os::raw::c_int,
         ) -> std::os::raw::c_int {
             // SAFETY: the server's own arguments, valid for the command.
-            let args = unsafe { $crate::argv::ArgV::new(ctx, argv, argc) };
-            $crate::command_spec::dispatch(args, $run)
+            let args = unsafe { $crate::host::argv::ArgV::new(ctx, argv, argc) };
+            $crate::host::command_spec::dispatch(args, $run)
         }
-        call as $crate::command_spec::Callback
+        call as $crate::host::command_spec::Callback
     }};
 }
 
@@ -195,15 +195,15 @@ pub struct ServerSupport {
     pub module_category: Option<&'static str>,
 }
 
-// The server's API functions are `static mut` in the bindings: they are
-// written once, by RedisModule_Init, before any of this runs.
-
 /// Registers one command with its key specs, docs and ACL categories.
 pub fn register(ctx: &Context, spec: &CommandSpec, support: &ServerSupport) -> Result<(), String> {
     let name = CString::new(spec.name).map_err(|e| e.to_string())?;
     let flags = CString::new(spec.flags).map_err(|e| e.to_string())?;
-    let create = unsafe { raw::RedisModule_CreateCommand }.ok_or("no RedisModule_CreateCommand")?;
+    let create =
+        crate::server_api!(RedisModule_CreateCommand).ok_or("no RedisModule_CreateCommand")?;
     // Keys come from the key specs set below, not from first/last/step.
+    // SAFETY: the server's context during OnLoad; the strings live through
+    // the call (the server copies them); the callback is an entry point.
     if unsafe {
         create(
             ctx.ctx,
@@ -218,7 +218,8 @@ pub fn register(ctx: &Context, spec: &CommandSpec, support: &ServerSupport) -> R
     {
         return Err(format!("the server refused to create {}", spec.name));
     }
-    let get = unsafe { raw::RedisModule_GetCommand }.ok_or("no RedisModule_GetCommand")?;
+    let get = crate::server_api!(RedisModule_GetCommand).ok_or("no RedisModule_GetCommand")?;
+    // SAFETY: as above.
     let command = unsafe { get(ctx.ctx, name.as_ptr()) };
     if command.is_null() {
         return Err(format!("{} vanished after it was created", spec.name));
@@ -235,7 +236,7 @@ fn set_acl_categories(
     spec: &CommandSpec,
     module_category: Option<&str>,
 ) -> Result<(), String> {
-    let Some(set) = (unsafe { raw::RedisModule_SetCommandACLCategories }) else {
+    let Some(set) = crate::server_api!(RedisModule_SetCommandACLCategories) else {
         return Ok(());
     };
     let categories = match module_category {
@@ -243,6 +244,7 @@ fn set_acl_categories(
         None => spec.acl.to_string(),
     };
     let categories = CString::new(categories).map_err(|e| e.to_string())?;
+    // SAFETY: a command the server just made; the string lives through the call.
     if unsafe { set(command, categories.as_ptr()) } == raw::Status::Err as c_int {
         return Err(format!(
             "the server refused the ACL categories of {}",
@@ -260,7 +262,8 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
 };
 
 fn set_info(command: *mut raw::RedisModuleCommand, spec: &CommandSpec) -> Result<(), String> {
-    let set = unsafe { raw::RedisModule_SetCommandInfo }.ok_or("no RedisModule_SetCommandInfo")?;
+    let set =
+        crate::server_api!(RedisModule_SetCommandInfo).ok_or("no RedisModule_SetCommandInfo")?;
     // The server copies everything it is given: the strings live until the call returns.
     let mut strings = Strings::default();
     let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = spec
@@ -281,6 +284,8 @@ fn set_info(command: *mut raw::RedisModuleCommand, spec: &CommandSpec) -> Result
         key_specs: key_specs.as_mut_ptr(),
         args: args.as_mut_ptr(),
     };
+    // SAFETY: a command the server just made; `info` and everything it
+    // points to live until the call returns.
     if unsafe { set(command, &info) } == raw::Status::Err as c_int {
         return Err(format!(
             "the server refused the command info of {}",

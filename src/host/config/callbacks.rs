@@ -4,49 +4,74 @@
 //! aborts it at the next `CONFIG GET`). These are binary-safe, contain
 //! every panic, and answer it as a refused `CONFIG SET`.
 
-use crate::config::Setting;
-use crate::panic_guard::or_fallback;
-use crate::{fault, module_string};
+use super::load_args::LoadArgs;
+use super::setting::Setting;
+use crate::host::panic_guard::or_fallback;
+use crate::host::{fault, module_string};
 use redis_module::{raw, Context, RedisString};
 use std::cell::RefCell;
 use std::ffi::CString;
-use std::os::raw::{c_char, c_int, c_longlong, c_uint, c_void};
+use std::os::raw::{c_char, c_int, c_longlong, c_void};
 use std::sync::atomic::Ordering;
 
 const OK: c_int = raw::REDISMODULE_OK as c_int;
 const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 
-/// Registers `setting` with `value` as its default (the load argument, or
-/// the built-in default). `flags` are `REDISMODULE_CONFIG_*` bits.
-pub fn register(
-    ctx: &Context,
-    setting: &'static Setting,
-    value: Value<'_>,
-    flags: c_uint,
-) -> Result<(), String> {
+/// Registers `setting` with the server, its load argument (if given) as
+/// its default.
+pub fn register(ctx: &Context, setting: &'static Setting, given: &LoadArgs) -> Result<(), String> {
     let name = CString::new(setting.name()).map_err(|e| e.to_string())?;
     let privdata = (setting as *const Setting).cast_mut().cast::<c_void>();
-    // SAFETY: the server's context during OnLoad; `privdata` is a static.
-    let status = unsafe {
-        match (setting, value) {
-            (Setting::Integer { min, max, .. }, Value::Integer(default)) => {
-                let register =
-                    raw::RedisModule_RegisterNumericConfig.ok_or("no numeric configs")?;
+    let status = match *setting {
+        Setting::Integer {
+            name: key,
+            default,
+            min,
+            max,
+            memory,
+            ..
+        } => {
+            let register = crate::server_api!(RedisModule_RegisterNumericConfig)
+                .ok_or("no numeric configs")?;
+            let flags = if memory {
+                raw::REDISMODULE_CONFIG_MEMORY
+            } else {
+                raw::REDISMODULE_CONFIG_DEFAULT
+            };
+            let default = given.integer(key).unwrap_or(default);
+            // SAFETY: the server's context during OnLoad; `privdata` is a
+            // static; the callbacks are this file's.
+            unsafe {
                 register(
                     ctx.ctx,
                     name.as_ptr(),
                     default,
                     flags,
-                    *min,
-                    *max,
+                    min,
+                    max,
                     Some(get_integer),
                     Some(set_integer),
                     None,
                     privdata,
                 )
             }
-            (Setting::Bool { .. }, Value::Bool(default)) => {
-                let register = raw::RedisModule_RegisterBoolConfig.ok_or("no bool configs")?;
+        }
+        Setting::Bool {
+            name: key,
+            default,
+            immutable,
+            ..
+        } => {
+            let register =
+                crate::server_api!(RedisModule_RegisterBoolConfig).ok_or("no bool configs")?;
+            let flags = if immutable {
+                raw::REDISMODULE_CONFIG_IMMUTABLE
+            } else {
+                raw::REDISMODULE_CONFIG_DEFAULT
+            };
+            let default = given.bool(key).unwrap_or(default);
+            // SAFETY: as above.
+            unsafe {
                 register(
                     ctx.ctx,
                     name.as_ptr(),
@@ -58,22 +83,34 @@ pub fn register(
                     privdata,
                 )
             }
-            (Setting::Text { .. }, Value::Text(default)) => {
-                let default = CString::new(default)
-                    .map_err(|_| format!("{} may not hold a NUL byte", setting.name()))?;
-                let register = raw::RedisModule_RegisterStringConfig.ok_or("no string configs")?;
+        }
+        Setting::Text {
+            name: key,
+            default,
+            check,
+            ..
+        } => {
+            let value = given.text(key).unwrap_or(default.as_bytes());
+            if let Some(why) = check(value) {
+                return Err(format!("{key}: {why}"));
+            }
+            let default =
+                CString::new(value).map_err(|_| format!("{key} may not hold a NUL byte"))?;
+            let register =
+                crate::server_api!(RedisModule_RegisterStringConfig).ok_or("no string configs")?;
+            // SAFETY: as above; the server copies the default.
+            unsafe {
                 register(
                     ctx.ctx,
                     name.as_ptr(),
                     default.as_ptr(),
-                    flags,
+                    raw::REDISMODULE_CONFIG_DEFAULT,
                     Some(get_text),
                     Some(set_text),
                     None,
                     privdata,
                 )
             }
-            _ => return Err(format!("{}: a value of the wrong kind", setting.name())),
         }
     };
     if status == OK {
@@ -83,24 +120,22 @@ pub fn register(
     }
 }
 
-/// A default as the server takes it.
-pub enum Value<'a> {
-    Integer(i64),
-    Bool(bool),
-    Text(&'a [u8]),
-}
-
 /// # Safety
 /// `privdata` is what [`register`] gave the server.
 unsafe fn setting<'a>(privdata: *mut c_void) -> &'a Setting {
-    &*privdata.cast::<Setting>()
+    // SAFETY: the caller's promise: a `&'static Setting` cast to a pointer.
+    unsafe { &*privdata.cast::<Setting>() }
 }
 
 /// Writes `message` as the reason a change was refused (the server frees it).
+///
+/// # Safety
+/// `err` is null or the server's out-pointer for the reason.
 unsafe fn refuse(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
     if !err.is_null() {
         let message = module_string::detached(message.as_bytes());
-        *err = message.inner;
+        // SAFETY: a valid out-pointer (the caller's promise).
+        unsafe { *err = message.inner };
         std::mem::forget(message); // the server's to free now
     }
     ERR
@@ -133,12 +168,15 @@ unsafe fn apply(
     if stored && changed(setting) {
         OK
     } else {
-        refuse(err, INTERNAL)
+        // SAFETY: the caller's out-pointer.
+        unsafe { refuse(err, INTERNAL) }
     }
 }
 
 unsafe extern "C" fn get_integer(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
-    or_fallback("reading a config", 0, || match setting(privdata) {
+    // SAFETY: `privdata` is what `register` gave the server.
+    let setting = unsafe { setting(privdata) };
+    or_fallback("reading a config", 0, || match setting {
         Setting::Integer { variable, .. } => variable.load(Ordering::Relaxed),
         _ => 0,
     })
@@ -150,17 +188,23 @@ unsafe extern "C" fn set_integer(
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    apply(setting(privdata), err, |setting| match setting {
-        Setting::Integer { variable, .. } => {
-            variable.store(value, Ordering::Relaxed);
-            true
-        }
-        _ => false,
-    })
+    // SAFETY: `privdata` is what `register` gave the server; `err` its
+    // out-pointer.
+    unsafe {
+        apply(setting(privdata), err, |setting| match setting {
+            Setting::Integer { variable, .. } => {
+                variable.store(value, Ordering::Relaxed);
+                true
+            }
+            _ => false,
+        })
+    }
 }
 
 unsafe extern "C" fn get_bool(_name: *const c_char, privdata: *mut c_void) -> c_int {
-    or_fallback("reading a config", 0, || match setting(privdata) {
+    // SAFETY: `privdata` is what `register` gave the server.
+    let setting = unsafe { setting(privdata) };
+    or_fallback("reading a config", 0, || match setting {
         Setting::Bool { variable, .. } => c_int::from(variable.load(Ordering::Relaxed)),
         _ => 0,
     })
@@ -172,13 +216,17 @@ unsafe extern "C" fn set_bool(
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    apply(setting(privdata), err, |setting| match setting {
-        Setting::Bool { variable, .. } => {
-            variable.store(value != 0, Ordering::Relaxed);
-            true
-        }
-        _ => false,
-    })
+    // SAFETY: `privdata` is what `register` gave the server; `err` its
+    // out-pointer.
+    unsafe {
+        apply(setting(privdata), err, |setting| match setting {
+            Setting::Bool { variable, .. } => {
+                variable.store(value != 0, Ordering::Relaxed);
+                true
+            }
+            _ => false,
+        })
+    }
 }
 
 thread_local! {
@@ -191,8 +239,10 @@ unsafe extern "C" fn get_text(
     _name: *const c_char,
     privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
+    // SAFETY: `privdata` is what `register` gave the server.
+    let setting = unsafe { setting(privdata) };
     or_fallback("reading a config", std::ptr::null_mut(), || {
-        let Setting::Text { variable, .. } = setting(privdata) else {
+        let Setting::Text { variable, .. } = setting else {
             return std::ptr::null_mut();
         };
         let bytes = variable.lock().map(|v| v.clone()).unwrap_or_default();
@@ -213,14 +263,16 @@ unsafe extern "C" fn set_text(
     privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let bytes = module_string::bytes(value);
-    let setting = setting(privdata);
+    // SAFETY: the server's string, alive through the call; `privdata` is
+    // what `register` gave the server.
+    let (bytes, setting) = unsafe { (module_string::bytes(value), setting(privdata)) };
     if let Setting::Text { check, .. } = setting {
         if let Some(why) = or_fallback("checking a config", Some(INTERNAL), || check(bytes)) {
-            return refuse(err, why);
+            // SAFETY: the server's out-pointer.
+            return unsafe { refuse(err, why) };
         }
     }
-    apply(setting, err, |setting| {
+    let store = |setting: &Setting| {
         let Setting::Text { variable, .. } = setting else {
             return false;
         };
@@ -232,5 +284,7 @@ unsafe extern "C" fn set_text(
             }
             Err(_) => false,
         }
-    })
+    };
+    // SAFETY: the server's out-pointer.
+    unsafe { apply(setting, err, store) }
 }

@@ -4,7 +4,7 @@
 //! message that names the argument. A typo must not leave a server running
 //! with a setting the operator believes is on.
 
-use crate::args::printable;
+use crate::host::args::printable;
 use std::collections::BTreeMap;
 
 /// What a setting accepts.

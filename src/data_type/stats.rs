@@ -7,6 +7,7 @@
 //! `sketch_key`) and freed (the free callback, possibly on the lazy-free
 //! thread: hence atomics).
 
+use crate::host::info::number;
 use redis_module::InfoContext;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -41,13 +42,8 @@ pub fn refused_by_limits() {
     REFUSED_BY_LIMITS.fetch_add(1, Ordering::Relaxed);
 }
 
-/// A counter as an INFO field (INFO integers are signed).
-pub fn info_number(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
 pub fn add_section(ctx: &InfoContext) {
-    let count = info_number;
+    let count = number;
     let _ = ctx
         .builder()
         .add_section("sketches")
@@ -65,7 +61,12 @@ pub fn add_section(ctx: &InfoContext) {
                 count(REFUSED_BY_LIMITS.load(Ordering::Relaxed)),
             )
         })
-        .and_then(|s| s.field("panics_contained", count(crate::panic_guard::incidents())))
+        .and_then(|s| {
+            s.field(
+                "panics_contained",
+                count(crate::host::panic_guard::incidents()),
+            )
+        })
         .and_then(|s| s.build_section())
         .and_then(|b| b.build_info());
 }

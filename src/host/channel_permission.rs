@@ -3,7 +3,7 @@
 //! check it, and a refusal is answered and logged (`ACL LOG`) as the
 //! server does.
 
-use crate::module_string;
+use crate::host::module_string;
 use redis_module::{raw, Context, ContextFlags, RedisError};
 use std::os::raw::c_int;
 

@@ -6,10 +6,43 @@
 //! limit would otherwise drop a key the primary holds, and every later write
 //! to it would fail. Those commands are applied verbatim.
 
-use crate::args::err;
-use crate::{clock, config, module_stats};
+use crate::data_type::stats;
+use crate::host::args::{err, integer, ArgBytes};
+use crate::host::clock;
+use crate::host::config::Setting;
 use heavykeeper_sketch::HeavyKeeper;
 use redis_module::{Context, ContextFlags, RedisError};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// Largest fixed footprint (buckets plus top-k slots) one `HK.RESERVE` may allocate.
+static MAX_SKETCH_BYTES: AtomicI64 = AtomicI64::new(DEFAULT_MAX_SKETCH_BYTES);
+pub const DEFAULT_MAX_SKETCH_BYTES: i64 = 64 * 1024 * 1024;
+const MIN_MAX_SKETCH_BYTES: i64 = 1024;
+const MAX_MAX_SKETCH_BYTES: i64 = 1 << 40;
+
+/// How far ahead of the server clock a client's timestamp may be.
+static MAX_FUTURE_MS: AtomicI64 = AtomicI64::new(DEFAULT_MAX_FUTURE_MS);
+const DEFAULT_MAX_FUTURE_MS: i64 = 60_000;
+const MAX_MAX_FUTURE_MS: i64 = heavykeeper_sketch::MAX_TIMESTAMP_MS;
+
+/// `heavykeeper.max-sketch-bytes` and `heavykeeper.max-future-ms`.
+pub static SETTINGS: [Setting; 2] = [
+    Setting::Integer {
+        name: "max-sketch-bytes",
+        variable: &MAX_SKETCH_BYTES,
+        default: DEFAULT_MAX_SKETCH_BYTES,
+        min: MIN_MAX_SKETCH_BYTES,
+        max: MAX_MAX_SKETCH_BYTES,
+        memory: true,
+        on_change: None,
+    },
+    Setting::integer(
+        "max-future-ms",
+        &MAX_FUTURE_MS,
+        (DEFAULT_MAX_FUTURE_MS, 0, MAX_MAX_FUTURE_MS),
+        None,
+    ),
+];
 
 /// Does this command come from a client (not the primary, not a load)?
 pub fn apply_to(ctx: &Context) -> bool {
@@ -20,10 +53,17 @@ pub fn apply_to(ctx: &Context) -> bool {
 /// The size cap for a sketch this command creates.
 pub fn max_sketch_bytes(ctx: &Context) -> u64 {
     if apply_to(ctx) {
-        config::max_sketch_bytes()
+        MAX_SKETCH_BYTES.load(Ordering::Relaxed).max(0) as u64
     } else {
         u64::MAX
     }
+}
+
+/// A timestamp in milliseconds since the Unix epoch, up to the latest a
+/// sketch takes (the end of the year 9999).
+pub fn timestamp(arg: &(impl ArgBytes + ?Sized)) -> Result<i64, RedisError> {
+    let max = heavykeeper_sketch::MAX_TIMESTAMP_MS as u64;
+    integer(arg, "timestamp (milliseconds since the Unix epoch)", 0, max).map(|t| t as i64)
 }
 
 /// Refuses a client's timestamp too far ahead of the server clock: one
@@ -33,7 +73,7 @@ pub fn check_not_in_future(ctx: &Context, what: &str, time_ms: i64) -> Result<()
     if !apply_to(ctx) {
         return Ok(());
     }
-    let window = config::max_future_ms();
+    let window = MAX_FUTURE_MS.load(Ordering::Relaxed).max(0);
     let ahead = time_ms.saturating_sub(clock::now_ms());
     if ahead > window {
         return Err(refused(err(format!(
@@ -76,7 +116,7 @@ pub fn check_fits_in_memory(ctx: &Context, bytes: u64) -> Result<(), RedisError>
 
 /// Counts a refusal for `INFO heavykeeper` and passes the error on.
 pub fn refused(error: RedisError) -> RedisError {
-    module_stats::refused_by_limits();
+    stats::refused_by_limits();
     error
 }
 

@@ -58,6 +58,12 @@ impl ArgBytes for [u8] {
     }
 }
 
+impl<T: ArgBytes + ?Sized> ArgBytes for &T {
+    fn arg_bytes(&self) -> &[u8] {
+        (**self).arg_bytes()
+    }
+}
+
 fn text(arg: &(impl ArgBytes + ?Sized)) -> Option<&str> {
     std::str::from_utf8(arg.arg_bytes()).ok()
 }
@@ -86,12 +92,6 @@ pub fn decimal(arg: &(impl ArgBytes + ?Sized), what: &str) -> Result<f64, RedisE
 /// Case-insensitive keyword comparison.
 pub fn is_keyword(arg: &(impl ArgBytes + ?Sized), keyword: &str) -> bool {
     arg.arg_bytes().eq_ignore_ascii_case(keyword.as_bytes())
-}
-
-/// A timestamp in milliseconds since the Unix epoch.
-pub fn timestamp(arg: &(impl ArgBytes + ?Sized)) -> Result<i64, RedisError> {
-    let max = crate::clock::MAX_TIMESTAMP_MS as u64;
-    integer(arg, "timestamp (milliseconds since the Unix epoch)", 0, max).map(|t| t as i64)
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! digest, copy and free. Every byte format comes from the sketch crate's
 //! `encoding` module; nothing here lays out bytes of its own.
 
-use crate::panic_guard::or_fallback;
-use crate::{fault, module_stats};
+use super::{lifecycle, stats};
+use crate::host::fault;
+use crate::host::panic_guard::or_fallback;
 use heavykeeper_sketch::{decode, encode, HeavyKeeper, ENCODING_VERSION};
 use redis_module::logging::log_warning;
 use redis_module::native_types::RedisType;
@@ -43,7 +44,9 @@ pub static HK_TYPE: RedisType = RedisType::new(
 /// # Safety
 /// `value` must be a pointer this module handed to Redis.
 unsafe fn sketch<'a>(value: *const c_void) -> Option<&'a HeavyKeeper> {
-    value.cast::<HeavyKeeper>().as_ref()
+    // SAFETY: null or a `Box<HeavyKeeper>` this module made (the caller's
+    // promise), alive while the server holds the value.
+    unsafe { value.cast::<HeavyKeeper>().as_ref() }
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
@@ -62,11 +65,12 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         // not make existing data unloadable.
         match decode(buffer.as_ref(), u64::MAX) {
             Ok(sketch) => {
-                fault::in_callback(&sketch);
+                fault::in_callback(|m| sketch.contains(m, i64::MAX));
                 if sketch.watch().is_some() {
-                    remember_watched(rdb);
+                    // SAFETY: the server's IO handle, during this load.
+                    unsafe { remember_watched(rdb) };
                 }
-                module_stats::sketch_created(sketch.memory_bytes());
+                stats::sketch_created(sketch.memory_bytes());
                 Box::into_raw(Box::new(sketch)).cast::<c_void>()
             }
             Err(e) => {
@@ -89,7 +93,7 @@ fn encode_for_saving(sketch: Option<&HeavyKeeper>) -> Vec<u8> {
         return vec![0];
     };
     catch_unwind(AssertUnwindSafe(|| {
-        fault::on_encode(sketch);
+        fault::on_encode(|m| sketch.contains(m, i64::MAX));
         encode(sketch)
     }))
     .unwrap_or_else(|_| {
@@ -102,18 +106,24 @@ fn encode_for_saving(sketch: Option<&HeavyKeeper>) -> Vec<u8> {
 }
 
 /// A loaded sketch is watched (RDB or AOF preamble, a replica's sync,
-/// `RESTORE`, `DEBUG RELOAD`): the watch timer must know where it is, so
-/// that its fade-driven events go out even if nobody writes to it.
+/// `RESTORE`, `DEBUG RELOAD`): whoever follows watched keys must know where
+/// it is, so that its fade-driven events go out even if nobody writes to it.
+///
+/// # Safety
+/// `rdb` is the server's IO handle of a value being loaded.
 unsafe fn remember_watched(rdb: *mut raw::RedisModuleIO) {
     let (Some(key_name), Some(db_id)) = (
-        raw::RedisModule_GetKeyNameFromIO,
-        raw::RedisModule_GetDbIdFromIO,
+        crate::server_api!(RedisModule_GetKeyNameFromIO),
+        crate::server_api!(RedisModule_GetDbIdFromIO),
     ) else {
         return;
     };
-    let name = key_name(rdb);
-    if !name.is_null() {
-        crate::watching::follow(db_id(rdb), crate::module_string::bytes(name));
+    // SAFETY: a live IO handle; the name it gives lives while the load does.
+    unsafe {
+        let name = key_name(rdb);
+        if !name.is_null() {
+            lifecycle::watched_loaded(db_id(rdb), crate::host::module_string::bytes(name));
+        }
     }
 }
 
@@ -121,7 +131,8 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
     // The stream needs a value whatever happens: `encode_for_saving`
     // always returns bytes, and a panic past it saves the marker.
     let bytes = or_fallback("saving a sketch", vec![0], || {
-        encode_for_saving(sketch(value))
+        // SAFETY: `value` is a sketch this module made.
+        encode_for_saving(unsafe { sketch(value) })
     });
     raw::save_slice(rdb, &bytes);
 }
@@ -131,26 +142,32 @@ unsafe extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    let Some(emit) = raw::RedisModule_EmitAOF else {
+    let Some(emit) = crate::server_api!(RedisModule_EmitAOF) else {
         return;
     };
     let bytes = or_fallback("rewriting a sketch to the AOF", vec![0], || {
-        encode_for_saving(sketch(value))
+        // SAFETY: `value` is a sketch this module made.
+        encode_for_saving(unsafe { sketch(value) })
     });
-    emit(
-        aof,
-        c"HK.LOADSTATE".as_ptr(),
-        c"sb".as_ptr(),
-        key,
-        bytes.as_ptr().cast::<c_char>(),
-        bytes.len(),
-    );
+    // SAFETY: the server's AOF handle and key; the format `sb` matches a
+    // string and a pointer + length that live through the call.
+    unsafe {
+        emit(
+            aof,
+            c"HK.LOADSTATE".as_ptr(),
+            c"sb".as_ptr(),
+            key,
+            bytes.as_ptr().cast::<c_char>(),
+            bytes.len(),
+        );
+    }
 }
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
     or_fallback("MEMORY USAGE", 0, || {
-        sketch(value).map_or(0, |s| {
-            fault::in_callback(s);
+        // SAFETY: `value` is a sketch this module made.
+        unsafe { sketch(value) }.map_or(0, |s| {
+            fault::in_callback(|m| s.contains(m, i64::MAX));
             s.memory_bytes()
         })
     })
@@ -158,25 +175,30 @@ unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     let (Some(add), Some(end)) = (
-        raw::RedisModule_DigestAddStringBuffer,
-        raw::RedisModule_DigestEndSequence,
+        crate::server_api!(RedisModule_DigestAddStringBuffer),
+        crate::server_api!(RedisModule_DigestEndSequence),
     ) else {
         return;
     };
     let bytes = or_fallback("a sketch's digest", vec![0], || {
-        encode_for_saving(sketch(value))
+        // SAFETY: `value` is a sketch this module made.
+        encode_for_saving(unsafe { sketch(value) })
     });
-    add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
-    end(md);
+    // SAFETY: the server's digest handle; the bytes live through the call.
+    unsafe {
+        add(md, bytes.as_ptr().cast::<c_char>(), bytes.len());
+        end(md);
+    }
 }
 
 /// May run on the lazy-free thread (see `free_effort`): it touches nothing
 /// but the sketch and atomics.
 unsafe extern "C" fn free(value: *mut c_void) {
     if !value.is_null() {
-        let sketch = Box::from_raw(value.cast::<HeavyKeeper>());
+        // SAFETY: the server hands back, once, a value this module boxed.
+        let sketch = unsafe { Box::from_raw(value.cast::<HeavyKeeper>()) };
         or_fallback("freeing a sketch", (), || {
-            module_stats::sketch_freed(sketch.memory_bytes());
+            stats::sketch_freed(sketch.memory_bytes());
             drop(sketch);
         });
     }
@@ -187,22 +209,27 @@ unsafe extern "C" fn free(value: *mut c_void) {
 /// a watched one leaves the timer's schedule.
 unsafe extern "C" fn unlink2(ctx: *mut raw::RedisModuleKeyOptCtx, value: *const c_void) {
     or_fallback("unlinking a sketch", (), || {
-        let Some(sketch) = sketch(value) else {
+        // SAFETY: `value` is a sketch this module made.
+        let Some(sketch) = (unsafe { sketch(value) }) else {
             return;
         };
-        fault::in_callback(sketch);
+        fault::in_callback(|m| sketch.contains(m, i64::MAX));
         if sketch.watch().is_none() {
             return;
         }
         let (Some(name), Some(db)) = (
-            raw::RedisModule_GetKeyNameFromOptCtx,
-            raw::RedisModule_GetDbIdFromOptCtx,
+            crate::server_api!(RedisModule_GetKeyNameFromOptCtx),
+            crate::server_api!(RedisModule_GetDbIdFromOptCtx),
         ) else {
             return;
         };
-        let name = name(ctx);
-        if !name.is_null() {
-            crate::watching::unfollow(db(ctx), crate::module_string::bytes(name));
+        // SAFETY: the server's key context for this unlink; the name lives
+        // through the callback.
+        unsafe {
+            let name = name(ctx);
+            if !name.is_null() {
+                lifecycle::watched_unlinked(db(ctx), crate::host::module_string::bytes(name));
+            }
         }
     });
 }
@@ -219,8 +246,9 @@ const BYTES_PER_FREE_UNIT: usize = 16 * 1024;
 /// inline, cheaper than a hand-off.
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     or_fallback("a sketch's free effort", 1, || {
-        sketch(value).map_or(1, |s| {
-            fault::in_callback(s);
+        // SAFETY: `value` is a sketch this module made.
+        unsafe { sketch(value) }.map_or(1, |s| {
+            fault::in_callback(|m| s.contains(m, i64::MAX));
             s.memory_bytes() / BYTES_PER_FREE_UNIT + 1
         })
     })
@@ -233,14 +261,15 @@ unsafe extern "C" fn copy2(
     value: *const c_void,
 ) -> *mut c_void {
     or_fallback("copying a sketch", std::ptr::null_mut(), || {
-        let Some(s) = sketch(value) else {
+        // SAFETY: `value` is a sketch this module made.
+        let Some(s) = (unsafe { sketch(value) }) else {
             return std::ptr::null_mut();
         };
-        fault::in_callback(s);
+        fault::in_callback(|m| s.contains(m, i64::MAX));
         let mut copy = s.clone();
         // What the original announced is not the copy's: it derives its own.
         copy.forget_watch_state();
-        module_stats::sketch_created(copy.memory_bytes());
+        stats::sketch_created(copy.memory_bytes());
         Box::into_raw(Box::new(copy)).cast::<c_void>()
     })
 }

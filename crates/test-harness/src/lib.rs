@@ -1,7 +1,7 @@
 //! A real `redis-server` with the module loaded, on a free port, in a temp
-//! directory; stopped when dropped, whatever the test did.
-
-#![allow(dead_code)]
+//! directory; stopped when dropped, whatever the test did. Clusters of them,
+//! created as an operator would. Shared by the integration tests of the
+//! module and of hk-top (each test file: `use test_harness as common;`).
 
 use redis::{Connection, FromRedisValue, Value};
 use std::net::TcpListener;

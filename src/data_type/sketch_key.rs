@@ -2,9 +2,9 @@
 //! Every sketch created or changed by a command passes through here, which
 //! is where the module's memory figure is kept up to date.
 
-use crate::args::err;
+use crate::data_type::stats;
 use crate::data_type::HK_TYPE;
-use crate::module_stats;
+use crate::host::args::err;
 use heavykeeper_sketch::HeavyKeeper;
 use redis_module::key::{KeyFlags, RedisKey, RedisKeyWritable};
 use redis_module::{raw, Context, RedisError, RedisString};
@@ -47,7 +47,7 @@ impl DerefMut for SketchMut<'_> {
 
 impl Drop for SketchMut<'_> {
     fn drop(&mut self) {
-        module_stats::sketch_resized(self.bytes_before, self.sketch.memory_bytes());
+        stats::sketch_resized(self.bytes_before, self.sketch.memory_bytes());
     }
 }
 
@@ -78,7 +78,7 @@ pub fn store(key: &RedisKeyWritable, sketch: HeavyKeeper) -> Result<(), RedisErr
     let bytes = sketch.memory_bytes();
     key.set_value(&HK_TYPE, sketch)
         .map_err(|e| err(format!("could not store the sketch: {e}")))?;
-    module_stats::sketch_created(bytes);
+    stats::sketch_created(bytes);
     Ok(())
 }
 
@@ -166,6 +166,6 @@ impl DerefMut for Quiet {
 
 impl Drop for Quiet {
     fn drop(&mut self) {
-        module_stats::sketch_resized(self.bytes_before, self.memory_bytes());
+        stats::sketch_resized(self.bytes_before, self.memory_bytes());
     }
 }

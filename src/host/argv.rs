@@ -22,7 +22,8 @@ impl<'a> ArgV<'a> {
         let argv = if argv.is_null() || argc <= 0 {
             &[][..]
         } else {
-            std::slice::from_raw_parts(argv, argc as usize)
+            // SAFETY: `argc` live strings at `argv` (the caller's promise).
+            unsafe { std::slice::from_raw_parts(argv, argc as usize) }
         };
         Self { ctx, argv }
     }

@@ -2,9 +2,6 @@
 
 use redis_module::raw;
 
-/// Latest timestamp a command may carry: the end of the year 9999.
-pub use heavykeeper_sketch::MAX_TIMESTAMP_MS;
-
 pub fn now_ms() -> i64 {
     // SAFETY: the function pointer is filled in by the server before any
     // command runs and never changes afterwards.
@@ -16,8 +13,8 @@ pub fn now_ms() -> i64 {
 /// 7.2+, Valkey), else the kernel's coarse clock (a few milliseconds of
 /// resolution, no system call). Rates over seconds need no more.
 pub fn cached_now_ms() -> i64 {
-    // SAFETY: as above; a server without the function leaves it `None`.
-    if let Some(cached) = unsafe { raw::RedisModule_CachedMicroseconds } {
+    if let Some(cached) = crate::server_api!(RedisModule_CachedMicroseconds) {
+        // SAFETY: takes nothing; the server's cached command time.
         return unsafe { cached() } / 1000;
     }
     let mut ts = libc::timespec {
