@@ -13,7 +13,7 @@ use crate::host::args::{err, printable};
 use crate::host::command_spec::{Arg, CommandSpec, KeySpec};
 use crate::host::keyspace_event;
 use crate::watching;
-use heavykeeper_sketch::HeavyKeeper;
+use heavykeeper_sketch::{HeavyKeeper, MergeError, OutOfMemory};
 use redis_module::key::RedisKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
@@ -48,25 +48,31 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     // Only an existing destination can be watched (a new one is made empty):
     // it derives what is hot afresh, and the timer must see it.
     let watched = existing.as_ref().is_some_and(|d| d.watch().is_some());
-    // Every shape is checked before anything changes.
+    // Every shape is checked before anything changes, and the result is
+    // built beside the destination: a refused allocation leaves it as it
+    // was (and unreplicated, as it must be).
     if destination_listed {
         // Listed as a source, the destination must exist like any source;
-        // the others are folded into it in place.
+        // the others are folded into a copy of it.
         let mut destination = existing.ok_or_else(|| err("no such key"))?;
         check_mergeable(&destination, others.iter().copied())?;
-        fold(&mut destination, &others);
+        let merged = fold(ctx, &destination, || destination.try_clone(), &others)?;
+        *destination = merged;
     } else {
         let first = *others.first().ok_or(RedisError::WrongArity)?;
         check_mergeable(first, others.iter().copied().chain(existing.as_deref()))?;
         match existing {
             Some(mut destination) => {
-                destination.clear_like(first);
-                fold(&mut destination, &others);
+                let merged = fold(
+                    ctx,
+                    &destination,
+                    || destination.try_cleared_like(first),
+                    &others,
+                )?;
+                *destination = merged;
             }
             None => {
-                limits::check_fits_in_memory(ctx, first.params().fixed_bytes())?;
-                let mut merged = HeavyKeeper::empty_like(first);
-                fold(&mut merged, &others);
+                let merged = fold(ctx, first, || HeavyKeeper::try_empty_like(first), &others)?;
                 sketch_key::store(&key, merged)?;
             }
         }
@@ -104,15 +110,38 @@ fn check_mergeable<'a>(
     Ok(())
 }
 
-/// Folds every source into `destination`; shapes were checked already. A
-/// watched destination derives what it announced afresh, silently: a merge
-/// is a new state, not a stream of arrivals.
-fn fold(destination: &mut HeavyKeeper, sources: &[&HeavyKeeper]) {
+/// What `start` builds (a sketch shaped as `shape`), every source folded
+/// in; shapes were checked already. The size cap and the memory left are
+/// checked before it is built: it stands beside the destination until it
+/// replaces it. A watched result derives what it announced afresh,
+/// silently: a merge is a new state, not a stream of arrivals.
+fn fold(
+    ctx: &Context,
+    shape: &HeavyKeeper,
+    start: impl FnOnce() -> Result<HeavyKeeper, OutOfMemory>,
+    sources: &[&HeavyKeeper],
+) -> Result<HeavyKeeper, RedisError> {
+    let params = shape.params();
+    params
+        .check_size(limits::max_sketch_bytes(ctx))
+        .map_err(|e| limits::refused(err(e.to_string())))?;
+    limits::check_fits_in_memory(ctx, params.fixed_bytes())?;
+    let mut merged = start().map_err(|_| no_memory())?;
     for source in sources {
-        // Cannot fail: the same check passed above.
-        let _ = destination.merge(source);
+        merged.merge(source).map_err(|e| match e {
+            MergeError::OutOfMemory => no_memory(),
+            MergeError::Mismatch(why) => err(why),
+        })?;
     }
-    destination.forget_watch_state();
+    merged.forget_watch_state();
+    Ok(merged)
+}
+
+/// The allocator refused: `OOM`, as for a sketch that would not fit.
+fn no_memory() -> RedisError {
+    limits::refused(RedisError::Str(
+        "OOM not enough memory to merge the sketches",
+    ))
 }
 
 pub static SPEC: CommandSpec = CommandSpec {

@@ -41,6 +41,12 @@ const BAD_INCREMENT: &str = "TopK: increment must be an integer greater or equal
 /// Ours: in a command with a bad increment nothing is counted (RedisBloom
 /// counts the pairs before the bad one), and the good pairs say so.
 const NOT_COUNTED: &str = "TopK: not counted: another increment in this command is invalid";
+/// RedisBloom's answer when its allocation of a sketch fails, word for word,
+/// where an `HK.*` command says `OOM ...`: a `TOPK.*` client matches on
+/// RedisBloom's text, so every refusal for size or memory (caps,
+/// `max-sketch-bytes`, the `maxmemory` check, a refused allocation) says
+/// this. Past `maxmemory` the server refuses first with its own `OOM`, as
+/// for RedisBloom, whose `TOPK.RESERVE` is `deny-oom` too (docs/topk.md).
 const NO_MEMORY: &str = "ERR Insufficient memory to create topk data structure";
 
 fn bloom_error(message: &'static str) -> RedisError {

@@ -15,7 +15,7 @@
 //! round up, above the truth.
 
 use crate::bucket::Bucket;
-use crate::out_of_memory::OutOfMemory;
+use crate::out_of_memory::{try_copy, OutOfMemory};
 
 /// A word at or above this points into the side table.
 const WIDE: u32 = 1 << 31;
@@ -79,6 +79,18 @@ impl BucketArray {
         })
     }
 
+    /// A copy, or an error where `clone` would abort.
+    pub(crate) fn try_clone(&self) -> Result<Self, OutOfMemory> {
+        Ok(match self {
+            Self::Counting(c) => Self::Counting(CountingCells {
+                cells: try_copy(&c.cells)?,
+                wide: try_copy(&c.wide)?,
+                free: try_copy(&c.free)?,
+            }),
+            Self::Fading(b) => Self::Fading(try_copy(b)?),
+        })
+    }
+
     #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
@@ -117,18 +129,6 @@ impl BucketArray {
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = Bucket> + '_ {
         (0..self.len()).filter_map(|i| self.get(i))
-    }
-
-    /// Every bucket empty again, allocations kept.
-    pub(crate) fn clear(&mut self) {
-        match self {
-            Self::Counting(c) => {
-                c.cells.fill(CountingCell::default());
-                c.wide.clear();
-                c.free.clear();
-            }
-            Self::Fading(b) => b.fill(Bucket::default()),
-        }
     }
 
     /// Applies `f` to every count.
@@ -373,13 +373,9 @@ mod tests {
         assert_eq!(array.get(0), Some(bucket(3, 5.0)));
         assert_eq!(array.get(1), Some(bucket(2, big)));
         assert_eq!(array.get(2), Some(bucket(4, big * 2.0)));
-        // Clearing forgets the side table too.
-        array.clear();
-        assert!(array.iter().all(|b| b.is_empty()));
-        let BucketArray::Counting(c) = &array else {
-            panic!("a sketch without fading counts") // panic-ok: test
-        };
-        assert!(c.wide.is_empty() && c.free.is_empty());
+        // A copy reads the same, side table included.
+        let copy = array.try_clone().unwrap(); // panic-ok: test
+        assert!(copy.iter().eq(array.iter()));
     }
 
     #[test]

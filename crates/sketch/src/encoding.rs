@@ -1,7 +1,7 @@
 //! The one persistent encoding of a sketch, used by RDB, AOF rewrite and
 //! digests. Versioned: every version ever written stays decodable.
 //!
-//! Version 2, little-endian:
+//! Version 4 ([`ENCODING_VERSION`]), little-endian:
 //! ```text
 //! u8  version
 //! u32 k, u32 width, u32 depth, f64 decay, u64 seed
@@ -29,9 +29,8 @@
 use crate::bucket::Bucket;
 use crate::bucket_array::BucketArray;
 use crate::count_bound::{is_valid_mass, max_mass};
-use crate::decay::DecayCurve;
 use crate::fading::{Fading, MAX_TIMESTAMP_MS};
-use crate::heavykeeper::HeavyKeeper;
+use crate::heavykeeper::{HeavyKeeper, Saved};
 use crate::item_hash::{ItemHash, RowLayout};
 use crate::params::Params;
 use crate::ties::Ties;
@@ -75,13 +74,13 @@ impl std::error::Error for DecodeError {}
 
 /// The bytes of `sketch`, in the current version.
 pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
-    let p = &sketch.params;
+    let p = sketch.params();
     let item_bytes: usize = sketch
-        .topk
+        .topk()
         .heap_order()
         .map(|(item, _)| item.len() + 12)
         .sum();
-    let mut out = Vec::with_capacity(128 + sketch.buckets.len() * Bucket::BYTES + item_bytes);
+    let mut out = Vec::with_capacity(128 + sketch.buckets().len() * Bucket::BYTES + item_bytes);
     out.push(ENCODING_VERSION);
     out.extend_from_slice(&p.k.to_le_bytes());
     out.extend_from_slice(&p.width.to_le_bytes());
@@ -89,29 +88,29 @@ pub fn encode(sketch: &HeavyKeeper) -> Vec<u8> {
     out.extend_from_slice(&p.decay.to_le_bytes());
     out.extend_from_slice(&p.seed.to_le_bytes());
     out.push(p.layout.code());
-    let fading = sketch.fading;
+    let fading = sketch.fading().copied();
     out.push(u8::from(fading.is_some()));
     out.extend_from_slice(&fading.map_or(0.0, |f| f.half_life_ms()).to_le_bytes());
     out.extend_from_slice(&fading.map_or(0, |f| f.epoch()).to_le_bytes());
-    out.extend_from_slice(&sketch.clock_ms.to_le_bytes());
-    out.extend_from_slice(&sketch.created_ms.to_le_bytes());
-    out.extend_from_slice(&sketch.arrivals.to_le_bytes());
-    out.extend_from_slice(&sketch.rng.get_seed());
-    out.extend_from_slice(&sketch.rng.get_stream().to_le_bytes());
-    out.extend_from_slice(&sketch.rng.get_word_pos().to_le_bytes());
-    for bucket in sketch.buckets.iter() {
+    out.extend_from_slice(&sketch.stored_clock_ms().to_le_bytes());
+    out.extend_from_slice(&sketch.created_ms().to_le_bytes());
+    out.extend_from_slice(&sketch.arrivals().to_le_bytes());
+    out.extend_from_slice(&sketch.rng().get_seed());
+    out.extend_from_slice(&sketch.rng().get_stream().to_le_bytes());
+    out.extend_from_slice(&sketch.rng().get_word_pos().to_le_bytes());
+    for bucket in sketch.buckets().iter() {
         let (fingerprint, count) = (bucket.fingerprint, bucket.count);
         out.extend_from_slice(&fingerprint.to_le_bytes());
         out.extend_from_slice(&count.to_le_bytes());
     }
-    out.extend_from_slice(&(sketch.topk.len() as u32).to_le_bytes());
-    for (item, count) in sketch.topk.heap_order() {
+    out.extend_from_slice(&(sketch.topk().len() as u32).to_le_bytes());
+    for (item, count) in sketch.topk().heap_order() {
         out.extend_from_slice(&(item.len() as u32).to_le_bytes());
         out.extend_from_slice(item);
         out.extend_from_slice(&count.to_le_bytes());
     }
     encode_watch(sketch.watch(), &mut out);
-    encode_ties(&sketch.topk, &mut out);
+    encode_ties(sketch.topk(), &mut out);
     out
 }
 
@@ -224,21 +223,17 @@ fn decode_body(
     if !r.bytes.is_empty() {
         return Err(corrupt("trailing bytes"));
     }
-    let mut sketch = HeavyKeeper {
+    Ok(HeavyKeeper::restore(Saved {
         params,
         buckets,
         topk,
         rng,
-        curve: DecayCurve::new(decay),
         fading: clock.fading,
         clock_ms: clock.clock_ms,
         created_ms: clock.created_ms,
         arrivals,
-        clock_unit: crate::heavykeeper::ClockUnit::UNKNOWN,
-        watch: None,
-    };
-    sketch.set_watch(watch);
-    Ok(sketch)
+        watch,
+    }))
 }
 
 fn decode_watch(r: &mut Reader<'_>) -> Result<Option<WatchSpec>, DecodeError> {

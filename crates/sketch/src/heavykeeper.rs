@@ -2,6 +2,7 @@
 //! selective increment, the `nmin + 1` admission rule, weighted increments by
 //! geometric skipping, an in-sketch PRNG and optional forward-decay fading.
 
+use crate::arrived::Arrived;
 use crate::bucket::Bucket;
 use crate::bucket_array::BucketArray;
 use crate::bucket_update::{Arrival, BucketUpdate, Counted, Rows};
@@ -13,6 +14,7 @@ use crate::out_of_memory::OutOfMemory;
 use crate::params::Params;
 use crate::ties::Ties;
 use crate::topk::{rank_order, TopK};
+use crate::watch::{Watch, WatchSpec};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -27,25 +29,40 @@ pub struct Ranked<'a> {
 /// The sketch: buckets, top-k store, PRNG and clock.
 #[derive(Clone, Debug)]
 pub struct HeavyKeeper {
-    pub(crate) params: Params,
+    params: Params,
     /// `depth` rows of `width` buckets, row after row.
-    pub(crate) buckets: BucketArray,
-    pub(crate) topk: TopK,
-    pub(crate) rng: ChaCha8Rng,
-    pub(crate) curve: DecayCurve,
-    pub(crate) fading: Option<Fading>,
+    buckets: BucketArray,
+    topk: TopK,
+    rng: ChaCha8Rng,
+    curve: DecayCurve,
+    fading: Option<Fading>,
     /// Latest arrival time applied (fading sketches only; 0 otherwise).
-    pub(crate) clock_ms: i64,
-    pub(crate) created_ms: i64,
+    clock_ms: i64,
+    created_ms: i64,
     /// Total weight of all arrivals, saturating.
-    pub(crate) arrivals: u64,
+    arrivals: u64,
     /// The weight of one arrival at the clock, remembered with the clock
     /// and landmark it was computed for: thousands of arrivals share one
     /// millisecond, and `exp2` is the largest cost of a fading arrival.
     /// Derived, never saved.
-    pub(crate) clock_unit: ClockUnit,
+    clock_unit: ClockUnit,
     /// Who is told when items enter, leave, turn hot or cool (`HK.WATCH`).
-    pub(crate) watch: Option<crate::watch::Watch>,
+    watch: Option<Watch>,
+}
+
+/// What a saved sketch holds, read back and checked by the decoder: the
+/// one way into a sketch other than [`HeavyKeeper::try_new_with_ties`].
+pub(crate) struct Saved {
+    pub(crate) params: Params,
+    pub(crate) buckets: BucketArray,
+    pub(crate) topk: TopK,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) fading: Option<Fading>,
+    /// As saved: 0 without fading.
+    pub(crate) clock_ms: i64,
+    pub(crate) created_ms: i64,
+    pub(crate) arrivals: u64,
+    pub(crate) watch: Option<WatchSpec>,
 }
 
 /// Buckets from which [`HeavyKeeper::upcoming`] prefetches: past a core's
@@ -71,14 +88,14 @@ impl<'a> Upcoming<'a> {
 
 /// `g(clock)` for one `(clock, epoch)`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct ClockUnit {
+struct ClockUnit {
     clock_ms: i64,
     epoch: i64,
     unit: f64,
 }
 
 impl ClockUnit {
-    pub(crate) const UNKNOWN: Self = Self {
+    const UNKNOWN: Self = Self {
         clock_ms: i64::MIN,
         epoch: i64::MIN,
         unit: f64::NAN,
@@ -94,19 +111,6 @@ impl ClockUnit {
         }
         self.unit
     }
-}
-
-/// What one arrival did to the top-k, in stored units (see
-/// [`HeavyKeeper::unit_at`]): for whoever watches the sketch.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Arrived {
-    /// The item's hash (its identity in the top-k).
-    pub hash: u64,
-    /// The member this arrival pushed out, with its hash and count.
-    pub expelled: Option<(Box<[u8]>, u64, f64)>,
-    /// The item's count before (0 if it just entered) and after, if it is
-    /// a member now.
-    pub member: Option<(f64, f64)>,
 }
 
 impl HeavyKeeper {
@@ -259,11 +263,6 @@ impl HeavyKeeper {
         self.arrive_scaled(upcoming, weight, time_ms, scale);
     }
 
-    /// [`Self::add`], telling what changed in the top-k.
-    pub fn add_observed(&mut self, item: &[u8], weight: u64, time_ms: i64) -> Arrived {
-        self.arrive(self.hashed(item), weight, time_ms)
-    }
-
     /// The insert, for an item whose hash is known.
     pub(crate) fn arrive(&mut self, upcoming: Upcoming<'_>, weight: u64, time_ms: i64) -> Arrived {
         self.arrive_scaled(upcoming, weight, time_ms, 1.0)
@@ -343,11 +342,12 @@ impl HeavyKeeper {
         if !self.topk.can_admit(item.len()) {
             return Arrived::default();
         }
+        // Admitted: `can_admit` said the top-k has room for one at least.
         let expelled = self.topk.insert(item, hash, estimate);
         Arrived {
             hash,
             expelled: expelled.map(|e| (e.item, e.hash, e.count)),
-            member: (self.topk.capacity() > 0).then_some((0.0, estimate)),
+            member: Some((0.0, estimate)),
         }
     }
 
@@ -473,7 +473,134 @@ impl HeavyKeeper {
             + self.buckets.heap_bytes()
             + self.topk.heap_bytes()
             + self.curve.table_bytes()
-            + self.watch_bytes()
+            + self.watch.as_ref().map_or(0, Watch::bytes)
+    }
+
+    /// A copy, or an error where `clone` would abort: the buckets and the
+    /// top-k are as large as a client made them. A watch's state (what was
+    /// announced) is left to be derived afresh, as after a load.
+    pub fn try_clone(&self) -> Result<Self, OutOfMemory> {
+        Ok(Self {
+            params: self.params,
+            buckets: self.buckets.try_clone()?,
+            topk: self.topk.try_clone()?,
+            rng: self.rng.clone(),
+            curve: self.curve.clone(),
+            fading: self.fading,
+            clock_ms: self.clock_ms,
+            created_ms: self.created_ms,
+            arrivals: self.arrivals,
+            clock_unit: self.clock_unit,
+            watch: self.watch.as_ref().map(Watch::try_clone_spec).transpose()?,
+        })
+    }
+
+    /// A sketch as it was saved; its watch's state is derived afresh.
+    pub(crate) fn restore(saved: Saved) -> Self {
+        Self {
+            curve: DecayCurve::new(saved.params.decay),
+            params: saved.params,
+            buckets: saved.buckets,
+            topk: saved.topk,
+            rng: saved.rng,
+            fading: saved.fading,
+            clock_ms: saved.clock_ms,
+            created_ms: saved.created_ms,
+            arrivals: saved.arrivals,
+            clock_unit: ClockUnit::UNKNOWN,
+            watch: saved.watch.map(Watch::new),
+        }
+    }
+
+    /// The clock as it is saved: 0 for a sketch without fading.
+    pub(crate) fn stored_clock_ms(&self) -> i64 {
+        self.clock_ms
+    }
+
+    /// The random stream as it is saved.
+    pub(crate) fn rng(&self) -> &ChaCha8Rng {
+        &self.rng
+    }
+
+    /// The watch the sketch holds: its own type, with its own rules.
+    pub(crate) fn watch_held(&self) -> Option<&Watch> {
+        self.watch.as_ref()
+    }
+
+    pub(crate) fn watch_slot(&mut self) -> &mut Option<Watch> {
+        &mut self.watch
+    }
+
+    /// The watch, to change, with the top-k it reads.
+    pub(crate) fn watch_and_topk(&mut self) -> (Option<&mut Watch>, &TopK) {
+        (self.watch.as_mut(), &self.topk)
+    }
+
+    pub(crate) fn buckets(&self) -> &BucketArray {
+        &self.buckets
+    }
+
+    pub(crate) fn topk(&self) -> &TopK {
+        &self.topk
+    }
+
+    /// Takes the history of a sketch merged into this one: the later
+    /// clock, the earlier creation, the arrivals of both.
+    pub(crate) fn absorb_history(&mut self, other: &HeavyKeeper) {
+        self.clock_ms = self.clock_ms.max(other.clock_ms);
+        self.created_ms = self.created_ms.min(other.created_ms);
+        self.arrivals = self.arrivals.saturating_add(other.arrivals);
+    }
+
+    /// Takes `template`'s clocks (a merge destination starts at its first
+    /// source's time and landmark).
+    pub(crate) fn take_clocks_of(&mut self, template: &HeavyKeeper) {
+        self.fading = template.fading;
+        self.clock_ms = template.clock_ms;
+        self.created_ms = template.created_ms;
+    }
+
+    /// Draws on from where `other`'s random stream stands.
+    pub(crate) fn continue_random_stream_of(&mut self, other: &HeavyKeeper) {
+        self.rng = other.rng.clone();
+    }
+
+    /// Moves a fading sketch's landmark forward to `epoch`, every stored
+    /// mass rescaled to it (a merge brings both sides to the later one).
+    pub(crate) fn move_landmark_to(&mut self, epoch: i64) {
+        let Some(mut fading) = self.fading else {
+            return;
+        };
+        let from = fading.epoch();
+        if epoch <= from {
+            return;
+        }
+        fading.move_to_epoch(epoch);
+        self.fading = Some(fading);
+        self.rescale(Fading::epoch_factor(from, epoch));
+    }
+
+    pub(crate) fn set_bucket(&mut self, index: usize, bucket: Bucket) {
+        self.buckets.set(index, bucket);
+    }
+
+    /// A new top-k of the same capacity and tie rule (a merge's).
+    pub(crate) fn replace_topk(&mut self, topk: TopK) {
+        debug_assert_eq!(topk.capacity(), self.topk.capacity());
+        debug_assert_eq!(topk.ties(), self.topk.ties());
+        self.topk = topk;
+    }
+
+    /// Lowers every bucket above `line` to it, but those at the sorted
+    /// indexes `kept`.
+    pub(crate) fn lower_buckets_except(&mut self, kept: &[usize], line: f64) {
+        self.buckets.map_counts(|i, count| {
+            if count > line && kept.binary_search(&i).is_err() {
+                line
+            } else {
+                count
+            }
+        });
     }
 
     /// Moves the clock to `time_ms` and renormalises if due. Returns the
@@ -505,7 +632,7 @@ impl HeavyKeeper {
     }
 
     /// Multiplies every stored mass by `factor` (a landmark move).
-    pub(crate) fn rescale(&mut self, factor: f64) {
+    fn rescale(&mut self, factor: f64) {
         self.buckets.map_counts(|_, count| count * factor);
         self.topk.scale(factor);
     }

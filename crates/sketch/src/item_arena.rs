@@ -5,6 +5,8 @@
 //! is at most four bytes copied per byte evicted), and the arena grows by a
 //! quarter at a time: it holds at most about 1.5 times the live bytes.
 
+use crate::out_of_memory::{try_copy, OutOfMemory};
+
 /// Where one item's bytes sit in the arena.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ItemRef {
@@ -67,6 +69,21 @@ impl ItemArena {
         self.live() + extra <= MAX_BYTES
     }
 
+    /// Room for `extra` more bytes, or an error: for a caller that must not
+    /// abort (a merge builds its top-k before it replaces anything).
+    pub fn try_reserve(&mut self, extra: usize) -> Result<(), OutOfMemory> {
+        self.bytes.try_reserve_exact(extra)?;
+        Ok(())
+    }
+
+    /// A copy, or an error where `clone` would abort.
+    pub fn try_clone(&self) -> Result<Self, OutOfMemory> {
+        Ok(Self {
+            bytes: try_copy(&self.bytes)?,
+            dead: self.dead,
+        })
+    }
+
     /// Appends `item`; the caller checked [`Self::has_room_for`] and
     /// compacted if [`Self::must_compact_for`] said so.
     pub fn push(&mut self, item: &[u8]) -> ItemRef {
@@ -96,11 +113,6 @@ impl ItemArena {
             };
         }
         self.bytes = packed;
-        self.dead = 0;
-    }
-
-    pub fn clear(&mut self) {
-        self.bytes.clear();
         self.dead = 0;
     }
 }

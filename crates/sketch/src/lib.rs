@@ -4,6 +4,7 @@
 //!
 //! Plain Rust: nothing here knows about Redis.
 
+pub mod arrived;
 pub mod bucket;
 pub(crate) mod bucket_array;
 pub(crate) mod bucket_update;
@@ -20,11 +21,13 @@ pub mod params;
 pub mod ties;
 pub mod topk;
 pub mod watch;
+mod watched;
 
+pub use arrived::Arrived;
 pub use count_bound::MAX_COUNT;
 pub use encoding::{decode, encode, DecodeError, ENCODING_VERSION};
 pub use fading::MAX_TIMESTAMP_MS;
-pub use heavykeeper::{Arrived, HeavyKeeper, Ranked, Upcoming};
+pub use heavykeeper::{HeavyKeeper, Ranked, Upcoming};
 pub use item_hash::{ItemHash, RowLayout};
 pub use merge::MergeError;
 pub use out_of_memory::OutOfMemory;

@@ -25,3 +25,12 @@ impl From<hashbrown::TryReserveError> for OutOfMemory {
         OutOfMemory
     }
 }
+
+/// A copy of `items` with the same room to grow (a sketch reserves its
+/// tables once, at their full size), or an error where `clone` would abort.
+pub(crate) fn try_copy<T: Clone>(items: &Vec<T>) -> Result<Vec<T>, OutOfMemory> {
+    let mut copy = Vec::new();
+    copy.try_reserve_exact(items.capacity())?;
+    copy.extend_from_slice(items);
+    Ok(copy)
+}

@@ -9,7 +9,7 @@
 //! arrival, so a membership test hashes nothing again).
 
 use crate::item_arena::{ItemArena, ItemRef};
-use crate::out_of_memory::OutOfMemory;
+use crate::out_of_memory::{try_copy, OutOfMemory};
 use crate::ties::Ties;
 use hashbrown::HashTable;
 
@@ -131,6 +131,33 @@ impl TopK {
         store.index.try_reserve(capacity, |_| 0)?;
         store.fill_empty_slots();
         Ok(store)
+    }
+
+    /// Room for members whose items take `item_bytes` in all: inserting
+    /// them then allocates nothing.
+    pub fn try_reserve_items(&mut self, item_bytes: usize) -> Result<(), OutOfMemory> {
+        self.items.try_reserve(item_bytes)
+    }
+
+    /// A copy, or an error where `clone` would abort. The index is built
+    /// anew: it is only ever looked up, never walked, so its layout is
+    /// nobody's concern.
+    pub fn try_clone(&self) -> Result<Self, OutOfMemory> {
+        let mut copy = Self {
+            capacity: self.capacity,
+            ties: self.ties,
+            heap: try_copy(&self.heap)?,
+            members: try_copy(&self.members)?,
+            index: HashTable::new(),
+            items: self.items.try_clone()?,
+        };
+        copy.index.try_reserve(self.index.capacity(), |_| 0)?;
+        for id in 0..copy.members.len() {
+            if let Some(hash) = copy.members.get(id).map(|m| m.hash) {
+                copy.index_insert(hash, id as u32);
+            }
+        }
+        Ok(copy)
     }
 
     fn from_parts(capacity: usize, n: usize, ties: Ties) -> Self {
@@ -288,15 +315,6 @@ impl TopK {
         for slot in &mut self.heap {
             slot.count *= factor;
         }
-    }
-
-    /// Removes every member, keeping the allocations.
-    pub fn clear(&mut self) {
-        self.heap.clear();
-        self.members.clear();
-        self.index.clear();
-        self.items.clear();
-        self.fill_empty_slots();
     }
 
     /// Members, highest count first; ties by item bytes, so the order is the

@@ -8,10 +8,16 @@
 //! Its *state* (which items were announced as listed or hot) is not: only a
 //! primary announces, and a sketch loaded or promoted derives it afresh from
 //! its counts, silently. Fading alone never reorders anything, so the next
-//! item to cool or fade out is known in advance: [`HeavyKeeper::watch_due`]
-//! says when a sweep is worth doing, and no periodic scan is needed.
+//! item to cool or fade out is known in advance: [`Watch::is_due`] says
+//! when a sweep is worth doing, and no periodic scan is needed.
+//!
+//! The watch reads the sketch's top-k and the scale of its counts, and
+//! changes nothing of them: the sketch holds its watch and hands it what
+//! it needs (`watched.rs`).
 
-use crate::heavykeeper::{HeavyKeeper, Upcoming};
+use crate::arrived::Arrived;
+use crate::out_of_memory::{try_copy, OutOfMemory};
+use crate::topk::TopK;
 use hashbrown::HashSet;
 use std::fmt;
 
@@ -37,6 +43,15 @@ impl fmt::Display for WatchError {
 }
 
 impl WatchSpec {
+    /// A copy, or an error where `clone` would abort (a channel name is
+    /// as long as a client made it).
+    pub(crate) fn try_clone(&self) -> Result<Self, OutOfMemory> {
+        Ok(Self {
+            channel: try_copy(&self.channel)?,
+            ..*self
+        })
+    }
+
     /// The hysteresis line: `below` if given, else 0.8 of `above`.
     pub fn cool_line(&self) -> Option<f64> {
         self.above.map(|a| self.below.unwrap_or(0.8 * a))
@@ -138,14 +153,14 @@ impl WatchState {
 /// A watch on a sketch: its specification and, on a primary, its state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Watch {
-    pub spec: WatchSpec,
-    pub(crate) state: Option<Box<WatchStateCell>>,
+    spec: WatchSpec,
+    state: Option<Box<WatchStateCell>>,
 }
 
 /// The state, compared as equal whatever it holds: it is not part of what
 /// a sketch *is* (two equal sketches may have announced different things).
 #[derive(Clone, Debug, Default)]
-pub struct WatchStateCell(pub WatchState);
+struct WatchStateCell(WatchState);
 
 impl PartialEq for WatchStateCell {
     fn eq(&self, _: &Self) -> bool {
@@ -153,18 +168,21 @@ impl PartialEq for WatchStateCell {
     }
 }
 
-/// Scalars of the sketch needed to turn stored counts into events.
+/// Scalars of the sketch needed to turn stored counts into events, at one
+/// moment: the sketch works them out, the watch only reads them.
 #[derive(Clone, Copy)]
-struct Scale {
-    unit: f64,
+pub(crate) struct WatchScale {
+    /// The stored weight of one arrival at `now_ms`.
+    pub(crate) unit: f64,
     /// λ per second for fading sketches.
-    lambda: Option<f64>,
-    half_life_ms: Option<f64>,
-    created_ms: i64,
-    now_ms: i64,
+    pub(crate) lambda: Option<f64>,
+    pub(crate) half_life_ms: Option<f64>,
+    pub(crate) created_ms: i64,
+    /// No earlier than the sketch's clock.
+    pub(crate) now_ms: i64,
 }
 
-impl Scale {
+impl WatchScale {
     fn rate(&self, count: f64) -> f64 {
         match self.lambda {
             Some(l) => l * count,
@@ -201,92 +219,113 @@ impl Scale {
     }
 }
 
-impl HeavyKeeper {
-    pub fn watch(&self) -> Option<&WatchSpec> {
-        self.watch.as_ref().map(|w| &w.spec)
+impl Watch {
+    /// A watch whose state is still to be derived.
+    pub(crate) fn new(spec: WatchSpec) -> Self {
+        Self { spec, state: None }
     }
 
-    /// Sets (or, with `None`, removes) the watch; its state starts afresh.
-    pub fn set_watch(&mut self, spec: Option<WatchSpec>) {
-        self.watch = spec.map(|spec| Watch { spec, state: None });
+    /// A copy of the specification, or an error where `clone` would abort.
+    /// The state is not copied: it is not part of what a sketch is, and is
+    /// derived afresh, silently, when next needed.
+    pub(crate) fn try_clone_spec(&self) -> Result<Self, OutOfMemory> {
+        Ok(Self::new(self.spec.try_clone()?))
     }
 
-    /// Forgets what was announced (after a merge, say): it is derived again,
-    /// silently, when next needed.
-    pub fn forget_watch_state(&mut self) {
-        if let Some(w) = self.watch.as_mut() {
-            w.state = None;
-        }
+    pub fn spec(&self) -> &WatchSpec {
+        &self.spec
+    }
+
+    /// Forgets what was announced: it is derived again, silently, when
+    /// next needed.
+    pub(crate) fn forget_state(&mut self) {
+        self.state = None;
+    }
+
+    pub(crate) fn has_state(&self) -> bool {
+        self.state.is_some()
+    }
+
+    pub(crate) fn state_mut(&mut self) -> Option<&mut WatchState> {
+        self.state.as_mut().map(|s| &mut s.0)
     }
 
     /// Events the per-second budget refused since the state was derived.
-    pub fn watch_events_dropped(&self) -> u64 {
-        self.watch
+    pub(crate) fn dropped(&self) -> u64 {
+        self.state.as_ref().map_or(0, |s| s.0.dropped)
+    }
+
+    /// When the next sweep is worth doing: `i64::MIN` while the state is
+    /// still to be derived.
+    pub(crate) fn next_check_ms(&self) -> i64 {
+        self.state.as_ref().map_or(i64::MIN, |s| s.0.next_check_ms)
+    }
+
+    /// Is a sweep due at `now_ms`? Never before the state is derived.
+    pub(crate) fn is_due(&self, now_ms: i64) -> bool {
+        self.state
             .as_ref()
-            .and_then(|w| w.state.as_ref())
-            .map_or(0, |s| s.0.dropped)
+            .is_some_and(|s| now_ms >= s.0.next_check_ms)
     }
 
-    /// The watch state, if any has been derived.
-    pub fn watch_state(&mut self) -> Option<&mut WatchState> {
-        self.watch
-            .as_mut()
-            .and_then(|w| w.state.as_mut())
-            .map(|s| &mut s.0)
+    /// Bytes of the watch: its specification's channel and, once derived,
+    /// its state.
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of::<Watch>()
+            + self.spec.channel.capacity()
+            + self.state.as_ref().map_or(0, |s| {
+                std::mem::size_of::<WatchStateCell>() + s.0.heap_bytes()
+            })
     }
 
-    fn scale(&self, now_ms: i64) -> Scale {
-        let now_ms = now_ms.max(self.clock_ms);
-        Scale {
-            unit: self.unit_at(now_ms),
-            lambda: self.fading.map(|f| f.lambda_per_second()),
-            half_life_ms: self.fading.map(|f| f.half_life_ms()),
-            created_ms: self.created_ms,
-            now_ms,
-        }
+    /// The most a watch on `channel` can ever take on a sketch of `k`
+    /// members: the channel, and both announced sets full (k hashes each,
+    /// at the set's largest load). What a size cap must allow.
+    pub(crate) fn bytes_bound(k: usize, channel: &[u8]) -> usize {
+        // A set holds at most k hashes; it only grows when more than half
+        // full, to at most one more than twice what it held: 2k + 2.
+        let full_set = HashSet::<u64>::with_capacity(2 * k + 2).allocation_size();
+        std::mem::size_of::<Watch>()
+            + channel.len()
+            + std::mem::size_of::<WatchStateCell>()
+            + 2 * full_set
     }
 
-    /// Derives the state from the counts at `now_ms` without announcing
-    /// anything, unless there is one already.
+    /// Derives the state from the counts without announcing anything,
+    /// unless there is one already.
     #[inline]
-    fn ensure_watch_state(&mut self, now_ms: i64) {
-        if self.watch.as_ref().is_some_and(|w| w.state.is_none()) {
-            self.derive_watch_state(now_ms);
+    pub(crate) fn ensure_state(&mut self, topk: &TopK, scale: WatchScale) {
+        if self.state.is_none() {
+            self.derive_state(topk, scale);
         }
     }
 
     #[cold]
     #[inline(never)]
-    fn derive_watch_state(&mut self, now_ms: i64) {
-        let Some(spec) = self.watch.as_ref().map(|w| w.spec.clone()) else {
-            return;
-        };
-        let scale = self.scale(now_ms);
-        let hot_line = spec.above.map(|a| scale.count_line(a));
+    fn derive_state(&mut self, topk: &TopK, scale: WatchScale) {
+        let hot_line = self.spec.above.map(|a| scale.count_line(a));
         let mut state = WatchState::default();
-        for (_, hash, stored) in self.topk.members() {
+        for (_, hash, stored) in topk.members() {
             let count = stored / scale.unit;
-            if spec.members && count >= 1.0 {
+            if self.spec.members && count >= 1.0 {
                 state.listed.insert(hash);
             }
             if hot_line.is_some_and(|line| count >= line) {
                 state.hot.insert(hash);
             }
         }
-        state.next_check_ms = self.next_watch_check(&spec, &state, scale);
-        if let Some(w) = self.watch.as_mut() {
-            w.state = Some(Box::new(WatchStateCell(state)));
-        }
+        state.next_check_ms = self.next_check(&state, topk, scale);
+        self.state = Some(Box::new(WatchStateCell(state)));
     }
 
     /// The earliest time an announced item can cool or fade out.
-    fn next_watch_check(&self, spec: &WatchSpec, state: &WatchState, scale: Scale) -> i64 {
+    fn next_check(&self, state: &WatchState, topk: &TopK, scale: WatchScale) -> i64 {
         if state.hot.is_empty() && state.listed.is_empty() {
             return i64::MAX;
         }
-        let cool = spec.cool_line().map(|c| scale.count_line(c));
+        let cool = self.spec.cool_line().map(|c| scale.count_line(c));
         let mut next = i64::MAX;
-        for (_, hash, stored) in self.topk.members() {
+        for (_, hash, stored) in topk.members() {
             let count = stored / scale.unit;
             if let Some(cool) = cool.filter(|_| state.hot.contains(&hash)) {
                 next = next.min(scale.crossing_ms(count, cool));
@@ -298,124 +337,23 @@ impl HeavyKeeper {
         next
     }
 
-    /// Heap bytes of the watch: its specification's channel and, once
-    /// derived, its state. Part of [`HeavyKeeper::memory_bytes`].
-    pub fn watch_bytes(&self) -> usize {
-        self.watch.as_ref().map_or(0, |w| {
-            std::mem::size_of::<Watch>()
-                + w.spec.channel.capacity()
-                + w.state.as_ref().map_or(0, |s| {
-                    std::mem::size_of::<WatchStateCell>() + s.0.heap_bytes()
-                })
-        })
-    }
-
-    /// The most a watch on `channel` can ever add to this sketch: the
-    /// channel, and both announced sets full (k hashes each, at the set's
-    /// largest load). What a size cap must allow before the watch is set.
-    pub fn watch_bytes_bound(&self, channel: &[u8]) -> usize {
-        // A set holds at most k hashes; it only grows when more than half
-        // full, to at most one more than twice what it held: 2k + 2.
-        let k = self.params.k as usize;
-        let full_set = HashSet::<u64>::with_capacity(2 * k + 2).allocation_size();
-        std::mem::size_of::<Watch>()
-            + channel.len()
-            + std::mem::size_of::<WatchStateCell>()
-            + 2 * full_set
-    }
-
-    /// What the watch timer does when a sketch's time has come: derives the
-    /// state if there is none (silently, as after a load or a promotion),
-    /// announces what fading did by `now_ms` if a sweep is due, and returns
-    /// when to come back (`i64::MAX`: only an arrival can change anything).
-    /// `None` for a sketch without a watch.
-    pub fn tend_watch(&mut self, now_ms: i64, events: &mut Vec<WatchEvent>) -> Option<i64> {
-        self.watch.as_ref()?;
-        self.ensure_watch_state(now_ms);
-        if self.watch_due(now_ms) {
-            self.sweep_watch(now_ms, events);
-        }
-        self.watch_next_check_ms()
-    }
-
-    /// When the next sweep is worth doing: `Some(i64::MIN)` for a watch
-    /// whose state is still to be derived, `None` without a watch.
-    pub fn watch_next_check_ms(&self) -> Option<i64> {
-        let watch = self.watch.as_ref()?;
-        Some(watch.state.as_ref().map_or(i64::MIN, |s| s.0.next_check_ms))
-    }
-
-    /// Is a sweep due at `now_ms` (some announced item may have cooled or
-    /// faded out)? False for a sketch without a derived watch state.
-    pub fn watch_due(&self, now_ms: i64) -> bool {
-        self.watch
-            .as_ref()
-            .and_then(|w| w.state.as_ref())
-            .is_some_and(|s| now_ms >= s.0.next_check_ms)
-    }
-
-    /// [`Self::add_observed`] on a watched sketch: the events this arrival
-    /// (and the time it moved the clock to) caused, appended to `events`.
-    /// Returns the expelled item, as [`Self::add`] does.
-    pub fn add_watched(
-        &mut self,
-        item: &[u8],
-        weight: u64,
-        time_ms: i64,
-        events: &mut Vec<WatchEvent>,
-    ) -> Option<Box<[u8]>> {
-        let item = self.hashed(item);
-        self.add_watched_upcoming(item, weight, time_ms, events)
-    }
-
-    /// [`Self::add_watched`] of an item hashed ahead by [`Self::upcoming`].
-    pub fn add_watched_upcoming(
-        &mut self,
-        upcoming: Upcoming<'_>,
-        weight: u64,
-        time_ms: i64,
-        events: &mut Vec<WatchEvent>,
-    ) -> Option<Box<[u8]>> {
-        if self.watch.is_none() {
-            return self.add_upcoming(upcoming, weight, time_ms);
-        }
-        self.ensure_watch_state(time_ms);
-        let item = upcoming.item();
-        let arrived = self.arrive(upcoming, weight, time_ms);
-        let now_ms = time_ms.max(self.clock_ms);
-        if self.watch_due(now_ms) {
-            self.sweep_watch(now_ms, events);
-        }
-        if arrived.expelled.is_none() && arrived.member.is_none() {
-            // The long tail: the top-k did not change, nothing to announce.
-            return None;
-        }
-        self.announce(item, arrived, now_ms, events)
-    }
-
-    /// The events an arrival that changed the top-k causes.
+    /// The events an arrival of `item` that changed the top-k causes,
+    /// appended to `events`. Lines are compared in stored units (`unit`,
+    /// the stored weight of one arrival at `scale.now_ms`).
     #[inline(never)]
-    fn announce(
+    pub(crate) fn announce(
         &mut self,
         item: &[u8],
-        arrived: crate::heavykeeper::Arrived,
-        now_ms: i64,
+        arrived: &Arrived,
+        scale: WatchScale,
         events: &mut Vec<WatchEvent>,
-    ) -> Option<Box<[u8]>> {
-        // Lines are compared in stored units (one multiplication), counts
-        // and rates are worked out only for an event.
-        let (unit, lambda) = match self.fading {
-            None => (1.0, None),
-            Some(f) => (f.weight(now_ms), Some(f.lambda_per_second())),
-        };
-        let Some(watch) = self.watch.as_mut() else {
-            return arrived.expelled.map(|(i, _, _)| i);
-        };
-        let spec = &watch.spec;
-        let Some(cell) = watch.state.as_mut() else {
-            return arrived.expelled.map(|(i, _, _)| i);
+    ) {
+        let spec = &self.spec;
+        let Some(cell) = self.state.as_mut() else {
+            return;
         };
         let state = &mut cell.0;
+        let unit = scale.unit;
         // (kind, item, stored count): no allocation unless something happens.
         let mut pending: Vec<(EventKind, Vec<u8>, f64)> = Vec::new();
         if let Some((gone, hash, stored)) = &arrived.expelled {
@@ -431,17 +369,16 @@ impl HeavyKeeper {
                 pending.push((EventKind::Enter, item.to_vec(), after));
             }
             if let Some(above) = spec.above {
-                let line = lambda.map_or(above, |l| above / l) * unit;
+                let line = scale.lambda.map_or(above, |l| above / l) * unit;
                 if after >= line && before < line && state.hot.insert(arrived.hash) {
                     pending.push((EventKind::Hot, item.to_vec(), after));
                 }
             }
         }
         if pending.is_empty() {
-            return arrived.expelled.map(|(i, _, _)| i);
+            return;
         }
         let cool = spec.cool_line();
-        let scale = self.scale(now_ms);
         let mut next = i64::MAX;
         for (kind, item, stored) in pending {
             let count = stored / scale.unit;
@@ -455,32 +392,20 @@ impl HeavyKeeper {
             }
             events.push(scale.event(kind, &item, count));
         }
-        if let Some(state) = self.watch_state() {
-            state.next_check_ms = state.next_check_ms.min(next);
-        }
-        arrived.expelled.map(|(i, _, _)| i)
+        state.next_check_ms = state.next_check_ms.min(next);
     }
 
-    /// Announces what fading alone did by `now_ms`: `cool` for hot items
-    /// now below the cool line, `leave` for listed items below one arrival.
+    /// Announces what fading alone did by `scale.now_ms`: `cool` for hot
+    /// items now below the cool line, `leave` for listed items below one
+    /// arrival. The state must have been derived.
     #[cold]
     #[inline(never)]
-    pub fn sweep_watch(&mut self, now_ms: i64, events: &mut Vec<WatchEvent>) {
-        self.ensure_watch_state(now_ms);
-        let scale = self.scale(now_ms);
-        let Some(spec) = self.watch.as_ref().map(|w| w.spec.clone()) else {
+    pub(crate) fn sweep(&mut self, topk: &TopK, scale: WatchScale, events: &mut Vec<WatchEvent>) {
+        let Some(mut state) = self.state.take().map(|cell| cell.0) else {
             return;
         };
-        let Some(mut state) = self
-            .watch
-            .as_mut()
-            .and_then(|w| w.state.take())
-            .map(|cell| cell.0)
-        else {
-            return;
-        };
-        let cool = spec.cool_line().map(|c| scale.count_line(c));
-        for (item, hash, stored) in self.topk.members() {
+        let cool = self.spec.cool_line().map(|c| scale.count_line(c));
+        for (item, hash, stored) in topk.members() {
             let count = stored / scale.unit;
             if cool.is_some_and(|line| count < line) && state.hot.remove(&hash) {
                 events.push(scale.event(EventKind::Cool, item, count));
@@ -489,163 +414,14 @@ impl HeavyKeeper {
                 events.push(scale.event(EventKind::Leave, item, count));
             }
         }
-        state.next_check_ms = self.next_watch_check(&spec, &state, scale);
-        if let Some(w) = self.watch.as_mut() {
-            w.state = Some(Box::new(WatchStateCell(state)));
-        }
+        state.next_check_ms = self.next_check(&state, topk, scale);
+        self.state = Some(Box::new(WatchStateCell(state)));
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Params;
-
-    fn watched(fading: bool, members: bool, above: Option<f64>) -> HeavyKeeper {
-        let params = Params {
-            width: 256,
-            half_life_ms: fading.then_some(1_000.0),
-            ..Params::for_k(3, 1)
-        };
-        let mut hk = HeavyKeeper::new(params, 0);
-        hk.set_watch(Some(WatchSpec {
-            channel: b"events".to_vec(),
-            members,
-            above,
-            below: None,
-        }));
-        hk
-    }
-
-    fn kinds(events: &[WatchEvent]) -> Vec<(EventKind, &[u8])> {
-        events.iter().map(|e| (e.kind, e.item.as_slice())).collect()
-    }
-
-    #[test]
-    fn members_enter_and_leave_when_expelled() {
-        let mut hk = watched(false, true, None);
-        let mut events = Vec::new();
-        for item in [b"a", b"b", b"c"] {
-            hk.add_watched(item, 5, 0, &mut events);
-        }
-        assert_eq!(
-            kinds(&events),
-            vec![
-                (EventKind::Enter, &b"a"[..]),
-                (EventKind::Enter, b"b"),
-                (EventKind::Enter, b"c")
-            ]
-        );
-        events.clear();
-        hk.add_watched(b"d", 10, 0, &mut events);
-        hk.add_watched(b"d", 1, 0, &mut events);
-        let got = kinds(&events);
-        assert!(got.contains(&(EventKind::Enter, b"d")), "{got:?}");
-        assert_eq!(
-            got.iter().filter(|e| e.0 == EventKind::Leave).count(),
-            1,
-            "{got:?}"
-        );
-    }
-
-    #[test]
-    fn hot_and_cool_with_hysteresis_on_counts() {
-        let mut hk = watched(false, false, Some(10.0));
-        let mut events = Vec::new();
-        hk.add_watched(b"x", 9, 0, &mut events);
-        assert!(events.is_empty());
-        hk.add_watched(b"x", 1, 0, &mut events);
-        assert_eq!(kinds(&events), vec![(EventKind::Hot, &b"x"[..])]);
-        assert_eq!(events[0].count, 10.0);
-        // Without fading a count never falls: no cool, no sweep ever due.
-        hk.add_watched(b"x", 5, 0, &mut events);
-        assert_eq!(events.len(), 1);
-        assert!(!hk.watch_due(i64::MAX - 1));
-    }
-
-    #[test]
-    fn fading_cools_and_fades_out_at_the_computed_times() {
-        // Rate line 10/s with a 1 s half-life: a count line of 10/λ = 14.4.
-        let mut hk = watched(true, true, Some(10.0));
-        let mut events = Vec::new();
-        hk.add_watched(b"x", 20, 0, &mut events);
-        assert_eq!(
-            kinds(&events),
-            vec![(EventKind::Enter, &b"x"[..]), (EventKind::Hot, b"x")]
-        );
-        events.clear();
-        // Cools below 8/s (count 11.5) after log2(20 / 11.54) = 0.79 half-lives.
-        assert!(!hk.watch_due(700));
-        assert!(hk.watch_due(800));
-        hk.sweep_watch(800, &mut events);
-        assert_eq!(kinds(&events), vec![(EventKind::Cool, &b"x"[..])]);
-        assert!(
-            events[0].rate < 8.0 && events[0].rate > 7.0,
-            "{:?}",
-            events[0]
-        );
-        events.clear();
-        // Leaves below one arrival after log2(20) = 4.32 half-lives.
-        assert!(!hk.watch_due(4_300));
-        hk.sweep_watch(4_400, &mut events);
-        assert_eq!(kinds(&events), vec![(EventKind::Leave, &b"x"[..])]);
-        // Hovering: back above 10/s, then between the lines, then above: one hot.
-        events.clear();
-        hk.add_watched(b"x", 20, 5_000, &mut events);
-        hk.add_watched(b"x", 1, 5_300, &mut events);
-        hk.add_watched(b"x", 3, 5_400, &mut events);
-        let hots = events.iter().filter(|e| e.kind == EventKind::Hot).count();
-        assert_eq!(hots, 1, "{:?}", kinds(&events));
-    }
-
-    #[test]
-    fn a_watch_is_counted_in_memory_and_stays_under_its_bound() {
-        let mut hk = watched(true, true, Some(1.0));
-        hk.set_watch(None);
-        let bare = hk.memory_bytes();
-        let channel = vec![b'c'; 5_000];
-        let bound = hk.watch_bytes_bound(&channel);
-        hk.set_watch(Some(WatchSpec {
-            channel,
-            members: true,
-            above: Some(1.0),
-            below: None,
-        }));
-        assert!(hk.memory_bytes() >= bare + 5_000);
-        // Every member listed and hot: both sets as full as they get.
-        let mut events = Vec::new();
-        for item in [b"a", b"b", b"c", b"d"] {
-            hk.add_watched(item, 50, 0, &mut events);
-        }
-        assert_eq!(
-            events.iter().filter(|e| e.kind == EventKind::Hot).count(),
-            3
-        );
-        assert!(hk.memory_bytes() > bare + 5_000);
-        assert!(
-            hk.memory_bytes() <= bare + bound,
-            "{} > {}",
-            hk.memory_bytes(),
-            bare + bound
-        );
-    }
-
-    #[test]
-    fn tending_derives_the_state_silently_then_announces_what_fading_did() {
-        let mut hk = watched(true, false, Some(10.0));
-        hk.add(b"x", 20, 0);
-        // A loaded sketch: a watch without a state.
-        hk.forget_watch_state();
-        assert_eq!(hk.watch_next_check_ms(), Some(i64::MIN));
-        let mut events = Vec::new();
-        let next = hk.tend_watch(100, &mut events).unwrap();
-        assert!(events.is_empty(), "{events:?}");
-        assert!((700..=800).contains(&next), "{next}");
-        assert_eq!(hk.tend_watch(next, &mut events), Some(i64::MAX));
-        assert_eq!(kinds(&events), vec![(EventKind::Cool, &b"x"[..])]);
-        hk.set_watch(None);
-        assert_eq!(hk.tend_watch(next, &mut events), None);
-    }
 
     #[test]
     fn the_budget_caps_events_per_second_and_counts_the_rest() {

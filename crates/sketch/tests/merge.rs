@@ -1,6 +1,9 @@
 //! Merging shards of one stream gives (nearly) the sketch of the whole.
 
-use heavykeeper_sketch::{encode, HeavyKeeper, ItemHash, MergeError, Params, MAX_COUNT};
+use heavykeeper_sketch::{
+    encode, HeavyKeeper, ItemHash, MergeError, Params, RowLayout, Ties, MAX_COUNT,
+};
+use proptest::prelude::*;
 use std::collections::HashMap;
 use test_streams::{exact_counts, precision_at_k, zipf_stream};
 
@@ -101,7 +104,10 @@ fn different_shapes_are_refused_and_nothing_changes() {
     ];
     for p in others {
         let other = HeavyKeeper::new(p, 0);
-        assert!(matches!(a.merge(&other), Err(MergeError(_))), "{p:?}");
+        assert!(
+            matches!(a.merge(&other), Err(MergeError::Mismatch(_))),
+            "{p:?}"
+        );
         assert_eq!(encode(&a), before);
     }
     // A different k is fine: the destination keeps its own.
@@ -219,14 +225,102 @@ fn a_destination_becomes_the_merge_of_its_sources_whatever_it_held() {
     for item in zipf_stream(1.2, 50, 5_000, 5) {
         reused.add(&item, 7, 0);
     }
-    reused.clear_like(&east);
+    let mut reused = reused.try_cleared_like(&east).unwrap();
     reused.merge(&east).unwrap();
     reused.merge(&west).unwrap();
     assert_eq!(fresh.ranked(0), reused.ranked(0));
     assert_eq!(reused.arrivals(), 20_000);
     // Merging the same sources again gives the same answer: no double count.
-    reused.clear_like(&east);
+    let mut reused = reused.try_cleared_like(&east).unwrap();
     reused.merge(&east).unwrap();
     reused.merge(&west).unwrap();
     assert_eq!(fresh.ranked(0), reused.ranked(0));
+}
+
+#[test]
+fn a_new_destination_settles_ties_as_its_first_source() {
+    let mut source = HeavyKeeper::try_new_with_ties(params(5), 0, Ties::RedisBloom).unwrap();
+    for item in [b"a", b"b", b"c", b"a"] {
+        source.add(item, 1, 0);
+    }
+    let mut merged = HeavyKeeper::try_empty_like(&source).unwrap();
+    merged.merge(&source).unwrap();
+    assert_eq!(merged.ties(), Ties::RedisBloom);
+    assert_eq!(merged.ranked(0), source.ranked(0));
+}
+
+#[test]
+fn a_copy_is_the_same_sketch() {
+    let mut a = HeavyKeeper::try_new_with_ties(params(5), 0, Ties::RedisBloom).unwrap();
+    for item in zipf_stream(1.0, 50, 2_000, 9) {
+        a.add(&item, 1, 0);
+    }
+    let mut copy = a.try_clone().unwrap();
+    assert_eq!(encode(&copy), encode(&a));
+    copy.check_invariants().unwrap();
+    // It counts on as the original does.
+    for item in zipf_stream(1.0, 50, 500, 10) {
+        a.add(&item, 1, 0);
+        copy.add(&item, 1, 0);
+    }
+    assert_eq!(encode(&copy), encode(&a));
+}
+
+/// Every parameter a sketch is made with: [`Params`] and the tie rule.
+fn any_shape() -> impl Strategy<Value = (Params, Ties)> {
+    (
+        (1u32..40, 1u32..200, 1u32..=Params::MAX_DEPTH),
+        (0.5f64..=1.0, any::<u64>()),
+        proptest::option::of(1.0f64..1e9),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |((k, width, depth), (decay, seed), half_life_ms, remixed, redisbloom)| {
+                let params = Params {
+                    k,
+                    width,
+                    depth,
+                    decay,
+                    seed,
+                    half_life_ms,
+                    layout: if remixed {
+                        RowLayout::Remixed
+                    } else {
+                        RowLayout::DoubleHash
+                    },
+                };
+                let ties = if redisbloom {
+                    Ties::RedisBloom
+                } else {
+                    Ties::ByItem
+                };
+                (params, ties)
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn a_new_destination_keeps_every_parameter_of_its_source(
+        (params, ties) in any_shape(),
+        created_ms in 0i64..4_000_000_000_000,
+        items in proptest::collection::vec(0u8..30, 0..60),
+    ) {
+        let mut source = HeavyKeeper::try_new_with_ties(params, created_ms, ties).unwrap();
+        for item in items {
+            source.add(&[item], 1, created_ms);
+        }
+        let mut merged = HeavyKeeper::try_empty_like(&source).unwrap();
+        merged.merge(&source).unwrap();
+        prop_assert_eq!(merged.params(), source.params());
+        prop_assert_eq!(merged.ties(), source.ties());
+        prop_assert_eq!(merged.fading(), source.fading());
+        prop_assert_eq!(merged.clock_ms(), source.clock_ms());
+        prop_assert_eq!(merged.created_ms(), source.created_ms());
+        prop_assert_eq!(merged.arrivals(), source.arrivals());
+        merged.check_invariants().unwrap();
+    }
 }
