@@ -1,7 +1,7 @@
 //! What a plan cannot do by moving slots, and what to do instead.
 
 use crate::load::{HotKey, Input, Measure, Slot};
-use crate::plan::NodeOutcome;
+use crate::outcome::NodeOutcome;
 use crate::target::slack;
 
 /// A way to take load off one key or one slot, other than moving it.

@@ -62,10 +62,12 @@
 
 mod advice;
 mod load;
+mod outcome;
 mod plan;
 mod target;
 
 pub use advice::{Advice, Remedy};
 pub use load::{HotKey, Input, Measure, NodeSlots, Slot, SlotLoad};
-pub use plan::{plan, Move, NodeOutcome, Plan};
+pub use outcome::NodeOutcome;
+pub use plan::{plan, Move, Plan};
 pub use target::Options;

@@ -2,6 +2,7 @@
 //! primary would serve once the moves chosen so far are made.
 
 use crate::advice::{advise, Advice};
+use crate::outcome::NodeOutcome;
 use crate::load::{Input, Measure, Slot, SlotLoad};
 use crate::target::{slack, Options};
 
@@ -14,14 +15,6 @@ pub struct Move {
     pub reads_per_second: f64,
     pub writes_per_second: f64,
     pub keys: u64,
-}
-
-/// A primary's load before the plan and once it is carried out.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodeOutcome {
-    pub node: String,
-    pub before: f64,
-    pub after: f64,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,10 @@
+//! What a plan does to each primary: the plan computes it, the advice reads
+//! it (what is still over its share once every useful move is made).
+
+/// A primary's load before the plan and once it is carried out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeOutcome {
+    pub node: String,
+    pub before: f64,
+    pub after: f64,
+}
