@@ -2,8 +2,8 @@
 //! primary would serve once the moves chosen so far are made.
 
 use crate::advice::{advise, Advice};
-use crate::outcome::NodeOutcome;
 use crate::load::{Input, Measure, Slot, SlotLoad};
+use crate::outcome::NodeOutcome;
 use crate::target::{slack, Options};
 
 /// One slot to move.

@@ -117,9 +117,11 @@ pub fn migrate_slots(
         .map(|j| j.name)
         .collect();
     let mut cmd = redis::cmd("CLUSTER");
-    cmd.arg("MIGRATESLOTS");
+    // One SLOTSRANGE, then every range's pair: the keyword once per
+    // target (a second SLOTSRANGE before NODE is a syntax error).
+    cmd.arg("MIGRATESLOTS").arg("SLOTSRANGE");
     for (lo, hi) in ranges(slots) {
-        cmd.arg("SLOTSRANGE").arg(lo).arg(hi);
+        cmd.arg(lo).arg(hi);
     }
     cmd.arg("NODE").arg(&target.id);
     (link.run(&source.address, &cmd))
@@ -276,7 +278,7 @@ mod tests {
         assert!(
             server
                 .sent
-                .contains(&"CLUSTER MIGRATESLOTS SLOTSRANGE 3 5 SLOTSRANGE 9 9 NODE T".to_string()),
+                .contains(&"CLUSTER MIGRATESLOTS SLOTSRANGE 3 5 9 9 NODE T".to_string()),
             "{:?}",
             server.sent
         );
