@@ -79,6 +79,28 @@ impl Server {
         stat.split_whitespace().next()?.parse().ok()
     }
 
+    /// CPU time the server's threads named `name` have used, in
+    /// nanoseconds (Linux); `None` when there is no such thread.
+    pub fn thread_cpu_ns(&self, name: &str) -> Option<u64> {
+        let pid = self.child.id();
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let mut found = None;
+        for task in tasks.flatten() {
+            let path = task.path();
+            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+            if comm.trim() != name {
+                continue;
+            }
+            let ns: Option<u64> = std::fs::read_to_string(path.join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok());
+            if let Some(ns) = ns {
+                found = Some(found.unwrap_or(0) + ns);
+            }
+        }
+        found
+    }
+
     pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
     }
