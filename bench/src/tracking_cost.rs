@@ -137,29 +137,21 @@ pub struct PerGet {
     pub all: f64,
     /// `GET`s a second the server ran under callgrind.
     pub gets_per_s: f64,
+    /// Accesses the tracker counted per `GET` (`tracker_keys_counted`).
+    pub accesses: Option<f64>,
 }
 
 impl PerGet {
-    fn median(runs: &[PerGet]) -> Option<PerGet> {
-        if runs.is_empty() {
-            return None;
-        }
-        let med = |f: &dyn Fn(&PerGet) -> f64| median(&mut runs.iter().map(f).collect::<Vec<_>>());
-        let in_command: Vec<f64> = runs.iter().filter_map(|r| r.in_command).collect();
-        Some(PerGet {
-            main: med(&|r| r.main),
-            in_command: (!in_command.is_empty()).then(|| median(&mut in_command.clone())),
-            timers: med(&|r| r.timers),
-            worker: med(&|r| r.worker),
-            all: med(&|r| r.all),
-            gets_per_s: med(&|r| r.gets_per_s),
-        })
-    }
-
     /// Inside `processCommand` plus the worker: where a tracker's cost per
     /// command is.
     pub fn command_and_worker(&self) -> Option<f64> {
         Some(self.in_command? + self.worker)
+    }
+
+    /// The worker's instructions per access it counted.
+    pub fn worker_per_access(&self) -> Option<f64> {
+        let a = self.accesses.filter(|a| *a > 0.0)?;
+        Some(self.worker / a)
     }
 }
 
@@ -203,6 +195,10 @@ pub struct Instructions {
     /// time counted over them (`tracker_seconds_counted` over wall time).
     pub default_share: Option<(f64, f64)>,
     pub misses: Vec<MissCost>,
+    /// [`PREFIX_VARIANTS`], in the same server.
+    pub prefixes: Vec<(Variant, PerGet)>,
+    /// [`CLUSTER_VARIANTS`], in a cluster node of its own.
+    pub cluster: Vec<(Variant, PerGet)>,
 }
 
 impl Instructions {
@@ -239,6 +235,35 @@ impl Instructions {
     pub fn added_command_and_worker(&self, mode: Mode) -> Option<f64> {
         let (m, off) = (self.at(mode)?, self.off()?);
         Some(m.command_and_worker()? - off.command_and_worker()?)
+    }
+
+    /// What per-slot counting adds to `mode` (every command or the
+    /// default), all threads: the cluster node's added over its own off,
+    /// minus the non-cluster server's.
+    pub fn slot_cost(&self, mode: Mode) -> Option<f64> {
+        let sample = mode.settings().1;
+        let coff = self.cluster.iter().find(|(v, _)| !v.track)?.1;
+        let c = self.cluster.iter().find(|(v, _)| v.track && v.sample == sample)?.1;
+        Some(added_over(&c, &coff).1? - self.added_all(mode)?)
+    }
+
+    /// What counting prefixes at `depths` adds at `sample`, all threads:
+    /// over the same sample without prefixes ("2" is the mode itself).
+    pub fn prefix_cost(&self, sample: u64, depths: &str) -> Option<f64> {
+        let off = self.off()?;
+        let find = |d: &str| -> Option<PerGet> {
+            if d == "2" {
+                let mode = if sample == 1 { Mode::Every } else { Mode::Default };
+                return self.at(mode).copied();
+            }
+            self.prefixes
+                .iter()
+                .find(|(v, _)| v.sample == sample && v.depths == d)
+                .map(|(_, m)| *m)
+        };
+        let with = find(depths)?;
+        let without = find("0")?;
+        Some(added_over(&with, off).1? - added_over(&without, off).1?)
     }
 
     /// `added` as a share of what the main thread runs per `GET`, off.
@@ -298,17 +323,7 @@ pub fn measure(module: &Path, quick: bool) -> Result<Vec<ServerCost>, String> {
         eprintln!("  {name}: instructions under callgrind");
         let instructions = instructions(&binary, module, floor.as_deref(), quick);
         match &instructions {
-            Some(i) => {
-                for mode in MODES {
-                    if let Some(m) = i.at(mode) {
-                        eprintln!("    {}: {m:?}", mode.label());
-                    }
-                }
-                eprintln!("    default share under callgrind: {:?}", i.default_share);
-                for m in &i.misses {
-                    eprintln!("    misses: {m:?}");
-                }
-            }
+            Some(i) => eprintln!("    default share under callgrind: {:?}", i.default_share),
             None => eprintln!("    no callgrind figures (valgrind missing or a run failed)"),
         }
         costs.push(ServerCost {
@@ -338,14 +353,14 @@ pub fn server_name(server: &Server) -> Result<String, String> {
 }
 
 const COMMANDS: [(&str, &[&str]); 2] = [
-    ("GET", &["GET", "key:__rand_int__"]),
-    ("SET", &["SET", "key:__rand_int__", "v"]),
+    ("GET", &["GET", GET_KEY]),
+    ("SET", &["SET", GET_KEY, "v"]),
 ];
 
 /// `redis-benchmark -P 16 -c 8 -r 100000` in each mode, interleaved rounds.
 fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let (requests, rounds) = if quick { (200_000, 3) } else { (600_000, 5) };
+    let (requests, rounds) = if quick { (100_000, 2) } else { (300_000, 3) };
     let modes: Vec<Mode> = MODES
         .into_iter()
         .filter(|m| floor || !m.is_floor())
@@ -396,120 +411,241 @@ fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>,
     Ok(rows)
 }
 
+/// The key every `GET` under callgrind reads: two delimiters, so that the
+/// default `track-prefix-depths 2` counts a prefix (`user:000000012345:`)
+/// as well as the key; 100,000 of them, none existing.
+pub const GET_KEY: &str = "user:__rand_int__:n";
+
 /// Keys that exist, for hits: what `redis-benchmark` makes of
-/// `hit:__rand_int__` with `-r 100000` (twelve digits).
+/// `hit:__rand_int__:n` with `-r 100000` (twelve digits).
 const HIT_KEYS: usize = 100_000;
+const HIT_KEY: &str = "hit:__rand_int__:n";
+const MISS_KEY: &str = "miss:__rand_int__:n";
 
 fn preload(con: &mut redis::Connection) -> Option<()> {
     for chunk in (0..HIT_KEYS).collect::<Vec<_>>().chunks(1000) {
         let mut cmd = redis::cmd("MSET");
         for i in chunk {
-            cmd.arg(format!("hit:{i:012}")).arg("v");
+            cmd.arg(format!("hit:{i:012}:n")).arg("v");
         }
         cmd.query::<()>(con).ok()?;
     }
     Some(())
 }
 
-/// One server under callgrind, every mode in turn in it (twice, medians):
-/// the counters are zeroed before each mode's `GET`s and dumped after
-/// them. One process, because a server draws its hash seeds at start and
-/// the command lookup's collisions alone move a `GET` by ~60 instructions
-/// from one start to the next. Then the misses: `GET`s of keys that exist
-/// and of keys that do not, with `track-misses` no (never subscribed), yes,
-/// no again. `None` where valgrind is missing or a run fails.
+/// A setting of the tracker measured beside the modes: `track`,
+/// `track-sample`, `track-prefix-depths`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Variant {
+    pub track: bool,
+    pub sample: u64,
+    pub depths: &'static str,
+}
+
+impl Variant {
+    pub fn label(&self) -> String {
+        if !self.track {
+            return "off".into();
+        }
+        let depths = match self.depths {
+            "0" => "no prefixes".to_string(),
+            d => format!("prefix depths {d}"),
+        };
+        format!("{}, {depths}", sample_label(self.sample))
+    }
+
+    fn apply(&self, con: &mut redis::Connection) -> Result<(), String> {
+        config(con, "track", "no")?;
+        config(con, "track-prefix-depths", self.depths)?;
+        config(con, "track-sample", &self.sample.to_string())?;
+        config(con, "track", if self.track { "yes" } else { "no" })
+    }
+}
+
+const fn variant(track: bool, sample: u64, depths: &'static str) -> Variant {
+    Variant {
+        track,
+        sample,
+        depths,
+    }
+}
+
+/// Prefix depths beside the modes (which run at the default, depth 2), in
+/// the modes' own server: every command and the default, without prefixes
+/// and at depths 1 and 2.
+pub const PREFIX_VARIANTS: [Variant; 4] = [
+    variant(true, 1, "0"),
+    variant(true, 1, "1,2"),
+    variant(true, DEFAULT_SAMPLE, "0"),
+    variant(true, DEFAULT_SAMPLE, "1,2"),
+];
+
+/// In a cluster node (every slot its own): off, every command and the
+/// default, prefixes at the default depth 2 (what per-slot counting adds is
+/// set against the same modes in the non-cluster server).
+pub const CLUSTER_VARIANTS: [Variant; 3] = [
+    variant(false, 1, "2"),
+    variant(true, 1, "2"),
+    variant(true, DEFAULT_SAMPLE, "2"),
+];
+
+/// One server under callgrind, every mode in turn in it: the counters are
+/// zeroed before each mode's `GET`s and dumped after them. One process,
+/// because a server draws its hash seeds at start and the command lookup's
+/// collisions alone move a `GET` by ~60 instructions from one start to the
+/// next. Then the prefix depths, then the misses: `GET`s of keys that
+/// exist and of keys that do not, with `track-misses` no (never
+/// subscribed), yes, no again. Then a second server, a cluster node, for
+/// what per-slot counting adds. `None` where valgrind is missing or a run
+/// fails.
 fn instructions(
     binary: &str,
     module: &Path,
     floor: Option<&Path>,
     quick: bool,
 ) -> Option<Instructions> {
-    let (gets, miss_gets, warm, rounds) = if quick {
-        (50_000, 40_000, 10_000, 1)
+    let (gets, miss_gets, warm) = if quick {
+        (30_000, 25_000, 5_000)
     } else {
-        (200_000, 150_000, 20_000, 2)
+        (150_000, 100_000, 15_000)
     };
-    let mut server = Callgrind::start(binary, module, floor)?;
+    let mut server = Callgrind::start(binary, module, floor, false)?;
     let mut con = server.connection()?;
     let port = server.port;
     preload(&mut con)?;
     let get = |port, n, key: &str| benchmark_clients(port, 8, n, 16, 100_000, &["GET", key]);
     // Warm-up: the first GETs grow the server's buffers.
-    get(port, gets, "key:__rand_int__").ok()?;
-    let mut runs: [Vec<PerGet>; 5] = Default::default();
-    let mut shares = Vec::new();
-    for _ in 0..rounds {
-        for mode in MODES {
-            if mode.is_floor() && floor.is_none() {
-                continue;
-            }
-            mode.apply(&mut con, floor.is_some()).ok()?;
-            // The mode settles (the budget learns what counting costs).
-            get(port, warm, "key:__rand_int__").ok()?;
-            let counted = info_f64(&mut con, "tracker_seconds_counted");
-            let (run, wall) = server.measure(gets, || get(port, gets, "key:__rand_int__"))?;
-            if mode == Mode::Default {
-                let after = info_f64(&mut con, "tracker_seconds_counted");
-                let now = info_f64(&mut con, "tracker_share_counted");
-                if let (Some(a), Some(b), Some(now)) = (counted, after, now) {
-                    shares.push((now, ((b - a) / wall).min(1.0)));
-                }
-            }
-            runs[mode.index()].push(run);
+    get(port, gets, GET_KEY).ok()?;
+    let mut modes: [Option<PerGet>; 5] = Default::default();
+    let mut default_share = None;
+    for mode in MODES {
+        if mode.is_floor() && floor.is_none() {
+            continue;
         }
+        mode.apply(&mut con, floor.is_some()).ok()?;
+        // The mode settles (the budget learns what counting costs).
+        get(port, warm, GET_KEY).ok()?;
+        let counted = info_f64(&mut con, "tracker_seconds_counted");
+        let (run, wall) = server.measure(&mut con, gets, || get(port, gets, GET_KEY))?;
+        eprintln!("    {}: {run:?}", mode.label());
+        if mode == Mode::Default {
+            let after = info_f64(&mut con, "tracker_seconds_counted");
+            let now = info_f64(&mut con, "tracker_share_counted");
+            if let (Some(a), Some(b), Some(now)) = (counted, after, now) {
+                default_share = Some((now, ((b - a) / wall).min(1.0)));
+            }
+        }
+        modes[mode.index()] = Some(run);
     }
-    let modes = runs.map(|r| PerGet::median(&r));
-    let default_share = (!shares.is_empty()).then(|| {
-        let mut now: Vec<f64> = shares.iter().map(|s| s.0).collect();
-        let mut over: Vec<f64> = shares.iter().map(|s| s.1).collect();
-        (median(&mut now), median(&mut over))
-    });
+    let mut prefixes = Vec::new();
+    for v in PREFIX_VARIANTS {
+        v.apply(&mut con).ok()?;
+        get(port, warm, GET_KEY).ok()?;
+        let (run, _) = server.measure(&mut con, gets, || get(port, gets, GET_KEY))?;
+        eprintln!("    {}: {run:?}", v.label());
+        prefixes.push((v, run));
+    }
+    config(&mut con, "track-prefix-depths", "2").ok()?;
 
-    // Misses: never subscribed (`no`), `yes`, `no` again.
+    // Misses: never subscribed (`no`), `yes`, `no` again (misses only).
     let samples = [1u64, DEFAULT_SAMPLE];
-    let mut hit: Vec<[Vec<f64>; 3]> = vec![Default::default(); samples.len()];
-    let mut miss: Vec<[Vec<f64>; 3]> = vec![Default::default(); samples.len()];
-    let mut seen: Vec<Vec<f64>> = vec![Vec::new(); samples.len()];
-    for (phase, setting) in ["no", "yes", "no"].into_iter().enumerate() {
-        config(&mut con, "track-misses", setting).ok()?;
-        let phase_rounds = if phase == 2 { 1 } else { rounds };
-        for _ in 0..phase_rounds {
-            for (s, &sample) in samples.iter().enumerate() {
-                config(&mut con, "track-sample", &sample.to_string()).ok()?;
-                config(&mut con, "track", "yes").ok()?;
-                for (key, into) in [("hit:__rand_int__", &mut hit), ("miss:__rand_int__", &mut miss)] {
-                    get(port, warm, key).ok()?;
-                    let misses_before = info_f64(&mut con, "tracker_misses_seen");
-                    let (run, _) = server.measure(miss_gets, || get(port, miss_gets, key))?;
-                    if phase == 1 && key.starts_with("miss") {
-                        let after = info_f64(&mut con, "tracker_misses_seen");
-                        if let (Some(a), Some(b)) = (misses_before, after) {
-                            seen[s].push((b - a) / miss_gets as f64);
-                        }
-                    }
-                    if let Some(n) = run.command_and_worker() {
-                        into[s][phase].push(n);
-                    }
-                }
-            }
-        }
-    }
-    let med = |v: &[f64]| (!v.is_empty()).then(|| median(&mut v.to_vec()));
-    let misses = samples
+    let mut misses: Vec<MissCost> = samples
         .iter()
-        .enumerate()
-        .map(|(s, &sample)| MissCost {
+        .map(|&sample| MissCost {
             sample,
-            hit: [med(&hit[s][0]), med(&hit[s][1]), med(&hit[s][2])],
-            miss: [med(&miss[s][0]), med(&miss[s][1]), med(&miss[s][2])],
-            misses_seen_per_get: med(&seen[s]),
+            ..Default::default()
         })
         .collect();
+    for (phase, setting) in ["no", "yes", "no"].into_iter().enumerate() {
+        config(&mut con, "track-misses", setting).ok()?;
+        for (s, &sample) in samples.iter().enumerate() {
+            config(&mut con, "track-sample", &sample.to_string()).ok()?;
+            config(&mut con, "track", "yes").ok()?;
+            for (key, is_miss) in [(HIT_KEY, false), (MISS_KEY, true)] {
+                if phase == 2 && !is_miss {
+                    continue;
+                }
+                get(port, warm / 3, key).ok()?;
+                let misses_before = info_f64(&mut con, "tracker_misses_seen");
+                let (run, _) = server.measure(&mut con, miss_gets, || get(port, miss_gets, key))?;
+                let m = &mut misses[s];
+                if phase == 1 && is_miss {
+                    let after = info_f64(&mut con, "tracker_misses_seen");
+                    if let (Some(a), Some(b)) = (misses_before, after) {
+                        m.misses_seen_per_get = Some((b - a) / miss_gets as f64);
+                    }
+                }
+                let into = if is_miss { &mut m.miss } else { &mut m.hit };
+                into[phase] = run.command_and_worker();
+            }
+        }
+    }
+    drop(con);
+    drop(server);
+
+    let cluster = cluster_instructions(binary, module, gets, warm);
+    if cluster.is_empty() {
+        eprintln!("    no cluster-mode figures (the cluster node did not start or a run failed)");
+    }
     Some(Instructions {
         modes,
         default_share,
         misses,
+        prefixes,
+        cluster,
     })
+}
+
+/// The cluster node's variants ([`CLUSTER_VARIANTS`]), in their own server
+/// under callgrind; empty when it fails.
+fn cluster_instructions(
+    binary: &str,
+    module: &Path,
+    gets: usize,
+    warm: usize,
+) -> Vec<(Variant, PerGet)> {
+    let run = || -> Option<Vec<(Variant, PerGet)>> {
+        let mut server = Callgrind::start(binary, module, None, true)?;
+        let mut con = server.connection()?;
+        let port = server.port;
+        redis::cmd("CLUSTER")
+            .arg("ADDSLOTSRANGE")
+            .arg(0)
+            .arg(16383)
+            .query::<()>(&mut con)
+            .ok()?;
+        let ok = (0..300).any(|_| {
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query(&mut con)
+                .unwrap_or_default();
+            let ok = info.contains("cluster_state:ok");
+            if !ok {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            ok
+        });
+        if !ok {
+            return None;
+        }
+        let get = |port, n| benchmark_clients(port, 8, n, 16, 100_000, &["GET", GET_KEY]);
+        get(port, gets).ok()?;
+        let mut rows = Vec::new();
+        for v in CLUSTER_VARIANTS {
+            v.apply(&mut con).ok()?;
+            get(port, warm).ok()?;
+            let (run, _) = server.measure(&mut con, gets, || get(port, gets))?;
+            eprintln!("    cluster, {}: {run:?}", v.label());
+            rows.push((v, run));
+        }
+        // The slots were counted: HK.HOTSLOTS lists some.
+        let slots: Vec<redis::Value> = redis::cmd("HK.HOTSLOTS").query(&mut con).ok()?;
+        if slots.is_empty() {
+            eprintln!("    cluster: HK.HOTSLOTS listed no slot");
+        }
+        Some(rows)
+    };
+    run().unwrap_or_default()
 }
 
 /// A server running under callgrind, whose counters are dumped on demand
@@ -536,12 +672,8 @@ struct Dump {
 }
 
 impl Callgrind {
-    fn start(binary: &str, module: &Path, floor: Option<&Path>) -> Option<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
+    fn start(binary: &str, module: &Path, floor: Option<&Path>, cluster: bool) -> Option<Self> {
+        let port = crate::redis_phase::free_port()?;
         let dir = std::env::temp_dir().join(format!("hk-callgrind-{port}"));
         std::fs::create_dir_all(&dir).ok()?;
         let mut command = Command::new("valgrind");
@@ -560,9 +692,16 @@ impl Callgrind {
                 "",
                 "--appendonly",
                 "no",
+                "--bind",
+                "127.0.0.1",
             ])
             .arg("--dir")
-            .arg(&dir)
+            .arg(&dir);
+        if cluster {
+            command.args(["--cluster-enabled", "yes", "--cluster-config-file"]);
+            command.arg(dir.join("nodes.conf"));
+        }
+        command
             .arg("--loadmodule")
             .arg(module)
             .args(["track", "no"]);
@@ -609,15 +748,21 @@ impl Callgrind {
     /// wall time it took.
     fn measure(
         &mut self,
+        con: &mut redis::Connection,
         gets: usize,
         run: impl FnOnce() -> Result<f64, String>,
     ) -> Option<(PerGet, f64)> {
+        let counted = info_f64(con, "tracker_keys_counted");
         self.control(&["-z"])?;
         let started = Instant::now();
         run().ok()?;
         let wall = started.elapsed().as_secs_f64();
         let d = self.dump()?;
         let n = gets as f64;
+        let accesses = match (counted, info_f64(con, "tracker_keys_counted")) {
+            (Some(a), Some(b)) if b >= a => Some((b - a) / n),
+            _ => None,
+        };
         Some((
             PerGet {
                 main: d.main / n,
@@ -626,6 +771,7 @@ impl Callgrind {
                 worker: d.worker / n,
                 all: d.all / n,
                 gets_per_s: n / wall,
+                accesses,
             },
             wall,
         ))
@@ -752,6 +898,16 @@ fn inclusive(file: &Path) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// What `m` adds over `base` per `GET`: the main thread (processCommand and
+/// the module's timers) and all threads (that and the worker).
+pub fn added_over(m: &PerGet, base: &PerGet) -> (Option<f64>, Option<f64>) {
+    let main = m
+        .in_command
+        .zip(base.in_command)
+        .map(|(a, b)| a - b + m.timers - base.timers);
+    (main, main.map(|x| x + m.worker - base.worker))
+}
+
 fn percent(x: Option<f64>) -> String {
     x.map_or("-".into(), |x| format!("{:+.1}%", 100.0 * x))
 }
@@ -787,7 +943,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
             }
         }
     }
-    md.push_str("\nInstructions per `GET` (callgrind `--separate-threads=yes`, `redis-benchmark GET key:__rand_int__ -P 16 -c 8 -r 100000`: keys that do not exist, `track-misses no`): one server under callgrind runs every mode in turn, twice, each mode settling for 20k `GET`s and then 200k `GET`s with the counters zeroed before and dumped after (medians; one process, because a server draws its hash seeds at start, and the command lookup's collisions alone move a `GET` by ~60 instructions between two starts). Columns: everything the main thread ran; inside `processCommand` (the filters, the command, its reply, its key-miss event), where a filter's cost per command is; the module's timers (the server's `moduleTimerHandler`: the tracker's ticks and slots, which run by wall time); the worker (the threads running the module's own code: `hk-tracker`); every thread. *Added*: processCommand + worker, as the issue counts the default's cost; the main thread (processCommand + the module's timers: the server's own crons, which run by wall time and so more often per `GET` in a mode that slows the server under callgrind, are left out); all (main + worker). Shares are of the main thread's, and of every thread's, instructions per `GET` with tracking off.\n\nUnder callgrind the server runs ~20-50 times slower, and the tracker measures its own cost in CPU time, so the default counts a smaller share of the time there than natively (the share counted under callgrind is below, natively in the table above), and the worker, which brakes on its own CPU clock, thins more: the cost stays a bound in time on any machine, by design. The module's timers run by wall time, so under callgrind they weigh ~20-50 times more per `GET` than natively.\n\n| server | mode | main thread | in processCommand | module timers | worker | all threads | added: processCommand + worker | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("\nInstructions per `GET` (callgrind `--separate-threads=yes`, `redis-benchmark GET user:__rand_int__:n -P 16 -c 8 -r 100000`: keys that do not exist, with two delimiters so that the default `track-prefix-depths 2` counts a prefix too; `track-misses no`): one server under callgrind runs every mode in turn, each mode settling for 15k `GET`s and then 150k `GET`s with the counters zeroed before and dumped after (one process, because a server draws its hash seeds at start, and the command lookup's collisions alone move a `GET` by ~60 instructions between two starts). Columns: everything the main thread ran; inside `processCommand` (the filters, the command, its reply, its key-miss event), where a filter's cost per command is; the module's timers (the server's `moduleTimerHandler`: the tracker's ticks and slots, which run by wall time); the worker (the threads running the module's own code: `hk-tracker`); every thread. *Added*: processCommand + worker; the main thread (processCommand + the module's timers: the server's own crons, which run by wall time and so more often per `GET` in a mode that slows the server under callgrind, are left out); all (main + worker). Shares are of the main thread's, and of every thread's, instructions per `GET` with tracking off.\n\nUnder callgrind the server runs ~20-50 times slower, and the tracker measures its own cost in CPU time, so the default counts a smaller share of the time there than natively (the share counted under callgrind is below, natively in the table above), and the worker, which brakes on its own CPU clock, thins more: the cost stays a bound in time on any machine, by design. The module's timers run by wall time, so under callgrind they weigh ~20-50 times more per `GET` than natively.\n\n| server | mode | main thread | in processCommand | module timers | worker | all threads | added: processCommand + worker | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for server in costs {
         let Some(i) = &server.instructions else {
             continue;
@@ -838,7 +994,79 @@ pub fn markdown(costs: &[ServerCost]) -> String {
             d.timers * d.gets_per_s
         );
     }
-    md.push_str("\nWhat `track-misses yes` costs (callgrind, same server, after the modes above): instructions per `GET` inside `processCommand` plus the worker, for `GET`s of 100,000 keys that exist (hits: they raise no event) and of keys that do not (misses: each raises a key-miss event, inside the command), 150k `GET`s each, with `track-misses no` before the server was ever subscribed to key-miss events, `yes`, and `no` again afterwards (a subscription cannot be undone: a miss then costs the event's dispatch and the callback's first test). Per hit and per miss: `yes` minus the first `no`. Misses seen: `tracker_misses_seen` per `GET` of a missing key with `yes` (the share of misses counted):\n\n| server | track-sample | hit: no / yes | per hit | miss: no / yes / no again | per miss | per miss after `no` again | misses seen per miss |\n|---|---|---|---|---|---|---|---|\n");
+    md.push_str("\nThe worker's instructions per access it counted (`tracker_keys_counted` over the same `GET`s: an access is a key read, or written, in a counted window), and the prefix depths and per-slot counting beside the modes. Prefix depths: the modes' server, after them, `track-prefix-depths` 0 (no prefixes), 2 (the default: the modes above) and `1,2` (`user:` and `user:000000012345:`). Cluster: a second server under callgrind started with `cluster-enabled yes`, every slot its own (`CLUSTER ADDSLOTSRANGE 0 16383`), counting per-slot load (16384 x 2 fading counters) as well, prefix depth 2; its added figures are against its own `off`, and *per-slot counting adds* is its added (all threads) minus the same mode's added in the non-cluster server (two processes: the ~60-instruction spread between two starts is in it).\n\n| server | setting | accesses per GET | worker per GET | worker per access | in processCommand | all threads | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|\n");
+    for server in costs {
+        let Some(i) = &server.instructions else {
+            continue;
+        };
+        let Some(off) = i.at(Mode::Off) else {
+            continue;
+        };
+        let mut rows: Vec<(String, &PerGet, &PerGet)> = Vec::new();
+        for mode in [Mode::Every, Mode::Default] {
+            if let Some(m) = i.at(mode) {
+                rows.push((format!("{}, prefix depths 2", mode.label()), m, off));
+            }
+        }
+        for (v, m) in &i.prefixes {
+            rows.push((v.label(), m, off));
+        }
+        let cluster_off = i.cluster.iter().find(|(v, _)| !v.track).map(|(_, m)| m);
+        if let Some(coff) = cluster_off {
+            for (v, m) in &i.cluster {
+                if v.track {
+                    rows.push((format!("cluster: {}", v.label()), m, coff));
+                }
+            }
+        }
+        for (label, m, base) in rows {
+            let (main, all) = added_over(m, base);
+            let _ = writeln!(
+                md,
+                "| {} | {label} | {} | {:.1} | {} | {} | {:.0} | {} ({}) | {} ({}) |",
+                server.server,
+                m.accesses.map_or("-".into(), |a| format!("{a:.4}")),
+                m.worker,
+                m.worker_per_access().map_or("-".into(), |w| format!("{w:.0}")),
+                m.in_command.map_or("-".into(), |c| format!("{c:.0}")),
+                m.all,
+                added(main),
+                percent(main.map(|x| x / base.main)),
+                added(all),
+                percent(all.map(|x| x / base.all)),
+            );
+        }
+        for (v, m) in &i.cluster {
+            if let Some(coff) = cluster_off.filter(|_| !v.track) {
+                let _ = writeln!(
+                    md,
+                    "| {} | cluster: off | - | {:.1} | - | {} | {:.0} | - | - |",
+                    server.server,
+                    m.worker,
+                    coff.in_command.map_or("-".into(), |c| format!("{c:.0}")),
+                    m.all
+                );
+            }
+        }
+    }
+    md.push_str("\nWhat per-slot counting and prefixes add to the tracker (instructions per `GET`, all threads: the setting's added minus the reference's added):\n\n| server | track-sample | per-slot counting (cluster minus not, depth 2) | prefixes at depth 2 (2 minus 0) | prefixes at depths 1,2 (`1,2` minus 0) |\n|---|---|---|---|---|\n");
+    for server in costs {
+        let Some(i) = &server.instructions else {
+            continue;
+        };
+        for (mode, sample) in [(Mode::Every, 1u64), (Mode::Default, DEFAULT_SAMPLE)] {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                server.server,
+                sample_label(sample),
+                added(i.slot_cost(mode)),
+                added(i.prefix_cost(sample, "2")),
+                added(i.prefix_cost(sample, "1,2")),
+            );
+        }
+    }
+    md.push_str("\nWhat `track-misses yes` costs (callgrind, same server, after the modes above): instructions per `GET` inside `processCommand` plus the worker, for `GET`s of 100,000 keys that exist (hits: they raise no event) and of keys that do not (misses: each raises a key-miss event, inside the command), 100k `GET`s each, with `track-misses no` before the server was ever subscribed to key-miss events, `yes`, and `no` again afterwards (misses only) (a subscription cannot be undone: a miss then costs the event's dispatch and the callback's first test). Per hit and per miss: `yes` minus the first `no`. Misses seen: `tracker_misses_seen` per `GET` of a missing key with `yes` (the share of misses counted):\n\n| server | track-sample | hit: no / yes | per hit | miss: no / yes / no again | per miss | per miss after `no` again | misses seen per miss |\n|---|---|---|---|---|---|---|---|\n");
     for server in costs {
         let Some(i) = &server.instructions else {
             continue;
