@@ -177,7 +177,10 @@ pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
     for s in &t.truth {
         if let Some(e) = &s.error {
             goals.push(Goal::new(
-                format!("tracking at the default, counts against truth on {}", s.server),
+                format!(
+                    "tracking at the default, counts against truth on {}",
+                    s.server
+                ),
                 "measured",
                 format!("not measured: {e}"),
                 false,
@@ -207,20 +210,32 @@ pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
         }
         if let Some(worst) = s.worst(Scenario::Every) {
             goals.push(Goal::new(
-                format!("tracking every command (track-sample 1): counts of x and steady on {}", s.server),
+                format!(
+                    "tracking every command (track-sample 1): counts of x and steady on {}",
+                    s.server
+                ),
                 "exact (within 0.5%)",
-                format!("worst {:.2}% ({} runs)", 100.0 * worst, runs(Scenario::Every)),
+                format!(
+                    "worst {:.2}% ({} runs)",
+                    100.0 * worst,
+                    runs(Scenario::Every)
+                ),
                 worst <= 0.005,
             ));
         }
-        if let (Some(means), Some(worst_run)) = (
-            s.means(Scenario::Saturating),
-            s.worst(Scenario::Saturating),
-        ) {
+        if let (Some(means), Some(worst_run)) =
+            (s.means(Scenario::Saturating), s.worst(Scenario::Saturating))
+        {
             let worst_mean = means
                 .iter()
                 .copied()
-                .reduce(|a, b| if (b - 1.0).abs() > (a - 1.0).abs() { b } else { a })
+                .reduce(|a, b| {
+                    if (b - 1.0).abs() > (a - 1.0).abs() {
+                        b
+                    } else {
+                        a
+                    }
+                })
                 .unwrap_or(f64::NAN);
             goals.push(Goal::new(
                 format!(
@@ -245,7 +260,10 @@ pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
             let most = noauth.iter().map(|n| n.0).fold(0.0, f64::max);
             let least_sent = noauth.iter().map(|n| n.1).min().unwrap_or(0);
             goals.push(Goal::new(
-                format!("tracking: 5,000 GETs from a client not logged in on {}", s.server),
+                format!(
+                    "tracking: 5,000 GETs from a client not logged in on {}",
+                    s.server
+                ),
                 "never listed",
                 format!(
                     "counted {most:.0} ({} runs, at least {least_sent} GETs sent in each)",
@@ -300,9 +318,9 @@ pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
             ));
         }
         if let Some(extra) = i.share_of_all(i.added_all(Mode::Every)) {
-            let worker = i
-                .at(Mode::Every)
-                .map_or(String::new(), |m| format!(" (worker {:.0} per GET)", m.worker));
+            let worker = i.at(Mode::Every).map_or(String::new(), |m| {
+                format!(" (worker {:.0} per GET)", m.worker)
+            });
             goals.push(Goal::new(
                 format!(
                     "tracking every command (track-sample 1): instructions per GET, all threads, on {}",

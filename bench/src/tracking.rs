@@ -67,7 +67,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
     let run = || -> Result<TrackingFigures, String> {
         let costs = tracking_cost::measure(module, quick)?;
         let server = Server::start(module)?;
-        let half_life_s = if quick { 2.0 } else { 10.0 };
+        let half_life_s = if quick { 1.0 } else { 10.0 };
         let mut samplings = Vec::new();
         let candidates: &[u64] = &[1, DEFAULT_SAMPLE];
         for &sample in candidates {
@@ -121,7 +121,7 @@ fn precision(
     config(&mut con, "track-halflife", "86400")?;
     config(&mut con, "track-k", "100")?;
     config(&mut con, "track", "yes")?;
-    let arrivals = (if quick { 1_000_000 } else { 5_000_000 }).min(zipf.stream.len());
+    let arrivals = (if quick { 300_000 } else { 5_000_000 }).min(zipf.stream.len());
     let counted = Counted::start(&mut con);
     for chunk in zipf.stream[..arrivals].chunks(1000) {
         let mut pipe = redis::pipe();

@@ -243,7 +243,11 @@ impl Instructions {
     pub fn slot_cost(&self, mode: Mode) -> Option<f64> {
         let sample = mode.settings().1;
         let coff = self.cluster.iter().find(|(v, _)| !v.track)?.1;
-        let c = self.cluster.iter().find(|(v, _)| v.track && v.sample == sample)?.1;
+        let c = self
+            .cluster
+            .iter()
+            .find(|(v, _)| v.track && v.sample == sample)?
+            .1;
         Some(added_over(&c, &coff).1? - self.added_all(mode)?)
     }
 
@@ -253,7 +257,11 @@ impl Instructions {
         let off = self.off()?;
         let find = |d: &str| -> Option<PerGet> {
             if d == "2" {
-                let mode = if sample == 1 { Mode::Every } else { Mode::Default };
+                let mode = if sample == 1 {
+                    Mode::Every
+                } else {
+                    Mode::Default
+                };
                 return self.at(mode).copied();
             }
             self.prefixes
@@ -352,15 +360,13 @@ pub fn server_name(server: &Server) -> Result<String, String> {
     })
 }
 
-const COMMANDS: [(&str, &[&str]); 2] = [
-    ("GET", &["GET", GET_KEY]),
-    ("SET", &["SET", GET_KEY, "v"]),
-];
+const COMMANDS: [(&str, &[&str]); 2] =
+    [("GET", &["GET", GET_KEY]), ("SET", &["SET", GET_KEY, "v"])];
 
 /// `redis-benchmark -P 16 -c 8 -r 100000` in each mode, interleaved rounds.
 fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let (requests, rounds) = if quick { (100_000, 2) } else { (300_000, 3) };
+    let (requests, rounds) = if quick { (100_000, 1) } else { (300_000, 3) };
     let modes: Vec<Mode> = MODES
         .into_iter()
         .filter(|m| floor || !m.is_floor())
@@ -388,7 +394,8 @@ fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>,
                 if mode.tracks() {
                     // The worker lags the main thread by up to a tick.
                     std::thread::sleep(Duration::from_millis(150));
-                    if let (Some(a), Some(b)) = (worker_before, server.thread_cpu_ns("hk-tracker")) {
+                    if let (Some(a), Some(b)) = (worker_before, server.thread_cpu_ns("hk-tracker"))
+                    {
                         worker[i].push(b.saturating_sub(a) as f64 / requests as f64);
                     }
                     let counted_after = info_f64(&mut con, "tracker_seconds_counted");
@@ -504,10 +511,12 @@ fn instructions(
     floor: Option<&Path>,
     quick: bool,
 ) -> Option<Instructions> {
-    let (gets, miss_gets, warm) = if quick {
-        (30_000, 25_000, 5_000)
+    // GETs per mode, per prefix depth or cluster setting, per hit or miss
+    // run; GETs a setting settles for first.
+    let (gets, variant_gets, miss_gets, warm) = if quick {
+        (20_000, 20_000, 15_000, 3_000)
     } else {
-        (150_000, 100_000, 15_000)
+        (150_000, 100_000, 60_000, 10_000)
     };
     let mut server = Callgrind::start(binary, module, floor, false)?;
     let mut con = server.connection()?;
@@ -515,7 +524,7 @@ fn instructions(
     preload(&mut con)?;
     let get = |port, n, key: &str| benchmark_clients(port, 8, n, 16, 100_000, &["GET", key]);
     // Warm-up: the first GETs grow the server's buffers.
-    get(port, gets, GET_KEY).ok()?;
+    get(port, 50_000, GET_KEY).ok()?;
     let mut modes: [Option<PerGet>; 5] = Default::default();
     let mut default_share = None;
     for mode in MODES {
@@ -541,14 +550,20 @@ fn instructions(
     for v in PREFIX_VARIANTS {
         v.apply(&mut con).ok()?;
         get(port, warm, GET_KEY).ok()?;
-        let (run, _) = server.measure(&mut con, gets, || get(port, gets, GET_KEY))?;
+        let (run, _) =
+            server.measure(&mut con, variant_gets, || get(port, variant_gets, GET_KEY))?;
         eprintln!("    {}: {run:?}", v.label());
         prefixes.push((v, run));
     }
     config(&mut con, "track-prefix-depths", "2").ok()?;
 
-    // Misses: never subscribed (`no`), `yes`, `no` again (misses only).
-    let samples = [1u64, DEFAULT_SAMPLE];
+    // Misses: never subscribed (`no`), `yes`, `no` again (misses only);
+    // the default only in a quick run.
+    let samples: &[u64] = if quick {
+        &[DEFAULT_SAMPLE]
+    } else {
+        &[1, DEFAULT_SAMPLE]
+    };
     let mut misses: Vec<MissCost> = samples
         .iter()
         .map(|&sample| MissCost {
@@ -583,7 +598,7 @@ fn instructions(
     drop(con);
     drop(server);
 
-    let cluster = cluster_instructions(binary, module, gets, warm);
+    let cluster = cluster_instructions(binary, module, variant_gets, warm);
     if cluster.is_empty() {
         eprintln!("    no cluster-mode figures (the cluster node did not start or a run failed)");
     }
@@ -629,7 +644,7 @@ fn cluster_instructions(
             return None;
         }
         let get = |port, n| benchmark_clients(port, 8, n, 16, 100_000, &["GET", GET_KEY]);
-        get(port, gets).ok()?;
+        get(port, 50_000).ok()?;
         let mut rows = Vec::new();
         for v in CLUSTER_VARIANTS {
             v.apply(&mut con).ok()?;
@@ -854,7 +869,8 @@ impl Callgrind {
 fn runs_module_code(profile: &str) -> bool {
     profile.lines().any(|l| {
         ((l.starts_with("ob=") || l.starts_with("cob=")) && l.contains("libheavykeeper_redis"))
-            || ((l.starts_with("fn=") || l.starts_with("cfn=")) && l.contains("heavykeeper_tracker::"))
+            || ((l.starts_with("fn=") || l.starts_with("cfn="))
+                && l.contains("heavykeeper_tracker::"))
     })
 }
 
@@ -943,7 +959,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
             }
         }
     }
-    md.push_str("\nInstructions per `GET` (callgrind `--separate-threads=yes`, `redis-benchmark GET user:__rand_int__:n -P 16 -c 8 -r 100000`: keys that do not exist, with two delimiters so that the default `track-prefix-depths 2` counts a prefix too; `track-misses no`): one server under callgrind runs every mode in turn, each mode settling for 15k `GET`s and then 150k `GET`s with the counters zeroed before and dumped after (one process, because a server draws its hash seeds at start, and the command lookup's collisions alone move a `GET` by ~60 instructions between two starts). Columns: everything the main thread ran; inside `processCommand` (the filters, the command, its reply, its key-miss event), where a filter's cost per command is; the module's timers (the server's `moduleTimerHandler`: the tracker's ticks and slots, which run by wall time); the worker (the threads running the module's own code: `hk-tracker`); every thread. *Added*: processCommand + worker; the main thread (processCommand + the module's timers: the server's own crons, which run by wall time and so more often per `GET` in a mode that slows the server under callgrind, are left out); all (main + worker). Shares are of the main thread's, and of every thread's, instructions per `GET` with tracking off.\n\nUnder callgrind the server runs ~20-50 times slower, and the tracker measures its own cost in CPU time, so the default counts a smaller share of the time there than natively (the share counted under callgrind is below, natively in the table above), and the worker, which brakes on its own CPU clock, thins more: the cost stays a bound in time on any machine, by design. The module's timers run by wall time, so under callgrind they weigh ~20-50 times more per `GET` than natively.\n\n| server | mode | main thread | in processCommand | module timers | worker | all threads | added: processCommand + worker | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("\nInstructions per `GET` (callgrind `--separate-threads=yes`, `redis-benchmark GET user:__rand_int__:n -P 16 -c 8 -r 100000`: keys that do not exist, with two delimiters so that the default `track-prefix-depths 2` counts a prefix too; `track-misses no`): one server under callgrind runs every mode in turn, each mode settling for 10k `GET`s and then 150k `GET`s with the counters zeroed before and dumped after (prefix depths and cluster settings 100k, hits and misses 60k; a quick run 20k, 20k and 15k) (one process, because a server draws its hash seeds at start, and the command lookup's collisions alone move a `GET` by ~60 instructions between two starts). Columns: everything the main thread ran; inside `processCommand` (the filters, the command, its reply, its key-miss event), where a filter's cost per command is; the module's timers (the server's `moduleTimerHandler`: the tracker's ticks and slots, which run by wall time); the worker (the threads running the module's own code: `hk-tracker`); every thread. *Added*: processCommand + worker; the main thread (processCommand + the module's timers: the server's own crons, which run by wall time and so more often per `GET` in a mode that slows the server under callgrind, are left out); all (main + worker). Shares are of the main thread's, and of every thread's, instructions per `GET` with tracking off.\n\nUnder callgrind the server runs ~20-50 times slower, and the tracker measures its own cost in CPU time, so the default counts a smaller share of the time there than natively (the share counted under callgrind is below, natively in the table above), and the worker, which brakes on its own CPU clock, thins more: the cost stays a bound in time on any machine, by design. The module's timers run by wall time, so under callgrind they weigh ~20-50 times more per `GET` than natively, and they move with the pace callgrind ran at (another load on the machine slows it): the *added: processCommand + worker* column leaves them out, *main thread* and *all threads* keep them (an upper bound).\n\n| server | mode | main thread | in processCommand | module timers | worker | all threads | added: processCommand + worker | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for server in costs {
         let Some(i) = &server.instructions else {
             continue;
@@ -994,7 +1010,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
             d.timers * d.gets_per_s
         );
     }
-    md.push_str("\nThe worker's instructions per access it counted (`tracker_keys_counted` over the same `GET`s: an access is a key read, or written, in a counted window), and the prefix depths and per-slot counting beside the modes. Prefix depths: the modes' server, after them, `track-prefix-depths` 0 (no prefixes), 2 (the default: the modes above) and `1,2` (`user:` and `user:000000012345:`). Cluster: a second server under callgrind started with `cluster-enabled yes`, every slot its own (`CLUSTER ADDSLOTSRANGE 0 16383`), counting per-slot load (16384 x 2 fading counters) as well, prefix depth 2; its added figures are against its own `off`, and *per-slot counting adds* is its added (all threads) minus the same mode's added in the non-cluster server (two processes: the ~60-instruction spread between two starts is in it).\n\n| server | setting | accesses per GET | worker per GET | worker per access | in processCommand | all threads | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("\nThe worker's instructions per access it counted (`tracker_keys_counted` over the same `GET`s; at every command an access is one key read; at the default `tracker_keys_counted` adds each counted access at its weight, the window's commands per command seen, so its accesses per `GET` estimate 1 and no per-access figure is given). The worker works in batches, one per tick: at a higher `GET` rate its batches are bigger and its cost per access lower, so under callgrind (~5-15k `GET`/s, varying with the machine's other load) its per-access figure is an upper bound of what it costs natively, and the prefix depths and per-slot counting beside the modes. Prefix depths: the modes' server, after them, `track-prefix-depths` 0 (no prefixes), 2 (the default: the modes above) and `1,2` (`user:` and `user:000000012345:`). Cluster: a second server under callgrind started with `cluster-enabled yes`, every slot its own (`CLUSTER ADDSLOTSRANGE 0 16383`), counting per-slot load (16384 x 2 fading counters) as well, prefix depth 2; its added figures are against its own `off`, and *per-slot counting adds* is its added (all threads) minus the same mode's added in the non-cluster server (two processes: the ~60-instruction spread between two starts is in it).\n\n| server | setting | accesses per GET | worker per GET | worker per access | in processCommand | all threads | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|\n");
     for server in costs {
         let Some(i) = &server.instructions else {
             continue;
@@ -1002,24 +1018,25 @@ pub fn markdown(costs: &[ServerCost]) -> String {
         let Some(off) = i.at(Mode::Off) else {
             continue;
         };
-        let mut rows: Vec<(String, &PerGet, &PerGet)> = Vec::new();
+        let mut rows: Vec<(String, &PerGet, &PerGet, bool)> = Vec::new();
         for mode in [Mode::Every, Mode::Default] {
             if let Some(m) = i.at(mode) {
-                rows.push((format!("{}, prefix depths 2", mode.label()), m, off));
+                let label = format!("{}, prefix depths 2", mode.label());
+                rows.push((label, m, off, mode == Mode::Every));
             }
         }
         for (v, m) in &i.prefixes {
-            rows.push((v.label(), m, off));
+            rows.push((v.label(), m, off, v.sample == 1));
         }
         let cluster_off = i.cluster.iter().find(|(v, _)| !v.track).map(|(_, m)| m);
         if let Some(coff) = cluster_off {
             for (v, m) in &i.cluster {
                 if v.track {
-                    rows.push((format!("cluster: {}", v.label()), m, coff));
+                    rows.push((format!("cluster: {}", v.label()), m, coff, v.sample == 1));
                 }
             }
         }
-        for (label, m, base) in rows {
+        for (label, m, base, every) in rows {
             let (main, all) = added_over(m, base);
             let _ = writeln!(
                 md,
@@ -1027,7 +1044,9 @@ pub fn markdown(costs: &[ServerCost]) -> String {
                 server.server,
                 m.accesses.map_or("-".into(), |a| format!("{a:.4}")),
                 m.worker,
-                m.worker_per_access().map_or("-".into(), |w| format!("{w:.0}")),
+                m.worker_per_access()
+                    .filter(|_| every)
+                    .map_or("-".into(), |w| format!("{w:.0}")),
                 m.in_command.map_or("-".into(), |c| format!("{c:.0}")),
                 m.all,
                 added(main),

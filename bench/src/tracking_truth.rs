@@ -186,7 +186,15 @@ impl ServerTruth {
 /// A saturating `redis-benchmark` on keys of its own, until killed.
 fn saturate(port: u16) -> Result<Child, String> {
     Command::new("redis-benchmark")
-        .args(["-p", &port.to_string(), "-q", "-t", "get", "-n", "1000000000"])
+        .args([
+            "-p",
+            &port.to_string(),
+            "-q",
+            "-t",
+            "get",
+            "-n",
+            "1000000000",
+        ])
         .args(["-P", "16", "-c", "8", "-r", "100000"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
