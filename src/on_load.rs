@@ -97,6 +97,11 @@ fn load(
     host::module_context::attach(context);
     data_type::lifecycle::register(watching::KEY_HOOKS);
     tracking::filter::attach(context);
+    if let Err(why) = tracking::config_events::subscribe(context) {
+        context.log_warning(&format!(
+            "heavykeeper: {why}; a password set by CONFIG SET between counted slots is noticed within a second"
+        ));
+    }
     tracking::apply_configs();
     if let Err(why) = watching::follow::subscribe(context) {
         // Loading goes on: only the fade events of a renamed, moved or

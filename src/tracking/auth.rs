@@ -51,6 +51,8 @@ pub struct AuthWatch {
     tokens_at_ms: i64,
     /// Redis 7.0: the `NOAUTH` count when the slot opened.
     slot_noauth: Option<u64>,
+    /// While everyone is let in: the `NOAUTH` count at the last tick.
+    tick_noauth: Option<u64>,
     /// Accesses dropped because their client was not (known to be) let in.
     dropped: u64,
     checks: u64,
@@ -156,6 +158,15 @@ impl AuthWatch {
     /// slot be checked for refusals?
     pub fn checks_slots(&self, names_clients: bool) -> bool {
         !names_clients && !self.all_let_in()
+    }
+
+    /// While everyone is thought let in: was a client refused since the
+    /// last look? Then who needs a password changed unseen (an `ACL`
+    /// command between counted slots).
+    pub fn refused_while_open(&mut self, ctx: &Context) -> bool {
+        let now = noauth_count(ctx);
+        let before = std::mem::replace(&mut self.tick_noauth, now);
+        matches!((before, now), (Some(b), Some(n)) if n > b)
     }
 
     /// A counted slot opens (Redis 7.0 with a password needed).

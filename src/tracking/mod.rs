@@ -19,6 +19,7 @@ pub mod auth;
 pub mod client_table;
 pub mod command_table;
 pub mod config;
+pub mod config_events;
 pub mod cost_meter;
 pub mod filter;
 pub mod info;

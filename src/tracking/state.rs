@@ -188,6 +188,17 @@ impl Tracking {
         self.auth.refresh(ctx);
     }
 
+    /// Who needs a password may have changed (an `ACL` or `CONFIG` command,
+    /// a config change): trust no one until the server is asked again.
+    /// What was gathered while no one needed a password stays counted; from
+    /// now on a client (7.2+) or a slot (7.0) must prove itself.
+    pub fn users_may_have_changed(&mut self) {
+        if self.auth.all_let_in() {
+            self.submit();
+        }
+        self.auth.users_may_have_changed();
+    }
+
     /// New settings that keep the counts: how to sample, the budget,
     /// whether misses count, how keys are cut into prefixes (prefixes
     /// counted under an old rule fade like any other).
@@ -295,14 +306,7 @@ impl Tracking {
                     self.clients.set_trust(id, Trust::Unverified);
                 }
             }
-            (NameEffect::Users, _) => {
-                // What was gathered while no one needed a password stays
-                // counted; from now on (Redis 7.0) a slot must prove clean.
-                if self.auth.all_let_in() {
-                    self.submit();
-                }
-                self.auth.users_may_have_changed();
-            }
+            (NameEffect::Users, _) => self.users_may_have_changed(),
             _ => {}
         }
     }
@@ -442,6 +446,12 @@ impl Tracking {
     pub fn tick(&mut self, ctx: &Context, elapsed_ns: u64) {
         self.conclude_check();
         self.ticks += 1;
+        if self.auth.all_let_in() && self.auth.refused_while_open(ctx) {
+            // What this tick gathered may hold the refused client's keys.
+            self.auth.dropped(self.batch.weighted_len());
+            self.batch.clear();
+            self.auth.users_may_have_changed();
+        }
         if self.ticks % USERS_EVERY_TICKS == 0 || self.auth.default_open().is_none() {
             self.auth.refresh(ctx);
         }
