@@ -14,7 +14,7 @@ use super::worker::{self, Worker};
 use crate::host::clock;
 use crate::host::module_context;
 use heavykeeper_tracker::{
-    Access, CostBudget, Counting, Coverage, KeyBatch, KeyTracker, PrefixRule, TickCost,
+    Access, CostBudget, Counting, Coverage, KeptSlots, KeyBatch, KeyTracker, PrefixRule, TickCost,
     TrackerShape,
 };
 use redis_module::Context;
@@ -96,6 +96,8 @@ pub struct Tracking {
     in_cluster: bool,
     /// Does the server's filter say which client sent a command (7.2+)?
     names_clients: bool,
+    /// Redis 7.0 with a password: counted slots kept, and what they stand for.
+    kept: KeptSlots,
     figures: Figures,
     /// Keys announced `hot` on the tracking channel and not yet `cool`.
     notified: HashSet<(u16, Vec<u8>)>,
@@ -155,6 +157,7 @@ impl Tracking {
             prefixes: None,
             in_cluster,
             names_clients,
+            kept: KeptSlots::new(rand::random()),
             figures: Figures::default(),
             notified: HashSet::new(),
             ticks: 0,
@@ -379,7 +382,9 @@ impl Tracking {
         self.conclude_check();
         let was_counted = self.slot.weight.is_some();
         self.end_slot(ctx);
-        self.slot.weight = self.coverage.next_slot();
+        let checked = self.auth.checks_slots(self.names_clients);
+        self.slot.weight =
+            (self.coverage.next_slot()).map(|w| if checked { self.kept.weight(w) } else { w });
         self.slot.began = Some(Instant::now());
         self.figures.slots += 1;
         self.figures.slots_counted += u64::from(self.slot.weight.is_some());
@@ -414,15 +419,18 @@ impl Tracking {
         }
     }
 
-    /// Hands a counted slot's accesses over, or discards them (what a
-    /// discarded slot saw is lost: the kept slots do not stand for it).
+    /// Hands a counted slot's accesses over, or discards them (the slots
+    /// kept stand for the discarded ones: [`KeptSlots`]).
     fn close_slot(&mut self, ctx: &Context) {
         if self.slot.weight.is_none() {
             return;
         }
-        if !self.auth.checks_slots(self.names_clients)
-            || (!self.slot.overflowed && self.auth.slot_clean(ctx))
-        {
+        if !self.auth.checks_slots(self.names_clients) {
+            return self.submit();
+        }
+        let kept = !self.slot.overflowed && self.auth.slot_clean(ctx);
+        self.kept.closed(kept);
+        if kept {
             return self.submit();
         }
         self.figures.slots_discarded += 1;

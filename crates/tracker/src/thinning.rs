@@ -48,7 +48,7 @@ impl Thinning {
 }
 
 /// A uniform draw in (0, 1] (xorshift64*).
-fn uniform(state: &mut u64) -> f64 {
+pub(crate) fn uniform(state: &mut u64) -> f64 {
     *state ^= *state >> 12;
     *state ^= *state << 25;
     *state ^= *state >> 27;
