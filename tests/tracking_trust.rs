@@ -253,3 +253,50 @@ fn refused_commands_neither_count_nor_skew_the_others() {
     let truth = sent.of("counted") as f64;
     assert!((counted / truth - 1.0).abs() < 0.05, "{counted} of {truth}");
 }
+
+/// A client refused for not logging in, sending all along beside logged-in
+/// traffic: it plants nothing, and the others' counts stay true (Redis 7.0
+/// throws away every slot of time that held a refusal, and the slots kept
+/// stand for them; 7.2+ and Valkey refuse the client alone).
+#[test]
+fn a_stranger_sending_all_along_skews_no_one_elses_count() {
+    let server = Server::start_configured(
+        &["track", "yes", "track-halflife", "86400"],
+        &["--requirepass", PASSWORD],
+    );
+    let url = format!("redis://:{PASSWORD}@127.0.0.1:{}/", server.port);
+    let stranger = {
+        let url = server.url();
+        std::thread::spawn(move || {
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            for _ in 0..150 {
+                let _ = gets(&mut con, "planted:along", 10);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    let shapes = [traffic::Shape::Steady {
+        key: "real:steady".into(),
+        per: 10,
+        every: Duration::from_millis(5),
+    }];
+    let sent = traffic::send(&url, &shapes, Duration::from_secs(3)).expect("traffic");
+    stranger.join().unwrap();
+    let mut admin = server.client_with_password(PASSWORD);
+    let keys = listed(&mut admin);
+    assert!(keys.iter().all(|(k, _)| k != "planted:along"), "{keys:?}");
+    let counted = keys
+        .iter()
+        .find(|(k, _)| k == "real:steady")
+        .map_or(0, |&(_, n)| n);
+    let ratio = counted as f64 / sent.of("real:steady") as f64;
+    let discarded = info_field(
+        &mut admin,
+        "heavykeeper",
+        "heavykeeper_tracker_slots_discarded",
+    );
+    assert!(
+        (ratio - 1.0).abs() < 0.2,
+        "real:steady counted {ratio:.3} of what was sent (slots discarded: {discarded:?})"
+    );
+}
