@@ -24,3 +24,17 @@ args=(--module "${CARGO_TARGET_DIR:-target}/release/libheavykeeper_redis.so")
 [ -n "${STREAM:-}" ] && args+=(--stream "$STREAM")
 cargo build --release -p redis-heavykeeper -p filter-floor
 cargo run --release -q -p hk-bench -- "${args[@]}"
+
+# A rebalance under live load (3 primaries, 9,000 GET/s, 60/20/20): its time
+# and the redirections clients saw, as hk-top's live-traffic test prints
+# them, on Redis 7.0 (standard migration) and Valkey 9 (its own atomic one),
+# with the release module.
+module="$(cd "$(dirname "${args[1]}")" && pwd)/$(basename "${args[1]}")"
+out=bench/results/rebalance.txt
+: > "$out"
+for server in redis-server ${VALKEY_SERVER:+"$VALKEY_SERVER"}; do
+  echo "== rebalance under load: $(basename "$server")"
+  REDIS_SERVER="$server" HK_MODULE="$module" \
+    cargo test --release -q -p hk-top --test rebalance a_hot_node_sheds_slots -- --nocapture 2>&1 \
+    | grep "rebalance figures" | sed "s|^|$(basename "$server"): |" | tee -a "$out"
+done

@@ -29,13 +29,18 @@ pub fn subscribe(ctx: &Context) -> Result<(), String> {
 }
 
 unsafe extern "C" fn on_config_change(
-    _ctx: *mut raw::RedisModuleCtx,
+    ctx: *mut raw::RedisModuleCtx,
     _event: raw::RedisModuleEvent,
     _subevent: u64,
     _data: *mut c_void,
 ) {
-    // Any config: asking again costs one `ACL GETUSER` at the next tick.
+    if ctx.is_null() {
+        return;
+    }
+    let ctx = Context::new(ctx);
+    // Any config: asked again at once (one `ACL GETUSER`), so that nothing
+    // counted meanwhile is thrown away for want of an answer.
     or_fallback("a config-change event", (), || {
-        with_state(|state| state.as_mut().map(|t| t.users_may_have_changed()));
+        with_state(|state| state.as_mut().map(|t| t.users_changed(&ctx)));
     });
 }

@@ -202,6 +202,13 @@ impl Tracking {
         self.auth.users_may_have_changed();
     }
 
+    /// Who needs a password may have changed, and the server can be asked
+    /// now (outside the filter): asked at once.
+    pub fn users_changed(&mut self, ctx: &Context) {
+        self.users_may_have_changed();
+        self.auth.refresh(ctx);
+    }
+
     /// New settings that keep the counts: how to sample, the budget,
     /// whether misses count, how keys are cut into prefixes (prefixes
     /// counted under an old rule fade like any other).
