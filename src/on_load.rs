@@ -181,13 +181,15 @@ fn register_topk(context: &Context, support: &ServerSupport) -> Result<(), Strin
     Ok(())
 }
 
-extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
     let ctx = InfoContext::new(ctx);
     // Each section on its own: a panic in one leaves the others.
     panic_guard::or_fallback("INFO", (), || {
         crate::host::fault::on_info(&tracking::config::channel());
         stats::add_section(&ctx);
     });
-    panic_guard::or_fallback("INFO", (), || tracking::info::add_section(&ctx));
+    panic_guard::or_fallback("INFO", (), || {
+        tracking::info::add_section(&ctx, for_crash_report != 0)
+    });
     panic_guard::or_fallback("INFO", (), || watching::add_info_section(&ctx));
 }

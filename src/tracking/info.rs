@@ -6,8 +6,9 @@ use super::config;
 use crate::host::info::number;
 use redis_module::InfoContext;
 
-/// What INFO reads, without waiting for anything (INFO can run from a
-/// crash report): figures that are busy right now read as 0.
+/// What INFO reads. The node's rates wait for the worker's step (they are
+/// what a rebalance plans from); nothing else waits, and in a crash report
+/// nothing at all: figures that are busy right now read as 0.
 #[derive(Default)]
 struct Figures {
     every: u32,
@@ -32,10 +33,10 @@ struct Figures {
     default_open: Option<bool>,
 }
 
-fn figures() -> Figures {
+fn figures(for_crash_report: bool) -> Figures {
     super::with_state(|state| {
         state.as_mut().map(|t| {
-            let rates = t.rates();
+            let rates = t.rates(!for_crash_report);
             let f = t.figures();
             let (unauthenticated, checks, refused) = t.auth().figures();
             Figures {
@@ -78,9 +79,9 @@ fn percent(share: f64) -> String {
     format!("{:.2}", 100.0 * share)
 }
 
-pub fn add_section(ctx: &InfoContext) {
+pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
     let shape = config::shape();
-    let f = figures();
+    let f = figures(for_crash_report);
     let share = if f.every == 0 {
         0.0
     } else {

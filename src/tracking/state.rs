@@ -497,10 +497,19 @@ impl Tracking {
         self.note_rates();
     }
 
-    /// The node's read and write rates now, if the worker does not hold the
-    /// sketches this moment, else as of the last time they were read.
-    pub fn rates(&mut self) -> (f64, f64) {
-        self.note_rates();
+    /// The node's read and write rates now. `wait`: with every access so
+    /// far counted (the worker holds the sketches for one step at most);
+    /// else only if the worker does not hold them this moment, or as of the
+    /// last time they were read (for a crash report, which may not wait).
+    pub fn rates(&mut self, wait: bool) -> (f64, f64) {
+        if wait {
+            let now = clock::now_ms();
+            let (reads, writes) = self.current().tracker().rates(now);
+            self.figures.reads_per_second = reads;
+            self.figures.writes_per_second = writes;
+        } else {
+            self.note_rates();
+        }
         (
             self.figures.reads_per_second,
             self.figures.writes_per_second,

@@ -165,12 +165,29 @@ fn json_gives_each_nodes_tracked_load_and_each_keys_slot() {
             }
         }
     }
-    let parsed: Json = serde_json::from_str(&hk_top(&[
-        "--port",
-        &cluster.nodes[1].port.to_string(),
-        "--json",
-    ]))
-    .unwrap();
+    // (On a starved machine a node's INFO has read 0 reads a second right
+    // after its traffic: asked again until every node shows its load.)
+    let read = || -> Json {
+        serde_json::from_str(&hk_top(&[
+            "--port",
+            &cluster.nodes[1].port.to_string(),
+            "--json",
+        ]))
+        .unwrap()
+    };
+    let mut parsed = read();
+    let loaded = |p: &Json| {
+        p["nodes"].as_array().is_some_and(|nodes| {
+            nodes
+                .iter()
+                .all(|n| n["reads_per_second"].as_f64().unwrap_or(0.0) > 0.0)
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !loaded(&parsed) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        parsed = read();
+    }
     let nodes = parsed["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 3, "{parsed}");
     let share_of = |address: &str| {
