@@ -746,24 +746,24 @@ mod tests {
     #[test]
     fn a_subcommand_has_its_own_effect() {
         let mut t = CommandTable::default();
-        let mut config = command("config", false, vec![]);
-        if let RedisValue::Array(fields) = &mut config {
+        let mut acl = command("acl", false, vec![]);
+        if let RedisValue::Array(fields) = &mut acl {
             fields[9] = arr(vec![
-                command("config|set", true, vec![]),
-                command("config|get", false, vec![]),
+                command("acl|setuser", true, vec![]),
+                command("acl|getuser", false, vec![]),
             ]);
         }
-        t.add(&config, None);
+        t.add(&acl, None);
         t.add(&command("select", false, vec![]), None);
         let effect = |args: &[&str]| {
             let get = |i: usize| args.get(i).map(|a| a.as_bytes());
             t.command_of(args[0].as_bytes(), args.len(), &get).effect()
         };
         assert_eq!(
-            effect(&["CONFIG", "SET", "requirepass", "x"]),
+            effect(&["ACL", "SETUSER", "default", ">x"]),
             NameEffect::Users
         );
-        assert_eq!(effect(&["config", "get", "requirepass"]), NameEffect::None);
+        assert_eq!(effect(&["acl", "getuser", "default"]), NameEffect::None);
         assert_eq!(effect(&["SELECT", "1"]), NameEffect::Database);
         assert_eq!(effect(&["NOSUCH", "1"]), NameEffect::None);
     }
