@@ -11,6 +11,15 @@ use std::time::Duration;
 
 const PASSWORD: &str = "s3cret-for-tests";
 
+/// The tests here run one at a time: they count against Redis 7.0's slots
+/// of time, and a starved server stretches a slot that held a refusal over
+/// what follows.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Keys listed by `HK.HOTKEYS` (RESP2 rows of key, db, rate, count).
 fn listed(con: &mut Connection) -> Vec<(String, i64)> {
     let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
@@ -72,6 +81,7 @@ fn tracking_with_password(extra: &[&str]) -> Server {
 
 #[test]
 fn a_client_that_never_logged_in_plants_no_hot_key_and_no_event() {
+    let _alone = alone();
     let server = tracking_with_password(&[]);
     let mut admin = server.client_with_password(PASSWORD);
     let mut events = Subscriber::on_connection(
@@ -138,6 +148,7 @@ fn a_client_that_never_logged_in_plants_no_hot_key_and_no_event() {
 
 #[test]
 fn a_client_that_logs_in_late_is_counted_from_then_on() {
+    let _alone = alone();
     let server = tracking_with_password(&[]);
     let mut late = stranger(&server);
     assert!(gets(&mut late, "before:login", 10).is_err());
@@ -167,6 +178,7 @@ fn a_client_that_logs_in_late_is_counted_from_then_on() {
 
 #[test]
 fn with_no_password_set_everyone_is_counted_at_once() {
+    let _alone = alone();
     let server = Server::start_configured(
         &[
             "track",
@@ -194,6 +206,7 @@ fn with_no_password_set_everyone_is_counted_at_once() {
 /// config-change event tells it).
 #[test]
 fn a_password_set_while_tracking_closes_the_door_to_new_strangers() {
+    let _alone = alone();
     for sample in ["0", "16"] {
         let server = Server::start_configured(
             &[
@@ -227,6 +240,7 @@ fn a_password_set_while_tracking_closes_the_door_to_new_strangers() {
 
 #[test]
 fn refused_commands_neither_count_nor_skew_the_others() {
+    let _alone = alone();
     let server = Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[]);
     let url = server.url();
     let shapes = [
@@ -260,6 +274,7 @@ fn refused_commands_neither_count_nor_skew_the_others() {
 /// stand for them; 7.2+ and Valkey refuse the client alone).
 #[test]
 fn a_stranger_sending_all_along_skews_no_one_elses_count() {
+    let _alone = alone();
     let server = Server::start_configured(
         &["track", "yes", "track-halflife", "86400"],
         &["--requirepass", PASSWORD],
