@@ -245,7 +245,7 @@ mod tests {
             RedisValue::Array(vec![]),
         ]);
         assert_eq!(
-            user_flags(&reply).unwrap(),
+            user_flags(&reply).unwrap(), // panic-ok: a unit test
             ["on", "nopass", "sanitize-payload"]
         );
         assert_eq!(user_flags(&RedisValue::Null), None);
