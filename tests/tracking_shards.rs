@@ -346,3 +346,92 @@ fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
     let text = error(&mut con, &["HK.HOTKEYS", "PREFIXES"]);
     assert!(text.contains("prefix tracking is off"), "{text}");
 }
+
+/// A client that sends another node's keys here (all answered `MOVED`),
+/// keys of two slots at once (`CROSSSLOT`), or a slot being imported
+/// without `ASKING`: none of it was served here, so none of it shows in
+/// this node's hot slots, hot keys or totals, while what it serves does.
+#[test]
+fn commands_a_node_redirects_count_nowhere() {
+    let cluster = Cluster::start(common::TRACK_EVERY_COMMAND);
+    let first = &cluster.nodes[0];
+    let theirs = keys_on_distinct_slots(&cluster, 1, 1).remove(0);
+    let ours = keys_on_distinct_slots(&cluster, 0, 2);
+    let mut con = first.client();
+    let mut moved = 0;
+    for _ in 0..3_000 {
+        match redis::cmd("GET").arg(&theirs).query::<Value>(&mut con) {
+            Err(e) if e.kind() == redis::ErrorKind::Moved => moved += 1,
+            other => panic!("expected MOVED, got {other:?}"),
+        }
+    }
+    assert_eq!(moved, 3_000);
+    for _ in 0..500 {
+        let e = redis::cmd("MGET")
+            .arg(&ours[0])
+            .arg(&theirs)
+            .query::<Value>(&mut con)
+            .unwrap_err();
+        assert!(common::server_error_text(&e).contains("CROSSSLOT"), "{e}");
+    }
+    for _ in 0..200 {
+        let _: Value = redis::cmd("GET").arg(&ours[1]).query(&mut con).unwrap();
+    }
+    let slots = hotslots(&mut con, &[]);
+    let theirs_slot = hash_slot(theirs.as_bytes());
+    assert!(
+        slots.iter().all(|s| s.0 != theirs_slot),
+        "a slot this node does not serve is listed: {slots:?}"
+    );
+    assert_eq!(
+        slots.iter().map(|s| s.0).collect::<Vec<_>>(),
+        vec![hash_slot(ours[1].as_bytes())],
+        "only the slot it served"
+    );
+    let keys = hotkeys(&mut con, &[]);
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    assert_eq!((keys[0].0.as_slice(), keys[0].3), (ours[1].as_bytes(), 200));
+    let redirected: u64 = info_field(
+        &mut con,
+        "heavykeeper",
+        "heavykeeper_tracker_commands_redirected",
+    )
+    .unwrap()
+    .parse()
+    .unwrap();
+    assert_eq!(redirected, 3_500);
+    // A slot being imported: without ASKING its commands are MOVED; with
+    // it, served here and counted.
+    let second = &cluster.nodes[1];
+    let source_id: String = redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(&mut second.client())
+        .unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("SETSLOT")
+        .arg(theirs_slot)
+        .arg("IMPORTING")
+        .arg(&source_id)
+        .query(&mut con)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..100 {
+        let e = redis::cmd("GET")
+            .arg(&theirs)
+            .query::<Value>(&mut con)
+            .unwrap_err();
+        assert_eq!(e.kind(), redis::ErrorKind::Moved, "{e}");
+    }
+    for _ in 0..40 {
+        let (_, value): ((), Value) = redis::pipe()
+            .cmd("ASKING")
+            .cmd("GET")
+            .arg(&theirs)
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(value, Value::Nil);
+    }
+    let keys = hotkeys(&mut con, &[]);
+    let asked = keys.iter().find(|k| k.0 == theirs.as_bytes());
+    assert_eq!(asked.map(|k| k.3), Some(40), "{keys:?}");
+}

@@ -1,10 +1,11 @@
-//! `HK.HOTKEYS [READS | WRITES | MISSES | PREFIXES] [COUNT n]`: the
-//! server's hottest keys now, hottest first, as `key, db, rate, count` rows
-//! (rate in requests per second; reads and writes together unless one is
-//! named; `MISSES`: reads of keys that did not exist, with
+//! `HK.HOTKEYS [READS | WRITES | MISSES | PREFIXES] [COUNT n] [WITHBOUNDS]`:
+//! the server's hottest keys now, hottest first, as `key, db, rate, count`
+//! rows (rate in requests per second; reads and writes together unless one
+//! is named; `MISSES`: reads of keys that did not exist, with
 //! `track-misses yes`, listing only keys that still do not exist;
 //! `PREFIXES`: hot tenants, each row's key a `SCAN MATCH` pattern such as
-//! `tenant:7:*`, ranked by the reads and writes of every key under it).
+//! `tenant:7:*`, ranked by the reads and writes of every key under it),
+//! each followed with `WITHBOUNDS` by its rate's 95% bounds (`low, high`).
 //! `HK.HOTKEYS RESET` forgets every count.
 
 use crate::callback;
@@ -15,7 +16,7 @@ use crate::host::reply;
 use crate::tracking;
 use heavykeeper_tracker::prefixes::as_pattern;
 use heavykeeper_tracker::{HotKey, Ranking};
-use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OFF: &str = "key tracking is off: CONFIG SET heavykeeper.track yes";
 const MISSES_OFF: &str = "miss tracking is off: CONFIG SET heavykeeper.track-misses yes";
@@ -31,7 +32,11 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             };
         }
     }
-    let (ranking, count) = parse(args.get(1..).unwrap_or_default())?;
+    let Query {
+        ranking,
+        count,
+        with_bounds,
+    } = parse(args.get(1..).unwrap_or_default())?;
     if ranking == Ranking::Misses && !tracking::config::misses_on() {
         return Err(err(if tracking::counting() {
             MISSES_OFF
@@ -66,12 +71,18 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
             } else {
                 hot.key
             };
-            vec![
+            let mut row = vec![
                 RedisValue::StringBuffer(name),
                 RedisValue::Integer(i64::from(hot.db)),
                 RedisValue::Float(tally.per_second),
                 reply::count(tally.count),
-            ]
+            ];
+            if with_bounds {
+                let bounds = tally.bounds();
+                row.push(RedisValue::Float(bounds.low));
+                row.push(RedisValue::Float(bounds.high));
+            }
+            row
         })
         .collect();
     Ok(reply::rows(ctx, rows))
@@ -80,47 +91,38 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
 /// Does the key exist now (in its database)? Looked up without touching
 /// it and without raising a key-miss event of its own.
 fn exists(ctx: &Context, hot: &HotKey) -> bool {
-    let key = crate::host::module_string::of(ctx, &hot.key);
-    // SAFETY: the command's context; the database is selected back before
-    // returning.
-    unsafe {
-        let (Some(get_db), Some(select), Some(key_exists)) = (
-            raw::RedisModule_GetSelectedDb,
-            raw::RedisModule_SelectDb,
-            raw::RedisModule_KeyExists,
-        ) else {
-            return false;
-        };
-        let own = get_db(ctx.ctx);
-        if select(ctx.ctx, i32::from(hot.db)) != raw::REDISMODULE_OK as i32 {
-            return false;
-        }
-        let found = key_exists(ctx.ctx, key.inner) != 0;
-        select(ctx.ctx, own);
-        found
-    }
+    crate::host::keyspace::exists(ctx, hot.db, &hot.key)
 }
 
-fn parse(args: &[RedisString]) -> Result<(Ranking, usize), RedisError> {
-    let (mut ranking, mut count) = (None, None);
+/// What `HK.HOTKEYS` was asked for.
+struct Query {
+    ranking: Ranking,
+    count: usize,
+    with_bounds: bool,
+}
+
+fn parse(args: &[RedisString]) -> Result<Query, RedisError> {
+    let mut query = Query {
+        ranking: Ranking::Total,
+        count: usize::MAX,
+        with_bounds: false,
+    };
     let mut options = Options::new(
         args,
-        &["READS|WRITES|MISSES|PREFIXES", "COUNT"],
-        "READS, WRITES, MISSES or PREFIXES, COUNT n, or RESET alone",
+        &["READS|WRITES|MISSES|PREFIXES", "COUNT", "WITHBOUNDS"],
+        "READS, WRITES, MISSES or PREFIXES, COUNT n, WITHBOUNDS, or RESET alone",
     );
     while let Some(option) = options.next_option()? {
         match option {
-            "READS" => ranking = Some(Ranking::Reads),
-            "WRITES" => ranking = Some(Ranking::Writes),
-            "MISSES" => ranking = Some(Ranking::Misses),
-            "PREFIXES" => ranking = Some(Ranking::Prefixes),
-            _ => count = Some(integer(options.value()?, "COUNT", 1, 1_000_000)? as usize),
+            "READS" => query.ranking = Ranking::Reads,
+            "WRITES" => query.ranking = Ranking::Writes,
+            "MISSES" => query.ranking = Ranking::Misses,
+            "PREFIXES" => query.ranking = Ranking::Prefixes,
+            "WITHBOUNDS" => query.with_bounds = true,
+            _ => query.count = integer(options.value()?, "COUNT", 1, 1_000_000)? as usize,
         }
     }
-    Ok((
-        ranking.unwrap_or(Ranking::Total),
-        count.unwrap_or(usize::MAX),
-    ))
+    Ok(query)
 }
 
 pub static SPEC: CommandSpec = CommandSpec {
@@ -153,6 +155,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                     )
                     .optional(),
                     Arg::integer("n").token("COUNT").optional(),
+                    Arg::flag("withbounds", "WITHBOUNDS").optional(),
                 ],
             ),
         ],

@@ -1,10 +1,11 @@
-//! `HK.HOTSLOTS [READS | WRITES] [COUNT n]`: in a cluster, the slots of
-//! this node that take the most requests now, hottest first, as
-//! `slot, reads per second, writes per second` rows (ranked by both
-//! together unless one is named). Every key access counted by the tracker
-//! is in its slot's load, hot key or not, so the rows add up to the node's
-//! load (`INFO`: `tracker_reads_per_second`): what a load-aware rebalance
-//! moves.
+//! `HK.HOTSLOTS [READS | WRITES] [COUNT n] [WITHBOUNDS]`: in a cluster, the
+//! hash slots of this node that take the most requests now, hottest first,
+//! as `slot, reads per second, writes per second` rows (ranked by both
+//! together unless one is named), each followed with `WITHBOUNDS` by the
+//! 95% bounds of both rates (`reads low, reads high, writes low, writes
+//! high`). Every key access counted by the tracker is in its hash slot's
+//! load, hot key or not, so the rows add up to the node's load (`INFO`:
+//! `tracker_reads_per_second`): what a load-aware rebalance moves.
 
 use crate::callback;
 use crate::host::args::{err, integer};
@@ -20,34 +21,58 @@ const OFF: &str = "key tracking is off: CONFIG SET heavykeeper.track yes";
 const NOT_CLUSTER: &str = "HK.HOTSLOTS needs cluster mode: it lists the slots this node serves";
 
 pub fn hotslots(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let (by, count) = parse(args.get(1..).unwrap_or_default())?;
-    let slots = tracking::hottest_slots(by, count)
+    let query = parse(args.get(1..).unwrap_or_default())?;
+    let slots = tracking::hottest_slots(query.by, query.count)
         .ok_or_else(|| err(OFF))?
         .ok_or_else(|| err(NOT_CLUSTER))?;
     let rows = slots
         .into_iter()
         .map(|slot| {
-            vec![
+            let mut row = vec![
                 RedisValue::Integer(i64::from(slot.slot)),
-                RedisValue::Float(slot.reads_per_second),
-                RedisValue::Float(slot.writes_per_second),
-            ]
+                RedisValue::Float(slot.reads.per_second),
+                RedisValue::Float(slot.writes.per_second),
+            ];
+            if query.with_bounds {
+                for tally in [slot.reads, slot.writes] {
+                    let bounds = tally.bounds();
+                    row.push(RedisValue::Float(bounds.low));
+                    row.push(RedisValue::Float(bounds.high));
+                }
+            }
+            row
         })
         .collect();
     Ok(reply::rows(ctx, rows))
 }
 
-fn parse(args: &[RedisString]) -> Result<(Option<Access>, usize), RedisError> {
-    let (mut by, mut count) = (None, None);
-    let mut options = Options::new(args, &["READS|WRITES", "COUNT"], "READS or WRITES, COUNT n");
+/// What `HK.HOTSLOTS` was asked for.
+struct Query {
+    by: Option<Access>,
+    count: usize,
+    with_bounds: bool,
+}
+
+fn parse(args: &[RedisString]) -> Result<Query, RedisError> {
+    let mut query = Query {
+        by: None,
+        count: SLOTS,
+        with_bounds: false,
+    };
+    let mut options = Options::new(
+        args,
+        &["READS|WRITES", "COUNT", "WITHBOUNDS"],
+        "READS or WRITES, COUNT n, WITHBOUNDS",
+    );
     while let Some(option) = options.next_option()? {
         match option {
-            "READS" => by = Some(Access::Read),
-            "WRITES" => by = Some(Access::Write),
-            _ => count = Some(integer(options.value()?, "COUNT", 1, SLOTS as u64)? as usize),
+            "READS" => query.by = Some(Access::Read),
+            "WRITES" => query.by = Some(Access::Write),
+            "WITHBOUNDS" => query.with_bounds = true,
+            _ => query.count = integer(options.value()?, "COUNT", 1, SLOTS as u64)? as usize,
         }
     }
-    Ok((by, count.unwrap_or(SLOTS)))
+    Ok(query)
 }
 
 pub static SPEC: CommandSpec = CommandSpec {
@@ -67,5 +92,6 @@ pub static SPEC: CommandSpec = CommandSpec {
         )
         .optional(),
         Arg::integer("n").token("COUNT").optional(),
+        Arg::flag("withbounds", "WITHBOUNDS").optional(),
     ],
 };

@@ -13,6 +13,7 @@ pub mod command_spec;
 pub mod config;
 pub mod fault;
 pub mod info;
+pub mod keyspace;
 pub mod keyspace_event;
 pub mod module_context;
 pub mod module_string;

@@ -13,6 +13,7 @@
 //! what the tracker's clocks cost (ticks, slots, questions to the server),
 //! which does not.
 
+use crate::host::clock;
 use std::time::Instant;
 
 /// Mean spacing of timed calls.
@@ -31,6 +32,8 @@ pub struct Spent {
     pub timers_ns: u64,
     /// The worker thread's CPU time.
     pub worker_ns: u64,
+    /// Of it, taking accesses in.
+    pub worker_absorb_ns: u64,
 }
 
 impl Spent {
@@ -45,8 +48,10 @@ pub struct CostMeter {
     rng: u64,
     /// Since last taken.
     spent: Spent,
-    /// The worker's CPU clock when last read.
+    /// The worker's CPU clock, and its time taking accesses in, when last
+    /// read.
     worker_seen: Option<u64>,
+    absorb_seen: u64,
 }
 
 impl Default for CostMeter {
@@ -56,6 +61,7 @@ impl Default for CostMeter {
             rng: rand::random::<u64>() | 1,
             spent: Spent::default(),
             worker_seen: None,
+            absorb_seen: 0,
         }
     }
 }
@@ -87,12 +93,15 @@ impl CostMeter {
             .saturating_add(ns.saturating_mul(u64::from(TIMED_ONE_IN)));
     }
 
-    /// A timer, timed whole.
-    pub fn timed_timer(&mut self, start: Instant) {
+    /// A timer, timed whole on the thread's CPU clock from `start_cpu_ns`
+    /// (a timer runs a hundred times a second at most: the clock's system
+    /// call is worth its truth on a busy machine, where the wall clock
+    /// would charge the timer with time slices other processes took).
+    pub fn timed_timer(&mut self, start_cpu_ns: u64) {
         self.spent.timers_ns = self
             .spent
             .timers_ns
-            .saturating_add(start.elapsed().as_nanos() as u64);
+            .saturating_add(clock::thread_cpu_ns().saturating_sub(start_cpu_ns));
     }
 
     /// Uniform in 1..=2·mean−1: mean [`TIMED_ONE_IN`].
@@ -104,15 +113,20 @@ impl CostMeter {
     }
 
     /// Time spent since last taken; the worker's from its CPU clock's total
-    /// `worker_cpu_ns` (the first reading is the baseline).
-    pub fn take(&mut self, worker_cpu_ns: Option<u64>) -> Spent {
+    /// `worker_cpu_ns` (the first reading is the baseline), and of that
+    /// what taking accesses in took, from its total `absorb_ns`.
+    pub fn take(&mut self, worker_cpu_ns: Option<u64>, absorb_ns: u64) -> Spent {
         let mut spent = std::mem::take(&mut self.spent);
         if let (Some(now), Some(seen)) = (worker_cpu_ns, self.worker_seen) {
             spent.worker_ns = now.saturating_sub(seen);
+            spent.worker_absorb_ns = absorb_ns
+                .saturating_sub(self.absorb_seen)
+                .min(spent.worker_ns);
         }
         if worker_cpu_ns.is_some() {
             self.worker_seen = worker_cpu_ns;
         }
+        self.absorb_seen = absorb_ns;
         spent
     }
 }
@@ -146,23 +160,31 @@ mod tests {
     fn the_worker_counts_from_its_last_reading() {
         let mut m = CostMeter::default();
         assert_eq!(
-            m.take(Some(1_000)).worker_ns,
+            m.take(Some(1_000), 0).worker_ns,
             0,
             "the first reading is the baseline"
         );
-        assert_eq!(m.take(Some(1_500)).worker_ns, 500);
-        assert_eq!(m.take(None).worker_ns, 0);
-        assert_eq!(m.take(Some(1_700)).worker_ns, 200);
+        let spent = m.take(Some(1_500), 300);
+        assert_eq!((spent.worker_ns, spent.worker_absorb_ns), (500, 300));
+        assert_eq!(m.take(None, 300).worker_ns, 0);
+        assert_eq!(m.take(Some(1_700), 350).worker_ns, 200);
     }
 
     #[test]
-    fn timers_are_apart_from_calls() {
+    fn timers_are_apart_from_calls_and_charged_their_cpu_only() {
         let mut m = CostMeter::default();
-        let start = Instant::now();
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        let start = clock::thread_cpu_ns();
+        // Sleeping costs no CPU; spinning does.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let spin = Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(2) {}
         m.timed_timer(start);
-        let spent = m.take(None);
-        assert!(spent.timers_ns >= 2_000_000 && spent.calls_ns == 0);
-        assert_eq!(spent.counting_ns(), 0);
+        let spent = m.take(None, 0);
+        assert!(
+            (1_000_000..15_000_000).contains(&spent.timers_ns),
+            "{}",
+            spent.timers_ns
+        );
+        assert_eq!((spent.calls_ns, spent.counting_ns()), (0, 0));
     }
 }

@@ -210,6 +210,10 @@ impl FilteredCommand for Filtered {
     fn client_db(&self, id: u64) -> Option<Db> {
         ask_client_db(id)
     }
+
+    fn key_exists(&self, db: u16, key: &[u8]) -> bool {
+        module_context::get().is_some_and(|ctx| crate::host::keyspace::exists(&ctx, db, key))
+    }
 }
 
 impl Filtered {

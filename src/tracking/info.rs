@@ -4,6 +4,7 @@
 
 use super::config;
 use crate::host::info::number;
+use heavykeeper_tracker::Tally;
 use redis_module::InfoContext;
 
 /// What INFO reads. The node's rates wait for the worker's step (they are
@@ -12,7 +13,10 @@ use redis_module::InfoContext;
 #[derive(Default)]
 struct Figures {
     every: u32,
+    keep_one_in: u32,
     seen: u64,
+    redirected: u64,
+    slots_served: Option<(usize, bool)>,
     dropped: u64,
     unauthenticated: u64,
     checks: u64,
@@ -21,7 +25,7 @@ struct Figures {
     slots: (u64, u64, u64, u64),
     misses_seen: u64,
     thinned_ms: u64,
-    rates: (f64, f64),
+    rates: (Tally, Tally),
     memory: u64,
     keys_counted: u64,
     cost: f64,
@@ -41,7 +45,10 @@ fn figures(for_crash_report: bool) -> Figures {
             let (unauthenticated, checks, refused) = t.auth().figures();
             Figures {
                 every: t.every(),
+                keep_one_in: t.keep_one_in(),
                 seen: f.commands_seen,
+                redirected: f.commands_redirected,
+                slots_served: t.slots_served(),
                 dropped: f.accesses_dropped,
                 unauthenticated,
                 checks,
@@ -68,6 +75,11 @@ fn figures(for_crash_report: bool) -> Figures {
 
 fn mean_ms(ns: u64, n: u64) -> String {
     format!("{:.3}", ns as f64 / 1e6 / n.max(1) as f64)
+}
+
+/// A rate (requests a second) as INFO text.
+fn rate(per_second: f64) -> String {
+    format!("{per_second:.1}")
 }
 
 fn seconds(ns: u64) -> String {
@@ -106,6 +118,12 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         })
         .and_then(|s| s.field("tracker_sample", sample))
         .and_then(|s| s.field("tracker_share_counted", format!("{share:.4}")))
+        .and_then(|s| {
+            s.field(
+                "tracker_accesses_kept_share",
+                format!("{:.4}", 1.0 / f64::from(f.keep_one_in.max(1))),
+            )
+        })
         .and_then(|s| s.field("tracker_cpu_percent", percent(f.cost)))
         .and_then(|s| s.field("tracker_cpu_main_percent", percent(f.parts.0 + f.parts.1)))
         .and_then(|s| s.field("tracker_cpu_worker_percent", percent(f.parts.2)))
@@ -125,11 +143,43 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         .and_then(|s| s.field("tracker_cpu_seconds_main", seconds(f.totals.main_ns)))
         .and_then(|s| s.field("tracker_cpu_seconds_worker", seconds(f.totals.worker_ns)))
         .and_then(|s| s.field("tracker_seconds_counted", seconds(f.totals.counted_ns)))
-        .and_then(|s| s.field("tracker_reads_per_second", format!("{:.1}", f.rates.0)))
-        .and_then(|s| s.field("tracker_writes_per_second", format!("{:.1}", f.rates.1)))
+        .and_then(|s| s.field("tracker_reads_per_second", rate(f.rates.0.per_second)))
+        .and_then(|s| s.field("tracker_writes_per_second", rate(f.rates.1.per_second)))
+        .and_then(|s| s.field("tracker_reads_per_second_low", rate(f.rates.0.bounds().low)))
+        .and_then(|s| {
+            s.field(
+                "tracker_reads_per_second_high",
+                rate(f.rates.0.bounds().high),
+            )
+        })
+        .and_then(|s| {
+            s.field(
+                "tracker_writes_per_second_low",
+                rate(f.rates.1.bounds().low),
+            )
+        })
+        .and_then(|s| {
+            s.field(
+                "tracker_writes_per_second_high",
+                rate(f.rates.1.bounds().high),
+            )
+        })
         .and_then(|s| s.field("tracker_memory_bytes", number(f.memory)))
         .and_then(|s| s.field("tracker_keys_counted", number(f.keys_counted)))
         .and_then(|s| s.field("tracker_commands_seen", number(f.seen)))
+        .and_then(|s| s.field("tracker_commands_redirected", number(f.redirected)))
+        .and_then(|s| {
+            let state = match f.slots_served {
+                None => "none",
+                Some((_, true)) => "ok",
+                Some((_, false)) => "fail",
+            };
+            s.field("tracker_cluster_state", state)
+        })
+        .and_then(|s| {
+            let served = f.slots_served.map_or(0, |(n, _)| n as i64);
+            s.field("tracker_cluster_slots_served", served)
+        })
         .and_then(|s| s.field("tracker_accesses_dropped", number(f.dropped)))
         .and_then(|s| {
             s.field(

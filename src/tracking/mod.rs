@@ -26,6 +26,7 @@ pub mod info;
 pub mod misses;
 pub mod name_effects;
 pub mod notify;
+pub mod routing;
 pub mod script_watch;
 pub mod state;
 pub mod timers;

@@ -20,6 +20,11 @@ pub enum NameEffect {
     /// config-change event, which also fires when the filter is not
     /// registered, and only when something changed.)
     Users,
+    /// `ASKING`: the client's next command may use a slot being imported.
+    Asking,
+    /// A `CLUSTER` command that may move slots or change this node's role
+    /// (`SETSLOT`, `ADDSLOTS`, `FAILOVER`, ...): what the node serves.
+    Slots,
 }
 
 /// The effect of the command named `name` (`container|sub` for a
@@ -31,6 +36,19 @@ pub fn effect_of(name: &[u8]) -> NameEffect {
         b"reset" => NameEffect::Reset,
         b"auth" | b"hello" => NameEffect::Login,
         b"acl|setuser" | b"acl|deluser" | b"acl|load" => NameEffect::Users,
+        b"asking" => NameEffect::Asking,
+        b"cluster|setslot"
+        | b"cluster|addslots"
+        | b"cluster|addslotsrange"
+        | b"cluster|delslots"
+        | b"cluster|delslotsrange"
+        | b"cluster|flushslots"
+        | b"cluster|failover"
+        | b"cluster|reset"
+        | b"cluster|replicate"
+        | b"cluster|forget"
+        | b"cluster|migrateslots"
+        | b"cluster|bumpepoch" => NameEffect::Slots,
         _ => NameEffect::None,
     }
 }
@@ -48,6 +66,9 @@ mod tests {
             (b"AUTH", NameEffect::Login),
             (b"hello", NameEffect::Login),
             (b"acl|setuser", NameEffect::Users),
+            (b"ASKING", NameEffect::Asking),
+            (b"cluster|setslot", NameEffect::Slots),
+            (b"CLUSTER|FAILOVER", NameEffect::Slots),
         ] {
             assert_eq!(effect_of(name), effect, "{name:?}");
         }
@@ -61,6 +82,8 @@ mod tests {
             b"acl",
             b"config|get",
             b"config|set",
+            b"cluster|nodes",
+            b"cluster",
         ] {
             assert_eq!(effect_of(name), NameEffect::None, "{name:?}");
         }

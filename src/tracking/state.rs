@@ -9,13 +9,16 @@ use super::command_table::{Args, CommandTable, KeyUse};
 use super::config::Sampling;
 use super::cost_meter::{CostMeter, Spent};
 use super::name_effects::NameEffect;
+use super::routing::Routing;
 use super::script_watch::ScriptWatch;
 use super::worker::{self, Worker};
 use crate::host::clock;
 use crate::host::module_context;
+use heavykeeper_tracker::access_thinning::keep;
+use heavykeeper_tracker::slot_map::Request;
 use heavykeeper_tracker::{
-    Access, CostBudget, Counting, Coverage, KeptSlots, KeyBatch, KeyTracker, PrefixRule, TickCost,
-    TrackerShape,
+    hash_slot, Access, CostBudget, Counting, Coverage, KeptSlots, KeyBatch, KeyTracker, PrefixRule,
+    Route, SlotMap, Tally, TickCost, TimeSlot, TrackerShape,
 };
 use redis_module::Context;
 use std::collections::HashSet;
@@ -38,6 +41,9 @@ pub trait FilteredCommand {
     /// The database of client `id`, as the server says: `Some(None)` for a
     /// client that is no connection, `None` if it cannot say.
     fn client_db(&self, id: u64) -> Option<Db>;
+    /// Does `key` exist in database `db` now? (Looked up without effects,
+    /// for keys of a slot being migrated away.)
+    fn key_exists(&self, db: u16, key: &[u8]) -> bool;
 }
 
 /// Most accesses one slot holds while it may still be discarded (Redis 7.0
@@ -48,8 +54,13 @@ const HELD_SLOT_KEY_BYTES: usize = 256 * 1024;
 /// The current slot of time.
 #[derive(Default)]
 struct Slot {
-    /// What each access of the slot stands for (`None`: not counted).
-    weight: Option<u32>,
+    /// The slot as counted, with what each of its accesses stands for
+    /// (`None`: not counted).
+    counted: Option<TimeSlot>,
+    /// Counted slots so far (numbers each).
+    seq: u32,
+    /// The coins of accesses kept one in `n` (xorshift).
+    coins: u64,
     opened: Option<Instant>,
     /// Counted time since the last tick.
     counted_ns: u64,
@@ -71,9 +82,12 @@ pub struct Figures {
     pub slot_ns: u64,
     pub counted_slot_ns: u64,
     pub misses_seen: u64,
-    /// The node's reads and writes per second (all keys), as last read.
-    pub reads_per_second: f64,
-    pub writes_per_second: f64,
+    /// Commands not counted: a cluster node that will not serve them
+    /// (`MOVED`, `CROSSSLOT`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`).
+    pub commands_redirected: u64,
+    /// The node's reads and writes (all keys), as last read.
+    pub reads: Tally,
+    pub writes: Tally,
 }
 
 pub struct Tracking {
@@ -81,6 +95,8 @@ pub struct Tracking {
     sampling: Sampling,
     coverage: Coverage,
     budget: CostBudget,
+    /// Within counted slots, one access in how many is kept.
+    keep_one_in: u32,
     slot: Slot,
     batch: KeyBatch,
     commands: CommandTable,
@@ -92,8 +108,10 @@ pub struct Tracking {
     misses: bool,
     /// Where keys are cut into prefixes (`None`: prefixes not counted).
     prefixes: Option<PrefixRule>,
-    /// A cluster node counts each slot's load.
+    /// A cluster node counts each slot's load, and only the commands it
+    /// serves.
     in_cluster: bool,
+    routing: Routing,
     /// Does the server's filter say which client sent a command (7.2+)?
     names_clients: bool,
     /// Redis 7.0 with a password: counted slots kept, and what they stand for.
@@ -142,8 +160,10 @@ impl Tracking {
             sampling,
             coverage: Coverage::new(every, rand::random()),
             budget: CostBudget::new(budget, heavykeeper_tracker::coverage::MAX_EVERY),
+            keep_one_in: 1,
             slot: Slot {
-                weight: Some(1),
+                counted: Some(TimeSlot::WHOLE),
+                coins: rand::random::<u64>() | 1,
                 ..Slot::default()
             },
             batch: KeyBatch::default(),
@@ -156,6 +176,7 @@ impl Tracking {
             misses: false,
             prefixes: None,
             in_cluster,
+            routing: Routing::default(),
             names_clients,
             kept: KeptSlots::new(rand::random()),
             figures: Figures::default(),
@@ -248,7 +269,7 @@ impl Tracking {
 
     /// Is the filter to be registered now?
     pub fn is_counting(&self) -> bool {
-        self.slot.weight.is_some()
+        self.slot.counted.is_some()
     }
 
     /// Is time cut into slots (sampling, or Redis 7.0 checking each slot
@@ -265,7 +286,7 @@ impl Tracking {
     #[inline(always)]
     pub fn count_command(&mut self, cmd: &impl FilteredCommand) {
         self.figures.commands_seen = self.figures.commands_seen.wrapping_add(1);
-        let Some(weight) = self.slot.weight else {
+        let Some(slot) = self.slot.counted else {
             return;
         };
         if self.auth.is_checking() {
@@ -278,6 +299,7 @@ impl Tracking {
         let key_use = self.commands.command_of(name, argc, &args);
         let effect = key_use.effect();
         let starts_script = client.is_none() && key_use.starts_script();
+        let asking = self.in_cluster && self.routing.take_asking(client);
         if key_use.has_keys() && !self.slot.overflowed {
             if let Some((db, hold)) = destination(
                 cmd,
@@ -286,13 +308,21 @@ impl Tracking {
                 &mut self.auth,
                 &mut self.scripts,
             ) {
-                let batch = if hold {
-                    self.auth.held()
-                } else {
-                    &mut self.batch
+                let served = match self.routing.map() {
+                    Some(map) => served_here(map, &key_use, cmd, &args, db, asking),
+                    None => true,
                 };
-                push_keys(batch, &key_use, cmd, &args, db, weight);
-                self.flush_if_full();
+                if served {
+                    let batch = if hold {
+                        self.auth.held()
+                    } else {
+                        &mut self.batch
+                    };
+                    push_keys(batch, &key_use, cmd, &args, db, slot, &mut self.slot.coins);
+                    self.flush_if_full();
+                } else {
+                    self.figures.commands_redirected += 1;
+                }
             }
         }
         if effect != NameEffect::None {
@@ -317,6 +347,8 @@ impl Tracking {
                 }
             }
             (NameEffect::Users, _) => self.users_may_have_changed(),
+            (NameEffect::Asking, _) => self.routing.asking(client),
+            (NameEffect::Slots, _) => self.routing.may_have_changed(),
             _ => {}
         }
     }
@@ -363,12 +395,15 @@ impl Tracking {
     /// A read of a key that does not exist (the server's key-miss event).
     #[inline]
     pub fn count_miss(&mut self, db: u16, key: &[u8]) {
-        let Some(weight) = self.slot.weight.filter(|_| self.misses) else {
+        let Some(slot) = self.slot.counted.filter(|_| self.misses) else {
             return;
         };
         self.figures.misses_seen += 1;
+        if !keep(&mut self.slot.coins, slot.keep_one_in) {
+            return;
+        }
         self.batch
-            .push(db, key, Access::Miss, weight, clock::cached_now_ms);
+            .push(db, key, Access::Miss, slot, clock::cached_now_ms);
         self.flush_if_full();
     }
 
@@ -387,16 +422,21 @@ impl Tracking {
     /// the next one is counted. Returns whether it is.
     pub fn next_slot(&mut self, ctx: &Context) -> bool {
         self.conclude_check();
-        let was_counted = self.slot.weight.is_some();
+        let was_counted = self.slot.counted.is_some();
         self.end_slot(ctx);
         let checked = self.auth.checks_slots(self.names_clients);
-        self.slot.weight =
+        let weight =
             (self.coverage.next_slot()).map(|w| if checked { self.kept.weight(w) } else { w });
+        let keep_one_in = self.keep_one_in;
+        self.slot.counted = weight.map(|w| {
+            self.slot.seq = self.slot.seq.wrapping_add(1);
+            TimeSlot::new(self.slot.seq, w).keeping_one_in(keep_one_in)
+        });
         self.slot.began = Some(Instant::now());
         self.figures.slots += 1;
-        self.figures.slots_counted += u64::from(self.slot.weight.is_some());
+        self.figures.slots_counted += u64::from(self.slot.counted.is_some());
         self.slot.overflowed = false;
-        if self.slot.weight.is_some() {
+        if self.slot.counted.is_some() {
             self.slot.opened = Some(Instant::now());
             if !was_counted {
                 // Commands went by unseen: a SELECT, a script's start.
@@ -420,7 +460,7 @@ impl Tracking {
         if let Some(began) = self.slot.began.take() {
             let ns = began.elapsed().as_nanos() as u64;
             self.figures.slot_ns += ns;
-            if self.slot.weight.is_some() {
+            if self.slot.counted.is_some() {
                 self.figures.counted_slot_ns += ns;
             }
         }
@@ -429,7 +469,7 @@ impl Tracking {
     /// Hands a counted slot's accesses over, or discards them (the slots
     /// kept stand for the discarded ones: [`KeptSlots`]).
     fn close_slot(&mut self, ctx: &Context) {
-        if self.slot.weight.is_none() {
+        if self.slot.counted.is_none() {
             return;
         }
         if !self.auth.checks_slots(self.names_clients) {
@@ -448,7 +488,7 @@ impl Tracking {
     /// Counting every command from now on (no slots).
     pub fn count_everything(&mut self, ctx: &Context) {
         self.end_slot(ctx);
-        self.slot.weight = Some(1);
+        self.slot.counted = Some(TimeSlot::WHOLE.keeping_one_in(self.keep_one_in));
         self.slot.overflowed = false;
         self.clients.new_epoch();
         self.scripts.commands_unseen();
@@ -470,6 +510,9 @@ impl Tracking {
         if self.ticks % USERS_EVERY_TICKS == 0 || self.auth.default_open().is_none() {
             self.auth.refresh(ctx);
         }
+        if self.in_cluster {
+            self.routing.tick(ctx);
+        }
         let counted = if self.uses_slots() {
             if let Some(opened) = self.slot.opened.as_mut() {
                 self.slot.counted_ns += opened.elapsed().as_nanos() as u64;
@@ -479,48 +522,87 @@ impl Tracking {
         } else {
             elapsed_ns
         };
-        let spent = self.meter.take(self.worker.cpu_ns());
+        let spent = self
+            .meter
+            .take(self.worker.cpu_ns(), self.worker.absorb_ns());
         self.recent = spent;
         self.recent_elapsed_ns = elapsed_ns;
         let cost = TickCost {
             calls_ns: spent.calls_ns,
             worker_ns: spent.worker_ns,
+            worker_absorb_ns: spent.worker_absorb_ns,
             clocks_ns: spent.timers_ns,
+            keep_one_in: self.keep_one_in,
         };
         self.budget.observe(elapsed_ns, counted, cost);
         if self.sampling == Sampling::Budgeted {
             self.coverage.set_every(self.budget.every());
         }
+        self.thin_accesses();
         if !self.uses_slots() && !self.batch.is_empty() {
             self.submit();
         }
         self.note_rates();
     }
 
+    /// How thinly accesses are kept within counted slots: what the budget
+    /// says (with `track-sample N`, every one: the share of time is fixed,
+    /// and the counts within it exact).
+    fn thin_accesses(&mut self) {
+        let before = self.slot_keep_one_in();
+        let keep_one_in = match self.sampling {
+            Sampling::Budgeted => self.budget.keep_one_in(),
+            Sampling::Fixed(_) => 1,
+        };
+        self.keep_one_in = keep_one_in;
+        if keep_one_in != before && !self.uses_slots() {
+            // Counting every command: the one long slot keeps its new rate
+            // from now on (what was gathered at the old one goes first).
+            self.submit();
+            self.slot.counted = Some(TimeSlot::WHOLE.keeping_one_in(keep_one_in));
+        }
+    }
+
+    /// One access in how many the current slot keeps.
+    fn slot_keep_one_in(&self) -> u32 {
+        self.slot
+            .counted
+            .map_or(self.keep_one_in, |s| s.keep_one_in)
+    }
+
+    /// The hash slots this cluster node is taken to serve, and whether the
+    /// cluster was `ok` when last read (`None` outside a cluster or before
+    /// the map was first read).
+    pub fn slots_served(&self) -> Option<(usize, bool)> {
+        self.routing.map().map(|m| (m.served(), m.cluster_ok()))
+    }
+
+    /// One access in how many is kept within counted slots now.
+    pub fn keep_one_in(&self) -> u32 {
+        self.keep_one_in
+    }
+
     /// The node's read and write rates now. `wait`: with every access so
     /// far counted (the worker holds the sketches for one step at most);
     /// else only if the worker does not hold them this moment, or as of the
     /// last time they were read (for a crash report, which may not wait).
-    pub fn rates(&mut self, wait: bool) -> (f64, f64) {
+    pub fn rates(&mut self, wait: bool) -> (Tally, Tally) {
         if wait {
             let now = clock::now_ms();
             let (reads, writes) = self.current().tracker().rates(now);
-            self.figures.reads_per_second = reads;
-            self.figures.writes_per_second = writes;
+            self.figures.reads = reads;
+            self.figures.writes = writes;
         } else {
             self.note_rates();
         }
-        (
-            self.figures.reads_per_second,
-            self.figures.writes_per_second,
-        )
+        (self.figures.reads, self.figures.writes)
     }
 
     fn note_rates(&mut self) {
         if let Some(counting) = self.worker.try_counting() {
             let (reads, writes) = counting.tracker().rates(clock::now_ms());
-            self.figures.reads_per_second = reads;
-            self.figures.writes_per_second = writes;
+            self.figures.reads = reads;
+            self.figures.writes = writes;
         }
     }
 
@@ -646,6 +728,54 @@ fn admit(auth: &mut AuthWatch, id: u64, trust: Trust) -> Option<bool> {
     }
 }
 
+/// Does this cluster node serve the command (its keys all in one hash slot
+/// it serves, see [`SlotMap::route`])? Keys of a slot being migrated away
+/// must all still be here.
+#[inline(never)]
+fn served_here<'a>(
+    map: &SlotMap,
+    key_use: &KeyUse<'_>,
+    cmd: &'a impl FilteredCommand,
+    args: &Args<'a>,
+    db: u16,
+    asking: bool,
+) -> bool {
+    let mut keys: Vec<(&'a [u8], Access)> = Vec::new();
+    if let Some(access) = key_use.single_key() {
+        keys.push((cmd.arg(1), access));
+    } else if key_use.positions_known() {
+        key_use.for_each_key(args, cmd.argc(), |position, access| {
+            if let Some(key) = args(position) {
+                keys.push((key, access));
+            }
+        });
+    } else {
+        for (position, access) in cmd.server_keys() {
+            let access = access.unwrap_or_else(|| key_use.access(args, position));
+            if let Some(key) = args(position) {
+                keys.push((key, access));
+            }
+        }
+    }
+    let Some(&(first, _)) = keys.first() else {
+        return true;
+    };
+    let slot = hash_slot(first);
+    if keys.iter().any(|(key, _)| hash_slot(key) != slot) {
+        return false; // CROSSSLOT
+    }
+    let request = Request {
+        write: keys.iter().any(|(_, access)| *access == Access::Write),
+        asking,
+        multiple_keys: keys.iter().any(|(key, _)| *key != first),
+    };
+    match map.route(slot, request) {
+        Route::Here => true,
+        Route::Elsewhere => false,
+        Route::IfKeysExist => keys.iter().all(|(key, _)| cmd.key_exists(db, key)),
+    }
+}
+
 /// Every key of the command into `batch`, as the key specs (or, where they
 /// cannot say, the server) find them.
 #[inline(always)]
@@ -655,12 +785,15 @@ fn push_keys<'a>(
     cmd: &'a impl FilteredCommand,
     args: &Args<'a>,
     db: u16,
-    weight: u32,
+    slot: TimeSlot,
+    coins: &mut u64,
 ) {
     if let Some(access) = key_use.single_key() {
-        batch.push(db, cmd.arg(1), access, weight, clock::cached_now_ms);
+        if keep(coins, slot.keep_one_in) {
+            batch.push(db, cmd.arg(1), access, slot, clock::cached_now_ms);
+        }
     } else {
-        push_many_keys(batch, key_use, cmd, args, db, weight);
+        push_many_keys(batch, key_use, cmd, args, db, slot, coins);
     }
 }
 
@@ -672,20 +805,25 @@ fn push_many_keys<'a>(
     cmd: &'a impl FilteredCommand,
     args: &Args<'a>,
     db: u16,
-    weight: u32,
+    slot: TimeSlot,
+    coins: &mut u64,
 ) {
     let now = clock::cached_now_ms;
     if key_use.positions_known() {
         key_use.for_each_key(args, cmd.argc(), |position, access| {
             if let Some(key) = args(position) {
-                batch.push(db, key, access, weight, now);
+                if keep(coins, slot.keep_one_in) {
+                    batch.push(db, key, access, slot, now);
+                }
             }
         });
     } else {
         for (position, access) in cmd.server_keys() {
             let access = access.unwrap_or_else(|| key_use.access(args, position));
             if let Some(key) = args(position) {
-                batch.push(db, key, access, weight, now);
+                if keep(coins, slot.keep_one_in) {
+                    batch.push(db, key, access, slot, now);
+                }
             }
         }
     }

@@ -17,10 +17,11 @@
 //! The worker keeps itself within a share of a core ([`Worker::set_cpu_share`]:
 //! its part of the tracker's budget, or [`WORKER_CPU_SHARE`] where the
 //! share of time counted is fixed), measured on its own CPU clock (so on any
-//! machine, fast, slow or profiled): past that, accesses are thinned at
-//! random on the way in, each kept standing for more
-//! ([`heavykeeper_tracker::Thinning`], unbiased), until its share fits
-//! again. A light load is never thinned.
+//! machine, fast, slow or profiled): every access it is handed is taken in,
+//! and what taking them in leaves of its share sets how many sketch inserts
+//! a second it makes; past that, the keys that weigh least are thinned
+//! without bias ([`heavykeeper_tracker::thinning`]) and the keys that matter
+//! are inserted whole. A light load is never thinned.
 //!
 //! Memory is bounded whatever the keys: a batch holds at most
 //! [`BATCH_ACCESSES`] accesses or about [`BATCH_KEY_BYTES`] of keys (a key
@@ -28,7 +29,8 @@
 //! the coalescers a bounded number of keys, and an emptied batch gives back
 //! what it grew past those bounds.
 
-use heavykeeper_tracker::{Counting, KeyBatch, KeyTracker, PrefixRule};
+use crate::host::clock;
+use heavykeeper_tracker::{Counting, InsertBudget, KeyBatch, KeyTracker, PeriodCost, PrefixRule};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -66,6 +68,8 @@ struct Shared {
     cpu_share: AtomicU64,
     /// Wall time the worker spent thinning, in ms.
     thinned_ms: AtomicU64,
+    /// CPU time the worker spent taking accesses in (not inserting), ns.
+    absorb_ns: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -96,6 +100,7 @@ impl Worker {
             stop: AtomicBool::new(false),
             cpu_share: AtomicU64::new(WORKER_CPU_SHARE.to_bits()),
             thinned_ms: AtomicU64::new(0),
+            absorb_ns: AtomicU64::new(0),
         });
         let worker_shared = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -185,10 +190,16 @@ impl Worker {
         )
     }
 
-    /// How long the worker has thinned accesses so far (ms): 0 means every
-    /// access it took in was counted as it came.
+    /// How long the worker has thinned keys so far (ms): 0 means every key
+    /// it took in was inserted as it came.
     pub fn thinned_ms(&self) -> u64 {
         self.shared.thinned_ms.load(Ordering::Relaxed)
+    }
+
+    /// Of [`Self::cpu_ns`], what taking accesses in took (the part that
+    /// grows with the accesses handed over; inserts are the rest).
+    pub fn absorb_ns(&self) -> u64 {
+        self.shared.absorb_ns.load(Ordering::Relaxed)
     }
 
     /// The worker thread's CPU time so far, in ns.
@@ -237,113 +248,86 @@ fn count_batches(shared: &Shared) {
     let mut brake = Brake::new();
     while !shared.stop.load(Ordering::Relaxed) {
         let target = f64::from_bits(shared.cpu_share.load(Ordering::Relaxed));
-        if let Some(period) = brake.weigh(target) {
-            if let Some(threshold) = period.changed {
-                lock(&shared.counting).set_threshold(threshold);
-            }
-            if period.thinned_ms > 0 {
-                shared
-                    .thinned_ms
-                    .fetch_add(period.thinned_ms, Ordering::Relaxed);
-            }
+        if let Some(thinned_ms) = brake.weigh(target, &mut lock(&shared.counting)) {
+            shared.thinned_ms.fetch_add(thinned_ms, Ordering::Relaxed);
         }
+        // A batch taken in, then a step of inserts: neither waits for the
+        // other, so what is held never falls far behind.
         let next = lock(&shared.queue).waiting.pop_front();
+        let took = next.is_some();
         if let Some(mut batch) = next {
-            brake.saw_weight(u64::from(batch.weight()));
+            let started = clock::thread_cpu_ns();
             lock(&shared.counting).absorb(&batch);
+            let spent = clock::thread_cpu_ns().saturating_sub(started);
+            brake.spent_absorbing(spent);
+            shared.absorb_ns.fetch_add(spent, Ordering::Relaxed);
             recycle(&mut batch);
             let mut queue = lock(&shared.queue);
             if queue.spares.len() < QUEUE {
                 queue.spares.push(batch);
             }
-            continue;
         }
         let now = now_ms();
         if lock(&shared.counting).has_work(now) {
+            let started = clock::thread_cpu_ns();
             lock(&shared.counting).step(now);
+            brake.spent_inserting(clock::thread_cpu_ns().saturating_sub(started));
             continue;
         }
-        std::thread::park_timeout(IDLE_WAKE);
+        if !took {
+            std::thread::park_timeout(IDLE_WAKE);
+        }
     }
 }
 
-/// What one brake period came to: the new threshold if it changed, and
-/// how long (ms) the period ran thinned.
-struct Period {
-    changed: Option<u64>,
-    thinned_ms: u64,
-}
-
-/// The worker's own CPU share, and the thinning threshold that keeps it
-/// within its target.
+/// The worker's own costs, measured apart (taking accesses in, inserting
+/// keys), and the insert rate they leave room for
+/// ([`heavykeeper_tracker::InsertBudget`]).
 struct Brake {
     since: Instant,
-    cpu_at: u64,
-    threshold: u64,
-    /// The heaviest batch weight of the period: a threshold below it thins
-    /// nothing.
-    weight: u64,
+    period: PeriodCost,
+    budget: InsertBudget,
 }
 
 impl Brake {
     fn new() -> Self {
         Self {
             since: Instant::now(),
-            cpu_at: own_cpu_ns(),
-            threshold: 1,
-            weight: 1,
+            period: PeriodCost::default(),
+            budget: InsertBudget::new(WORKER_CPU_SHARE),
         }
     }
 
-    fn saw_weight(&mut self, weight: u64) {
-        self.weight = self.weight.max(weight);
+    fn spent_absorbing(&mut self, ns: u64) {
+        self.period.absorb_ns += ns;
     }
 
-    /// Every [`BRAKE_PERIOD`]: the period's outcome. The cost
-    /// is taken as inversely proportional to what an access kept stands for
-    /// (most of it is per access kept), so the threshold that fits is that
-    /// scaled by the share over the target; it comes down by halves.
-    fn weigh(&mut self, target: f64) -> Option<Period> {
+    fn spent_inserting(&mut self, ns: u64) {
+        self.period.insert_ns += ns;
+    }
+
+    /// Every [`BRAKE_PERIOD`]: the period's costs into the budget, the
+    /// insert rate that fits into `counting`; how long (ms) the period
+    /// thinned keys (`None` between periods).
+    fn weigh(&mut self, target: f64, counting: &mut Counting) -> Option<u64> {
         let wall = self.since.elapsed();
         if wall < BRAKE_PERIOD {
             return None;
         }
-        let cpu = own_cpu_ns();
-        let share = cpu.saturating_sub(self.cpu_at) as f64 / wall.as_nanos().max(1) as f64;
         self.since = Instant::now();
-        self.cpu_at = cpu;
-        let stands_for = self.threshold.max(std::mem::replace(&mut self.weight, 1));
-        let fits = (stands_for as f64 * share / (0.8 * target)).ceil();
-        let next = if share > 0.8 * target && fits > self.threshold as f64 {
-            fits.min(1e6) as u64
-        } else if share < 0.4 * target {
-            (self.threshold / 2).max(1)
-        } else {
-            self.threshold
+        let work = counting.take_work();
+        let period = PeriodCost {
+            wall_ns: wall.as_nanos() as u64,
+            inserts: work.inserts,
+            ..std::mem::take(&mut self.period)
         };
-        let thinned_ms = if self.threshold > 1 {
+        self.budget.set_share(target);
+        self.budget.observe(period);
+        counting.set_insert_rate(self.budget.inserts_per_second());
+        Some(if work.thinned > 0 {
             wall.as_millis() as u64
         } else {
             0
-        };
-        let changed = (next != self.threshold).then_some(next);
-        self.threshold = next;
-        Some(Period {
-            changed,
-            thinned_ms,
         })
     }
-}
-
-/// This thread's CPU time so far, in ns.
-fn own_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; the calling thread's own clock.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }

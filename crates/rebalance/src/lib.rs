@@ -48,6 +48,18 @@
 //! target: while some primary is over it, another is under the mean and
 //! has room for any slot.
 //!
+//! # No move on noise
+//!
+//! The rates are estimates, and where the measurement says how far off
+//! they may be (the tracker's 95% bounds) the plan acts only on what the
+//! bounds leave certain: a primary gives slots away only if even its lower
+//! bound is over the target (a primary over it by less than its own error
+//! bar may not be over it at all), and a slot moves only if its lower bound
+//! is above 0 (a slot whose traffic may be nothing gains nothing moved).
+//! What it sheds is its estimate's excess over the target: the best guess
+//! of what is too much. Without bounds (counted exactly, or a measurement
+//! that gives none) the estimates are taken as they are.
+//!
 //! # What no move can fix
 //!
 //! A slot that alone carries more than the target would put any primary
@@ -67,7 +79,7 @@ mod plan;
 mod target;
 
 pub use advice::{Advice, Remedy};
-pub use load::{HotKey, Input, Measure, NodeSlots, Slot, SlotLoad};
+pub use load::{Bounds, HotKey, Input, LoadBounds, Measure, Measured, NodeSlots, Slot, SlotLoad};
 pub use outcome::NodeOutcome;
 pub use plan::{plan, Move, Plan};
 pub use target::Options;

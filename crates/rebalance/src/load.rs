@@ -1,5 +1,6 @@
 //! What the planner is given: each primary's slots with their measured
-//! rates and key counts, and the hottest keys.
+//! rates (and, where the measurement gives them, their 95% bounds) and key
+//! counts, and the hottest keys.
 
 /// A cluster hash slot, 0 to 16,383.
 pub type Slot = u16;
@@ -32,34 +33,93 @@ impl Measure {
     }
 }
 
+/// A measured rate's 95% bounds (the tracker's `WITHBOUNDS`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Bounds {
+    pub low: f64,
+    pub high: f64,
+}
+
+/// The bounds of a load's reads and of its writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LoadBounds {
+    pub reads: Bounds,
+    pub writes: Bounds,
+}
+
+impl LoadBounds {
+    /// The bounds of `measure` (of reads plus writes, their sum: on the
+    /// safe side, whatever the two estimates share).
+    pub fn of(&self, measure: Measure) -> Bounds {
+        Bounds {
+            low: measure.of(self.reads.low, self.writes.low),
+            high: measure.of(self.reads.high, self.writes.high),
+        }
+    }
+}
+
 /// One slot as its primary serves it now.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SlotLoad {
     pub slot: Slot,
     pub reads_per_second: f64,
     pub writes_per_second: f64,
     /// Keys in the slot (`CLUSTER COUNTKEYSINSLOT`): what moving it copies.
     pub keys: u64,
+    /// The rates' bounds, where the measurement gives them (`None`: taken
+    /// as exact).
+    pub bounds: Option<LoadBounds>,
 }
 
 impl SlotLoad {
     pub fn load(&self, measure: Measure) -> f64 {
         measure.of(self.reads_per_second, self.writes_per_second)
     }
+
+    /// The least its load may be (its lower bound, or the load itself).
+    pub fn least(&self, measure: Measure) -> f64 {
+        self.bounds
+            .map_or_else(|| self.load(measure), |b| b.of(measure).low)
+    }
+}
+
+/// A node's whole load as its tracker measures it (`INFO`'s node rates):
+/// each rate with its bounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Measured {
+    pub reads_per_second: f64,
+    pub writes_per_second: f64,
+    pub bounds: LoadBounds,
 }
 
 /// A primary and the slots it owns. Slots it owns that are left out carry
 /// no measured traffic: they never move.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeSlots {
     /// How the plan names the node (the CLI uses `host:port`).
     pub node: String,
     pub slots: Vec<SlotLoad>,
+    /// The node's own measure of its whole load, where given: its bounds
+    /// are tighter than its slots' bounds added up.
+    pub measured: Option<Measured>,
 }
 
 impl NodeSlots {
     pub fn load(&self, measure: Measure) -> f64 {
         self.slots.iter().map(|s| s.load(measure)).sum()
+    }
+
+    /// The least its load may be (`None` without bounds): its slots' sum
+    /// over the node's own estimate, times that estimate's lower bound
+    /// (the two are of the same accesses).
+    pub fn least(&self, measure: Measure) -> Option<f64> {
+        let m = self.measured?;
+        let rate = measure.of(m.reads_per_second, m.writes_per_second);
+        let low = m.bounds.of(measure).low;
+        if rate <= 0.0 {
+            return Some(0.0);
+        }
+        Some(self.load(measure) * (low / rate).clamp(0.0, 1.0))
     }
 }
 

@@ -98,6 +98,9 @@ struct Ledger<'a> {
     floors: Vec<f64>,
     /// Per primary, per slot of its input: moved already.
     moved: Vec<Vec<bool>>,
+    /// Per primary: is it over the target beyond its bounds (a primary
+    /// whose lower bound is under the target gives nothing)?
+    surely_over: Vec<bool>,
 }
 
 impl<'a> Ledger<'a> {
@@ -127,6 +130,11 @@ impl<'a> Ledger<'a> {
                 .iter()
                 .map(|n| vec![false; n.slots.len()])
                 .collect(),
+            surely_over: input
+                .nodes
+                .iter()
+                .map(|n| n.least(measure).is_none_or(|least| least > target + slack))
+                .collect(),
         }
     }
 
@@ -140,10 +148,11 @@ impl<'a> Ledger<'a> {
         donors
     }
 
-    /// How much `node` serves above its floor, if anything.
+    /// How much `node` serves above its floor, if anything (nothing for a
+    /// primary that its bounds do not put over the target).
     fn excess(&self, node: usize) -> Option<f64> {
         let excess = self.loads[node] - self.floors[node];
-        (excess > self.slack).then_some(excess)
+        (self.surely_over[node] && excess > self.slack).then_some(excess)
     }
 
     /// The primary with the most room under the target, and that room.
@@ -162,7 +171,7 @@ impl<'a> Ledger<'a> {
         let load = |i: usize| slots[i].load(self.measure);
         let movable: Vec<usize> = (0..slots.len())
             .filter(|&i| !self.moved[donor][i])
-            .filter(|&i| load(i) > 0.0 && load(i) <= room + self.slack)
+            .filter(|&i| slots[i].least(self.measure) > 0.0 && load(i) <= room + self.slack)
             .collect();
         let finishing = movable
             .iter()

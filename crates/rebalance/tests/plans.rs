@@ -3,7 +3,8 @@
 //! coarse to share out.
 
 use heavykeeper_rebalance::{
-    plan, Advice, HotKey, Input, Measure, NodeSlots, Options, Remedy, SlotLoad,
+    plan, Advice, Bounds, HotKey, Input, LoadBounds, Measure, Measured, NodeSlots, Options, Remedy,
+    SlotLoad,
 };
 
 fn slot(slot: u16, reads: f64, keys: u64) -> SlotLoad {
@@ -12,6 +13,7 @@ fn slot(slot: u16, reads: f64, keys: u64) -> SlotLoad {
         reads_per_second: reads,
         writes_per_second: 0.0,
         keys,
+        ..SlotLoad::default()
     }
 }
 
@@ -19,6 +21,7 @@ fn node(name: &str, slots: Vec<SlotLoad>) -> NodeSlots {
     NodeSlots {
         node: name.into(),
         slots,
+        ..NodeSlots::default()
     }
 }
 
@@ -221,4 +224,76 @@ fn reads_alone_can_be_the_measure_and_plans_can_be_cut_short() {
     assert_eq!(plan.moves.len(), 5);
     assert!(plan.cut_short);
     assert!(plan.moves.iter().all(|m| m.from == "a:1"));
+}
+
+/// A measurement `±spread` (a share of each rate) on every slot and node.
+fn measured(mut input: Input, spread: f64) -> Input {
+    let bounds = |rate: f64| Bounds {
+        low: rate * (1.0 - spread),
+        high: rate * (1.0 + spread),
+    };
+    for node in &mut input.nodes {
+        for s in &mut node.slots {
+            s.bounds = Some(LoadBounds {
+                reads: bounds(s.reads_per_second),
+                writes: bounds(s.writes_per_second),
+            });
+        }
+        let (reads, writes) = (node.load(Measure::Reads), node.load(Measure::Writes));
+        node.measured = Some(Measured {
+            reads_per_second: reads,
+            writes_per_second: writes,
+            bounds: LoadBounds {
+                reads: bounds(reads),
+                writes: bounds(writes),
+            },
+        });
+    }
+    input
+}
+
+/// 44/28/28: over the 40% target by a tenth of its load.
+fn forty_four() -> Input {
+    Input {
+        nodes: vec![
+            node("a:1", (0..100).map(|i| slot(i, 44.0, 1)).collect()),
+            node("a:2", (5461..5561).map(|i| slot(i, 28.0, 1)).collect()),
+            node("a:3", (10923..11023).map(|i| slot(i, 28.0, 1)).collect()),
+        ],
+        hot_keys: Vec::new(),
+    }
+}
+
+#[test]
+fn a_primary_over_the_target_by_less_than_its_error_bar_keeps_its_slots() {
+    // ±15%: the first node's lower bound (37.4%) is under the 40% target.
+    let noisy = plan(&measured(forty_four(), 0.15), &Options::default());
+    assert!(noisy.moves.is_empty(), "{:?}", noisy.moves);
+    // ±5%: its lower bound (41.8%) is over: it sheds down to the target.
+    let sure = plan(&measured(forty_four(), 0.05), &Options::default());
+    assert!(!sure.moves.is_empty() && sure.reaches_target(), "{sure:?}");
+    // Counted exactly (no bounds), the same as sure.
+    assert_eq!(plan(&forty_four(), &Options::default()).moves, sure.moves);
+}
+
+#[test]
+fn a_slot_whose_traffic_may_be_nothing_never_moves() {
+    // The hot node's slots: half measurably loaded, half within noise of 0.
+    let mut input = measured(sixty_twenty_twenty(), 0.1);
+    for s in input.nodes[0].slots.iter_mut().filter(|s| s.slot % 2 == 1) {
+        s.bounds = Some(LoadBounds {
+            reads: Bounds {
+                low: 0.0,
+                high: 3.0 * s.reads_per_second,
+            },
+            writes: Bounds::default(),
+        });
+    }
+    let plan = plan(&input, &Options::default());
+    assert!(!plan.moves.is_empty());
+    assert!(
+        plan.moves.iter().all(|m| m.slot % 2 == 0),
+        "{:?}",
+        plan.moves
+    );
 }

@@ -21,6 +21,7 @@ fn cluster(max_nodes: usize, max_load: f64) -> impl Strategy<Value = Input> {
             let nodes = (per_node.into_iter().enumerate())
                 .map(|(i, slots)| NodeSlots {
                     node: format!("n:{i}"),
+                    measured: None,
                     slots: (slots.into_iter())
                         .map(|(load, reads_part, keys)| {
                             next += 1;
@@ -31,6 +32,7 @@ fn cluster(max_nodes: usize, max_load: f64) -> impl Strategy<Value = Input> {
                                 reads_per_second: load * reads_part,
                                 writes_per_second: load * (1.0 - reads_part),
                                 keys,
+                                ..SlotLoad::default()
                             }
                         })
                         .collect(),
@@ -123,10 +125,11 @@ proptest! {
         prop_assume!(0.2 * hot.iter().sum::<f64>() >= (idle_nodes + 1) as f64 * largest);
         let mut nodes = vec![NodeSlots {
             node: "hot".into(),
-            slots: hot.iter().enumerate().map(|(i, &load)| SlotLoad { slot: i as u16, reads_per_second: load, writes_per_second: 0.0, keys: 1 }).collect(),
+            measured: None,
+            slots: hot.iter().enumerate().map(|(i, &load)| SlotLoad { slot: i as u16, reads_per_second: load, writes_per_second: 0.0, keys: 1, ..SlotLoad::default() }).collect(),
         }];
         for i in 0..idle_nodes {
-            nodes.push(NodeSlots { node: format!("idle:{i}"), slots: Vec::new() });
+            nodes.push(NodeSlots { node: format!("idle:{i}"), slots: Vec::new(), ..NodeSlots::default() });
         }
         let input = Input { nodes, hot_keys: Vec::new() };
         let options = Options::default();

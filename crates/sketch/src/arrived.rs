@@ -11,4 +11,6 @@ pub struct Arrived {
     /// The item's count before (0 if it just entered) and after, if it is
     /// a member now.
     pub member: Option<(f64, f64)>,
+    /// What the arrival weighed, stored (its weight times its unit).
+    pub mass: f64,
 }

@@ -241,6 +241,8 @@ impl HeavyKeeper {
     ///
     /// Counts stay in the stream's units (a weight of 16 adds 16), but the
     /// buckets' decay plays in the sample's: see the bucket update's `decay`.
+    /// Returns what the arrival did to the top-k (for a caller that keeps
+    /// something of its own per member).
     pub fn add_sampled(
         &mut self,
         item: &[u8],
@@ -248,7 +250,7 @@ impl HeavyKeeper {
         weight: u64,
         time_ms: i64,
         scale: f64,
-    ) {
+    ) -> Arrived {
         debug_assert_eq!(hash, ItemHash::of(item, self.params.seed));
         let upcoming = Upcoming {
             item,
@@ -260,7 +262,7 @@ impl HeavyKeeper {
         } else {
             1.0
         };
-        self.arrive_scaled(upcoming, weight, time_ms, scale);
+        self.arrive_scaled(upcoming, weight, time_ms, scale)
     }
 
     /// The insert, for an item whose hash is known.
@@ -332,6 +334,7 @@ impl HeavyKeeper {
                 hash,
                 expelled: None,
                 member: self.topk.raise(id, estimate),
+                mass: arrival.mass(),
             };
         }
         if estimate > nmin + arrival.mass() {
@@ -348,6 +351,7 @@ impl HeavyKeeper {
             hash,
             expelled: expelled.map(|e| (e.item, e.hash, e.count)),
             member: Some((0.0, estimate)),
+            mass: arrival.mass(),
         }
     }
 
@@ -394,6 +398,40 @@ impl HeavyKeeper {
             Some(count) => count,
             None => self.bucket_estimate(hash).min(self.nmin()),
         }
+    }
+
+    /// What taking a bucket would cost `item` now: the arrivals (their mean
+    /// and variance) that decaying the cheapest of its mapped buckets held
+    /// by others down to nothing takes, in the stream's units for a sample
+    /// in which each arrival stands for `scale`. A measure of what an item
+    /// may have lost before it held a bucket of its own: HeavyKeeper's
+    /// undercount beside the decays it suffers once it holds one. 0 while a
+    /// mapped bucket is empty.
+    pub fn claim_cost(&self, item: &[u8], scale: f64, now_ms: i64) -> (f64, f64) {
+        let hash = ItemHash::of(item, self.params.seed);
+        let fingerprint = hash.fingerprint();
+        let unit = self.unit_at(now_ms) * scale.max(1.0);
+        let cheapest = self
+            .columns(hash)
+            .filter_map(|i| self.buckets.get(i))
+            .filter(|b| !b.holds(fingerprint))
+            .map(|b| if b.is_empty() { 0.0 } else { b.count / unit })
+            .fold(f64::INFINITY, f64::min);
+        if !cheapest.is_finite() || cheapest <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let (mut mean, mut variance) = (0.0, 0.0);
+        let levels = (cheapest.ceil() as usize).min(self.curve.max_decays());
+        for level in 1..=levels {
+            let p = self.curve.decay_probability(level as f64);
+            if p <= 0.0 {
+                return (f64::INFINITY, f64::INFINITY);
+            }
+            mean += 1.0 / p;
+            variance += (1.0 - p) / (p * p);
+        }
+        let scale = scale.max(1.0);
+        (mean * scale, variance * scale * scale)
     }
 
     /// The largest count among the item's buckets holding its fingerprint.

@@ -481,6 +481,15 @@ impl Cluster {
                 let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
                 info.contains("cluster_state:ok")
             });
+            // A tracker reads what its node serves at its next tick: until
+            // then it takes the cluster to be down and counts nothing.
+            wait_until("the tracker's view", Duration::from_secs(10), || {
+                let tracking = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled");
+                tracking.as_deref() != Some("1")
+                    || info_field(&mut con, "heavykeeper", "heavykeeper_tracker_cluster_state")
+                        .as_deref()
+                        == Some("ok")
+            });
         }
         Cluster { nodes }
     }

@@ -1,32 +1,66 @@
 //! Accesses coalesced per key before they reach the sketches.
 //!
-//! A sketch insert is the tracker's largest cost per access (hashing, the
-//! rows, the decay coin, top-k churn on a long tail). Over a short horizon
-//! (a fraction of the half-life, so that fading does not tell the accesses
-//! apart) every access of one key is summed into one weighted insert, at the
-//! accesses' mean time: a hot key costs one insert a horizon, however many
-//! its accesses.
+//! A sketch insert is the tracker's largest cost per access (the rows, the
+//! decay coin, top-k churn on a long tail). Over a short horizon (a fraction
+//! of the half-life, so that fading does not tell the accesses apart) every
+//! access of one key is summed into one weighted insert, at the accesses'
+//! mean time: a hot key costs one insert a horizon, however many its
+//! accesses.
+//!
+//! Each key also keeps what its error bar needs: the variance its sum has
+//! from the slots of time it was counted in (each slot's share of the sum
+//! squared, see [`TimeSlot::variance_of`], and each kept access's coin,
+//! [`TimeSlot::thinning_variance`]), and how many accesses were seen (the
+//! sample's own size, which is what HeavyKeeper's decay plays on).
 
 use crate::access::Access;
-use crate::key_tracker::KeyTracker;
+use crate::time_slot::TimeSlot;
 use hashbrown::HashTable;
 use heavykeeper_sketch::ItemHash;
 
-/// The most distinct keys held before they must be counted.
+/// The distinct keys after which what is held is due to be counted.
 pub const MAX_KEYS: usize = 8192;
+/// The most distinct keys held at all: a coalescer due while the one before
+/// is still being counted goes on filling up to this.
+pub const HARD_MAX_KEYS: usize = 2 * MAX_KEYS;
+
+/// One key's accesses over a horizon, as handed to the sketches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Coalesced<'a> {
+    pub item: &'a [u8],
+    pub hash: ItemHash,
+    pub access: Access,
+    /// The accesses they stand for (the sum of their weights).
+    pub weight: u64,
+    /// The accesses seen (counted ones, each standing for its weight).
+    pub seen: u64,
+    /// The middle of the horizon they came in.
+    pub time_ms: i64,
+    /// The variance of `weight` as an estimate of the key's true accesses
+    /// over the horizon (0 when every access was counted).
+    pub variance: f64,
+}
 
 #[derive(Clone, Debug)]
 struct Entry {
     hash: ItemHash,
     access: Access,
     weight: u64,
-    /// What one of its accesses stands for (the first one's).
-    scale: u64,
-    /// Sum of weight × (time − `base_ms`), for the mean time.
-    weighted_time: f64,
+    seen: u32,
+    /// The slot of time the last accesses came in, and their weight there.
+    slot: TimeSlot,
+    in_slot: u64,
+    /// The variance of the slots before it.
+    variance: f64,
     /// The item's bytes in `arena`.
     start: u32,
     end: u32,
+}
+
+impl Entry {
+    fn variance(&self) -> f64 {
+        self.variance + self.slot.variance_of(self.in_slot as f64)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -35,6 +69,7 @@ pub struct Coalescer {
     entries: Vec<Entry>,
     arena: Vec<u8>,
     base_ms: Option<i64>,
+    last_ms: i64,
     horizon_ms: i64,
 }
 
@@ -46,15 +81,25 @@ impl Coalescer {
             entries: Vec::new(),
             arena: Vec::new(),
             base_ms: None,
+            last_ms: 0,
             horizon_ms: horizon_ms.max(1),
         }
     }
 
     /// Adds one access of `item` (hashed by the tracker) at `time_ms`,
-    /// standing for `weight` accesses.
-    pub fn add(&mut self, item: &[u8], hash: ItemHash, access: Access, weight: u64, time_ms: i64) {
-        let base = *self.base_ms.get_or_insert(time_ms);
-        let offset = (time_ms - base) as f64 * weight as f64;
+    /// gathered in `slot`.
+    pub fn add(
+        &mut self,
+        item: &[u8],
+        hash: ItemHash,
+        access: Access,
+        slot: TimeSlot,
+        time_ms: i64,
+    ) {
+        let weight = slot.access_weight();
+        let coin = slot.thinning_variance();
+        self.base_ms.get_or_insert(time_ms);
+        self.last_ms = self.last_ms.max(time_ms);
         let key = keyed(hash, access);
         let entries = &mut self.entries;
         if let Some(&i) = self.index.find(key, |&i| {
@@ -62,7 +107,14 @@ impl Coalescer {
         }) {
             let entry = &mut entries[i as usize];
             entry.weight = entry.weight.saturating_add(weight);
-            entry.weighted_time += offset;
+            entry.seen = entry.seen.saturating_add(1);
+            if entry.slot.seq != slot.seq {
+                entry.variance = entry.variance();
+                entry.slot = slot;
+                entry.in_slot = 0;
+            }
+            entry.in_slot = entry.in_slot.saturating_add(weight);
+            entry.variance += coin;
             return;
         }
         let start = self.arena.len() as u32;
@@ -72,8 +124,10 @@ impl Coalescer {
             hash,
             access,
             weight,
-            scale: weight,
-            weighted_time: offset,
+            seen: 1,
+            slot,
+            in_slot: weight,
+            variance: coin,
             start,
             end: self.arena.len() as u32,
         });
@@ -94,49 +148,50 @@ impl Coalescer {
     /// Must what is held be counted before accesses at `now_ms` join it?
     pub fn is_due(&self, now_ms: i64) -> bool {
         self.entries.len() >= MAX_KEYS
-            || self.arena.len() >= (u32::MAX / 2) as usize
+            || self.arena.len() >= (u32::MAX / 4) as usize
             || self
                 .base_ms
                 .is_some_and(|base| now_ms - base >= self.horizon_ms)
     }
 
-    /// Counts everything held into `tracker` (keys in the order they first
-    /// came) and empties itself.
-    pub fn flush_into(&mut self, tracker: &mut KeyTracker) {
-        self.flush(|item, hash, access, weight, time, scale| {
-            tracker.record_hashed(item, hash, access, weight, time, scale);
-        });
+    /// Can it take no more keys (due long ago, and the one before still
+    /// being counted)?
+    pub fn is_full(&self) -> bool {
+        self.entries.len() >= HARD_MAX_KEYS || self.arena.len() >= (u32::MAX / 2) as usize
     }
 
-    /// Hands every key held to `insert(item, hash, access, weight, mean
-    /// time, scale)` in the order the keys first came, and empties itself.
-    pub fn flush(&mut self, insert: impl FnMut(&[u8], ItemHash, Access, u64, i64, u64)) {
-        self.drain(0, usize::MAX, insert);
-        self.clear();
+    /// The time what is held covers (ms; at least 1 once anything is held):
+    /// what the budget for its inserts is reckoned on.
+    pub fn span_ms(&self) -> i64 {
+        self.base_ms
+            .map_or(0, |base| (self.last_ms - base).max(1).min(self.horizon_ms))
+    }
+
+    /// The weight of each key held, in the order they first came.
+    pub fn weights(&self) -> impl Iterator<Item = u64> + Clone + '_ {
+        self.entries.iter().map(|e| e.weight)
     }
 
     /// Hands keys `from..from + n` (in the order they first came) to
     /// `insert`; returns where the next step starts ([`Self::len`] once all
     /// are handed). The caller clears it after.
-    pub fn drain(
-        &mut self,
-        from: usize,
-        n: usize,
-        mut insert: impl FnMut(&[u8], ItemHash, Access, u64, i64, u64),
-    ) -> usize {
+    pub fn drain(&self, from: usize, n: usize, mut insert: impl FnMut(Coalesced<'_>)) -> usize {
         let base = self.base_ms.unwrap_or(0);
+        let time = base + (self.last_ms - base).max(0) / 2;
         let end = from.saturating_add(n).min(self.entries.len());
         for entry in self.entries.get(from..end).unwrap_or_default() {
-            let time = base + (entry.weighted_time / entry.weight.max(1) as f64).round() as i64;
-            let item = &self.arena[entry.start as usize..entry.end as usize];
-            insert(
-                item,
-                entry.hash,
-                entry.access,
-                entry.weight,
-                time,
-                entry.scale,
-            );
+            insert(Coalesced {
+                item: self
+                    .arena
+                    .get(entry.start as usize..entry.end as usize)
+                    .unwrap_or_default(),
+                hash: entry.hash,
+                access: entry.access,
+                weight: entry.weight,
+                seen: u64::from(entry.seen),
+                time_ms: time,
+                variance: entry.variance(),
+            });
         }
         end
     }
@@ -147,6 +202,7 @@ impl Coalescer {
         self.entries.clear();
         self.arena.clear();
         self.base_ms = None;
+        self.last_ms = 0;
         if self.arena.capacity() > 1 << 20 {
             self.arena.shrink_to(1 << 20);
         }
@@ -168,37 +224,58 @@ fn keyed(hash: ItemHash, access: Access) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key_tracker::TrackerShape;
 
-    fn tracker() -> KeyTracker {
-        KeyTracker::new(
-            TrackerShape {
-                k: 50,
-                half_life_ms: 1e12,
-            },
-            7,
-            0,
-        )
+    fn drained(c: &Coalescer) -> Vec<(Vec<u8>, Access, u64, u64, i64, f64)> {
+        let mut out = Vec::new();
+        c.drain(0, usize::MAX, |e| {
+            out.push((
+                e.item.to_vec(),
+                e.access,
+                e.weight,
+                e.seen,
+                e.time_ms,
+                e.variance,
+            ));
+        });
+        out
     }
 
     #[test]
-    fn a_keys_accesses_become_one_insert_at_their_mean_time() {
-        let mut t = tracker();
+    fn a_keys_accesses_become_one_insert_at_the_horizons_middle() {
         let mut c = Coalescer::new(1_000);
         let item = b"\0\0hot";
-        let hash = t.hash(item);
+        let hash = ItemHash::of(item, 7);
+        let slot = TimeSlot::new(1, 2);
         for time in [100, 200, 300] {
-            c.add(item, hash, Access::Read, 2, time);
+            c.add(item, hash, Access::Read, slot, time);
         }
-        c.add(item, hash, Access::Write, 1, 150);
+        c.add(item, hash, Access::Write, slot, 150);
         assert_eq!(c.len(), 2, "reads and writes apart");
-        c.flush_into(&mut t);
+        let got = drained(&c);
+        assert_eq!((got[0].2, got[0].3, got[0].4), (6, 3, 200));
+        assert_eq!((got[1].1, got[1].2), (Access::Write, 2));
+        c.clear();
         assert!(c.is_empty());
-        let hot = t.key(0, b"hot", 300);
-        assert!(
-            (hot.reads.count - 6.0).abs() < 1e-6 && (hot.writes.count - 1.0).abs() < 1e-6,
-            "{hot:?}"
-        );
+    }
+
+    #[test]
+    fn the_variance_is_each_slots_share_squared() {
+        let mut c = Coalescer::new(1_000);
+        let hash = ItemHash::of(b"k", 1);
+        // Slot 1: three accesses at weight 4 (sum 12); slot 2: one (sum 4).
+        for _ in 0..3 {
+            c.add(b"k", hash, Access::Read, TimeSlot::new(1, 4), 0);
+        }
+        c.add(b"k", hash, Access::Read, TimeSlot::new(2, 4), 10);
+        let got = drained(&c);
+        let expected = 0.75 * (12.0f64 * 12.0 + 4.0 * 4.0);
+        assert!((got[0].5 - expected).abs() < 1e-9, "{got:?}");
+        // Every access counted: no variance at all.
+        let mut whole = Coalescer::new(1_000);
+        for t in 0..100 {
+            whole.add(b"k", hash, Access::Read, TimeSlot::WHOLE, t);
+        }
+        assert_eq!(drained(&whole)[0].5, 0.0);
     }
 
     #[test]
@@ -206,13 +283,19 @@ mod tests {
         let mut c = Coalescer::new(50);
         let hash = ItemHash::of(b"k", 1);
         assert!(!c.is_due(0));
-        c.add(b"k", hash, Access::Read, 1, 10);
+        c.add(b"k", hash, Access::Read, TimeSlot::WHOLE, 10);
         assert!(!c.is_due(59));
         assert!(c.is_due(60));
         let mut c = Coalescer::new(1_000_000);
         for i in 0..MAX_KEYS as u64 {
             let item = i.to_be_bytes();
-            c.add(&item, ItemHash::of(&item, 1), Access::Read, 1, 0);
+            c.add(
+                &item,
+                ItemHash::of(&item, 1),
+                Access::Read,
+                TimeSlot::WHOLE,
+                0,
+            );
         }
         assert!(c.is_due(0));
     }

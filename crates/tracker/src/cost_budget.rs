@@ -6,16 +6,26 @@
 //! time counted), its worker's CPU time, and how much of the tick was
 //! counted.
 //!
-//! The worker may take up to [`CostBudget::worker_share`] and keeps to it by
-//! thinning accesses (each kept one standing for more), which costs little
-//! accuracy, even on bursts. The main thread can only see fewer commands:
-//! what the two cost together per second counted sets the share of time
-//! counted: from sums over the last few seconds
-//! comes what counting costs it per second counted, and the share is chosen
-//! so that the cost fits: every command where it does (a lightly loaded
-//! server), one slot in `every` where it does not. A slow machine, a
-//! profiled server or heavier commands all show up as a higher measured
-//! cost, and the share follows. A sudden load is cut at the next tick.
+//! Two things bring the cost down, tried in this order:
+//! - **keeping one access in `n`** within counted time (each by its own
+//!   coin, standing for `n`): it cuts what the filter copies and all the
+//!   worker does, and costs a burst nothing (a burst counted is thinned
+//!   access by access), but not the filter's own cost per command;
+//! - **counting one slot of time in `every`**: it cuts everything, but a
+//!   key whose traffic comes in bursts is then counted or not by where its
+//!   bursts fall.
+//!
+//! From sums over the last few seconds comes what counting costs per
+//! second counted, the main thread's part and the worker's (as if it took
+//! every access in) apart; `n` is the least that makes the cost fit, up to
+//! [`MAX_KEEP_ONE_IN`], and `every` what is still needed past that: every
+//! command, every access where it fits (a lightly loaded server, exact
+//! counts). A slow machine, a profiled server or heavier commands all show
+//! up as a higher measured cost, and the shares follow. A sudden load is
+//! cut at the next tick.
+//!
+//! The worker keeps its inserts within [`CostBudget::worker_share`] by
+//! thinning the keys that weigh least (see `crate::insert_budget`).
 
 /// The share of the budget the tracker aims at: what it cannot time (the
 /// server's own dispatch to its filter, ~70-90 instructions a command
@@ -45,15 +55,35 @@ const RETURN_TO_WHOLE: f64 = 0.9;
 /// A tick whose cost passes this many budgets is cut at once.
 const OVERSHOOT: f64 = 3.0;
 
+use crate::access_thinning::MAX_KEEP_ONE_IN;
+
 /// What one tick cost, in ns of CPU.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TickCost {
     /// Counting on the main thread (the filter, key-miss events).
     pub calls_ns: u64,
     /// Counting on the worker (it lags the main thread by up to a tick).
     pub worker_ns: u64,
+    /// Of that, taking accesses in: what keeping every access would
+    /// multiply (the worker's inserts are kept to its share however many
+    /// accesses it takes in).
+    pub worker_absorb_ns: u64,
     /// The clocks: ticks, slots, questions to the server.
     pub clocks_ns: u64,
+    /// One access in this many was kept in the tick.
+    pub keep_one_in: u32,
+}
+
+impl Default for TickCost {
+    fn default() -> Self {
+        Self {
+            calls_ns: 0,
+            worker_ns: 0,
+            worker_absorb_ns: 0,
+            clocks_ns: 0,
+            keep_one_in: 1,
+        }
+    }
 }
 
 /// What the tracker has spent since it started.
@@ -71,6 +101,7 @@ pub struct CostBudget {
     /// CPU time allowed, as a share of one core.
     budget: f64,
     every: u32,
+    keep_one_in: u32,
     max_every: u32,
     /// Exponentially decayed sums, in ns.
     recent: Sums,
@@ -88,6 +119,8 @@ struct Sums {
     fixed: f64,
     /// Spent by the worker.
     worker: f64,
+    /// What the worker would have spent keeping every access.
+    worker_whole: f64,
 }
 
 impl Sums {
@@ -97,6 +130,7 @@ impl Sums {
         self.counting = self.counting * factor + tick.counting;
         self.fixed = self.fixed * factor + tick.fixed;
         self.worker = self.worker * factor + tick.worker;
+        self.worker_whole = self.worker_whole * factor + tick.worker_whole;
     }
 
     fn spent(&self) -> f64 {
@@ -111,6 +145,7 @@ impl CostBudget {
         Self {
             budget: budget.clamp(1e-6, 1.0),
             every: 1,
+            keep_one_in: 1,
             max_every: max_every.max(1),
             recent: Sums::default(),
             total: Sums::default(),
@@ -126,6 +161,11 @@ impl CostBudget {
         self.every
     }
 
+    /// One access in `keep_one_in` to keep in counted time now.
+    pub fn keep_one_in(&self) -> u32 {
+        self.keep_one_in
+    }
+
     /// A tick of `elapsed_ns`, of which `counted_ns` were counted, that
     /// cost `cost`. Returns the share to count from now on.
     pub fn observe(&mut self, elapsed_ns: u64, counted_ns: u64, cost: TickCost) -> u32 {
@@ -135,11 +175,15 @@ impl CostBudget {
             counting: cost.calls_ns.saturating_add(cost.worker_ns) as f64,
             fixed: cost.clocks_ns as f64,
             worker: cost.worker_ns as f64,
+            worker_whole: cost.worker_ns as f64
+                + cost.worker_absorb_ns.min(cost.worker_ns) as f64
+                    * f64::from(cost.keep_one_in.max(1) - 1),
         };
         let age = tick.elapsed / MEMORY_NS + tick.counted / COUNTED_MEMORY_NS;
         self.recent.decay_then_add((-age).exp(), tick);
         self.total.decay_then_add(1.0, tick);
         let overshoot = cost.calls_ns as f64 / tick.elapsed.max(1.0) / (AIM * self.budget);
+        self.thin_accesses();
         if let Some(fits) = self.fits() {
             let current = f64::from(self.every);
             let wanted = fits.ceil().clamp(1.0, f64::from(self.max_every));
@@ -169,20 +213,65 @@ impl CostBudget {
         self.every
     }
 
-    /// How many times over counting every command would spend the aim, from
-    /// the recent sums (`None` until they hold enough counted time).
+    /// How many times over counting every command (at the current
+    /// [`Self::keep_one_in`]) would spend the aim, from the recent sums
+    /// (`None` until they hold enough counted time).
     fn fits(&self) -> Option<f64> {
+        let (main, worker, room) = self.per_counted_second()?;
+        Some((main + worker / f64::from(self.keep_one_in)) / room)
+    }
+
+    /// What counting costs per second counted, the main thread and the
+    /// worker (keeping every access), and what counting may spend.
+    fn per_counted_second(&self) -> Option<(f64, f64, f64)> {
         let r = self.recent;
         if r.counted < MIN_COUNTED_NS {
             return None;
         }
-        let per_counted_second = r.counting / r.counted;
+        let main = (r.counting - r.worker).max(0.0) / r.counted;
+        let worker = r.worker_whole / r.counted;
         // What the clocks take is not counting's to spend; counting keeps at
         // least a quarter of the aim, or a machine where the clocks alone
         // cost the budget (a profiled server) would count nothing.
         let left = AIM * self.budget - r.fixed / r.elapsed.max(1.0);
         let for_counting = left.max(0.25 * AIM * self.budget);
-        Some(per_counted_second / for_counting)
+        Some((main, worker, for_counting))
+    }
+
+    /// `n`, a power of two: the least at which counting every command fits,
+    /// if one does; else (time must be sampled anyway) the least at which
+    /// the worker costs no more than the main thread. Thinning further would
+    /// let fewer slots be skipped, but every access thinned away is noise on
+    /// every key's count, steady ones too, while a slot more counted is
+    /// bought with the filter's own cost per command, which thinning does
+    /// not cut: past that point fewer slots cost steady keys more than they
+    /// give bursts. With the same hysteresis as the share of time counted
+    /// (left past 1.25 budgets, come back to under 0.9).
+    fn thin_accesses(&mut self) {
+        let Some((main, worker, room)) = self.per_counted_second() else {
+            return;
+        };
+        let cost = |n: u32| (main + worker / f64::from(n)) / room;
+        let least = |fits: &dyn Fn(u32) -> bool| {
+            let mut n = 1;
+            while n < MAX_KEEP_ONE_IN && !fits(n) {
+                n *= 2;
+            }
+            n
+        };
+        let whole = least(&|n| cost(n) <= 1.0);
+        let fitting = if cost(whole) <= 1.0 {
+            whole
+        } else {
+            least(&|n| worker / f64::from(n) <= main)
+        };
+        let current = self.keep_one_in;
+        if (fitting > current && cost(current) > HYSTERESIS)
+            || (fitting < current && cost(fitting) <= RETURN_TO_WHOLE)
+            || (fitting < current && cost(current) > 1.0)
+        {
+            self.keep_one_in = fitting;
+        }
     }
 
     /// The worker's part: what it may take before it thins, a share of one
@@ -226,8 +315,8 @@ mod tests {
     fn main_only(calls: u64, clocks: u64) -> TickCost {
         TickCost {
             calls_ns: calls,
-            worker_ns: 0,
             clocks_ns: clocks,
+            ..TickCost::default()
         }
     }
 
@@ -271,29 +360,60 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_worker_counts_towards_the_budget() {
+    /// Ticks where counting all costs the main thread `main` and the worker
+    /// `worker` (keeping every access) of a core per second counted.
+    fn settle_both(main: f64, worker: f64) -> CostBudget {
         let mut b = CostBudget::new(0.01, 1024);
         let period = 100_000_000u64;
-        // Counting all costs the main thread 0.6% of a core: it fits in the
-        // aim (0.85%) with the worker at 0.1%, not with the worker at 0.6%.
-        for (worker_part, counted_whole) in [(1u64, true), (6, false)] {
-            for _ in 0..100 {
-                let counted = period / u64::from(b.every());
-                let cost = TickCost {
-                    calls_ns: counted * 6 / 1_000,
-                    worker_ns: counted * worker_part / 1_000,
-                    clocks_ns: 0,
-                };
-                b.observe(period, counted, cost);
-            }
-            assert_eq!(
-                b.every() == 1,
-                counted_whole,
-                "worker {worker_part}: every {}",
-                b.every()
-            );
+        for _ in 0..200 {
+            let counted = period / u64::from(b.every());
+            let worker_ns = (counted as f64 * worker / f64::from(b.keep_one_in())) as u64;
+            let cost = TickCost {
+                calls_ns: (counted as f64 * main) as u64,
+                worker_ns,
+                worker_absorb_ns: worker_ns,
+                clocks_ns: 0,
+                keep_one_in: b.keep_one_in(),
+            };
+            b.observe(period, counted, cost);
         }
+        b
+    }
+
+    #[test]
+    fn the_worker_counts_towards_the_budget_and_accesses_are_thinned_first() {
+        // Counting all costs the main thread 0.6% of a core: it fits in the
+        // aim (0.85%) with the worker at 0.1%: every access of every command.
+        let b = settle_both(0.006, 0.001);
+        assert_eq!((b.every(), b.keep_one_in()), (1, 1));
+        // With the worker at 0.6% it does not: every command still, one
+        // access in 4 kept (0.6% + 0.15%).
+        let b = settle_both(0.006, 0.006);
+        assert_eq!((b.every(), b.keep_one_in()), (1, 4));
+        // The main thread alone over the aim: accesses thinned until the
+        // worker costs no more than the main thread (0.02 + 0.03 / 2), and
+        // time sampled for the rest.
+        let b = settle_both(0.02, 0.03);
+        assert_eq!(b.keep_one_in(), 2);
+        assert!((4..=6).contains(&b.every()), "{}", b.every());
+        let b = settle_both(0.02, 1.0);
+        assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
+        // And back: a light load again keeps every access.
+        let mut b = settle_both(0.006, 0.006);
+        let period = 100_000_000u64;
+        for _ in 0..200 {
+            let counted = period / u64::from(b.every());
+            let worker_ns = counted / 1_000 / u64::from(b.keep_one_in());
+            let cost = TickCost {
+                calls_ns: counted / 1_000,
+                worker_ns,
+                worker_absorb_ns: worker_ns,
+                clocks_ns: 0,
+                keep_one_in: b.keep_one_in(),
+            };
+            b.observe(period, counted, cost);
+        }
+        assert_eq!((b.every(), b.keep_one_in()), (1, 1));
         assert!((b.worker_share() - 0.01 * AIM * (1.0 - MAIN_PART)).abs() < 1e-9);
     }
 
@@ -313,8 +433,7 @@ mod tests {
                 counted,
                 TickCost {
                     calls_ns: cost,
-                    worker_ns: 0,
-                    clocks_ns: 0,
+                    ..TickCost::default()
                 },
             );
             changes += u32::from(b.every() != last);

@@ -17,9 +17,14 @@
 //! Why one slot per block rather than a coin per slot: the same chance for
 //! every slot, but exactly one slot in `every` counted, never a few more or
 //! fewer by luck (which alone would put a steady key's count off by several
-//! percent over a minute). And the counted slot's place in its block, like
-//! every slot's length, is random: nothing periodic in the traffic (a poller
-//! every 10 ms) can beat in time with the counting.
+//! percent over a minute). The slots of one block are of one length, drawn
+//! at random for each block: a steady stream then puts the same share of
+//! itself in each slot of a block, and the one counted stands for the block
+//! exactly (with slots of different lengths, a long one counted would
+//! overstate it and a short one understate it, a spread of ±30% a block).
+//! The counted slot's place in its block and the blocks' lengths are
+//! random, so nothing periodic in the traffic (a poller every 10 ms) can
+//! beat in time with the counting.
 
 /// Which slots are counted, and what their accesses stand for.
 #[derive(Clone, Debug)]
@@ -28,6 +33,8 @@ pub struct Coverage {
     /// The next slot's place in its block, and the block's counted one.
     place: u32,
     chosen: u32,
+    /// The slots' length in the current block, ms (0: draw it).
+    block_ms: u64,
     rng: u64,
 }
 
@@ -40,6 +47,7 @@ impl Coverage {
             every: every.clamp(1, MAX_EVERY),
             place: 0,
             chosen: 0,
+            block_ms: 0,
             rng: seed | 1,
         }
     }
@@ -58,14 +66,16 @@ impl Coverage {
         }
     }
 
-    /// How long the next slot lasts, in ms: at random between half and one
-    /// and a half times `mean_ms`. Fixed slots would beat in time with any
-    /// client that sends on a period near theirs (a poller every 10 ms),
-    /// and a counted slot would then hold more or less of its traffic than
-    /// an uncounted one.
+    /// How long the slot that just began lasts, in ms: the length of its
+    /// block, drawn when the block began at random between half and one and
+    /// a half times `mean_ms`. Fixed lengths would beat in time with any
+    /// client that sends on a period near theirs (a poller every 10 ms).
     pub fn slot_length_ms(&mut self, mean_ms: u64) -> u64 {
-        let mean = mean_ms.max(2) as f64;
-        (mean * (0.5 + uniform(&mut self.rng))).round().max(1.0) as u64
+        if self.block_ms == 0 || self.place == 1 % self.every {
+            let mean = mean_ms.max(2) as f64;
+            self.block_ms = (mean * (0.5 + uniform(&mut self.rng))).round().max(1.0) as u64;
+        }
+        self.block_ms
     }
 
     /// A slot begins: `Some(weight)` if it is counted, each of its accesses
@@ -122,9 +132,18 @@ mod tests {
     }
 
     #[test]
-    fn slot_lengths_vary_around_their_mean() {
+    fn the_slots_of_a_block_share_a_length_and_blocks_vary() {
         let mut c = Coverage::new(4, 3);
-        let lengths: Vec<u64> = (0..10_000).map(|_| c.slot_length_ms(10)).collect();
+        let lengths: Vec<u64> = (0..10_000)
+            .map(|_| {
+                c.next_slot();
+                c.slot_length_ms(10)
+            })
+            .collect();
+        for block in lengths.chunks(4) {
+            assert!(block.iter().all(|&l| l == block[0]), "{block:?}");
+        }
+        let lengths: Vec<u64> = lengths.chunks(4).map(|b| b[0]).collect();
         assert!(
             lengths.iter().all(|&l| (5..=15).contains(&l)),
             "{:?}",

@@ -27,6 +27,10 @@ impl FadingCounters {
         self.sums.len()
     }
 
+    pub fn half_life_ms(&self) -> f64 {
+        self.half_life_ms
+    }
+
     pub fn is_empty(&self) -> bool {
         self.sums.is_empty()
     }

@@ -3,14 +3,15 @@
 //! command) and counted elsewhere in one go.
 //!
 //! So an access costs the gathering side one copy of its key and one word:
-//! no timestamp and no weight per access. Every access of a batch stands for
-//! the same number of accesses ([`KeyBatch::weight`], the sampling weight
-//! of the time it was gathered in), and the batch knows when its first
+//! no timestamp and no weight per access. Every access of a batch was
+//! gathered in the same slot of time ([`KeyBatch::time_slot`]) and stands
+//! for the same number of accesses (its weight), and the batch knows when its first
 //! access came and when it was sealed: the counting side spreads the
 //! accesses evenly over that span, which is exact for steady traffic and off
 //! by at most the span (milliseconds) for any other.
 
 use crate::access::Access;
+use crate::time_slot::TimeSlot;
 use crate::tracked_name::{tracked_name, MAX_TRACKED_KEY_BYTES};
 
 /// Past this many bytes of items a batch takes no more accesses (its end
@@ -24,7 +25,7 @@ pub struct KeyBatch {
     /// Each access's end in `items`, shifted left by 2, with its
     /// [`Access`] code in the low bits.
     entries: Vec<u32>,
-    weight: u32,
+    time_slot: TimeSlot,
     first_ms: i64,
     sealed_ms: i64,
 }
@@ -39,8 +40,9 @@ pub struct BatchAccess<'a> {
 }
 
 impl KeyBatch {
-    /// Adds one access of `key` in `db`. The first access of a batch sets
-    /// its weight and its start time (`now` is called only then). A key
+    /// Adds one access of `key` in `db`, gathered in `time_slot`. The first
+    /// access of a batch sets its slot and its start time (`now` is called
+    /// only then): a batch holds the accesses of one slot. A key
     /// past [`MAX_TRACKED_KEY_BYTES`] is added under its [`tracked_name`].
     #[inline(always)]
     pub fn push(
@@ -48,11 +50,11 @@ impl KeyBatch {
         db: u16,
         key: &[u8],
         access: Access,
-        weight: u32,
+        time_slot: TimeSlot,
         now: impl FnOnce() -> i64,
     ) {
         if self.entries.is_empty() {
-            self.begin(weight, now());
+            self.begin(time_slot, now());
         }
         if key.len() > MAX_TRACKED_KEY_BYTES {
             return self.push_long(db, key, access);
@@ -61,8 +63,8 @@ impl KeyBatch {
     }
 
     #[cold]
-    fn begin(&mut self, weight: u32, now_ms: i64) {
-        self.weight = weight.max(1);
+    fn begin(&mut self, time_slot: TimeSlot, now_ms: i64) {
+        self.time_slot = time_slot;
         self.first_ms = now_ms;
         self.sealed_ms = now_ms;
     }
@@ -94,14 +96,14 @@ impl KeyBatch {
         self.entries.push((end as u32) << 2 | access.code());
     }
 
-    /// Adds every access of `other` (gathered at the same weight) after
-    /// this batch's own.
+    /// Adds every access of `other` (gathered in the same slot) after this
+    /// batch's own.
     pub fn append(&mut self, other: &KeyBatch) {
         if other.is_empty() {
             return;
         }
         if self.is_empty() {
-            self.begin(other.weight, other.first_ms);
+            self.begin(other.time_slot, other.first_ms);
         }
         let shift = self.items.len();
         if shift + other.items.len() >= MAX_ITEM_BYTES {
@@ -130,13 +132,18 @@ impl KeyBatch {
     }
 
     /// What each access stands for.
-    pub fn weight(&self) -> u32 {
-        self.weight
+    pub fn weight(&self) -> u64 {
+        self.time_slot.access_weight()
+    }
+
+    /// The slot of time the accesses were gathered in.
+    pub fn time_slot(&self) -> TimeSlot {
+        self.time_slot
     }
 
     /// Accesses held times their weight: the accesses they stand for.
     pub fn weighted_len(&self) -> u64 {
-        self.len() as u64 * u64::from(self.weight)
+        self.len() as u64 * self.weight()
     }
 
     /// The batch is complete at `now_ms`: its accesses are spread up to then.
@@ -153,16 +160,27 @@ impl KeyBatch {
     pub fn iter(&self) -> impl Iterator<Item = BatchAccess<'_>> + '_ {
         let n = self.entries.len().max(1) as i64;
         let span = self.sealed_ms.saturating_sub(self.first_ms).max(0);
+        // Access i comes at first + span · i / n: stepped, not divided, per
+        // access (whole ms, and the remainder carried).
+        let (step, rest) = (span / n, span % n);
+        let (mut time, mut carried) = (self.first_ms, 0i64);
         let mut start = 0usize;
-        self.entries.iter().enumerate().map(move |(i, &entry)| {
+        self.entries.iter().map(move |&entry| {
             let end = (entry >> 2) as usize;
             let item = self.items.get(start..end).unwrap_or_default();
             start = end;
-            BatchAccess {
+            let access = BatchAccess {
                 item,
                 access: Access::from_code(entry),
-                time_ms: self.first_ms + span.saturating_mul(i as i64) / n,
+                time_ms: time,
+            };
+            time += step;
+            carried += rest;
+            if carried >= n {
+                carried -= n;
+                time += 1;
             }
+            access
         })
     }
 
@@ -274,7 +292,7 @@ mod tests {
             .map(|n| (0..n).map(|i| (i * 7 + n) as u8).collect())
             .collect();
         for (i, key) in keys.iter().enumerate() {
-            batch.push(i as u16, key, Access::Read, 1, || 0);
+            batch.push(i as u16, key, Access::Read, TimeSlot::WHOLE, || 0);
         }
         let read: Vec<_> = batch.iter().map(|a| split_item(a.item).unwrap()).collect();
         for (i, key) in keys.iter().enumerate() {
@@ -290,10 +308,16 @@ mod tests {
             .into_iter()
             .enumerate()
         {
-            batch.push(3, format!("k{i}").as_bytes(), access, 16, || {
-                clock_reads += 1;
-                1_000
-            });
+            batch.push(
+                3,
+                format!("k{i}").as_bytes(),
+                access,
+                TimeSlot::new(1, 16),
+                || {
+                    clock_reads += 1;
+                    1_000
+                },
+            );
         }
         assert_eq!(clock_reads, 1, "the clock is read once per batch");
         batch.seal(1_040);
@@ -313,16 +337,17 @@ mod tests {
         assert_eq!((batch.weight(), batch.weighted_len()), (16, 64));
         // A batch emptied starts afresh: new weight, new start.
         batch.clear();
-        batch.push(0, b"x", Access::Read, 1, || 5_000);
+        batch.push(0, b"x", Access::Read, TimeSlot::WHOLE, || 5_000);
         assert_eq!((batch.weight(), batch.span_ms()), (1, (5_000, 5_000)));
     }
 
     #[test]
     fn a_batch_appended_keeps_every_access() {
         let (mut a, mut b) = (KeyBatch::default(), KeyBatch::default());
-        a.push(1, b"one", Access::Read, 4, || 10);
-        b.push(2, b"two", Access::Write, 4, || 20);
-        b.push(3, b"three", Access::Miss, 4, || 20);
+        let slot = TimeSlot::new(7, 4);
+        a.push(1, b"one", Access::Read, slot, || 10);
+        b.push(2, b"two", Access::Write, slot, || 20);
+        b.push(3, b"three", Access::Miss, slot, || 20);
         a.append(&b);
         let got: Vec<_> = a
             .iter()
@@ -338,7 +363,10 @@ mod tests {
         );
         let mut empty = KeyBatch::default();
         empty.append(&b);
-        assert_eq!((empty.len(), empty.weight(), empty.span_ms().0), (2, 4, 20));
+        assert_eq!(
+            (empty.len(), empty.time_slot(), empty.span_ms().0),
+            (2, slot, 20)
+        );
     }
 
     #[test]
@@ -346,7 +374,7 @@ mod tests {
         let mut batch = KeyBatch::default();
         let huge = vec![b'h'; 1 << 20];
         for _ in 0..10 {
-            batch.push(0, &huge, Access::Read, 1, || 0);
+            batch.push(0, &huge, Access::Read, TimeSlot::WHOLE, || 0);
         }
         assert_eq!(batch.item_bytes(), 10 * (MAX_TRACKED_KEY_BYTES + 2));
         batch.clear_within(4096, 16);

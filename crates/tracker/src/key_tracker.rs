@@ -5,16 +5,47 @@
 //! Nothing here knows how accesses are observed.
 
 use crate::access::Access;
-use crate::fading_counters::FadingCounters;
+use crate::counting::Insert;
+use crate::error_bar::{bounds, undercount, Bounds};
+use crate::member_spread::{Inserted, MemberSpread};
+use crate::sampled_counters::{Estimate, SampledCounters};
 use crate::slot_load::{SlotLoad, SlotRate};
+use crate::time_slot::TimeSlot;
 use heavykeeper_sketch::{HeavyKeeper, ItemHash, Params};
 use std::collections::HashSet;
 
-/// One kind of access to a key: its faded count and its rate now.
+/// One kind of access to a key (or a hash slot, or the node): its faded
+/// count and its rate now, and what its error bar is made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Tally {
     pub count: f64,
     pub per_second: f64,
+    /// The count's sampling variance (0: every access counted).
+    pub variance: f64,
+    /// HeavyKeeper's undercount of it, at 95% (0 for exact counters).
+    pub undercount: f64,
+}
+
+impl Tally {
+    /// The rate's 95% interval ([`crate::error_bar`]).
+    pub fn bounds(&self) -> Bounds {
+        let count = bounds(self.count, self.variance, self.undercount);
+        if self.count > 0.0 {
+            count.scaled(self.per_second / self.count)
+        } else {
+            Bounds::default()
+        }
+    }
+
+    /// Two tallies of independent estimates, added.
+    pub fn plus(self, other: Tally) -> Tally {
+        Tally {
+            count: self.count + other.count,
+            per_second: self.per_second + other.per_second,
+            variance: self.variance + other.variance,
+            undercount: self.undercount + other.undercount,
+        }
+    }
 }
 
 /// One hot key as listed.
@@ -33,10 +64,7 @@ pub struct HotKey {
 impl HotKey {
     /// Reads and writes together.
     pub fn total(&self) -> Tally {
-        Tally {
-            count: self.reads.count + self.writes.count,
-            per_second: self.reads.per_second + self.writes.per_second,
-        }
+        self.reads.plus(self.writes)
     }
 
     /// What `ranking` ranks this key by.
@@ -70,16 +98,31 @@ pub struct TrackerShape {
     pub half_life_ms: f64,
 }
 
+/// One of the tracker's sketches, with its members' spread and the faded
+/// total of what it was given (its stream, for the undercount's bound).
+#[derive(Clone, Debug)]
+struct Counted {
+    sketch: HeavyKeeper,
+    spread: MemberSpread,
+}
+
+impl Counted {
+    fn new(params: Params, half_life_ms: f64, now_ms: i64) -> Self {
+        Self {
+            sketch: HeavyKeeper::new(params, now_ms),
+            spread: MemberSpread::new(half_life_ms),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct KeyTracker {
     shape: TrackerShape,
-    reads: HeavyKeeper,
-    writes: HeavyKeeper,
-    misses: HeavyKeeper,
-    prefixes: HeavyKeeper,
+    /// Reads, writes, misses and prefixes, in [`Access::code`] order.
+    sketches: [Counted; 4],
     /// The node's reads (0) and writes (1), all keys.
-    totals: FadingCounters,
-    /// Each slot's load, in a cluster.
+    totals: SampledCounters,
+    /// Each hash slot's load, in a cluster.
     slots: Option<SlotLoad>,
     seed: u64,
     keys_counted: u64,
@@ -105,13 +148,11 @@ impl KeyTracker {
             decay: TRACKER_DECAY,
             ..Params::for_k(shape.k.clamp(1, Self::MAX_K), seed)
         };
+        let counted = || Counted::new(params, shape.half_life_ms, now_ms);
         Self {
             shape,
-            reads: HeavyKeeper::new(params, now_ms),
-            writes: HeavyKeeper::new(params, now_ms),
-            misses: HeavyKeeper::new(params, now_ms),
-            prefixes: HeavyKeeper::new(params, now_ms),
-            totals: FadingCounters::new(2, shape.half_life_ms, now_ms),
+            sketches: [counted(), counted(), counted(), counted()],
+            totals: SampledCounters::new(2, shape.half_life_ms, now_ms),
             slots: None,
             seed,
             keys_counted: 0,
@@ -148,9 +189,20 @@ impl KeyTracker {
         self.slots.is_some()
     }
 
-    /// The slot load and the totals, for a batch of accesses at `time_ms`.
-    pub fn loads(&mut self, time_ms: i64) -> (&mut FadingCounters, Option<&mut SlotLoad>) {
-        self.note_start(time_ms);
+    /// The hash slot load and the totals, for a batch of accesses gathered
+    /// in `slot` from `first_ms`, counted at `time_ms` (a batch with
+    /// accesses: the tracker's start is its first access, never a read).
+    pub fn loads(
+        &mut self,
+        slot: TimeSlot,
+        first_ms: i64,
+        time_ms: i64,
+    ) -> (&mut SampledCounters, Option<&mut SlotLoad>) {
+        self.note_start(first_ms);
+        self.totals.begin(slot, time_ms);
+        if let Some(slots) = self.slots.as_mut() {
+            slots.begin(slot, time_ms);
+        }
         (&mut self.totals, self.slots.as_mut())
     }
 
@@ -160,13 +212,28 @@ impl KeyTracker {
         }
     }
 
-    /// The node's read and write rates now, all keys.
-    pub fn rates(&self, now_ms: i64) -> (f64, f64) {
-        let rate = |i| self.per_second(self.totals.count(i, now_ms), now_ms);
+    /// When the first access was counted (`None`: none yet).
+    pub fn started_ms(&self) -> Option<i64> {
+        self.started_ms
+    }
+
+    /// A counter's estimate as a tally now.
+    fn tally_of(&self, estimate: Estimate, now_ms: i64) -> Tally {
+        Tally {
+            count: estimate.count,
+            per_second: self.per_second(estimate.count, now_ms),
+            variance: estimate.variance,
+            undercount: 0.0,
+        }
+    }
+
+    /// The node's reads and writes now, all keys.
+    pub fn rates(&self, now_ms: i64) -> (Tally, Tally) {
+        let rate = |i| self.tally_of(self.totals.estimate(i, now_ms), now_ms);
         (rate(0), rate(1))
     }
 
-    /// The hottest slots (`None` outside a cluster).
+    /// The hottest hash slots (`None` outside a cluster).
     pub fn hottest_slots(
         &self,
         by: Option<Access>,
@@ -174,14 +241,13 @@ impl KeyTracker {
         now_ms: i64,
     ) -> Option<Vec<SlotRate>> {
         let slots = self.slots.as_ref()?.hottest(by, count, now_ms);
-        let rate = |count| self.per_second(count, now_ms);
         Some(
             slots
                 .into_iter()
                 .map(|s| SlotRate {
                     slot: s.slot,
-                    reads_per_second: rate(s.reads),
-                    writes_per_second: rate(s.writes),
+                    reads: self.tally_of(s.reads, now_ms),
+                    writes: self.tally_of(s.writes, now_ms),
                 })
                 .collect(),
         )
@@ -203,35 +269,46 @@ impl KeyTracker {
         ItemHash::of(item, self.seed)
     }
 
-    /// Counts `weight` accesses of `item` (database, then key) hashed by
-    /// [`Self::hash`] at `time_ms`, from a stream in which each access seen
-    /// stands for `scale` (1: every access seen).
-    pub fn record_hashed(
-        &mut self,
-        item: &[u8],
-        hash: ItemHash,
-        access: Access,
-        weight: u64,
-        time_ms: i64,
-        scale: u64,
-    ) {
-        let sketch = match access {
-            Access::Read => &mut self.reads,
-            Access::Write => &mut self.writes,
-            Access::Miss => &mut self.misses,
-            Access::Prefix => &mut self.prefixes,
-        };
-        sketch.add_sampled(item, hash, weight, time_ms, scale as f64);
-        self.note_start(time_ms);
-        if matches!(access, Access::Read | Access::Write) {
-            self.keys_counted = self.keys_counted.saturating_add(weight);
+    /// Counts one insert (a key's accesses over a horizon, hashed by
+    /// [`Self::hash`]) into its sketch, and its variance beside it.
+    pub fn record(&mut self, insert: Insert<'_>) {
+        if insert.weight == 0 {
+            return;
+        }
+        let i = insert.access.code() as usize;
+        let counted = &mut self.sketches[i];
+        let arrived = counted.sketch.add_sampled(
+            insert.item,
+            insert.hash,
+            insert.weight,
+            insert.time_ms,
+            insert.scale,
+        );
+        if arrived.member.is_some() || arrived.expelled.is_some() {
+            let inserted = Inserted {
+                variance: insert.variance,
+                scale: insert.scale,
+                time_ms: insert.time_ms,
+            };
+            counted.spread.arrived(&arrived, inserted);
+        }
+        self.note_start(insert.time_ms);
+        if matches!(insert.access, Access::Read | Access::Write) {
+            self.keys_counted = self.keys_counted.saturating_add(insert.weight);
         }
     }
 
-    /// Counts `weight` accesses of `key` in `db` at `time_ms`: in the
-    /// sketches, the totals and the key's slot (where [`crate::Counting`]
-    /// counts the last two per batch).
-    pub fn record(&mut self, db: u16, key: &[u8], access: Access, weight: u64, time_ms: i64) {
+    /// Counts `weight` accesses of `key` in `db` at `time_ms`, every one
+    /// seen (no sampling): in the sketches, the totals and the key's hash
+    /// slot (where [`crate::Counting`] counts the last two per batch).
+    pub fn count_exactly(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        access: Access,
+        weight: u64,
+        time_ms: i64,
+    ) {
         let counter = match access {
             Access::Read => Some(0),
             Access::Write => Some(1),
@@ -239,14 +316,27 @@ impl KeyTracker {
         };
         if let Some(i) = counter {
             self.note_start(time_ms);
-            self.totals.add(i, weight as f64, time_ms);
+            self.totals.begin(TimeSlot::WHOLE, time_ms);
+            let unit = self.totals.unit_at(time_ms);
+            self.totals.add(i, weight as f64, weight as f64 * unit);
             if let Some(slots) = self.slots.as_mut() {
-                slots.add(crate::hash_slot(key), access, weight, time_ms);
+                slots.begin(TimeSlot::WHOLE, time_ms);
+                let unit = slots.unit_at(time_ms);
+                let hash_slot = crate::hash_slot(key);
+                slots.add(hash_slot, access, weight as f64, weight as f64 * unit);
             }
         }
         let item = item_of(db, key);
         let hash = self.hash(&item);
-        self.record_hashed(&item, hash, access, weight, time_ms, weight);
+        self.record(Insert {
+            item: &item,
+            hash,
+            access,
+            weight,
+            scale: weight as f64,
+            time_ms,
+            variance: 0.0,
+        });
     }
 
     /// Key accesses counted, reads and writes (sampled ones weighted).
@@ -257,16 +347,17 @@ impl KeyTracker {
     /// The `count` hottest keys at `now_ms` by `ranking`, hottest first
     /// (ties by database and key).
     pub fn hottest(&self, ranking: Ranking, count: usize, now_ms: i64) -> Vec<HotKey> {
-        let sketches: &[&HeavyKeeper] = match ranking {
-            Ranking::Reads => &[&self.reads],
-            Ranking::Writes => &[&self.writes],
-            Ranking::Total => &[&self.reads, &self.writes],
-            Ranking::Misses => &[&self.misses],
-            Ranking::Prefixes => &[&self.prefixes],
+        let [reads, writes, misses, prefixes] = &self.sketches;
+        let sketches: &[&Counted] = match ranking {
+            Ranking::Reads => &[reads],
+            Ranking::Writes => &[writes],
+            Ranking::Total => &[reads, writes],
+            Ranking::Misses => &[misses],
+            Ranking::Prefixes => &[prefixes],
         };
         let items: HashSet<&[u8]> = sketches
             .iter()
-            .flat_map(|s| s.ranked(now_ms).into_iter().map(|r| r.item))
+            .flat_map(|s| s.sketch.ranked(now_ms).into_iter().map(|r| r.item))
             .collect();
         let mut hot: Vec<HotKey> = items
             .into_iter()
@@ -298,29 +389,67 @@ impl KeyTracker {
 
     fn hot_key(&self, item: &[u8], now_ms: i64) -> Option<HotKey> {
         let (db, key) = crate::key_batch::split_item(item)?;
-        let tally = |sketch: &HeavyKeeper| {
-            let count = sketch.count(item, now_ms);
-            Tally {
-                count,
-                per_second: self.per_second(count, now_ms),
-            }
-        };
+        let hash = self.hash(item);
+        let tally = |access: Access| self.tally(access, item, hash, now_ms);
         Some(HotKey {
             db,
             key: key.to_vec(),
-            reads: tally(&self.reads),
-            writes: tally(&self.writes),
-            misses: tally(&self.misses),
-            under: tally(&self.prefixes),
+            reads: tally(Access::Read),
+            writes: tally(Access::Write),
+            misses: tally(Access::Miss),
+            under: tally(Access::Prefix),
         })
+    }
+
+    /// `item`'s tally in the sketch of `access`, with its error bar's parts.
+    fn tally(&self, access: Access, item: &[u8], hash: ItemHash, now_ms: i64) -> Tally {
+        let i = access.code() as usize;
+        let counted = &self.sketches[i];
+        let count = counted.sketch.count(item, now_ms);
+        let (variance, scale) = counted
+            .spread
+            .of(hash.value(), now_ms)
+            .unwrap_or((0.0, 1.0));
+        let params = counted.sketch.params();
+        let claim = if count > 0.0 {
+            counted.sketch.claim_cost(item, scale, now_ms)
+        } else {
+            (0.0, 0.0)
+        };
+        let missed = undercount(
+            count,
+            self.stream(access, now_ms),
+            params.width,
+            1.0 / params.decay,
+            scale,
+            claim,
+        );
+        Tally {
+            count,
+            per_second: self.per_second(count, now_ms),
+            variance,
+            undercount: missed,
+        }
+    }
+
+    /// What the sketch of `access` was given, faded (its `N`): the node's
+    /// reads, writes, or both (prefixes); misses are reads.
+    fn stream(&self, access: Access, now_ms: i64) -> f64 {
+        let total = |i| self.totals.estimate(i, now_ms).count;
+        match access {
+            Access::Read | Access::Miss => total(0),
+            Access::Write => total(1),
+            Access::Prefix => total(0) + total(1),
+        }
     }
 
     /// Bytes held by the sketches (keys included) and the slot load.
     pub fn memory_bytes(&self) -> usize {
-        self.reads.memory_bytes()
-            + self.writes.memory_bytes()
-            + self.misses.memory_bytes()
-            + self.prefixes.memory_bytes()
+        self.sketches
+            .iter()
+            .map(|c| c.sketch.memory_bytes() + c.spread.heap_bytes())
+            .sum::<usize>()
+            + self.totals.heap_bytes()
             + self.slots.as_ref().map_or(0, SlotLoad::heap_bytes)
     }
 }
@@ -352,14 +481,14 @@ mod tests {
     fn reads_writes_and_misses_are_apart_and_databases_are_different_keys() {
         let mut t = tracker();
         for _ in 0..50 {
-            t.record(0, b"user:1", Access::Read, 1, 0);
+            t.count_exactly(0, b"user:1", Access::Read, 1, 0);
         }
         for _ in 0..20 {
-            t.record(0, b"user:1", Access::Write, 1, 0);
-            t.record(3, b"user:1", Access::Write, 1, 0);
+            t.count_exactly(0, b"user:1", Access::Write, 1, 0);
+            t.count_exactly(3, b"user:1", Access::Write, 1, 0);
         }
         for _ in 0..5 {
-            t.record(2, b"gone", Access::Miss, 1, 0);
+            t.count_exactly(2, b"gone", Access::Miss, 1, 0);
         }
         let both = t.hottest(Ranking::Total, 10, 0);
         assert_eq!(both.len(), 2, "misses are not in the total ranking");
@@ -380,7 +509,7 @@ mod tests {
     fn sampled_weights_keep_rates_right_and_counts_fade() {
         let mut t = tracker();
         for _ in 0..10 {
-            t.record(0, b"k", Access::Read, 16, 0);
+            t.count_exactly(0, b"k", Access::Read, 16, 0);
         }
         assert!((t.key(0, b"k", 0).reads.count - 160.0).abs() < 1e-6);
         // One half-life later, half.
@@ -395,13 +524,18 @@ mod tests {
         let mut now = 0;
         for read_at in [1_000, 10_000, 100_000] {
             while now < read_at {
-                t.record(0, b"k", Access::Read, 1, now);
+                t.count_exactly(0, b"k", Access::Read, 1, now);
                 now += 10;
             }
             let rate = t.key(0, b"k", now).reads.per_second;
             assert!((rate / 100.0 - 1.0).abs() < 0.01, "{rate} after {now} ms");
             let (reads, writes) = t.rates(now);
-            assert!((reads / 100.0 - 1.0).abs() < 0.01 && writes == 0.0);
+            assert!((reads.per_second / 100.0 - 1.0).abs() < 0.01 && writes.per_second == 0.0);
+            assert_eq!(
+                reads.bounds().low,
+                reads.bounds().high,
+                "every access counted"
+            );
         }
         // Once the stream stops, its rate fades with its count.
         let rate = t.key(0, b"k", now + 10_000).reads.per_second;

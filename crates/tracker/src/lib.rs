@@ -1,44 +1,61 @@
 //! Counting a server's own key accesses, within a CPU budget, without bias.
 //!
 //! The pieces, in the order an access meets them:
-//! - [`Coverage`]: which slots of time are counted (a fresh coin per slot);
+//! - [`Coverage`]: which slots of time are counted (one chosen at random in
+//!   each block), each a [`TimeSlot`];
 //! - [`KeptSlots`]: counted slots discarded for a refusal (Redis 7.0), and
 //!   what the kept ones stand for;
+//! - [`access_thinning`]: within counted slots, one access in `n` kept (by
+//!   a coin each) when counting every one would cost more than the budget;
 //! - [`KeyBatch`]: the accesses of counted time, gathered cheaply;
-//! - [`Thinning`]: when counting costs too much, accesses kept at random,
-//!   each standing for more, without bias;
-//! - [`Coalescer`]: a key's accesses summed into one insert;
+//! - [`Coalescer`]: a key's accesses over a horizon summed into one insert,
+//!   with the variance the slots of time give it;
+//! - [`thinning`]: when inserts cost more than the budget, the keys that
+//!   weigh least thinned without bias (threshold sampling);
 //! - [`KeyTracker`]: fading HeavyKeeper sketches of reads, writes, misses
-//!   and prefixes, and each cluster slot's load;
+//!   and prefixes, each member's spread beside them, and the node's and
+//!   each cluster hash slot's load;
+//! - [`error_bar`]: every estimate's 95% interval;
 //! - [`CostBudget`]: how much time to count, from what counting costs.
 //!
 //! Plain Rust: nothing here knows about Redis.
 
 pub mod access;
+pub mod access_thinning;
 pub mod coalescer;
 pub mod cost_budget;
 pub mod counting;
 pub mod coverage;
+pub mod error_bar;
 pub mod fading_counters;
 pub mod hash_slot;
+pub mod insert_budget;
 pub mod kept_slots;
 pub mod key_batch;
 pub mod key_tracker;
+pub mod member_spread;
 pub mod prefixes;
+pub mod sampled_counters;
 pub mod slot_load;
+pub mod slot_map;
 pub mod thinning;
+pub mod time_slot;
 pub mod tracked_name;
 
 pub use access::Access;
 pub use coalescer::Coalescer;
 pub use cost_budget::{CostBudget, TickCost, Totals};
-pub use counting::Counting;
+pub use counting::{Counting, Insert, Work};
 pub use coverage::Coverage;
+pub use error_bar::Bounds;
 pub use hash_slot::hash_slot;
+pub use insert_budget::{InsertBudget, PeriodCost};
 pub use kept_slots::KeptSlots;
 pub use key_batch::{split_item, BatchAccess, KeyBatch};
 pub use key_tracker::{item_of, HotKey, KeyTracker, Ranking, Tally, TrackerShape};
 pub use prefixes::PrefixRule;
 pub use slot_load::{SlotLoad, SlotRate};
+pub use slot_map::{Route, SlotMap};
 pub use thinning::Thinning;
+pub use time_slot::TimeSlot;
 pub use tracked_name::{tracked_name, MAX_TRACKED_KEY_BYTES};

@@ -1,70 +1,74 @@
-//! Each cluster slot's load, reads and writes apart: exact per slot (16,384
-//! fading counters, not a sketch), from the same accesses as the hot keys,
-//! so sampled and thinned the same way and as unbiased.
+//! Each cluster hash slot's load, reads and writes apart: exact per hash
+//! slot (16,384 pairs of fading counters, not a sketch), from every access
+//! counted, hot key or not, so sampled the same way as the hot keys and as
+//! unbiased, each with its variance (its error bar).
 
 use crate::access::Access;
-use crate::fading_counters::FadingCounters;
 use crate::hash_slot::SLOTS;
+use crate::key_tracker::Tally;
+use crate::sampled_counters::{Estimate, SampledCounters};
+use crate::time_slot::TimeSlot;
 
-/// One slot's faded counts now.
+/// One hash slot's faded counts now.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SlotCounts {
     pub slot: u16,
-    pub reads: f64,
-    pub writes: f64,
+    pub reads: Estimate,
+    pub writes: Estimate,
 }
 
 impl SlotCounts {
     pub fn total(&self) -> f64 {
-        self.reads + self.writes
+        self.reads.count + self.writes.count
     }
 }
 
-/// One slot's load now, as listed.
+/// One hash slot's load now, as listed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SlotRate {
     pub slot: u16,
-    pub reads_per_second: f64,
-    pub writes_per_second: f64,
+    pub reads: Tally,
+    pub writes: Tally,
 }
 
 impl SlotRate {
+    /// Requests a second, reads and writes together.
     pub fn total(&self) -> f64 {
-        self.reads_per_second + self.writes_per_second
+        self.reads.per_second + self.writes.per_second
     }
 }
 
 #[derive(Clone, Debug)]
 pub struct SlotLoad {
     /// Counter `2 · slot` is its reads, `2 · slot + 1` its writes.
-    counters: FadingCounters,
+    counters: SampledCounters,
 }
 
 impl SlotLoad {
     pub fn new(half_life_ms: f64, now_ms: i64) -> Self {
         Self {
-            counters: FadingCounters::new(2 * SLOTS, half_life_ms, now_ms),
+            counters: SampledCounters::new(2 * SLOTS, half_life_ms, now_ms),
         }
     }
 
-    /// `weight` accesses of a key in `slot` (a miss is a read too, already
-    /// counted as one).
-    pub fn add(&mut self, slot: u16, access: Access, weight: u64, time_ms: i64) {
-        let unit = self.unit_at(time_ms);
-        self.add_units(slot, access, weight as f64 * unit);
+    /// Accesses gathered in `slot` at `time_ms` come next.
+    pub fn begin(&mut self, slot: TimeSlot, time_ms: i64) {
+        self.counters.begin(slot, time_ms);
     }
 
-    /// [`FadingCounters::unit_at`]: for a batch of accesses at one time.
+    /// [`SampledCounters::unit_at`]: for a batch of accesses at one time.
     pub fn unit_at(&mut self, time_ms: i64) -> f64 {
         self.counters.unit_at(time_ms)
     }
 
+    /// `accesses` kept accesses of a key in `hash_slot`, stored as `stored`
+    /// (a miss is a read too, already counted as one).
     #[inline]
-    pub fn add_units(&mut self, slot: u16, access: Access, stored: f64) {
-        let i = 2 * (usize::from(slot) % SLOTS);
+    pub fn add(&mut self, hash_slot: u16, access: Access, accesses: f64, stored: f64) {
+        let i = 2 * (usize::from(hash_slot) % SLOTS);
         match access {
-            Access::Read => self.counters.add_units(i, stored),
-            Access::Write => self.counters.add_units(i + 1, stored),
+            Access::Read => self.counters.add(i, accesses, stored),
+            Access::Write => self.counters.add(i + 1, accesses, stored),
             Access::Miss | Access::Prefix => {}
         }
     }
@@ -78,8 +82,8 @@ impl SlotLoad {
             if rates.last().is_none_or(|r| r.slot != slot) {
                 rates.push(SlotCounts {
                     slot,
-                    reads: 0.0,
-                    writes: 0.0,
+                    reads: Estimate::default(),
+                    writes: Estimate::default(),
                 });
             }
             if let Some(r) = rates.last_mut() {
@@ -91,8 +95,8 @@ impl SlotLoad {
             }
         }
         let key = |r: &SlotCounts| match by {
-            Some(Access::Read) => r.reads,
-            Some(Access::Write) => r.writes,
+            Some(Access::Read) => r.reads.count,
+            Some(Access::Write) => r.writes.count,
             _ => r.total(),
         };
         rates.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.slot.cmp(&b.slot)));
@@ -112,11 +116,16 @@ mod tests {
     #[test]
     fn slots_rank_by_what_is_asked_and_rates_add_up() {
         let mut load = SlotLoad::new(1e12, 0);
-        load.add(7, Access::Read, 300, 0);
-        load.add(7, Access::Write, 10, 0);
-        load.add(16_383, Access::Write, 200, 0);
-        load.add(0, Access::Read, 50, 0);
-        load.add(0, Access::Miss, 50, 0);
+        load.begin(TimeSlot::WHOLE, 0);
+        for (slot, access, n) in [
+            (7, Access::Read, 300.0),
+            (7, Access::Write, 10.0),
+            (16_383, Access::Write, 200.0),
+            (0, Access::Read, 50.0),
+            (0, Access::Miss, 50.0),
+        ] {
+            load.add(slot, access, n, n);
+        }
         let all = load.hottest(None, 10, 0);
         assert_eq!(
             all.iter().map(|r| r.slot).collect::<Vec<_>>(),
@@ -124,9 +133,9 @@ mod tests {
         );
         let writes = load.hottest(Some(Access::Write), 1, 0);
         assert_eq!(writes[0].slot, 16_383);
-        assert!((all[0].reads - 300.0).abs() < 1e-9);
+        assert!((all[0].reads.count - 300.0).abs() < 1e-9);
         assert!(
-            (all[2].reads - 50.0).abs() < 1e-9,
+            (all[2].reads.count - 50.0).abs() < 1e-9,
             "a miss is not a second read"
         );
     }

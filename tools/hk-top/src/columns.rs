@@ -19,6 +19,8 @@ pub enum Column {
     Node,
     Rate(Metric),
     Total,
+    /// The total's error bar (`±12%`), where the nodes give bounds.
+    Bound,
     /// The sparkline of the key's total rate, one refresh per character.
     Trend,
 }
@@ -31,7 +33,7 @@ impl Column {
         [Column::Key, Column::Db, Column::Node]
             .into_iter()
             .chain(rates)
-            .chain([Column::Total, Column::Trend])
+            .chain([Column::Total, Column::Bound, Column::Trend])
             .collect()
     }
 
@@ -42,6 +44,7 @@ impl Column {
             Column::Node => "NODE",
             Column::Rate(metric) => metric.title(),
             Column::Total => "TOTAL/S",
+            Column::Bound => "±95%",
             Column::Trend => "TREND",
         }
     }
@@ -53,7 +56,7 @@ impl Column {
             Column::Node => Some(SortKey::Node),
             Column::Rate(metric) => Some(SortKey::Rate(metric)),
             Column::Total => Some(SortKey::Total),
-            Column::Db | Column::Trend => None,
+            Column::Db | Column::Bound | Column::Trend => None,
         }
     }
 }
@@ -67,6 +70,8 @@ const TREND_MIN: usize = 10;
 const NODE_MIN: usize = 9;
 /// The widest [`rate_text`], and room for the sort mark after a title.
 pub const RATE_WIDTH: usize = 7;
+/// The error bar: `±>999%`, and a space.
+const BOUND_WIDTH: usize = 7;
 
 /// What the columns would like.
 pub struct Wants {
@@ -76,17 +81,20 @@ pub struct Wants {
     pub node: usize,
     /// The widest database number.
     pub db: usize,
-    /// The metrics shown, each a column (and the total one more).
+    /// The metrics shown, each a column (and the total and its error bar
+    /// two more).
     pub metrics: usize,
 }
 
-/// How wide each column is; `trend` 0 leaves the sparkline out.
+/// How wide each column is; `trend` 0 leaves the sparkline out, `bound`
+/// 0 the error bar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Widths {
     pub key: usize,
     pub db: usize,
     pub node: usize,
     pub rate: usize,
+    pub bound: usize,
     pub trend: usize,
 }
 
@@ -97,6 +105,7 @@ impl Widths {
             Column::Db => self.db,
             Column::Node => self.node,
             Column::Rate(_) | Column::Total => self.rate,
+            Column::Bound => self.bound,
             Column::Trend => self.trend,
         }
     }
@@ -122,8 +131,17 @@ pub fn share_width(width: usize, wants: &Wants) -> Widths {
         db,
         node: node_want,
         rate,
+        bound: 0,
         trend: 0,
     };
+    // The error bar has its room once the key has what it needs or is
+    // comfortable: after the key, before the sparkline.
+    let key_fits = wants.key.max("KEY".len());
+    if left >= key_fits.min(KEY_COMFORT) + 1 + BOUND_WIDTH {
+        w.bound = BOUND_WIDTH;
+    }
+    let left = left - if w.bound > 0 { BOUND_WIDTH + 1 } else { 0 };
+    w.key = left;
     if left >= wants.key + 1 + TREND_MIN {
         w.key = wants.key.max("KEY".len());
         w.trend = left - w.key - 1;
@@ -160,8 +178,9 @@ mod tests {
     use super::*;
 
     fn total(w: &Widths, metrics: &[Metric]) -> usize {
-        let columns = Column::shown(metrics).len() - usize::from(w.trend == 0);
-        w.key + w.db + w.node + w.rate * (metrics.len() + 1) + w.trend + columns - 1
+        let columns =
+            Column::shown(metrics).len() - usize::from(w.trend == 0) - usize::from(w.bound == 0);
+        w.key + w.db + w.node + w.rate * (metrics.len() + 1) + w.bound + w.trend + columns - 1
     }
 
     const READS_AND_WRITES: [Metric; 2] = [Metric::Reads, Metric::Writes];

@@ -7,7 +7,7 @@
 //! not a node that failed.
 
 use crate::access::Access;
-use crate::metric::{Metric, Rates};
+use crate::metric::{Bounds, Metric, Rates};
 use crate::nodes::Node;
 use redis::{RedisResult, Value};
 use std::collections::BTreeMap;
@@ -134,7 +134,8 @@ fn node_rates(access: &Access, address: &str) -> RedisResult<NodeHotKeys> {
     Ok(answer)
 }
 
-/// The node's reads and writes per second as its tracker counts them.
+/// The node's reads and writes per second as its tracker counts them, with
+/// their bounds where the module gives them.
 fn tracker_totals(con: &mut redis::Connection) -> Option<Rates> {
     let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
     let field = |name: &str| -> Option<f64> {
@@ -142,14 +143,18 @@ fn tracker_totals(con: &mut redis::Connection) -> Option<Rates> {
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
             .and_then(|v| v.trim().parse().ok())
     };
-    let mut rates = Rates::only(
-        Metric::Reads,
-        field("heavykeeper_tracker_reads_per_second")?,
-    );
-    rates.add(
-        Metric::Writes,
-        field("heavykeeper_tracker_writes_per_second")?,
-    );
+    let mut rates = Rates::default();
+    for (metric, name) in [(Metric::Reads, "reads"), (Metric::Writes, "writes")] {
+        let prefix = format!("heavykeeper_tracker_{name}_per_second");
+        let rate = field(&prefix)?;
+        let bounds = field(&format!("{prefix}_low"))
+            .zip(field(&format!("{prefix}_high")))
+            .map(|(low, high)| Bounds { low, high });
+        rates.add_all(&match bounds {
+            Some(bounds) => Rates::bounded(metric, rate, bounds),
+            None => Rates::only(metric, rate),
+        });
+    }
     Some(rates)
 }
 
@@ -165,29 +170,60 @@ pub fn node_hot_keys(
         counted: Vec::new(),
         totals: None,
     };
+    let mut with_bounds = true;
     for metric in Metric::ALL {
-        let mut cmd = redis::cmd("HK.HOTKEYS");
-        cmd.arg(metric.hotkeys_kind());
-        if let Some(count) = count {
-            cmd.arg("COUNT").arg(count);
-        }
-        let flat: Vec<Value> = match cmd.query(con) {
+        let flat = match list(con, metric, count, with_bounds) {
+            Err(e) if with_bounds && is_without_bounds(&e) => {
+                // A module from before WITHBOUNDS: the rates alone.
+                with_bounds = false;
+                list(con, metric, count, false)
+            }
+            other => other,
+        };
+        let flat = match flat {
             Ok(flat) => flat,
             Err(e) if is_off(metric, &e) => continue,
             Err(e) => return Err(e),
         };
         answer.counted.push(metric);
-        answer.rows.extend(rows_of(&flat, address, metric)?);
+        answer
+            .rows
+            .extend(rows_of(&flat, address, metric, with_bounds)?);
     }
     Ok(answer)
 }
 
-/// A RESP2 reply's flat `key, db, rate, count` rows as keys and their rate.
-fn rows_of(flat: &[Value], address: &str, metric: Metric) -> RedisResult<Vec<(KeyId, Rates)>> {
+/// `HK.HOTKEYS <KIND> [COUNT n] [WITHBOUNDS]`, as a RESP2 flat array.
+fn list(
+    con: &mut redis::Connection,
+    metric: Metric,
+    count: Option<usize>,
+    with_bounds: bool,
+) -> RedisResult<Vec<Value>> {
+    let mut cmd = redis::cmd("HK.HOTKEYS");
+    cmd.arg(metric.hotkeys_kind());
+    if let Some(count) = count {
+        cmd.arg("COUNT").arg(count);
+    }
+    if with_bounds {
+        cmd.arg("WITHBOUNDS");
+    }
+    cmd.query(con)
+}
+
+/// A RESP2 reply's flat `key, db, rate, count[, low, high]` rows as keys
+/// and their rate.
+fn rows_of(
+    flat: &[Value],
+    address: &str,
+    metric: Metric,
+    with_bounds: bool,
+) -> RedisResult<Vec<(KeyId, Rates)>> {
     let mut rows = Vec::new();
-    for row in flat.chunks(4) {
-        let [key, db, rate, _count] = row else {
-            continue;
+    for row in flat.chunks(if with_bounds { 6 } else { 4 }) {
+        let (key, db, rate) = match row {
+            [key, db, rate, _count] | [key, db, rate, _count, _, _] => (key, db, rate),
+            _ => continue,
         };
         let id = KeyId {
             node: address.to_string(),
@@ -195,9 +231,26 @@ fn rows_of(flat: &[Value], address: &str, metric: Metric) -> RedisResult<Vec<(Ke
             key: redis::from_redis_value(key)?,
         };
         let rate: f64 = redis::from_redis_value(rate)?;
-        rows.push((id, Rates::only(metric, rate)));
+        let rates = match row {
+            [_, _, _, _, low, high] => Rates::bounded(
+                metric,
+                rate,
+                Bounds {
+                    low: redis::from_redis_value(low)?,
+                    high: redis::from_redis_value(high)?,
+                },
+            ),
+            _ => Rates::only(metric, rate),
+        };
+        rows.push((id, rates));
     }
     Ok(rows)
+}
+
+/// Is `e` a module that does not know `WITHBOUNDS`?
+fn is_without_bounds(e: &redis::RedisError) -> bool {
+    e.detail()
+        .is_some_and(|d| d.contains("'WITHBOUNDS'") || d.contains("'withbounds'"))
 }
 
 /// Is `e` the node saying it does not count this metric?

@@ -3,7 +3,8 @@
 //! Prometheus's rules: base units (a percentage of a core is a ratio,
 //! milliseconds are seconds), the unit and then `_total` as suffixes.
 //! Fields that are not numbers have no place here: `tracker_auth_check`
-//! (text) is an info metric of its own ([`AUTH_CHECK`]).
+//! (text) is an info metric of its own ([`AUTH_CHECK`]), and so is
+//! `tracker_cluster_state` ([`CLUSTER_STATE`]).
 
 /// What a field becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +116,13 @@ pub const AUTH_CHECK: TextField = TextField {
     name: "heavykeeper_tracker_auth_check",
     label: "check",
     help: "How the tracker keeps out clients not logged in: none-needed, per-client or per-slot",
+};
+
+pub const CLUSTER_STATE: TextField = TextField {
+    field: "tracker_cluster_state",
+    name: "heavykeeper_tracker_cluster_state",
+    label: "state",
+    help: "The cluster's state as the tracker last read it: ok or fail (none outside a cluster)",
 };
 
 pub const INFO_FIELDS: &[InfoField] = &[
@@ -235,10 +243,41 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "heavykeeper_tracker_writes_per_second",
         "The node's writes per second now, every key counted",
     ),
+    gauge(
+        "tracker_reads_per_second_low",
+        "heavykeeper_tracker_reads_per_second_low",
+        "Lower 95% bound of the node's reads per second",
+    ),
+    gauge(
+        "tracker_reads_per_second_high",
+        "heavykeeper_tracker_reads_per_second_high",
+        "Upper 95% bound of the node's reads per second",
+    ),
+    gauge(
+        "tracker_writes_per_second_low",
+        "heavykeeper_tracker_writes_per_second_low",
+        "Lower 95% bound of the node's writes per second",
+    ),
+    gauge(
+        "tracker_writes_per_second_high",
+        "heavykeeper_tracker_writes_per_second_high",
+        "Upper 95% bound of the node's writes per second",
+    ),
+    gauge(
+        "tracker_accesses_kept_share",
+        "heavykeeper_tracker_accesses_kept",
+        "Share of the accesses of counted time the tracker keeps (one in n, each standing for n)",
+    )
+    .in_unit(Unit::Ratio),
+    gauge(
+        "tracker_cluster_slots_served",
+        "heavykeeper_tracker_cluster_slots_served",
+        "Hash slots the tracker takes this cluster node to serve (0 outside a cluster)",
+    ),
     counter(
         "tracker_worker_thinned_seconds",
         "heavykeeper_tracker_worker_thinned",
-        "Time the tracker's worker thinned accesses (without bias) to keep within its CPU share",
+        "Time the tracker's worker thinned keys (without bias) to keep within its CPU share",
     )
     .in_unit(Unit::Seconds),
     counter(
@@ -263,6 +302,11 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "tracker_commands_seen",
         "heavykeeper_tracker_commands_seen",
         "Commands the tracker's filter saw",
+    ),
+    counter(
+        "tracker_commands_redirected",
+        "heavykeeper_tracker_commands_redirected",
+        "Commands not counted because this cluster node does not serve them (MOVED, ASK, CROSSSLOT, TRYAGAIN, CLUSTERDOWN)",
     ),
     counter(
         "tracker_accesses_dropped",

@@ -93,17 +93,28 @@ impl Metric {
     }
 }
 
-/// A key's requests per second, one figure per [`Metric`].
+/// A rate's 95% bounds as the tracker gives them (`WITHBOUNDS`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Rates([f64; Metric::COUNT]);
+pub struct Bounds {
+    pub low: f64,
+    pub high: f64,
+}
+
+/// A key's requests per second, one figure per [`Metric`], each with its
+/// bounds where the node gave them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rates {
+    rates: [f64; Metric::COUNT],
+    bounds: [Option<Bounds>; Metric::COUNT],
+}
 
 impl Rates {
     pub fn get(&self, metric: Metric) -> f64 {
-        self.0[metric.index()]
+        self.rates[metric.index()]
     }
 
     pub fn add(&mut self, metric: Metric, per_second: f64) {
-        self.0[metric.index()] += per_second;
+        self.rates[metric.index()] += per_second;
     }
 
     /// One metric's rate, the others zero.
@@ -113,10 +124,31 @@ impl Rates {
         rates
     }
 
-    /// Every metric of `other` added to this one.
+    /// One metric's rate with its bounds, the others zero.
+    pub fn bounded(metric: Metric, per_second: f64, bounds: Bounds) -> Self {
+        let mut rates = Rates::only(metric, per_second);
+        rates.bounds[metric.index()] = Some(bounds);
+        rates
+    }
+
+    /// The rate's bounds, if the node gave them.
+    pub fn bounds(&self, metric: Metric) -> Option<Bounds> {
+        self.bounds[metric.index()]
+    }
+
+    /// Every metric of `other` added to this one (bounds add up too: the
+    /// estimates are of disjoint traffic).
     pub fn add_all(&mut self, other: &Rates) {
         for metric in Metric::ALL {
             self.add(metric, other.get(metric));
+            let i = metric.index();
+            self.bounds[i] = match (self.bounds[i], other.bounds[i]) {
+                (Some(a), Some(b)) => Some(Bounds {
+                    low: a.low + b.low,
+                    high: a.high + b.high,
+                }),
+                (a, b) => a.or(b),
+            };
         }
     }
 
@@ -128,6 +160,40 @@ impl Rates {
             .map(|&m| self.get(m))
             .sum()
     }
+
+    /// The bounds of [`Self::total`] (the sum of its parts' bounds; a part
+    /// without bounds counts as exact), if any part has them.
+    pub fn total_bounds(&self) -> Option<Bounds> {
+        let parts = Metric::ALL.iter().filter(|m| m.in_total());
+        if parts.clone().all(|&m| self.bounds(m).is_none()) {
+            return None;
+        }
+        Some(parts.fold(Bounds::default(), |sum, &m| {
+            let b = self.bounds(m).unwrap_or(Bounds {
+                low: self.get(m),
+                high: self.get(m),
+            });
+            Bounds {
+                low: sum.low + b.low,
+                high: sum.high + b.high,
+            }
+        }))
+    }
+}
+
+/// `±12%`: the farther of a rate's bounds from it, as a share of it
+/// (`None` without bounds, or for a rate of 0).
+pub fn error_bar(per_second: f64, bounds: Option<Bounds>) -> Option<String> {
+    let b = bounds?;
+    if per_second <= 0.0 {
+        return None;
+    }
+    let off = (per_second - b.low).max(b.high - per_second).max(0.0) / per_second;
+    Some(if off >= 9.995 {
+        "±>999%".to_string()
+    } else {
+        format!("±{:.0}%", 100.0 * off)
+    })
 }
 
 #[cfg(test)]
@@ -142,6 +208,25 @@ mod tests {
         assert_eq!(rates.get(Metric::Reads), 3.0);
         assert_eq!(rates.get(Metric::Writes), 1.0);
         assert_eq!(rates.total(), 4.0);
+    }
+
+    #[test]
+    fn bounds_add_up_and_read_as_the_farther_side() {
+        let b = |low, high| Bounds { low, high };
+        let mut rates = Rates::bounded(Metric::Reads, 100.0, b(90.0, 112.0));
+        assert_eq!(
+            error_bar(100.0, rates.bounds(Metric::Reads)).as_deref(),
+            Some("±12%")
+        );
+        rates.add_all(&Rates::only(Metric::Writes, 50.0));
+        assert_eq!(rates.total_bounds(), Some(b(140.0, 162.0)));
+        assert_eq!(Rates::only(Metric::Reads, 1.0).total_bounds(), None);
+        assert_eq!(error_bar(5.0, Some(b(5.0, 5.0))).as_deref(), Some("±0%"));
+        assert_eq!(
+            error_bar(1.0, Some(b(0.0, 20.0))).as_deref(),
+            Some("±>999%")
+        );
+        assert_eq!(error_bar(0.0, Some(b(0.0, 1.0))), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use crate::access::Access;
 use crate::hot_keys::{node_hot_keys, KeyId};
-use crate::info_fields::{info_field, Kind, AUTH_CHECK, INFO_FIELDS};
+use crate::info_fields::{info_field, Kind, TextField, AUTH_CHECK, CLUSTER_STATE, INFO_FIELDS};
 use crate::info_metric::InfoSet;
 use crate::metric::{Metric, Rates};
 use crate::nodes::{discover, Node};
@@ -79,11 +79,15 @@ struct Metrics {
     registry: Registry,
     up: Family<Labels, Gauge>,
     errors: Family<Labels, Gauge>,
-    /// One family per [`Metric`], in [`Metric::ALL`]'s order.
+    /// One family per [`Metric`], in [`Metric::ALL`]'s order, and the
+    /// families of their lower and upper 95% bounds.
     rates: Vec<Family<Labels, Value>>,
+    lows: Vec<Family<Labels, Value>>,
+    highs: Vec<Family<Labels, Value>>,
     gauges: Gauges,
     counters: Counters,
-    auth_check: InfoSet,
+    /// The text fields, each an info metric.
+    texts: Vec<(&'static TextField, InfoSet)>,
 }
 
 impl Metrics {
@@ -101,18 +105,28 @@ impl Metrics {
             "Queries to the node that failed during this scrape (INFO, HK.HOTKEYS)",
             errors.clone(),
         );
-        let rates = rate_families(&mut registry);
+        let rates = rate_families(&mut registry, "", "");
+        let lows = rate_families(&mut registry, "_low", "Lower 95% bound: ");
+        let highs = rate_families(&mut registry, "_high", "Upper 95% bound: ");
         let (gauges, counters) = info_families(&mut registry);
-        let auth_check = InfoSet::default();
-        registry.register(AUTH_CHECK.name, AUTH_CHECK.help, auth_check.clone());
+        let texts = [&AUTH_CHECK, &CLUSTER_STATE]
+            .into_iter()
+            .map(|text| {
+                let set = InfoSet::default();
+                registry.register(text.name, text.help, set.clone());
+                (text, set)
+            })
+            .collect();
         Self {
             registry,
             up,
             errors,
             rates,
+            lows,
+            highs,
             gauges,
             counters,
-            auth_check,
+            texts,
         }
     }
 
@@ -158,9 +172,14 @@ impl Metrics {
                 base64::engine::general_purpose::STANDARD.encode(&id.key),
             ),
         });
-        for (&metric, family) in Metric::ALL.iter().zip(&self.rates) {
-            if rates.get(metric) > 0.0 {
-                family.get_or_create(&labels).set(rates.get(metric));
+        for (i, &metric) in Metric::ALL.iter().enumerate() {
+            if rates.get(metric) <= 0.0 {
+                continue;
+            }
+            self.rates[i].get_or_create(&labels).set(rates.get(metric));
+            if let Some(bounds) = rates.bounds(metric) {
+                self.lows[i].get_or_create(&labels).set(bounds.low);
+                self.highs[i].get_or_create(&labels).set(bounds.high);
             }
         }
     }
@@ -176,10 +195,10 @@ impl Metrics {
                 continue;
             };
             let value = value.trim();
-            if field == AUTH_CHECK.field {
+            if let Some((text, set)) = self.texts.iter().find(|(t, _)| t.field == field) {
                 let mut labels = labels.clone();
-                labels.push((AUTH_CHECK.label.to_string(), label_value(value)));
-                self.auth_check.add(labels);
+                labels.push((text.label.to_string(), label_value(value)));
+                set.add(labels);
                 continue;
             }
             let (Some(f), Ok(number)) = (info_field(field), value.parse::<f64>()) else {
@@ -195,14 +214,16 @@ impl Metrics {
     }
 }
 
-/// `heavykeeper_hotkey_<metric>_per_second`, one family per [`Metric`].
-fn rate_families(registry: &mut Registry) -> Vec<Family<Labels, Value>> {
+/// `heavykeeper_hotkey_<metric>_per_second<suffix>`, one family per
+/// [`Metric`] (the rates, or one of their bounds).
+fn rate_families(registry: &mut Registry, suffix: &str, help: &str) -> Vec<Family<Labels, Value>> {
     Metric::ALL
         .iter()
         .map(|metric| {
             let family = Family::<Labels, Value>::default();
-            let name = format!("heavykeeper_hotkey_{}", metric.json_name());
-            registry.register(name, metric.prometheus_help(), family.clone());
+            let name = format!("heavykeeper_hotkey_{}{suffix}", metric.json_name());
+            let help = format!("{help}{}", metric.prometheus_help());
+            registry.register(name, help, family.clone());
             family
         })
         .collect()

@@ -7,7 +7,7 @@
 
 use crate::balance::node_loads;
 use crate::hot_keys::{KeyId, Snapshot};
-use crate::metric::{Metric, Rates};
+use crate::metric::{error_bar, Bounds, Metric, Rates};
 use crate::slot::key_slot;
 use base64::Engine;
 use serde_json::{json, Value};
@@ -42,6 +42,7 @@ pub fn table(keys: &[(KeyId, Rates)], snapshot: &Snapshot) -> String {
     for metric in &metrics {
         out.push_str(&format!(" {:>12}", metric.title()));
     }
+    out.push_str(&format!(" {:>7}", "±"));
     out.push('\n');
     for (id, rates) in keys {
         out.push_str(&format!(
@@ -57,6 +58,8 @@ pub fn table(keys: &[(KeyId, Rates)], snapshot: &Snapshot) -> String {
                 out.push_str(&format!(" {:>12}", "-"));
             }
         }
+        let bar = error_bar(rates.total(), rates.total_bounds());
+        out.push_str(&format!(" {:>7}", bar.as_deref().unwrap_or("-")));
         out.push('\n');
     }
     for (node, error) in &snapshot.errors {
@@ -77,7 +80,11 @@ fn key_json(id: &KeyId, rates: &Rates, snapshot: &Snapshot) -> Value {
     for metric in Metric::ALL {
         if snapshot.counts(&id.node, metric) {
             row[metric.json_name()] = json!(rates.get(metric));
+            put_bounds(&mut row, metric.json_name(), rates.bounds(metric));
         }
+    }
+    if let Some(bar) = error_bar(rates.total(), rates.total_bounds()) {
+        row["error_bar"] = json!(bar);
     }
     match std::str::from_utf8(&id.key) {
         Ok(text) => row["key"] = json!(text),
@@ -117,13 +124,23 @@ fn nodes_json(snapshot: &Snapshot) -> Vec<Value> {
                 return row;
             }
             let rates = load.tracked.unwrap_or(load.rates);
-            row["reads_per_second"] = json!(rates.get(Metric::Reads));
-            row["writes_per_second"] = json!(rates.get(Metric::Writes));
+            for metric in [Metric::Reads, Metric::Writes] {
+                row[metric.json_name()] = json!(rates.get(metric));
+                put_bounds(&mut row, metric.json_name(), rates.bounds(metric));
+            }
             row["tracked"] = json!(load.tracked.is_some());
             row["share"] = json!(load.share);
             row
         })
         .collect()
+}
+
+/// A rate's bounds as `<name>_low` and `<name>_high`, where there are any.
+fn put_bounds(row: &mut Value, name: &str, bounds: Option<Bounds>) {
+    if let Some(b) = bounds {
+        row[format!("{name}_low")] = json!(b.low);
+        row[format!("{name}_high")] = json!(b.high);
+    }
 }
 
 /// The last values as block characters, scaled to the largest.
@@ -188,9 +205,10 @@ mod tests {
         snapshot.optional_counted = vec![("n:1".into(), Metric::Misses)];
         let text = table(&keys, &snapshot);
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].trim_end().ends_with("MISSES/S"), "{text}");
-        assert!(lines[1].trim_end().ends_with(" 4.0"), "{text}");
-        assert!(lines[2].trim_end().ends_with(" -"), "{text}");
+        // The error bar after the rates: none given here.
+        assert!(lines[0].trim_end().ends_with("MISSES/S       ±"), "{text}");
+        assert!(lines[1].trim_end().ends_with(" 4.0       -"), "{text}");
+        assert!(lines[2].trim_end().ends_with(" -       -"), "{text}");
         let parsed: Value = serde_json::from_str(&json(&keys, &snapshot)).unwrap();
         assert_eq!(parsed["keys"][0]["misses_per_second"], 4.0);
         assert!(parsed["keys"][1].get("misses_per_second").is_none());

@@ -144,6 +144,30 @@ const INFO_SERIES: &[(&str, &str)] = &[
         "heavykeeper_tracker_writes_per_second",
     ),
     (
+        "tracker_reads_per_second_low",
+        "heavykeeper_tracker_reads_per_second_low",
+    ),
+    (
+        "tracker_reads_per_second_high",
+        "heavykeeper_tracker_reads_per_second_high",
+    ),
+    (
+        "tracker_writes_per_second_low",
+        "heavykeeper_tracker_writes_per_second_low",
+    ),
+    (
+        "tracker_writes_per_second_high",
+        "heavykeeper_tracker_writes_per_second_high",
+    ),
+    (
+        "tracker_accesses_kept_share",
+        "heavykeeper_tracker_accesses_kept_ratio",
+    ),
+    (
+        "tracker_cluster_slots_served",
+        "heavykeeper_tracker_cluster_slots_served",
+    ),
+    (
         "tracker_worker_thinned_seconds",
         "heavykeeper_tracker_worker_thinned_seconds_total",
     ),
@@ -159,6 +183,10 @@ const INFO_SERIES: &[(&str, &str)] = &[
     (
         "tracker_commands_seen",
         "heavykeeper_tracker_commands_seen_total",
+    ),
+    (
+        "tracker_commands_redirected",
+        "heavykeeper_tracker_commands_redirected_total",
     ),
     (
         "tracker_accesses_dropped",
@@ -368,6 +396,16 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
     assert_eq!(series["metric"]["node"], node);
     assert_eq!(series["metric"]["db"], "0");
     assert!(sample_value(series) > 0.0, "{series}");
+    // Its error bar: the bounds as series of the same key, around it.
+    let bound = |end: &str| {
+        let name = format!("heavykeeper_hotkey_reads_per_second_{end}{{key=\"product:1\"}}");
+        wait_until("the bounds scraped", Duration::from_secs(30), || {
+            !query(prometheus_port, &name).is_empty()
+        });
+        sample_value(&query(prometheus_port, &name)[0])
+    };
+    let (low, high) = (bound("low"), bound("high"));
+    assert!(0.0 < low && low <= high, "{low} {high}");
     // The top-10 query the README gives.
     let top = query(
         prometheus_port,

@@ -7,7 +7,7 @@ use super::{bold, sort_mark};
 use crate::columns::rate_text;
 use crate::console::Console;
 use crate::hot_keys::KeyId;
-use crate::metric::{Metric, Rates};
+use crate::metric::{error_bar, Bounds, Metric, Rates};
 use crate::render::printable_key;
 use crate::slot::{hash_tag, key_slot};
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -92,7 +92,7 @@ fn rates_line(console: &Console, id: &KeyId) -> Line<'static> {
     let mut spans = vec![Span::styled(format!(" {:<9}", "NOW"), bold())];
     for metric in console.metrics() {
         let figure = if console.snapshot().counts(&id.node, metric) {
-            rate_text(rates.get(metric))
+            with_bar(rates.get(metric), rates.bounds(metric))
         } else {
             "-".to_string()
         };
@@ -101,13 +101,26 @@ fn rates_line(console: &Console, id: &KeyId) -> Line<'static> {
     let order = console.order();
     spans.push(Span::raw(format!(
         "TOTAL/S {}   #{} of {} by {} {}",
-        rate_text(rates.total()),
+        with_bar(rates.total(), rates.total_bounds()),
         rank + 1,
         console.rows().len(),
         order.key.name(),
         sort_mark(order.key, order.reversed)
     )));
     Line::from(spans)
+}
+
+/// A rate with its 95% bounds and error bar: `1.2k (1.1k–1.3k, ±9%)`.
+fn with_bar(per_second: f64, bounds: Option<Bounds>) -> String {
+    match (bounds, error_bar(per_second, bounds)) {
+        (Some(b), Some(bar)) => format!(
+            "{} ({}–{}, {bar})",
+            rate_text(per_second),
+            rate_text(b.low),
+            rate_text(b.high)
+        ),
+        _ => rate_text(per_second),
+    }
 }
 
 /// Lines `lines` take once wrapped at `width` (a close upper bound).

@@ -7,7 +7,7 @@ use crate::columns::{rate_text, share_width, Column, Wants, Widths};
 use crate::console::Console;
 use crate::elide::{elide_middle, width};
 use crate::hot_keys::KeyId;
-use crate::metric::Rates;
+use crate::metric::{error_bar, Rates};
 use crate::render::{printable_key, sparkline};
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Modifier, Style};
@@ -88,8 +88,8 @@ fn header_cell(column: Column, widths: &Widths, console: &Console) -> Cell<'stat
         ' '
     };
     let title = match column {
-        Column::Rate(_) | Column::Total => {
-            format!("{:>w$}{mark}", column.title(), w = widths.rate - 1)
+        Column::Rate(_) | Column::Total | Column::Bound => {
+            format!("{:>w$}{mark}", column.title(), w = widths.of(column) - 1)
         }
         _ => format!("{}{mark}", column.title()),
     };
@@ -117,6 +117,10 @@ fn cell(
         }
         Column::Rate(metric) => return number(rates.get(metric), widths.rate),
         Column::Total => return number(rates.total(), widths.rate),
+        Column::Bound => {
+            let bar = error_bar(rates.total(), rates.total_bounds());
+            return right_aligned(bar.as_deref().unwrap_or("-"), widths.bound);
+        }
         Column::Trend => {
             let totals = console.history().last(id, widths.trend);
             sparkline(totals.iter().map(Rates::total))
@@ -127,8 +131,11 @@ fn cell(
 
 /// Numbers right-aligned under their titles.
 fn number(per_second: f64, column: usize) -> Cell<'static> {
-    let text = rate_text(per_second);
-    // One space kept on the right for the title's sort mark.
+    right_aligned(&rate_text(per_second), column)
+}
+
+/// Right-aligned, one space kept on the right for the title's sort mark.
+fn right_aligned(text: &str, column: usize) -> Cell<'static> {
     Cell::from(Text::raw(format!("{text:>w$} ", w = column - 1)))
 }
 

@@ -1,14 +1,16 @@
 //! What the planner is given, read from the primaries: each one's slot
-//! rates (`HK.HOTSLOTS`, what its tracker counts), the keys in those slots
-//! (`CLUSTER COUNTKEYSINSLOT`, what moving a slot copies) and its hottest
-//! keys (`HK.HOTKEYS`, for the advice on what no move fixes).
+//! rates with their 95% bounds (`HK.HOTSLOTS WITHBOUNDS`, what its tracker
+//! counts), its whole load with its bounds (`INFO`'s node rates), the keys
+//! in those slots (`CLUSTER COUNTKEYSINSLOT`, what moving a slot copies)
+//! and its hottest keys (`HK.HOTKEYS`, for the advice on what no move
+//! fixes). A module from before the bounds gives the rates alone.
 
 use super::topology::ClusterNode;
 use crate::access::Access;
 use crate::hot_keys::node_hot_keys;
 use crate::metric::Metric;
 use crate::slot::key_slot;
-use heavykeeper_rebalance::{HotKey, Input, NodeSlots, SlotLoad};
+use heavykeeper_rebalance::{Bounds, HotKey, Input, LoadBounds, Measured, NodeSlots, SlotLoad};
 use redis::{RedisResult, Value};
 use std::collections::BTreeMap;
 
@@ -29,30 +31,87 @@ pub fn measure(access: &Access, primaries: &[&ClusterNode]) -> RedisResult<Input
         input.nodes.push(NodeSlots {
             node: node.address().to_string(),
             slots,
+            measured: measured_totals(&mut con),
         });
         input.hot_keys.extend(hot_keys(&mut con, node.address())?);
     }
     Ok(input)
 }
 
-/// `HK.HOTSLOTS` (RESP2: slot, reads/s, writes/s, flat).
+/// `HK.HOTSLOTS WITHBOUNDS` (RESP2, flat: slot, reads/s, writes/s, and
+/// the low and high of each), or without bounds from a module that has none.
 pub fn hot_slots(con: &mut redis::Connection) -> RedisResult<Vec<SlotLoad>> {
-    let flat: Vec<Value> = redis::cmd("HK.HOTSLOTS").query(con)?;
+    let (flat, with_bounds) = match redis::cmd("HK.HOTSLOTS").arg("WITHBOUNDS").query(con) {
+        Ok(flat) => (flat, true),
+        Err(e) if e.detail().is_some_and(|d| d.contains("'WITHBOUNDS'")) => {
+            (redis::cmd("HK.HOTSLOTS").query::<Vec<Value>>(con)?, false)
+        }
+        Err(e) => return Err(e),
+    };
     let mut slots = Vec::new();
-    for row in flat.chunks(3) {
-        let [slot, reads, writes] = row else { continue };
-        let slot: i64 = redis::from_redis_value(slot)?;
+    for row in flat.chunks(if with_bounds { 7 } else { 3 }) {
+        let f =
+            |i: usize| -> RedisResult<f64> { row.get(i).map_or(Ok(0.0), redis::from_redis_value) };
+        let slot: i64 = match row.first() {
+            Some(slot) => redis::from_redis_value(slot)?,
+            None => continue,
+        };
         let Ok(slot) = u16::try_from(slot) else {
             continue;
         };
+        let bounds = (with_bounds && row.len() == 7).then(|| -> RedisResult<LoadBounds> {
+            Ok(LoadBounds {
+                reads: Bounds {
+                    low: f(3)?,
+                    high: f(4)?,
+                },
+                writes: Bounds {
+                    low: f(5)?,
+                    high: f(6)?,
+                },
+            })
+        });
         slots.push(SlotLoad {
             slot,
-            reads_per_second: redis::from_redis_value(reads)?,
-            writes_per_second: redis::from_redis_value(writes)?,
+            reads_per_second: f(1)?,
+            writes_per_second: f(2)?,
             keys: 0,
+            bounds: bounds.transpose()?,
         });
     }
     Ok(slots)
+}
+
+/// The node's whole load as its tracker measures it, with its bounds
+/// (`INFO heavykeeper`; `None` from a module without bounds, or a user
+/// that may not run `INFO`).
+fn measured_totals(con: &mut redis::Connection) -> Option<Measured> {
+    let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
+    let field = |name: &str| -> Option<f64> {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let rate = |name: &str| -> Option<(f64, Bounds)> {
+        let prefix = format!("heavykeeper_tracker_{name}_per_second");
+        Some((
+            field(&prefix)?,
+            Bounds {
+                low: field(&format!("{prefix}_low"))?,
+                high: field(&format!("{prefix}_high"))?,
+            },
+        ))
+    };
+    let (reads, reads_bounds) = rate("reads")?;
+    let (writes, writes_bounds) = rate("writes")?;
+    Some(Measured {
+        reads_per_second: reads,
+        writes_per_second: writes,
+        bounds: LoadBounds {
+            reads: reads_bounds,
+            writes: writes_bounds,
+        },
+    })
 }
 
 /// Every slot's key count, in one round trip.

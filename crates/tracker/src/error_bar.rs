@@ -1,0 +1,223 @@
+//! Each estimate's error bar: a 95% interval for what was truly there, from
+//! what the sample itself holds.
+//!
+//! Two errors add up in a tracked count:
+//! - **Sampling**: only some slots of time were counted, and thinned keys
+//!   only some of their horizons. The estimate is unbiased and its variance
+//!   is estimated from the sample as it is gathered (each counted slot's
+//!   share squared, each thinned key's own term). The interval treats the
+//!   estimate as a Poisson count of `n = estimate² / variance` equal
+//!   parts (its effective sample size) and takes Byar's approximation of the
+//!   exact Poisson interval: right-skewed as a sum of few large weights is,
+//!   and conservative for small `n` (a key seen in one counted slot gets a
+//!   wide bar, not a narrow normal one). Every access counted, the variance
+//!   is 0 and the interval is the estimate itself.
+//! - **HeavyKeeper's own undercount**: a count never overestimates, but a
+//!   key may have lost arrivals to decay while it fought for its bucket. The
+//!   journal version's Theorem 3 (Minimum insert) comes from the expected
+//!   number of decays a key's bucket suffers from the arrivals that share
+//!   it: at most `μ = N / (w n (b − 1))` for a stream of `N` arrivals, width
+//!   `w`, decay base `b` and a key counted `n` (each level `L` the key
+//!   climbs is decayed with probability `b^-L` per colliding arrival, and
+//!   about `N / (w n)` colliding arrivals come while it sits at a level).
+//!   The theorem turns that mean into `P(n − n̂ > εN) ≤ 1 / (ε w n (b − 1))`
+//!   by Markov's inequality, 20 times `μ` at 95%; decays are rare
+//!   independent events, so the bound here is the 95% quantile of a Poisson
+//!   count of mean `μ` instead (0 for a key so hot that a decay is unlikely,
+//!   about `μ + 1.645 √μ` otherwise). The decay plays on the sample, so `μ`
+//!   is in the sample's units, and the stream's are that times what one
+//!   access stands for. Before it holds a bucket, a key also spends
+//!   arrivals decaying one held by another: the theorem assumes a key holds
+//!   its bucket once in; here the cost of taking the cheapest of its buckets
+//!   held by others now ([`heavykeeper_sketch::HeavyKeeper::claim_cost`],
+//!   a sum of geometric waits) is added at its 95% level, the stand-in for
+//!   what it paid when it took its own. Both raise the upper end only; they
+//!   are small for hot keys and large near the tail, as they should be.
+//!   `make test` checks on real HeavyKeeper sketches that they hold the
+//!   truth (`crates/tracker/tests/unbiased.rs`).
+
+/// The normal quantile of a two-sided 95% interval.
+pub const Z_95: f64 = 1.959_963_984_540_054;
+
+/// A 95% interval, in the units of the estimate.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Bounds {
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Bounds {
+    /// Both ends times `factor` (a count's bounds into a rate's).
+    pub fn scaled(self, factor: f64) -> Self {
+        Self {
+            low: self.low * factor,
+            high: self.high * factor,
+        }
+    }
+}
+
+/// The interval for an unbiased `estimate` with estimated `variance`, whose
+/// upper end also allows for `undercount` missed.
+pub fn bounds(estimate: f64, variance: f64, undercount: f64) -> Bounds {
+    let estimate = estimate.max(0.0);
+    let undercount = undercount.max(0.0);
+    if !positive(variance) || !variance.is_finite() {
+        return Bounds {
+            low: estimate,
+            high: estimate + undercount,
+        };
+    }
+    if estimate <= 0.0 {
+        return Bounds {
+            low: 0.0,
+            high: Z_95 * variance.sqrt() + undercount,
+        };
+    }
+    // Effective count and what each of its parts weighs.
+    let n = estimate * estimate / variance;
+    let part = variance / estimate;
+    let low = n
+        * (1.0 - 1.0 / (9.0 * n) - Z_95 / (3.0 * n.sqrt()))
+            .max(0.0)
+            .powi(3);
+    let m = n + 1.0;
+    let high = m * (1.0 - 1.0 / (9.0 * m) + Z_95 / (3.0 * m.sqrt())).powi(3);
+    Bounds {
+        low: (low * part).min(estimate),
+        high: (high * part).max(estimate) + undercount,
+    }
+}
+
+/// HeavyKeeper's undercount of a key counted `count`, at 95%: from a
+/// stream of `stream` arrivals through `width` buckets a row with decay
+/// base `b`, each access seen standing for `scale`, and what taking a
+/// bucket costs (`claim`: the mean and variance of the arrivals it takes,
+/// in the stream's units; see the module's text). At most the whole stream.
+pub fn undercount(
+    count: f64,
+    stream: f64,
+    width: u32,
+    b: f64,
+    scale: f64,
+    claim: (f64, f64),
+) -> f64 {
+    if !positive(count) || !positive(stream) || !positive(b - 1.0) || width == 0 {
+        return 0.0;
+    }
+    let scale = scale.max(1.0);
+    // In the sample's units (N / s and n / s): the scale cancels out.
+    let decays = stream / (f64::from(width) * count * (b - 1.0));
+    let (claim_mean, claim_variance) = claim;
+    let claiming = if claim_mean > 0.0 {
+        claim_mean + Z_90 * claim_variance.max(0.0).sqrt()
+    } else {
+        0.0
+    };
+    (poisson_quantile_95(decays) * scale + claiming).min(stream)
+}
+
+/// The normal quantile of a one-sided 95% bound.
+const Z_90: f64 = 1.644_853_626_951_472;
+
+/// The smallest `k` with `P(X ≤ k) ≥ 0.95` for `X ~ Poisson(mean)`
+/// (summed exactly up to a mean of 100, by the normal approximation with
+/// its skew term past that).
+fn poisson_quantile_95(mean: f64) -> f64 {
+    if !positive(mean) {
+        return 0.0;
+    }
+    if mean > 100.0 {
+        let z = Z_90;
+        return (mean + z * mean.sqrt() + (z * z - 1.0) / 6.0).ceil();
+    }
+    let (mut k, mut term) = (0.0, (-mean).exp());
+    let mut cdf = term;
+    while cdf < 0.95 && k < 1_000.0 {
+        k += 1.0;
+        term *= mean / k;
+        cdf += term;
+    }
+    k
+}
+
+/// Greater than 0 (and not NaN): what a count, a variance or a rate must be
+/// to be divided by.
+pub(crate) fn positive(x: f64) -> bool {
+    x > 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_access_counted_gives_the_estimate_itself() {
+        assert_eq!(
+            bounds(120.0, 0.0, 0.0),
+            Bounds {
+                low: 120.0,
+                high: 120.0
+            }
+        );
+        assert_eq!(bounds(120.0, 0.0, 5.0).high, 125.0);
+    }
+
+    #[test]
+    fn a_large_sample_is_close_to_the_normal_interval() {
+        // 10,000 parts of 1: ±1.96 %.
+        let b = bounds(10_000.0, 10_000.0, 0.0);
+        assert!((b.low - (10_000.0 - 196.0)).abs() < 3.0, "{b:?}");
+        assert!((b.high - (10_000.0 + 196.0)).abs() < 3.0, "{b:?}");
+    }
+
+    #[test]
+    fn a_small_sample_is_skewed_like_an_exact_poisson_interval() {
+        // One part of 10 seen: the exact 95% interval of a Poisson count of
+        // 1 is [0.025, 5.57]; Byar's upper end is within 0.1 %.
+        let b = bounds(10.0, 100.0, 0.0);
+        assert!((b.high / 10.0 - 5.572).abs() < 0.01, "{b:?}");
+        assert!(b.low >= 0.0 && b.low < 0.3, "{b:?}");
+        // Five parts: [1.62, 11.67] exactly.
+        let b = bounds(5.0, 5.0, 0.0);
+        assert!(
+            (b.low - 1.62).abs() < 0.05 && (b.high - 11.67).abs() < 0.05,
+            "{b:?}"
+        );
+    }
+
+    #[test]
+    fn the_undercount_is_none_for_hot_keys_and_grows_toward_the_tail() {
+        // 300,000 arrivals, width 750, b = 1/0.9: a key counted 30,000
+        // expects 0.12 decays (1 at 95%), one counted 3,000,000 none; one
+        // counted 300 expects 12.
+        let b = 1.0 / 0.9;
+        assert_eq!(
+            undercount(30_000.0, 300_000.0, 750, b, 1.0, (0.0, 0.0)),
+            1.0
+        );
+        assert_eq!(
+            undercount(3_000_000.0, 300_000.0, 750, b, 1.0, (0.0, 0.0)),
+            0.0
+        );
+        let tail = undercount(300.0, 300_000.0, 750, b, 1.0, (0.0, 0.0));
+        assert!((17.0..=20.0).contains(&tail), "{tail}");
+        assert_eq!(undercount(1.0, 10.0, 1, 1.01, 1.0, (0.0, 0.0)), 10.0);
+        assert_eq!(undercount(0.0, 10.0, 750, 1.1, 1.0, (0.0, 0.0)), 0.0);
+        // Sampled 1 in 8: the same bound in the sample's units, times 8.
+        let sampled = undercount(300.0, 300_000.0, 750, b, 8.0, (0.0, 0.0));
+        assert!((sampled / tail - 8.0).abs() < 1e-9);
+        // A bucket to take first: its cost at 95% on top.
+        let claiming = undercount(300.0, 300_000.0, 750, b, 1.0, (15.0, 25.0));
+        assert!((claiming - tail - (15.0 + 5.0 * Z_90)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn poisson_quantiles_are_exact() {
+        // Known 95% quantiles: Poisson(1) 3, Poisson(10) 15, Poisson(0.05) 0.
+        assert_eq!(poisson_quantile_95(1.0), 3.0);
+        assert_eq!(poisson_quantile_95(10.0), 15.0);
+        assert_eq!(poisson_quantile_95(0.05), 0.0);
+        let big = poisson_quantile_95(400.0);
+        assert!((432.0..=435.0).contains(&big), "{big}");
+    }
+}

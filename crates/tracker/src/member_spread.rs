@@ -1,0 +1,139 @@
+//! What a sketch's members' counts are made of, beside the sketch: the
+//! variance of each listed key's count (its sampling error, see
+//! [`crate::error_bar`]) and what one of its accesses last stood for. Kept
+//! for members only (at most `k`), so it follows the top-k as arrivals
+//! change it: a key that enters starts with the variance of the count it
+//! enters with, a key pushed out is forgotten.
+
+use crate::error_bar::positive;
+use hashbrown::HashMap;
+use heavykeeper_sketch::Arrived;
+
+#[derive(Clone, Copy, Debug)]
+struct Spread {
+    /// The variance as of `at_ms` (it fades at twice the counts' rate).
+    variance: f64,
+    at_ms: i64,
+    /// What one access of its last insert stood for.
+    scale: f64,
+}
+
+#[derive(Clone, Debug)]
+pub struct MemberSpread {
+    half_life_ms: f64,
+    by_hash: HashMap<u64, Spread>,
+}
+
+/// One insert as the spread sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Inserted {
+    pub variance: f64,
+    pub scale: f64,
+    pub time_ms: i64,
+}
+
+impl MemberSpread {
+    pub fn new(half_life_ms: f64) -> Self {
+        Self {
+            half_life_ms: half_life_ms.max(1.0),
+            by_hash: HashMap::new(),
+        }
+    }
+
+    /// What an insert did to the top-k.
+    pub fn arrived(&mut self, arrived: &Arrived, insert: Inserted) {
+        if let Some((_, hash, _)) = &arrived.expelled {
+            self.by_hash.remove(hash);
+        }
+        let Some((before, after)) = arrived.member else {
+            return;
+        };
+        let mass = arrived.mass;
+        if !positive(mass) {
+            return;
+        }
+        // The share of the insert the member's count took (a member whose
+        // bucket was lower than its count takes less); a key entering takes
+        // its whole count, which earlier inserts built alike.
+        let share = ((after - before) / mass).max(0.0);
+        let added = insert.variance * share;
+        let faded = self.fade_factor();
+        let entry = self.by_hash.entry(arrived.hash).or_insert(Spread {
+            variance: 0.0,
+            at_ms: insert.time_ms,
+            scale: insert.scale,
+        });
+        let elapsed = insert.time_ms.saturating_sub(entry.at_ms).max(0) as f64;
+        entry.variance = entry.variance * (-elapsed * faded).exp2() + added;
+        entry.at_ms = entry.at_ms.max(insert.time_ms);
+        entry.scale = insert.scale;
+    }
+
+    /// Exponent per ms of the variance's fading (twice the counts').
+    fn fade_factor(&self) -> f64 {
+        2.0 / self.half_life_ms
+    }
+
+    /// Member `hash`'s variance at `now_ms`, and what an access of it
+    /// stands for (`None`: not a member, or never sampled).
+    pub fn of(&self, hash: u64, now_ms: i64) -> Option<(f64, f64)> {
+        let s = self.by_hash.get(&hash)?;
+        let elapsed = now_ms.saturating_sub(s.at_ms).max(0) as f64;
+        Some((s.variance * (-elapsed * self.fade_factor()).exp2(), s.scale))
+    }
+
+    pub fn clear(&mut self) {
+        self.by_hash.clear();
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.by_hash.allocation_size()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insert(variance: f64, time_ms: i64) -> Inserted {
+        Inserted {
+            variance,
+            scale: 4.0,
+            time_ms,
+        }
+    }
+
+    #[test]
+    fn a_members_variance_adds_up_fades_and_goes_with_it() {
+        let mut s = MemberSpread::new(1_000.0);
+        let entered = Arrived {
+            hash: 7,
+            expelled: None,
+            member: Some((0.0, 40.0)),
+            mass: 20.0,
+        };
+        // It enters with a count of 40 on an insert of 20: its whole count
+        // is taken to be sampled alike.
+        s.arrived(&entered, insert(100.0, 0));
+        assert_eq!(s.of(7, 0), Some((200.0, 4.0)));
+        let raised = Arrived {
+            hash: 7,
+            expelled: None,
+            member: Some((40.0, 60.0)),
+            mass: 20.0,
+        };
+        s.arrived(&raised, insert(50.0, 0));
+        assert_eq!(s.of(7, 0).map(|v| v.0), Some(250.0));
+        // One half-life on, a quarter.
+        assert_eq!(s.of(7, 1_000).map(|v| v.0), Some(62.5));
+        let pushed_out = Arrived {
+            hash: 8,
+            expelled: Some((b"k".to_vec().into_boxed_slice(), 7, 60.0)),
+            member: Some((0.0, 61.0)),
+            mass: 61.0,
+        };
+        s.arrived(&pushed_out, insert(0.0, 1_000));
+        assert_eq!(s.of(7, 1_000), None);
+        assert_eq!(s.of(8, 1_000), Some((0.0, 4.0)));
+    }
+}
