@@ -170,10 +170,90 @@ pub fn goals(
     goals
 }
 
+/// Issue 33's targets for every reading: per server and load, every key of
+/// the four shapes listed in every run, the steady one within ±40% in each
+/// run and ±20% over the runs, the truth inside the bounds in at least 90%
+/// of the readings, no phantom row above any of them.
+fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
+    use crate::tracking_bounds::{KEYS, LOADS};
+    for s in &t.bounds {
+        for load in LOADS {
+            let runs: Vec<_> = s.runs.iter().filter(|r| r.load == load).collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let what = |goal: &str| format!("{goal}, {}, on {}", load.label(), s.server);
+            let readings = runs.len() * KEYS.len();
+            let listed = runs
+                .iter()
+                .flat_map(|r| &r.keys)
+                .filter(|k| k.listed)
+                .count();
+            goals.push(Goal::new(
+                what("every key of 1%+ (steady, bursty, on-off, many clients) listed"),
+                "in every reading",
+                format!("{listed} of {readings}"),
+                listed == readings,
+            ));
+            let steady: Vec<f64> = runs.iter().map(|r| r.keys[0].ratio).collect();
+            let worst = steady
+                .iter()
+                .copied()
+                .max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()))
+                .unwrap_or(f64::NAN);
+            let mean = steady.iter().sum::<f64>() / steady.len() as f64;
+            goals.push(Goal::new(
+                what("the steady key's count"),
+                "within ±40% each reading, ±20% over the runs",
+                format!(
+                    "worst {:+.1}%, mean {:+.1}% ({} runs)",
+                    100.0 * (worst - 1.0),
+                    100.0 * (mean - 1.0),
+                    steady.len()
+                ),
+                (worst - 1.0).abs() <= 0.4 && (mean - 1.0).abs() <= 0.2,
+            ));
+            let covered = runs
+                .iter()
+                .flat_map(|r| &r.keys)
+                .filter(|k| k.covered)
+                .count();
+            goals.push(Goal::new(
+                what("the truth inside the 95% bounds"),
+                ">= 90% of readings",
+                format!("{covered} of {readings}"),
+                covered as f64 >= 0.9 * readings as f64,
+            ));
+            let phantoms: usize = runs
+                .iter()
+                .flat_map(|r| &r.keys)
+                .map(|k| k.phantoms_above)
+                .sum();
+            goals.push(Goal::new(
+                what("phantom rows (a key with a third of the accesses or fewer listed above)"),
+                "none",
+                format!("{phantoms}"),
+                phantoms == 0,
+            ));
+        }
+    }
+}
+
 /// Issue 27's targets for the tracker: counts at the default against the
 /// truth at each load, and what it costs per `GET` (instructions, callgrind)
 /// at the default and counting every command, on every server measured.
 pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
+    bounds_goals(t, goals);
+    for sampling in t.samplings.iter().filter(|s| s.sample == 1) {
+        if let Some(worst) = sampling.precision_20k.iter().copied().reduce(f64::min) {
+            goals.push(Goal::new(
+                "tracking every command (track-sample 1): top-100 of 300,000 Zipf(1.0) GETs over 20,000 keys",
+                ">= 0.99 in every seed",
+                format!("{:?}", sampling.precision_20k),
+                worst >= 0.99,
+            ));
+        }
+    }
     for s in &t.truth {
         if let Some(e) = &s.error {
             goals.push(Goal::new(

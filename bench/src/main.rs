@@ -17,6 +17,7 @@ mod speed;
 mod ties;
 mod tracker_settings;
 mod tracking;
+mod tracking_bounds;
 mod tracking_cost;
 mod tracking_truth;
 mod watch_bench;
@@ -38,7 +39,7 @@ struct Options {
     out: PathBuf,
     threads: usize,
     /// Only these stages, comma-separated (accuracy, shapes, speed, redis,
-    /// fading, merge, layout, ties, tracking, truth, watch); all when `None`.
+    /// fading, merge, layout, ties, tracking, bounds, truth, watch); all when `None`.
     only: Option<String>,
 }
 
@@ -71,7 +72,7 @@ fn options() -> Options {
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only STAGE[,STAGE...]: accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|truth|watch]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only STAGE[,STAGE...]: accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|bounds|truth|watch]");
                 std::process::exit(2);
             }
         }
@@ -221,6 +222,11 @@ fn main() {
     let mut tracked = o
         .runs("tracking")
         .then(|| tracking::measure(&module, zipf1, o.quick));
+    if o.runs("bounds") {
+        eprintln!("  counts and error bars by traffic shape, every server");
+        let bounds = tracking_bounds::measure(&module, o.quick);
+        tracked.get_or_insert_with(Default::default).bounds = bounds;
+    }
     if o.runs("truth") {
         eprintln!("  counts against truth at the default, every server");
         let truth = tracking_truth::measure(&module, o.quick);

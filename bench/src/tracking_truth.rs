@@ -184,7 +184,7 @@ impl ServerTruth {
 }
 
 /// A saturating `redis-benchmark` on keys of its own, until killed.
-fn saturate(port: u16) -> Result<Child, String> {
+pub(crate) fn saturate(port: u16) -> Result<Child, String> {
     Command::new("redis-benchmark")
         .args([
             "-p",
@@ -202,7 +202,7 @@ fn saturate(port: u16) -> Result<Child, String> {
         .map_err(|e| format!("redis-benchmark: {e}"))
 }
 
-fn commands_processed(con: &mut redis::Connection) -> f64 {
+pub(crate) fn commands_processed(con: &mut redis::Connection) -> f64 {
     let info: String = redis::cmd("INFO")
         .arg("stats")
         .query(con)

@@ -14,7 +14,7 @@ use super::script_watch::ScriptWatch;
 use super::worker::{self, Worker};
 use crate::host::clock;
 use crate::host::module_context;
-use heavykeeper_tracker::access_thinning::keep;
+use heavykeeper_tracker::access_thinning::{keep, keep_one_in_within};
 use heavykeeper_tracker::slot_map::Request;
 use heavykeeper_tracker::{
     hash_slot, Access, CostBudget, Counting, Coverage, KeptSlots, KeyBatch, KeyTracker, PrefixRule,
@@ -24,6 +24,10 @@ use redis_module::Context;
 use std::collections::HashSet;
 use std::sync::MutexGuard;
 use std::time::Instant;
+
+/// Of the worker's fixed share (`track-sample N`), what taking accesses in
+/// may use: the rest is for its inserts.
+const ABSORB_PART: f64 = 0.6;
 
 /// A command as the filter sees it: its client (where the server says) and
 /// its arguments.
@@ -141,6 +145,10 @@ fn fresh_worker(shape: TrackerShape, in_cluster: bool, prefixes: Option<PrefixRu
 /// costs the server ~600,000 instructions), and at once after the filter
 /// saw a command that may change it.
 const USERS_EVERY_TICKS: u64 = 10;
+/// While every command is counted the filter sees every command that could
+/// change it (and the server announces config changes): asked only this
+/// often, as a safety net.
+const USERS_EVERY_TICKS_COUNTING_ALL: u64 = 100;
 
 impl Tracking {
     pub fn new(
@@ -507,7 +515,12 @@ impl Tracking {
             self.batch.clear();
             self.auth.users_may_have_changed();
         }
-        if self.ticks % USERS_EVERY_TICKS == 0 || self.auth.default_open().is_none() {
+        let users_every = if self.uses_slots() {
+            USERS_EVERY_TICKS
+        } else {
+            USERS_EVERY_TICKS_COUNTING_ALL
+        };
+        if self.ticks % users_every == 0 || self.auth.default_open().is_none() {
             self.auth.refresh(ctx);
         }
         if self.in_cluster {
@@ -546,13 +559,17 @@ impl Tracking {
     }
 
     /// How thinly accesses are kept within counted slots: what the budget
-    /// says (with `track-sample N`, every one: the share of time is fixed,
-    /// and the counts within it exact).
+    /// says; where the share of time counted is fixed (`track-sample N`),
+    /// what keeps the worker taking them in within its fixed share.
     fn thin_accesses(&mut self) {
         let before = self.slot_keep_one_in();
         let keep_one_in = match self.sampling {
             Sampling::Budgeted => self.budget.keep_one_in(),
-            Sampling::Fixed(_) => 1,
+            Sampling::Fixed(_) => {
+                let elapsed = self.recent_elapsed_ns.max(1) as f64;
+                let absorb = self.recent.worker_absorb_ns as f64 / elapsed;
+                keep_one_in_within(absorb, worker::WORKER_CPU_SHARE * ABSORB_PART, before)
+            }
         };
         self.keep_one_in = keep_one_in;
         if keep_one_in != before && !self.uses_slots() {
@@ -731,7 +748,7 @@ fn admit(auth: &mut AuthWatch, id: u64, trust: Trust) -> Option<bool> {
 /// Does this cluster node serve the command (its keys all in one hash slot
 /// it serves, see [`SlotMap::route`])? Keys of a slot being migrated away
 /// must all still be here.
-#[inline(never)]
+#[inline]
 fn served_here<'a>(
     map: &SlotMap,
     key_use: &KeyUse<'_>,
@@ -740,10 +757,36 @@ fn served_here<'a>(
     db: u16,
     asking: bool,
 ) -> bool {
-    let mut keys: Vec<(&'a [u8], Access)> = Vec::new();
+    // Most commands have one key: no list of keys to gather.
     if let Some(access) = key_use.single_key() {
-        keys.push((cmd.arg(1), access));
-    } else if key_use.positions_known() {
+        let key = cmd.arg(1);
+        let request = Request {
+            write: access == Access::Write,
+            asking,
+            multiple_keys: false,
+        };
+        return match map.route(hash_slot(key), request) {
+            Route::Here => true,
+            Route::Elsewhere => false,
+            Route::IfKeysExist => cmd.key_exists(db, key),
+        };
+    }
+    served_here_many(map, key_use, cmd, args, db, asking)
+}
+
+/// [`served_here`] for a command with more keys than its first argument.
+#[cold]
+#[inline(never)]
+fn served_here_many<'a>(
+    map: &SlotMap,
+    key_use: &KeyUse<'_>,
+    cmd: &'a impl FilteredCommand,
+    args: &Args<'a>,
+    db: u16,
+    asking: bool,
+) -> bool {
+    let mut keys: Vec<(&'a [u8], Access)> = Vec::new();
+    if key_use.positions_known() {
         key_use.for_each_key(args, cmd.argc(), |position, access| {
             if let Some(key) = args(position) {
                 keys.push((key, access));
@@ -761,7 +804,10 @@ fn served_here<'a>(
         return true;
     };
     let slot = hash_slot(first);
-    if keys.iter().any(|(key, _)| hash_slot(key) != slot) {
+    if keys
+        .iter()
+        .any(|(key, _)| *key != first && hash_slot(key) != slot)
+    {
         return false; // CROSSSLOT
     }
     let request = Request {

@@ -26,6 +26,9 @@ pub(crate) struct Arrival {
     /// whole; `s` for a sample where each arrival kept stands for `s`
     /// (see [`crate::HeavyKeeper::add_sampled`]).
     pub(crate) scale: f64,
+    /// Play the decay coin on whole levels (a sampled stream's: its levels
+    /// are estimates, and a whole level is a table lookup, not an `exp`).
+    pub(crate) whole_levels: bool,
 }
 
 impl Arrival {
@@ -35,7 +38,11 @@ impl Arrival {
 
     /// One whole arrival, no fading: what [`BucketUpdate::apply_unit`] counts.
     pub(crate) fn is_unit(&self) -> bool {
-        self.weight == 1 && self.unit == 1.0 && self.now_unit == 1.0 && self.scale == 1.0
+        self.weight == 1
+            && self.unit == 1.0
+            && self.now_unit == 1.0
+            && self.scale == 1.0
+            && !self.whole_levels
     }
 
     /// The largest stored mass at this arrival's clock.
@@ -284,7 +291,12 @@ impl BucketUpdate<'_> {
         let mut remaining = weight as f64 / scale;
         let mut emptied = false;
         for _ in 0..self.curve.max_decays() {
-            let p = self.curve.decay_probability(level);
+            let p = if arrival.whole_levels {
+                // The next level up: never a likelier decay than the exact one.
+                self.curve.decay_probability(level.ceil())
+            } else {
+                self.curve.decay_probability(level)
+            };
             if p >= 1.0 {
                 // Every arrival decays (DECAY 1, or an all but empty bucket),
                 // and p only grows as the count falls: no coins needed.
@@ -397,6 +409,7 @@ mod tests {
                     unit: 1.0,
                     now_unit: 1.0,
                     scale: 1.0,
+                    whole_levels: false,
                 };
                 prop_assert!(arrival.is_unit());
                 let rows = Rows::of(&params);

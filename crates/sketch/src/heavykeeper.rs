@@ -262,12 +262,12 @@ impl HeavyKeeper {
         } else {
             1.0
         };
-        self.arrive_scaled(upcoming, weight, time_ms, scale)
+        self.arrive_scaled(upcoming, weight, time_ms, scale, true)
     }
 
     /// The insert, for an item whose hash is known.
     pub(crate) fn arrive(&mut self, upcoming: Upcoming<'_>, weight: u64, time_ms: i64) -> Arrived {
-        self.arrive_scaled(upcoming, weight, time_ms, 1.0)
+        self.arrive_scaled(upcoming, weight, time_ms, 1.0, false)
     }
 
     fn arrive_scaled(
@@ -276,6 +276,7 @@ impl HeavyKeeper {
         weight: u64,
         time_ms: i64,
         scale: f64,
+        whole_levels: bool,
     ) -> Arrived {
         let item = upcoming.item;
         let hash = if upcoming.seed == self.params.seed {
@@ -298,6 +299,7 @@ impl HeavyKeeper {
             unit,
             now_unit,
             scale,
+            whole_levels,
         };
         let nmin = self.nmin();
         match self.update_buckets(arrival, item, nmin) {
@@ -366,6 +368,13 @@ impl HeavyKeeper {
         } else {
             0.0
         }
+    }
+
+    /// Is `item` (hashed as the sketch hashes it) a member of the top-k,
+    /// however faded?
+    pub fn is_member(&self, item: &[u8], hash: ItemHash) -> bool {
+        debug_assert_eq!(hash, ItemHash::of(item, self.params.seed));
+        self.topk.find(hash.value(), item).is_some()
     }
 
     /// Is `item` in the top-k at `now_ms`?

@@ -51,6 +51,11 @@ pub trait Sink {
     /// The seed items are hashed with.
     fn seed(&self) -> u64;
     fn insert(&mut self, insert: Insert<'_>);
+    /// Is the key listed already (then its inserts are never thinned: its
+    /// count is what is read)?
+    fn is_listed(&self, _item: &[u8], _hash: ItemHash, _access: Access) -> bool {
+        false
+    }
     /// The accesses of one batch, as they are taken in (before they are
     /// coalesced): for loads counted exactly, per hash slot and in all.
     fn batch_loads(&mut self, _batch: &KeyBatch) {}
@@ -64,6 +69,10 @@ impl Sink for KeyTracker {
     #[inline]
     fn insert(&mut self, insert: Insert<'_>) {
         self.record(insert);
+    }
+
+    fn is_listed(&self, item: &[u8], hash: ItemHash, access: Access) -> bool {
+        self.is_member(item, hash, access)
     }
 
     /// The node's totals, and each hash slot's load: every access of the
@@ -297,7 +306,13 @@ impl<S: Sink> Counting<S> {
     }
 }
 
-/// One coalesced key into `tracker`, if thinning keeps it.
+/// One coalesced key into `tracker`, if thinning keeps it. A key listed
+/// already is never thinned: whether it is was settled by what came before,
+/// not by this key's weight, so its inclusion probability is 1 and every
+/// count stays unbiased, and the counts that are read (the top-k's, the
+/// boundary's) keep every access. A key kept below the threshold plays
+/// HeavyKeeper's decay as one arrival of the threshold's weight: what it
+/// stands for, in one coin.
 fn insert_thinned<S: Sink>(
     tracker: &mut S,
     thinning: &mut Thinning,
@@ -305,17 +320,24 @@ fn insert_thinned<S: Sink>(
     work: &mut Work,
     key: Coalesced<'_>,
 ) {
+    let threshold = threshold
+        .filter(|&tau| key.weight >= tau || !tracker.is_listed(key.item, key.hash, key.access));
     let Some(kept) = thinning.keep(key.weight, key.variance, threshold) else {
         work.thinned += 1;
         return;
     };
     work.inserts += 1;
+    let scale = if kept.weight > key.weight {
+        kept.weight as f64
+    } else {
+        key.weight as f64 / key.seen.max(1) as f64
+    };
     tracker.insert(Insert {
         item: key.item,
         hash: key.hash,
         access: key.access,
         weight: kept.weight,
-        scale: key.weight as f64 / key.seen.max(1) as f64,
+        scale,
         time_ms: key.time_ms,
         variance: kept.variance,
     });

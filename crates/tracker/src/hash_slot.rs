@@ -2,9 +2,12 @@
 //! key, or of its hash tag (the part between the first `{` and the next
 //! `}`, when not empty), modulo 16384.
 
-use crc::{Crc, CRC_16_XMODEM};
+use crc::{Crc, Table, CRC_16_XMODEM};
 
-const CRC16: Crc<u16> = Crc::<u16>::new(&CRC_16_XMODEM);
+/// A `static`, not a `const`: a `const` table would be built into every
+/// caller's stack frame at every call (512 bytes copied per key). Sixteen
+/// lanes: a key is a few dozen bytes, read sixteen at a time.
+static CRC16: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_XMODEM);
 
 /// The number of slots of a cluster.
 pub const SLOTS: usize = 16_384;

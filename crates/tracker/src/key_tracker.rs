@@ -298,6 +298,14 @@ impl KeyTracker {
         }
     }
 
+    /// Is `item` (hashed by [`Self::hash`]) a member of the sketch of
+    /// `access`?
+    pub fn is_member(&self, item: &[u8], hash: ItemHash, access: Access) -> bool {
+        self.sketches[access.code() as usize]
+            .sketch
+            .is_member(item, hash)
+    }
+
     /// Counts `weight` accesses of `key` in `db` at `time_ms`, every one
     /// seen (no sampling): in the sketches, the totals and the key's hash
     /// slot (where [`crate::Counting`] counts the last two per batch).

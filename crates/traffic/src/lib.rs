@@ -26,6 +26,15 @@ pub enum Shape {
         per: usize,
         every: Duration,
     },
+    /// `per` `GET key` every `every` for `on`, then silence for `off`, and
+    /// again.
+    OnOff {
+        key: String,
+        per: usize,
+        every: Duration,
+        on: Duration,
+        off: Duration,
+    },
     /// `per` `GET`s of random keys `prefix0..prefix{keys-1}` every `every`.
     Background {
         prefix: String,
@@ -47,8 +56,21 @@ impl Shape {
         match self {
             Shape::Bursty { every, .. }
             | Shape::Steady { every, .. }
+            | Shape::OnOff { every, .. }
             | Shape::Background { every, .. }
             | Shape::Refused { every, .. } => *every,
+        }
+    }
+
+    /// Is a round at `elapsed` since the shape began one it sends? (Only an
+    /// on-off shape is ever silent.)
+    fn sends_at(&self, elapsed: Duration) -> bool {
+        match self {
+            Shape::OnOff { on, off, .. } => {
+                let cycle = (*on + *off).as_nanos().max(1);
+                elapsed.as_nanos() % cycle < on.as_nanos()
+            }
+            _ => true,
         }
     }
 
@@ -63,7 +85,7 @@ impl Shape {
                     read.push(key.clone());
                 }
             }
-            Shape::Steady { key, per, .. } => {
+            Shape::Steady { key, per, .. } | Shape::OnOff { key, per, .. } => {
                 for _ in 0..*per {
                     pipe.cmd("GET").arg(key);
                     read.push(key.clone());
@@ -167,11 +189,16 @@ fn drive(
     let mut reads: HashMap<String, u64> = HashMap::new();
     let every = shape.every();
     // Shapes start at random phases of their period: nothing lines up.
-    let mut next = Instant::now() + every.mul_f64(rng.random::<f64>());
+    let begun = Instant::now();
+    let mut next = begun + every.mul_f64(rng.random::<f64>());
     while next < until && !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         if next > now {
             thread::sleep(next - now);
+        }
+        if !shape.sends_at(next.saturating_duration_since(begun)) {
+            next += every;
+            continue;
         }
         let (pipe, read) = shape.round(&mut rng);
         let _: Vec<redis::Value> = pipe.query(con).or_else(|e| {
