@@ -127,7 +127,15 @@ pub struct Tracking {
     /// What the last tick's period cost, by part, and how long it was.
     recent: Spent,
     recent_elapsed_ns: u64,
+    /// The share of a core the worker spends taking accesses in, a running
+    /// mean over ticks (one busy tick does not thin a fixed share's
+    /// accesses).
+    absorb_share: f64,
 }
+
+/// How much of each tick the running mean of the worker's absorb share
+/// takes (about a second's memory).
+const ABSORB_FOLLOW: f64 = 0.1;
 
 /// A worker counting afresh: each slot's load too in a cluster.
 fn fresh_worker(shape: TrackerShape, in_cluster: bool, prefixes: Option<PrefixRule>) -> Worker {
@@ -192,6 +200,7 @@ impl Tracking {
             ticks: 0,
             recent: Spent::default(),
             recent_elapsed_ns: 0,
+            absorb_share: 0.0,
         }
     }
 
@@ -540,6 +549,8 @@ impl Tracking {
             .take(self.worker.cpu_ns(), self.worker.absorb_ns());
         self.recent = spent;
         self.recent_elapsed_ns = elapsed_ns;
+        let absorb = spent.worker_absorb_ns as f64 / elapsed_ns.max(1) as f64;
+        self.absorb_share += ABSORB_FOLLOW * (absorb - self.absorb_share);
         let cost = TickCost {
             calls_ns: spent.calls_ns,
             worker_ns: spent.worker_ns,
@@ -565,11 +576,11 @@ impl Tracking {
         let before = self.slot_keep_one_in();
         let keep_one_in = match self.sampling {
             Sampling::Budgeted => self.budget.keep_one_in(),
-            Sampling::Fixed(_) => {
-                let elapsed = self.recent_elapsed_ns.max(1) as f64;
-                let absorb = self.recent.worker_absorb_ns as f64 / elapsed;
-                keep_one_in_within(absorb, worker::WORKER_CPU_SHARE * ABSORB_PART, before)
-            }
+            Sampling::Fixed(_) => keep_one_in_within(
+                self.absorb_share,
+                worker::WORKER_CPU_SHARE * ABSORB_PART,
+                before,
+            ),
         };
         self.keep_one_in = keep_one_in;
         if keep_one_in != before && !self.uses_slots() {

@@ -257,6 +257,10 @@ fn count_batches(shared: &Shared) {
         let took = next.is_some();
         if let Some(mut batch) = next {
             let started = clock::thread_cpu_ns();
+            lock(&shared.counting).make_room(&batch);
+            let made_room = clock::thread_cpu_ns();
+            brake.spent_inserting(made_room.saturating_sub(started));
+            let started = made_room;
             lock(&shared.counting).absorb(&batch);
             let spent = clock::thread_cpu_ns().saturating_sub(started);
             brake.spent_absorbing(spent);

@@ -160,6 +160,11 @@ impl Coalescer {
         self.entries.len() >= HARD_MAX_KEYS || self.arena.len() >= (u32::MAX / 2) as usize
     }
 
+    /// The time of the last access held (ms).
+    pub fn last_ms(&self) -> i64 {
+        self.last_ms
+    }
+
     /// The time what is held covers (ms; at least 1 once anything is held):
     /// what the budget for its inserts is reckoned on.
     pub fn span_ms(&self) -> i64 {

@@ -12,8 +12,9 @@
 //! bias ([`crate::thinning`]) and the keys that matter are inserted whole.
 
 use crate::access::Access;
-use crate::coalescer::{Coalesced, Coalescer};
+use crate::coalescer::{Coalesced, Coalescer, HARD_MAX_KEYS};
 use crate::hash_slot::hash_slot;
+use crate::insert_allowance::InsertAllowance;
 use crate::key_batch::{split_item, BatchAccess, KeyBatch};
 use crate::key_tracker::KeyTracker;
 use crate::prefixes::PrefixRule;
@@ -126,8 +127,8 @@ pub struct Counting<S: Sink = KeyTracker> {
     drained: usize,
     threshold: Option<Option<u64>>,
     thinning: Thinning,
-    /// Inserts a second the sketches may take (`None`: every key).
-    insert_rate: Option<f64>,
+    /// Inserts the sketches may take now (at a rate, with room for bursts).
+    allowance: InsertAllowance,
     /// Where keys are cut into prefixes (`None`: prefixes not counted).
     prefixes: Option<PrefixRule>,
     seed: u64,
@@ -145,7 +146,7 @@ impl<S: Sink> Counting<S> {
             drained: 0,
             threshold: Some(None),
             thinning: Thinning::new(seed),
-            insert_rate: None,
+            allowance: InsertAllowance::default(),
             prefixes: None,
             work: Work::default(),
         }
@@ -159,16 +160,29 @@ impl<S: Sink> Counting<S> {
     /// How many inserts a second the sketches may take from now on
     /// (`None`: as many as there are keys).
     pub fn set_insert_rate(&mut self, rate: Option<f64>) {
-        self.insert_rate = rate.filter(|r| r.is_finite() && *r > 0.0);
+        self.allowance.set_rate(rate);
     }
 
     pub fn insert_rate(&self) -> Option<f64> {
-        self.insert_rate
+        self.allowance.rate()
     }
 
     /// What was done since the last call.
     pub fn take_work(&mut self) -> Work {
         std::mem::take(&mut self.work)
+    }
+
+    /// Makes room for `batch` in the filling coalescer: where it could
+    /// overflow while the one before is still being counted, that one is
+    /// counted to the end now. The inserts this makes are the caller's to
+    /// time as inserts, so that [`Counting::absorb`] is only taking
+    /// accesses in.
+    pub fn make_room(&mut self, batch: &KeyBatch) {
+        let per_access = 1 + self.prefixes.as_ref().map_or(0, PrefixRule::depth_count);
+        let coming = batch.len().saturating_mul(per_access);
+        if self.drained < self.draining.len() && self.filling.len() + coming >= HARD_MAX_KEYS {
+            self.rotate(true);
+        }
     }
 
     /// Takes in the accesses of `batch`, leaving it as it was: the caller
@@ -228,10 +242,11 @@ impl<S: Sink> Counting<S> {
     }
 
     /// The threshold `coalescer`'s keys are thinned at: what fits the
-    /// inserts its span may take.
-    fn threshold_for(&self, coalescer: &Coalescer) -> Option<u64> {
-        let rate = self.insert_rate?;
-        let budget = (rate * coalescer.span_ms() as f64 / 1000.0).max(MIN_INSERTS as f64);
+    /// inserts the allowance has for them when they are counted.
+    fn threshold_for(allowance: &mut InsertAllowance, coalescer: &Coalescer) -> Option<u64> {
+        let budget = allowance
+            .available(coalescer.last_ms())?
+            .max(MIN_INSERTS as f64);
         threshold(coalescer.weights(), budget.min(usize::MAX as f64) as usize)
     }
 
@@ -262,35 +277,45 @@ impl<S: Sink> Counting<S> {
     fn drain_draining(&mut self, from: usize, n: usize) -> usize {
         let threshold = match self.threshold {
             Some(threshold) => threshold,
-            None => *self.threshold.insert(self.threshold_for(&self.draining)),
+            None => {
+                let t = Self::threshold_for(&mut self.allowance, &self.draining);
+                *self.threshold.insert(t)
+            }
         };
         let Self {
             tracker,
             draining,
             thinning,
             work,
+            allowance,
             ..
         } = self;
-        draining.drain(from, n, |key| {
+        let before = work.inserts;
+        let drained = draining.drain(from, n, |key| {
             insert_thinned(tracker, thinning, threshold, work, key);
-        })
+        });
+        allowance.spend(work.inserts - before);
+        drained
     }
 
     /// The tracker with every access taken in so far counted (what is
     /// still held too, thinned as the budget says).
     pub fn current(&mut self) -> &S {
         self.finish_draining();
-        let threshold = self.threshold_for(&self.filling);
+        let threshold = Self::threshold_for(&mut self.allowance, &self.filling);
         let Self {
             tracker,
             filling,
             thinning,
             work,
+            allowance,
             ..
         } = self;
+        let before = work.inserts;
         filling.drain(0, usize::MAX, |key| {
             insert_thinned(tracker, thinning, threshold, work, key);
         });
+        allowance.spend(work.inserts - before);
         self.filling.clear();
         &self.tracker
     }

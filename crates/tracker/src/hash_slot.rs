@@ -13,18 +13,15 @@ static CRC16: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&CRC_16_XMODEM);
 pub const SLOTS: usize = 16_384;
 
 pub fn hash_slot(key: &[u8]) -> u16 {
-    CRC16.checksum(hash_tag(key)) % 16384
+    CRC16.checksum(hash_tag(key).unwrap_or(key)) % 16384
 }
 
-fn hash_tag(key: &[u8]) -> &[u8] {
-    let Some(open) = key.iter().position(|&b| b == b'{') else {
-        return key;
-    };
-    let rest = key.get(open + 1..).unwrap_or_default();
-    match rest.iter().position(|&b| b == b'}') {
-        Some(close) if close > 0 => rest.get(..close).unwrap_or(key),
-        _ => key,
-    }
+/// The part of the key that decides its slot, if it has a hash tag.
+pub fn hash_tag(key: &[u8]) -> Option<&[u8]> {
+    let open = key.iter().position(|&b| b == b'{')?;
+    let rest = key.get(open + 1..)?;
+    let close = rest.iter().position(|&b| b == b'}')?;
+    (close > 0).then(|| rest.get(..close)).flatten()
 }
 
 #[cfg(test)]
@@ -38,6 +35,13 @@ mod tests {
         assert_eq!(hash_slot(b"123456789"), 0x31c3);
         assert_eq!(hash_slot(b"foo"), 12182);
         assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"user1000"));
+        assert_eq!(
+            hash_tag(b"foo{}{bar}"),
+            None,
+            "an empty first tag: the whole key"
+        );
+        assert_eq!(hash_tag(b"foo{{bar}}zap"), Some(&b"{bar"[..]));
+        assert_eq!(hash_tag(b"no tag"), None);
         // An empty tag `{}` is no tag: the whole key is hashed. Expected
         // values from another CRC-16/XMODEM (Python's binascii.crc_hqx).
         assert_eq!(hash_slot(b"foo{}{bar}"), 8363);

@@ -29,6 +29,7 @@ pub mod coverage;
 pub mod error_bar;
 pub mod fading_counters;
 pub mod hash_slot;
+pub mod insert_allowance;
 pub mod insert_budget;
 pub mod kept_slots;
 pub mod key_batch;

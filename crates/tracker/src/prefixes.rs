@@ -44,6 +44,11 @@ impl PrefixRule {
         (depths.len() <= MAX_DEPTHS).then_some(depths)
     }
 
+    /// How many prefixes a key yields at most.
+    pub fn depth_count(&self) -> usize {
+        self.depths.len()
+    }
+
     /// Calls `each(prefix)` for every prefix of `key`, shallowest first;
     /// a key with fewer delimiters than a depth has no prefix at that depth.
     pub fn each_prefix<'k>(&self, key: &'k [u8], mut each: impl FnMut(&'k [u8])) {

@@ -1,0 +1,82 @@
+//! The inserts the sketches may take now: a bucket refilled at the insert
+//! budget's rate ([`crate::InsertBudget`]) that holds at most
+//! [`BURST_S`] seconds of it. The worker's share of a core is so kept over
+//! seconds rather than every period: a burst shorter than the bucket (a
+//! batch job's few hundred thousand reads, a spike that passes) is counted
+//! whole, key by key, and only load that lasts is thinned, at the rate the
+//! budget leaves.
+
+/// Seconds of the insert rate the bucket holds.
+pub const BURST_S: f64 = 1.5;
+
+#[derive(Clone, Debug, Default)]
+pub struct InsertAllowance {
+    /// Inserts a second (`None`: not known yet, every key is inserted).
+    rate: Option<f64>,
+    tokens: f64,
+    /// The time (ms, of the accesses) it was last refilled at.
+    last_ms: Option<i64>,
+}
+
+impl InsertAllowance {
+    /// The rate from now on; the bucket starts full the first time.
+    pub fn set_rate(&mut self, rate: Option<f64>) {
+        let rate = rate.filter(|r| r.is_finite() && *r > 0.0);
+        if self.rate.is_none() {
+            self.tokens = rate.map_or(0.0, |r| r * BURST_S);
+        }
+        self.rate = rate;
+        if let Some(r) = rate {
+            self.tokens = self.tokens.min(r * BURST_S);
+        }
+    }
+
+    pub fn rate(&self) -> Option<f64> {
+        self.rate
+    }
+
+    /// The inserts that may be made at `now_ms` (`None`: any number).
+    pub fn available(&mut self, now_ms: i64) -> Option<f64> {
+        let rate = self.rate?;
+        if let Some(last) = self.last_ms {
+            let seconds = (now_ms - last).max(0) as f64 / 1000.0;
+            self.tokens = (self.tokens + rate * seconds).min(rate * BURST_S);
+        }
+        self.last_ms = Some(self.last_ms.map_or(now_ms, |l| l.max(now_ms)));
+        Some(self.tokens)
+    }
+
+    /// `inserts` were made.
+    pub fn spend(&mut self, inserts: u64) {
+        if self.rate.is_some() {
+            self.tokens = (self.tokens - inserts as f64).max(0.0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_uses_the_bucket_and_lasting_load_gets_the_rate() {
+        let mut a = InsertAllowance::default();
+        assert_eq!(a.available(0), None, "no rate yet: every key");
+        a.set_rate(Some(1000.0));
+        assert_eq!(a.available(0), Some(1500.0), "full at first");
+        a.spend(1500);
+        assert_eq!(a.available(100), Some(100.0), "refilled at the rate");
+        a.spend(100);
+        assert_eq!(
+            a.available(10_000),
+            Some(1500.0),
+            "never more than the burst"
+        );
+        // A lower rate caps what is held.
+        a.set_rate(Some(100.0));
+        assert_eq!(a.available(10_000), Some(150.0));
+        // Time never runs back.
+        a.spend(150);
+        assert_eq!(a.available(5_000), Some(0.0));
+    }
+}
