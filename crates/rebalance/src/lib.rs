@@ -60,6 +60,16 @@
 //! of what is too much. Without bounds (counted exactly, or a measurement
 //! that gives none) the estimates are taken as they are.
 //!
+//! # Not on a whim: floor, cooldown, hysteresis
+//!
+//! Under [`Options::min_total`] (the cluster's whole load) nothing moves:
+//! a cluster serving a handful of commands a second is "unbalanced" by
+//! chance. A slot moved lately is frozen ([`Cooldown`], [`Options::frozen`]):
+//! it is not moved again within its cooldown, whatever the load does. Left
+//! running, [`Watch`] acts only on an imbalance that lasts several
+//! measurements, and waits while a node the moves touch is busy. And a
+//! plan from a file is checked whole ([`check_plan`]) before its first move.
+//!
 //! # What no move can fix
 //!
 //! A slot that alone carries more than the target would put any primary
@@ -73,13 +83,21 @@
 //! tag.
 
 mod advice;
+mod cooldown;
 mod load;
 mod outcome;
 mod plan;
+mod plan_check;
 mod target;
+mod watch;
 
 pub use advice::{Advice, Remedy};
-pub use load::{Bounds, HotKey, Input, LoadBounds, Measure, Measured, NodeSlots, Slot, SlotLoad};
+pub use cooldown::{Cooldown, Moved};
+pub use load::{
+    Bounds, HotKey, Input, LoadBounds, Measure, Measured, NodeSlots, Slot, SlotLoad, SlotStats,
+};
 pub use outcome::NodeOutcome;
 pub use plan::{plan, Move, Plan};
+pub use plan_check::{check_plan, PlanProblem};
 pub use target::Options;
+pub use watch::{Verdict, Watch};

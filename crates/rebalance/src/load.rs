@@ -1,6 +1,9 @@
 //! What the planner is given: each primary's slots with their measured
 //! rates (and, where the measurement gives them, their 95% bounds) and key
-//! counts, and the hottest keys.
+//! counts, and the hottest keys. The rates come from the heavykeeper
+//! tracker (reads and writes a second, `HK.HOTSLOTS`) or, on a cluster
+//! without the module, from the server's own slot statistics (CPU and
+//! network a second, `CLUSTER SLOT-STATS`).
 
 /// A cluster hash slot, 0 to 16,383.
 pub type Slot = u16;
@@ -8,19 +11,28 @@ pub type Slot = u16;
 /// Which rate counts as load.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Measure {
-    /// Reads plus writes per second.
+    /// Reads plus writes per second (the tracker's).
     #[default]
     Total,
     Reads,
     Writes,
+    /// CPU microseconds per second the server spent on the slot's commands
+    /// (`CLUSTER SLOT-STATS` `cpu-usec`).
+    Cpu,
+    /// Bytes per second in and out for the slot's commands (`CLUSTER
+    /// SLOT-STATS` `network-bytes-in` plus `network-bytes-out`).
+    Network,
 }
 
 impl Measure {
+    /// The load of tracked `reads` and `writes` (none for a measure of the
+    /// server's slot statistics).
     pub fn of(self, reads: f64, writes: f64) -> f64 {
         match self {
             Measure::Total => reads + writes,
             Measure::Reads => reads,
             Measure::Writes => writes,
+            Measure::Cpu | Measure::Network => 0.0,
         }
     }
 
@@ -29,6 +41,39 @@ impl Measure {
             Measure::Total => "total",
             Measure::Reads => "reads",
             Measure::Writes => "writes",
+            Measure::Cpu => "cpu",
+            Measure::Network => "network",
+        }
+    }
+
+    /// The unit of its rates, for people.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Measure::Total | Measure::Reads | Measure::Writes => "commands/s",
+            Measure::Cpu => "CPU µs/s",
+            Measure::Network => "bytes/s",
+        }
+    }
+
+    /// Is it one of the server's slot statistics (not the tracker's)?
+    pub fn is_slot_stats(self) -> bool {
+        matches!(self, Measure::Cpu | Measure::Network)
+    }
+}
+
+/// What the server's own slot statistics measure of a slot, per second.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SlotStats {
+    pub cpu_usec: f64,
+    pub network_bytes: f64,
+}
+
+impl SlotStats {
+    fn of(&self, measure: Measure) -> Option<f64> {
+        match measure {
+            Measure::Cpu => Some(self.cpu_usec),
+            Measure::Network => Some(self.network_bytes),
+            _ => None,
         }
     }
 }
@@ -69,17 +114,34 @@ pub struct SlotLoad {
     /// The rates' bounds, where the measurement gives them (`None`: taken
     /// as exact).
     pub bounds: Option<LoadBounds>,
+    /// The server's own statistics of the slot, where they were measured.
+    pub stats: SlotStats,
+    /// The same statistics over an earlier window that shares no sample
+    /// with `stats`, where measured: the planner ranks slots by it and
+    /// accounts by `stats`. Ranking and accounting by one noisy reading
+    /// picks the slots whose noise ran high, and the moves then carry less
+    /// than planned (the winner's curse).
+    pub earlier: Option<SlotStats>,
 }
 
 impl SlotLoad {
     pub fn load(&self, measure: Measure) -> f64 {
-        measure.of(self.reads_per_second, self.writes_per_second)
+        (self.stats.of(measure))
+            .unwrap_or_else(|| measure.of(self.reads_per_second, self.writes_per_second))
+    }
+
+    /// What the planner ranks the slot by: its load over the independent
+    /// earlier window where there is one, else its load.
+    pub fn rank(&self, measure: Measure) -> f64 {
+        (self.earlier.and_then(|e| e.of(measure))).unwrap_or_else(|| self.load(measure))
     }
 
     /// The least its load may be (its lower bound, or the load itself).
     pub fn least(&self, measure: Measure) -> f64 {
-        self.bounds
-            .map_or_else(|| self.load(measure), |b| b.of(measure).low)
+        match self.bounds {
+            Some(b) if !measure.is_slot_stats() => b.of(measure).low,
+            _ => self.load(measure),
+        }
     }
 }
 
@@ -113,7 +175,7 @@ impl NodeSlots {
     /// over the node's own estimate, times that estimate's lower bound
     /// (the two are of the same accesses).
     pub fn least(&self, measure: Measure) -> Option<f64> {
-        let m = self.measured?;
+        let m = self.measured.filter(|_| !measure.is_slot_stats())?;
         let rate = measure.of(m.reads_per_second, m.writes_per_second);
         let low = m.bounds.of(measure).low;
         if rate <= 0.0 {

@@ -7,4 +7,7 @@ pub struct NodeOutcome {
     pub node: String,
     pub before: f64,
     pub after: f64,
+    /// Over the target beyond its measurement's bounds before the plan:
+    /// what the plan acts on (see the crate's "No move on noise").
+    pub surely_over: bool,
 }

@@ -2,7 +2,7 @@
 //! primary would serve once the moves chosen so far are made.
 
 use crate::advice::{advise, Advice};
-use crate::load::{Input, Measure, Slot, SlotLoad};
+use crate::load::{Input, Measure, Slot, SlotLoad, SlotStats};
 use crate::outcome::NodeOutcome;
 use crate::target::{slack, Options};
 
@@ -14,7 +14,19 @@ pub struct Move {
     pub to: String,
     pub reads_per_second: f64,
     pub writes_per_second: f64,
+    /// The server's slot statistics, where they were the measure.
+    pub stats: SlotStats,
     pub keys: u64,
+}
+
+impl Move {
+    pub fn load(&self, measure: Measure) -> f64 {
+        match measure {
+            Measure::Cpu => self.stats.cpu_usec,
+            Measure::Network => self.stats.network_bytes,
+            _ => measure.of(self.reads_per_second, self.writes_per_second),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -29,6 +41,8 @@ pub struct Plan {
     pub advice: Vec<Advice>,
     /// `Options::max_moves` stopped the plan before the target was reached.
     pub cut_short: bool,
+    /// The cluster's load is under `Options::min_total`: nothing moves.
+    pub too_light: bool,
 }
 
 impl Plan {
@@ -57,10 +71,16 @@ impl Plan {
 pub fn plan(input: &Input, options: &Options) -> Plan {
     let total = input.total(options.measure);
     let target = options.target(total, input.nodes.len());
-    let mut ledger = Ledger::new(input, options.measure, target);
+    let too_light = total < options.min_total;
+    let mut ledger = Ledger::new(input, options, target);
     let mut moves = Vec::new();
     let mut cut_short = false;
-    'donors: for donor in ledger.donors() {
+    let donors = if too_light {
+        Vec::new()
+    } else {
+        ledger.donors()
+    };
+    'donors: for donor in donors {
         while let Some(excess) = ledger.excess(donor) {
             if options.max_moves.is_some_and(|most| moves.len() >= most) {
                 cut_short = true;
@@ -73,7 +93,11 @@ pub fn plan(input: &Input, options: &Options) -> Plan {
         }
     }
     let nodes = ledger.outcomes();
-    let advice = advise(input, options.measure, total, target, &nodes);
+    let advice = if too_light {
+        Vec::new()
+    } else {
+        advise(input, options.measure, total, target, &nodes)
+    };
     Plan {
         measure: options.measure,
         total,
@@ -82,6 +106,7 @@ pub fn plan(input: &Input, options: &Options) -> Plan {
         nodes,
         advice,
         cut_short,
+        too_light,
     }
 }
 
@@ -89,6 +114,8 @@ pub fn plan(input: &Input, options: &Options) -> Plan {
 struct Ledger<'a> {
     input: &'a Input,
     measure: Measure,
+    /// Slots that may not move now.
+    frozen: &'a std::collections::BTreeSet<Slot>,
     target: f64,
     slack: f64,
     before: Vec<f64>,
@@ -104,7 +131,8 @@ struct Ledger<'a> {
 }
 
 impl<'a> Ledger<'a> {
-    fn new(input: &'a Input, measure: Measure, target: f64) -> Self {
+    fn new(input: &'a Input, options: &'a Options, target: f64) -> Self {
+        let measure = options.measure;
         let slack = slack(input.total(measure));
         let before: Vec<f64> = input.nodes.iter().map(|n| n.load(measure)).collect();
         let floors = input
@@ -120,6 +148,7 @@ impl<'a> Ledger<'a> {
         Ledger {
             input,
             measure,
+            frozen: &options.frozen,
             target,
             slack,
             loads: before.clone(),
@@ -170,21 +199,23 @@ impl<'a> Ledger<'a> {
         let slots = &self.input.nodes[donor].slots;
         let load = |i: usize| slots[i].load(self.measure);
         let movable: Vec<usize> = (0..slots.len())
-            .filter(|&i| !self.moved[donor][i])
+            .filter(|&i| !self.moved[donor][i] && !self.frozen.contains(&slots[i].slot))
             .filter(|&i| slots[i].least(self.measure) > 0.0 && load(i) <= room + self.slack)
             .collect();
+        // Ranked by `rank`, accounted by `load`: see `SlotLoad::earlier`.
+        let rank = |i: usize| slots[i].rank(self.measure);
         let finishing = movable
             .iter()
             .copied()
-            .filter(|&i| load(i) >= excess - self.slack);
+            .filter(|&i| rank(i) >= excess - self.slack);
         let fewest_keys = finishing.min_by(|&a, &b| {
             (slots[a].keys.cmp(&slots[b].keys))
-                .then(load(a).total_cmp(&load(b)))
+                .then(rank(a).total_cmp(&rank(b)))
                 .then(slots[a].slot.cmp(&slots[b].slot))
         });
         let chosen = fewest_keys.or_else(|| {
             movable.iter().copied().max_by(|&a, &b| {
-                (load(a).total_cmp(&load(b)))
+                (rank(a).total_cmp(&rank(b)))
                     .then(slots[b].keys.cmp(&slots[a].keys))
                     .then(slots[b].slot.cmp(&slots[a].slot))
             })
@@ -204,6 +235,7 @@ impl<'a> Ledger<'a> {
             to: self.input.nodes[receiver].node.clone(),
             reads_per_second: s.reads_per_second,
             writes_per_second: s.writes_per_second,
+            stats: s.stats,
             keys: s.keys,
         }
     }
@@ -214,6 +246,7 @@ impl<'a> Ledger<'a> {
                 node: n.node.clone(),
                 before: self.before[i],
                 after: self.loads[i].max(0.0),
+                surely_over: self.surely_over[i] && self.before[i] > self.target + self.slack,
             })
             .collect()
     }

@@ -1,8 +1,9 @@
 //! The planner's settings, and the load no primary should serve more than.
 
-use crate::load::Measure;
+use crate::load::{Measure, Slot};
+use std::collections::BTreeSet;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Options {
     /// Which rate counts as load.
     pub measure: Measure,
@@ -13,6 +14,13 @@ pub struct Options {
     /// At most this many moves in one plan (`None`: as many as it takes);
     /// a plan cut short says so, and a later run goes on.
     pub max_moves: Option<usize>,
+    /// The least cluster-wide load worth balancing, in the measure's unit:
+    /// under it nothing moves (a cluster serving a few commands a second is
+    /// balanced by noise, not by moves).
+    pub min_total: f64,
+    /// Slots that may not move now (moved within their cooldown, see
+    /// [`crate::Cooldown`]).
+    pub frozen: BTreeSet<Slot>,
 }
 
 impl Default for Options {
@@ -21,6 +29,8 @@ impl Default for Options {
             measure: Measure::Total,
             tolerance: 0.2,
             max_moves: None,
+            min_total: 0.0,
+            frozen: BTreeSet::new(),
         }
     }
 }

@@ -55,6 +55,10 @@ pub struct Server {
     /// Server arguments that come before the module's `--loadmodule` (another
     /// module loaded first, say).
     before: Vec<String>,
+    /// Another server binary than [`server_binary`].
+    binary: Option<String>,
+    /// Started without the module.
+    bare: bool,
 }
 
 impl Server {
@@ -90,7 +94,19 @@ impl Server {
             module_args: strings(module_args),
             extra: strings(extra),
             before: strings(before),
+            binary: None,
+            bare: false,
         }
+    }
+
+    /// A server of `binary` (`None`: [`server_binary`]) without the module,
+    /// with extra `--option value` arguments.
+    pub fn start_bare(binary: Option<&str>, extra: &[&str]) -> Self {
+        let mut server = Self::unstarted(&[], &[], extra);
+        server.binary = binary.map(str::to_string);
+        server.bare = true;
+        server.launch();
+        server
     }
 
     /// Tries to start a server that should refuse to load the module; returns
@@ -187,8 +203,8 @@ impl Server {
     }
 
     fn launch_on(&mut self, port: u16) -> bool {
-        let module = module_path();
-        let mut cmd = Command::new(server_binary());
+        let binary = self.binary.clone().unwrap_or_else(server_binary);
+        let mut cmd = Command::new(binary);
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
             .arg(self.dir.path())
@@ -200,11 +216,13 @@ impl Server {
                 "--enable-module-command",
                 "yes",
             ])
-            .args(&self.before)
-            .arg("--loadmodule")
-            .arg(&module)
-            .args(&self.module_args)
-            .args(&self.extra)
+            .args(&self.before);
+        if !self.bare {
+            cmd.arg("--loadmodule")
+                .arg(module_path())
+                .args(&self.module_args);
+        }
+        cmd.args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let child = cmd.spawn().expect("spawn redis-server");
@@ -446,23 +464,59 @@ pub fn module_figure(con: &mut Connection, field: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// Three primaries on loopback, joined by `redis-cli --cluster create`,
-/// each started with `module_args`; stopped when dropped.
+/// Three primaries on loopback, joined by `redis-cli --cluster create`
+/// (with a replica each if asked), each started with `module_args`;
+/// stopped when dropped.
 pub struct Cluster {
+    /// The primaries, in the order they were created.
     pub nodes: Vec<Server>,
+    /// `replicas[i]` replicates `nodes[i]` (none unless asked for).
+    pub replicas: Vec<Server>,
 }
+
+/// How a [`Cluster`] is started.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterOptions<'a> {
+    pub module_args: &'a [&'a str],
+    /// Without the module (then `module_args` are not used).
+    pub bare: bool,
+    /// A replica for each primary.
+    pub replicas: bool,
+    /// Another server binary than [`server_binary`].
+    pub binary: Option<String>,
+    /// More `--option value` arguments for every node.
+    pub extra: &'a [&'a str],
+}
+
+const CLUSTER_ARGS: [&str; 4] = [
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+];
 
 impl Cluster {
     pub fn start(module_args: &[&str]) -> Self {
-        let cluster = [
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            "nodes.conf",
-        ];
-        let nodes: Vec<Server> = (0..3)
-            .map(|_| Server::start_configured(module_args, &cluster))
-            .collect();
+        Self::start_with(&ClusterOptions {
+            module_args,
+            ..ClusterOptions::default()
+        })
+    }
+
+    pub fn start_with(o: &ClusterOptions<'_>) -> Self {
+        let mut extra: Vec<&str> = CLUSTER_ARGS.to_vec();
+        extra.extend(o.extra);
+        let start = || {
+            if o.bare {
+                Server::start_bare(o.binary.as_deref(), &extra)
+            } else {
+                let mut server = Server::unstarted(&[], o.module_args, &extra);
+                server.binary = o.binary.clone();
+                server.launch();
+                server
+            }
+        };
+        let nodes: Vec<Server> = (0..3).map(|_| start()).collect();
         let addresses: Vec<String> = nodes.iter().map(Server::address).collect();
         let created = Command::new("redis-cli")
             .args(["--cluster", "create"])
@@ -475,12 +529,47 @@ impl Cluster {
             "{}",
             String::from_utf8_lossy(&created.stdout)
         );
-        for node in &nodes {
+        let replicas: Vec<Server> = if o.replicas {
+            (0..3).map(|_| start()).collect()
+        } else {
+            Vec::new()
+        };
+        for (primary, replica) in nodes.iter().zip(&replicas) {
+            let id: String = redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query(&mut primary.client())
+                .expect("CLUSTER MYID");
+            let added = Command::new("redis-cli")
+                .args([
+                    "--cluster",
+                    "add-node",
+                    &replica.address(),
+                    &primary.address(),
+                ])
+                .args(["--cluster-slave", "--cluster-master-id", &id])
+                .output()
+                .expect("redis-cli --cluster add-node");
+            assert!(
+                added.status.success(),
+                "{}",
+                String::from_utf8_lossy(&added.stdout)
+            );
+        }
+        for node in nodes.iter().chain(&replicas) {
             let mut con = node.client();
             wait_until("the cluster", Duration::from_secs(30), || {
                 let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
                 info.contains("cluster_state:ok")
             });
+        }
+        for replica in &replicas {
+            let mut con = replica.client();
+            wait_until("the replica in sync", Duration::from_secs(30), || {
+                info_field(&mut con, "replication", "master_link_status").as_deref() == Some("up")
+            });
+        }
+        for node in &nodes {
+            let mut con = node.client();
             // A tracker reads what its node serves at its next tick: until
             // then it takes the cluster to be down and counts nothing.
             wait_until("the tracker's view", Duration::from_secs(10), || {
@@ -491,7 +580,7 @@ impl Cluster {
                         == Some("ok")
             });
         }
-        Cluster { nodes }
+        Cluster { nodes, replicas }
     }
 
     /// The node that serves `key`.

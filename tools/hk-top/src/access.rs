@@ -71,6 +71,15 @@ impl Access {
     /// A RESP2 connection to `address` (`host:port`), logged in; a reply
     /// slower than 5 s is an error.
     pub fn connect(&self, address: &str) -> RedisResult<Connection> {
+        self.connect_waiting(address, Duration::from_secs(5))
+    }
+
+    /// [`Access::connect`], waiting up to `reply_timeout` for a reply.
+    pub fn connect_waiting(
+        &self,
+        address: &str,
+        reply_timeout: Duration,
+    ) -> RedisResult<Connection> {
         let (host, port) = host_and_port(address);
         let addr = match &self.tls {
             None => ConnectionAddr::Tcp(host, port),
@@ -108,8 +117,8 @@ impl Access {
         let con = client.get_connection_with_timeout(Duration::from_secs(2))?;
         // A node that accepts and then hangs (a long script, a stopped
         // process) becomes an error, not a view frozen for good.
-        con.set_read_timeout(Some(Duration::from_secs(5)))?;
-        con.set_write_timeout(Some(Duration::from_secs(5)))?;
+        con.set_read_timeout(Some(reply_timeout))?;
+        con.set_write_timeout(Some(reply_timeout))?;
         Ok(con)
     }
 }

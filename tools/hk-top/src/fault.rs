@@ -13,7 +13,10 @@ pub fn panic_if_asked(place: &str) {
 }
 
 /// `HK_TOP_TEST_STOP=place` ends the process there (exit code 9), as a
-/// kill would: the tests see what an interrupted rebalance leaves.
+/// kill would: the tests see what an interrupted rebalance leaves. The
+/// places of a slot's move: `importing` (the target told), `migrating`
+/// (the source told), `keys` (a batch of keys moved), `given` (the target
+/// told it owns the slot, the source not yet).
 pub fn stop_if_asked(place: &str) {
     #[cfg(debug_assertions)]
     if std::env::var("HK_TOP_TEST_STOP").as_deref() == Ok(place) {
@@ -21,4 +24,16 @@ pub fn stop_if_asked(place: &str) {
     }
     #[cfg(not(debug_assertions))]
     let _ = place;
+}
+
+/// `HK_TOP_TEST_SLOT_PAUSE_MS=n` waits `n` ms before each slot's move, so
+/// that the tests can land a fault between two slots, or in one.
+pub fn pause_before_slot() {
+    #[cfg(debug_assertions)]
+    if let Some(ms) = std::env::var("HK_TOP_TEST_SLOT_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
 }

@@ -34,7 +34,6 @@ mod poller;
 mod prometheus;
 mod rebalance;
 mod render;
-mod slot;
 mod sort;
 mod terminal;
 

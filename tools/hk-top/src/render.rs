@@ -8,8 +8,8 @@
 use crate::balance::node_loads;
 use crate::hot_keys::{KeyId, Snapshot};
 use crate::metric::{error_bar, Bounds, Metric, Rates};
-use crate::slot::key_slot;
 use base64::Engine;
+use heavykeeper_tracker::hash_slot::hash_slot;
 use serde_json::{json, Value};
 
 /// A key as printable text: UTF-8 as is, other bytes as `\xNN`.
@@ -75,7 +75,7 @@ fn key_json(id: &KeyId, rates: &Rates, snapshot: &Snapshot) -> Value {
     });
     let in_cluster = (snapshot.nodes.iter()).any(|n| n.address == id.node && n.cluster);
     if in_cluster {
-        row["slot"] = json!(key_slot(&id.key));
+        row["slot"] = json!(hash_slot(&id.key));
     }
     for metric in Metric::ALL {
         if snapshot.counts(&id.node, metric) {

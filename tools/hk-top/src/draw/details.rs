@@ -9,7 +9,7 @@ use crate::console::Console;
 use crate::hot_keys::KeyId;
 use crate::metric::{error_bar, Bounds, Metric, Rates};
 use crate::render::printable_key;
-use crate::slot::{hash_tag, key_slot};
+use heavykeeper_tracker::hash_slot::{hash_slot, hash_tag};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
 use ratatui::symbols::Marker;
@@ -75,7 +75,7 @@ fn facts(console: &Console, id: &KeyId) -> Vec<Line<'static>> {
         let tag = hash_tag(&id.key).map_or(String::new(), |t| {
             format!(" (hash tag {{{}}})", printable_key(t))
         });
-        lines.push(field("SLOT", format!("{}{tag}", key_slot(&id.key))));
+        lines.push(field("SLOT", format!("{}{tag}", hash_slot(&id.key))));
     }
     lines.push(rates_line(console, id));
     lines.push(Line::raw(""));

@@ -7,8 +7,8 @@ use crate::fixtures::{
     busy_snapshot, console, id, key, long_key, misses_snapshot, node_address, BINARY_KEY,
     MISSING_KEY, NODES,
 };
-use crate::slot::key_slot;
 use crossterm::event::KeyCode;
+use heavykeeper_tracker::hash_slot::hash_slot;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::collections::HashSet;
@@ -192,7 +192,7 @@ fn details_show_the_whole_name_its_node_slot_and_rates() {
         all.contains(&format!("NODE     {} (primary)", node_address(3))),
         "{all}"
     );
-    let slot = key_slot(very_long.as_bytes());
+    let slot = hash_slot(very_long.as_bytes());
     assert!(
         all.contains(&format!("SLOT     {slot} (hash tag {{tenant42}})")),
         "{all}"

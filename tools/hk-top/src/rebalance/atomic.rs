@@ -1,10 +1,20 @@
-//! Valkey 9's own slot migration (`CLUSTER MIGRATESLOTS`): the source
+//! The servers' own slot migration, where they have it: the source
 //! streams the slots to the target, which takes them over atomically, with
-//! no `ASK` and no key briefly on neither node. hk-top starts one job per
-//! pair of primaries and watches it in the source's `CLUSTER
-//! GETSLOTMIGRATIONS` until it ends; the server carries a job on if hk-top
-//! is interrupted, and a later run waits for it (see `apply.rs`).
+//! no `ASK` and no key briefly on neither node. Two dialects:
+//! - Valkey 9: `CLUSTER MIGRATESLOTS SLOTSRANGE .. NODE id` on the source,
+//!   watched in its `CLUSTER GETSLOTMIGRATIONS` (ends `success`, `failed`
+//!   or `cancelled`);
+//! - Redis 8.4: `CLUSTER MIGRATION IMPORT lo hi ..` on the target, which
+//!   answers a task id, watched in `CLUSTER MIGRATION STATUS ID id` (ends
+//!   `completed` or `canceled`; a `failed` task is retried by the server
+//!   itself, so hk-top gives up on it only after [`REDIS_RETRIES`], and
+//!   then cancels it on the target).
+//!
+//! hk-top starts one job per pair of primaries and waits for it; the
+//! server carries a job on if hk-top is interrupted, and a later run waits
+//! for it (`apply.rs`).
 
+use super::error::Error;
 use super::link::Link;
 use super::migrate::Endpoint;
 use redis::Value;
@@ -12,45 +22,93 @@ use std::time::{Duration, Instant};
 
 /// How often a job is looked at.
 const POLL: Duration = Duration::from_millis(50);
+/// A Redis task that failed this many times is cancelled.
+pub const REDIS_RETRIES: i64 = 5;
 
-/// Does the node have `CLUSTER MIGRATESLOTS`?
-pub fn supported(link: &mut dyn Link, address: &str) -> bool {
-    let mut cmd = redis::cmd("COMMAND");
-    cmd.arg("INFO").arg("CLUSTER|MIGRATESLOTS");
-    matches!(link.run(address, &cmd), Ok(Value::Array(items)) if items.first().is_some_and(|i| *i != Value::Nil))
+/// Which of the servers' own migrations a node has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// Valkey 9's `CLUSTER MIGRATESLOTS`.
+    Valkey,
+    /// Redis 8.4's `CLUSTER MIGRATION`.
+    Redis,
 }
 
-/// One row of `CLUSTER GETSLOTMIGRATIONS`.
+impl Flavor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Valkey => "CLUSTER MIGRATESLOTS",
+            Flavor::Redis => "CLUSTER MIGRATION",
+        }
+    }
+}
+
+/// The node's own migration, if it has one.
+pub fn flavor(link: &mut dyn Link, address: &str) -> Option<Flavor> {
+    let has = |link: &mut dyn Link, name: &str| {
+        let mut cmd = redis::cmd("COMMAND");
+        cmd.arg("INFO").arg(name);
+        matches!(link.run(address, &cmd), Ok(Value::Array(items)) if items.first().is_some_and(|i| *i != Value::Nil))
+    };
+    if has(link, "CLUSTER|MIGRATESLOTS") {
+        Some(Flavor::Valkey)
+    } else if has(link, "CLUSTER|MIGRATION") {
+        Some(Flavor::Redis)
+    } else {
+        None
+    }
+}
+
+/// One job, as either dialect lists it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Job {
+    /// Valkey's `name`, Redis's `id`.
     pub name: String,
-    pub operation: String,
     pub slot_ranges: String,
     pub source: String,
     pub target: String,
     pub state: String,
+    /// Valkey's `message`, Redis's `last_error`.
     pub message: String,
+    /// Redis: how often the server retried a failed task.
+    pub retries: i64,
 }
 
 impl Job {
-    /// `success`, `failed` or `cancelled`: the job is over.
-    pub fn ended(&self) -> bool {
-        matches!(self.state.as_str(), "success" | "failed" | "cancelled")
+    /// Over for good: Valkey's `success`, `failed`, `cancelled`; Redis's
+    /// `completed`, `canceled` (a Redis `failed` task is retried).
+    pub fn ended(&self, flavor: Flavor) -> bool {
+        match flavor {
+            Flavor::Valkey => matches!(self.state.as_str(), "success" | "failed" | "cancelled"),
+            Flavor::Redis => matches!(self.state.as_str(), "completed" | "canceled"),
+        }
+    }
+
+    pub fn succeeded(&self) -> bool {
+        matches!(self.state.as_str(), "success" | "completed")
     }
 }
 
 /// The jobs a node knows, running or recently ended; none where the
 /// command is unknown.
-pub fn jobs(link: &mut dyn Link, address: &str) -> Vec<Job> {
+pub fn jobs(link: &mut dyn Link, flavor: Flavor, address: &str) -> Vec<Job> {
     let mut cmd = redis::cmd("CLUSTER");
-    cmd.arg("GETSLOTMIGRATIONS");
-    match link.run(address, &cmd) {
+    match flavor {
+        Flavor::Valkey => cmd.arg("GETSLOTMIGRATIONS"),
+        Flavor::Redis => cmd.arg("MIGRATION").arg("STATUS").arg("ALL"),
+    };
+    listed(link.run(address, &cmd))
+}
+
+fn listed(reply: redis::RedisResult<Value>) -> Vec<Job> {
+    match reply {
         Ok(Value::Array(rows)) => rows.iter().filter_map(job_of).collect(),
         _ => Vec::new(),
     }
 }
 
-/// A job as flat `name value` pairs (RESP2) or a map (RESP3).
+/// A job as flat `name value` pairs (RESP2) or a map (RESP3), in either
+/// dialect's field names.
 fn job_of(row: &Value) -> Option<Job> {
     let pairs: Vec<(String, String)> = match row {
         Value::Array(flat) => (flat.chunks(2))
@@ -61,20 +119,20 @@ fn job_of(row: &Value) -> Option<Job> {
             .collect(),
         _ => return None,
     };
-    let field = |name: &str| {
+    let field = |names: &[&str]| {
         (pairs.iter())
-            .find(|(k, _)| k == name)
+            .find(|(k, _)| names.contains(&k.as_str()))
             .map(|(_, v)| v.clone())
             .unwrap_or_default()
     };
     Some(Job {
-        name: field("name"),
-        operation: field("operation"),
-        slot_ranges: field("slot_ranges"),
-        source: field("source_node"),
-        target: field("target_node"),
-        state: field("state"),
-        message: field("message"),
+        name: field(&["name", "id"]),
+        slot_ranges: field(&["slot_ranges", "slots"]),
+        source: field(&["source_node", "source"]),
+        target: field(&["target_node", "dest"]),
+        state: field(&["state"]),
+        message: field(&["message", "last_error"]),
+        retries: field(&["retries"]).parse().unwrap_or(0),
     })
 }
 
@@ -102,83 +160,152 @@ pub fn ranges(slots: &[u16]) -> Vec<(u16, u16)> {
     out
 }
 
+/// Valkey refuses its own migration where a loaded module has not
+/// declared it can follow one: the one place its text is read.
+fn refusal(node: &str, reply: &str) -> Option<Error> {
+    reply
+        .contains("does not support atomic slot migration")
+        .then(|| Error::AtomicRefused {
+            node: node.to_string(),
+            reply: reply.to_string(),
+        })
+}
+
 /// Moves `slots` from `source` to `target` in one job and waits for it;
 /// `progress` hears the job's state as it changes.
 pub fn migrate_slots(
     link: &mut dyn Link,
-    source: &Endpoint,
-    target: &Endpoint,
+    flavor: Flavor,
+    pair: (&Endpoint, &Endpoint),
     slots: &[u16],
     timeout: Duration,
     progress: &mut dyn FnMut(&str),
-) -> Result<(), String> {
-    let before: Vec<String> = jobs(link, &source.address)
-        .into_iter()
+) -> Result<(), Error> {
+    let (source, target) = pair;
+    // Valkey's jobs are the source's, Redis's the target's.
+    let watched = match flavor {
+        Flavor::Valkey => source,
+        Flavor::Redis => target,
+    };
+    let before: Vec<String> = (jobs(link, flavor, &watched.address).into_iter())
         .map(|j| j.name)
         .collect();
-    let mut cmd = redis::cmd("CLUSTER");
-    // One SLOTSRANGE, then every range's pair: the keyword once per
-    // target (a second SLOTSRANGE before NODE is a syntax error).
-    cmd.arg("MIGRATESLOTS").arg("SLOTSRANGE");
-    for (lo, hi) in ranges(slots) {
-        cmd.arg(lo).arg(hi);
-    }
-    cmd.arg("NODE").arg(&target.id);
-    (link.run(&source.address, &cmd))
-        .map_err(|e| format!("{}: CLUSTER MIGRATESLOTS: {e}", source.address))?;
+    let task = start(link, flavor, source, target, slots)?;
     let deadline = Instant::now() + timeout;
     let mut last_state = String::new();
     loop {
-        let job = (jobs(link, &source.address).into_iter())
-            .find(|j| !before.contains(&j.name) && j.target == target.id);
+        let job = (jobs(link, flavor, &watched.address).into_iter()).find(|j| match &task {
+            Some(id) => &j.name == id,
+            None => !before.contains(&j.name) && j.target == target.id,
+        });
         if let Some(job) = job {
             if job.state != last_state {
                 progress(&job.state);
                 last_state = job.state.clone();
             }
-            if job.ended() {
-                return match job.state.as_str() {
-                    "success" => Ok(()),
-                    _ => Err(format!(
-                        "{}: slot migration {}: {} {}",
-                        source.address, job.name, job.state, job.message
-                    )),
-                };
+            if job.succeeded() {
+                return Ok(());
+            }
+            let given_up = flavor == Flavor::Redis && job.retries >= REDIS_RETRIES;
+            if job.ended(flavor) || given_up {
+                if given_up {
+                    cancel(link, flavor, &watched.address, &job.name);
+                }
+                let reply = format!("slot migration {}: {} {}", job.name, job.state, job.message);
+                return Err(refusal(&source.address, &job.message)
+                    .unwrap_or_else(|| Error::node(&watched.address, flavor.name(), reply)));
             }
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "{}: slot migration to {} did not end in {timeout:?}",
-                source.address, target.address
+            if let Some(id) = &task {
+                cancel(link, flavor, &watched.address, id);
+            }
+            return Err(Error::node(
+                &watched.address,
+                flavor.name(),
+                format!(
+                    "the slot migration to {} did not end in {timeout:?}",
+                    target.address
+                ),
             ));
         }
         std::thread::sleep(POLL);
     }
 }
 
+/// Starts the job: Redis answers its task id, Valkey only `OK`.
+fn start(
+    link: &mut dyn Link,
+    flavor: Flavor,
+    source: &Endpoint,
+    target: &Endpoint,
+    slots: &[u16],
+) -> Result<Option<String>, Error> {
+    let mut cmd = redis::cmd("CLUSTER");
+    let at = match flavor {
+        Flavor::Valkey => {
+            // One SLOTSRANGE, then every range's pair: the keyword once per
+            // target (a second SLOTSRANGE before NODE is a syntax error).
+            cmd.arg("MIGRATESLOTS").arg("SLOTSRANGE");
+            for (lo, hi) in ranges(slots) {
+                cmd.arg(lo).arg(hi);
+            }
+            cmd.arg("NODE").arg(&target.id);
+            source
+        }
+        Flavor::Redis => {
+            cmd.arg("MIGRATION").arg("IMPORT");
+            for (lo, hi) in ranges(slots) {
+                cmd.arg(lo).arg(hi);
+            }
+            target
+        }
+    };
+    match link.run(&at.address, &cmd) {
+        Ok(Value::BulkString(id)) => Ok(Some(String::from_utf8_lossy(&id).into_owned())),
+        Ok(_) => Ok(None),
+        Err(e) => {
+            let reply = e.to_string();
+            Err(refusal(&at.address, &reply)
+                .unwrap_or_else(|| Error::node(&at.address, flavor.name(), reply)))
+        }
+    }
+}
+
+fn cancel(link: &mut dyn Link, flavor: Flavor, address: &str, id: &str) {
+    let mut cmd = redis::cmd("CLUSTER");
+    match flavor {
+        // Valkey cancels every export of the source at once.
+        Flavor::Valkey => cmd.arg("CANCELSLOTMIGRATIONS"),
+        Flavor::Redis => cmd.arg("MIGRATION").arg("CANCEL").arg("ID").arg(id),
+    };
+    let _ = link.run(address, &cmd);
+}
+
 /// Waits for every job still running on `addresses` (one an interrupted
 /// run left to the server) to end.
 pub fn wait_running(
     link: &mut dyn Link,
+    flavor: Flavor,
     addresses: &[String],
     timeout: Duration,
     progress: &mut dyn FnMut(&Job),
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let deadline = Instant::now() + timeout;
     loop {
         let running: Vec<Job> = (addresses.iter())
-            .flat_map(|a| jobs(link, a))
-            .filter(|j| !j.ended())
+            .flat_map(|a| jobs(link, flavor, a))
+            .filter(|j| !j.ended(flavor))
             .collect();
         if running.is_empty() {
             return Ok(());
         }
         running.iter().for_each(&mut *progress);
         if Instant::now() > deadline {
-            return Err(format!(
-                "{} slot migrations still running after {timeout:?}",
+            return Err(Error::Unfit(format!(
+                "{} slot migrations of the servers' own still running after {timeout:?}",
                 running.len()
-            ));
+            )));
         }
         std::thread::sleep(POLL * 4);
     }
@@ -263,8 +390,8 @@ mod tests {
         let mut seen = Vec::new();
         migrate_slots(
             &mut server,
-            &endpoint("S"),
-            &endpoint("T"),
+            Flavor::Valkey,
+            (&endpoint("S"), &endpoint("T")),
             &[9, 3, 4, 5],
             Duration::from_secs(5),
             &mut |s| seen.push(s.to_string()),
@@ -288,14 +415,106 @@ mod tests {
         };
         let error = migrate_slots(
             &mut failing,
-            &endpoint("S"),
-            &endpoint("T"),
+            Flavor::Valkey,
+            (&endpoint("S"), &endpoint("T")),
             &[1],
             Duration::from_secs(5),
             &mut |_| {},
         )
         .unwrap_err();
-        assert!(error.contains("failed"), "{error}");
+        assert!(error.to_string().contains("failed"), "{error}");
+    }
+
+    /// Redis 8.4: IMPORT on the target answers a task id, STATUS ID
+    /// follows it; a task the server keeps retrying is cancelled.
+    struct Redis84 {
+        states: VecDeque<(&'static str, i64)>,
+        sent: Vec<(String, String)>,
+    }
+
+    impl Link for Redis84 {
+        fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
+            let line: Vec<String> = (cmd.args_iter())
+                .map(|a| match a {
+                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).to_string(),
+                    redis::Arg::Cursor => String::new(),
+                })
+                .collect();
+            let line = line.join(" ");
+            self.sent.push((address.to_string(), line.clone()));
+            if line.starts_with("CLUSTER MIGRATION IMPORT") {
+                return Ok(Value::BulkString(b"task1".to_vec()));
+            }
+            if line == "CLUSTER MIGRATION STATUS ALL" {
+                let started = self
+                    .sent
+                    .iter()
+                    .any(|(_, l)| l.starts_with("CLUSTER MIGRATION IMPORT"));
+                if !started {
+                    return Ok(Value::Array(Vec::new()));
+                }
+                let (state, retries) = if self.states.len() > 1 {
+                    self.states.pop_front().unwrap_or(("completed", 0))
+                } else {
+                    self.states.front().copied().unwrap_or(("completed", 0))
+                };
+                let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+                return Ok(Value::Array(vec![Value::Map(vec![
+                    (bulk("id"), bulk("task1")),
+                    (bulk("slots"), bulk("3-5")),
+                    (bulk("dest"), bulk("T")),
+                    (bulk("state"), bulk(state)),
+                    (bulk("last_error"), bulk("")),
+                    (bulk("retries"), Value::Int(retries)),
+                ])]));
+            }
+            Ok(Value::Int(1))
+        }
+    }
+
+    #[test]
+    fn redis_imports_on_the_target_and_cancels_a_task_that_keeps_failing() {
+        let endpoint = |id: &str| Endpoint {
+            id: id.into(),
+            address: format!("h:{id}"),
+        };
+        let mut server = Redis84 {
+            states: VecDeque::from([("connecting", 0), ("streaming-buffer", 0), ("completed", 0)]),
+            sent: Vec::new(),
+        };
+        let mut seen = Vec::new();
+        migrate_slots(
+            &mut server,
+            Flavor::Redis,
+            (&endpoint("S"), &endpoint("T")),
+            &[3, 4, 5],
+            Duration::from_secs(5),
+            &mut |s| seen.push(s.to_string()),
+        )
+        .unwrap();
+        assert_eq!(seen, ["connecting", "streaming-buffer", "completed"]);
+        assert!(server.sent.contains(&(
+            "h:T".to_string(),
+            "CLUSTER MIGRATION IMPORT 3 5".to_string()
+        )));
+        let mut failing = Redis84 {
+            states: VecDeque::from([("failed", 1), ("failed", REDIS_RETRIES)]),
+            sent: Vec::new(),
+        };
+        let error = migrate_slots(
+            &mut failing,
+            Flavor::Redis,
+            (&endpoint("S"), &endpoint("T")),
+            &[3],
+            Duration::from_secs(5),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("failed"), "{error}");
+        assert!(failing.sent.contains(&(
+            "h:T".to_string(),
+            "CLUSTER MIGRATION CANCEL ID task1".to_string()
+        )));
     }
 
     #[test]
@@ -332,7 +551,7 @@ mod tests {
             ),
             ("j1", "T", "0-100")
         );
-        assert!(job.ended());
+        assert!(job.ended(Flavor::Valkey) && job.succeeded());
         assert_eq!(job_of(&Value::Int(3)), None);
     }
 }

@@ -1,9 +1,15 @@
-//! The moves hk-top has begun and not finished, on disk: a slot found
-//! half-migrated (`MIGRATING`/`IMPORTING`) that the journal lists was left
-//! by an interrupted run and is hk-top's to finish or roll back; one it
-//! does not list belongs to someone else (an operator's `redis-cli
-//! --cluster reshard`, another tool), and hk-top refuses to start.
+//! What hk-top did to a cluster, on disk: the moves begun and not finished,
+//! and the moves made lately.
+//!
+//! A slot found half-migrated (`MIGRATING`/`IMPORTING`) that the journal
+//! lists as begun was left by an interrupted run and is hk-top's to finish
+//! or roll back; one it does not list belongs to someone else (an
+//! operator's `redis-cli --cluster reshard`, another tool), and hk-top
+//! refuses to start. The moves made, with their time, are what the
+//! cooldown reads: a slot moved is not moved again within it, run after
+//! run (moves older than [`KEPT_MS`] are forgotten).
 
+use heavykeeper_rebalance::Moved;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -14,9 +20,24 @@ pub struct Entry {
     pub target: String,
 }
 
+/// A move made: the slot, from and to (addresses), when (unix ms).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Done {
+    pub slot: u16,
+    pub from: String,
+    pub to: String,
+    pub at_ms: i64,
+}
+
+/// How long a move made is remembered: longer than any sensible cooldown.
+pub const KEPT_MS: i64 = 7 * 24 * 3600 * 1000;
+/// And at most this many (one per slot is all a cooldown needs).
+const KEPT_MOVES: usize = 16384;
+
 pub struct Journal {
     path: PathBuf,
     open: Vec<Entry>,
+    done: Vec<Done>,
 }
 
 impl Journal {
@@ -30,15 +51,16 @@ impl Journal {
     /// The journal at `path`; none there is an empty one. A file that is
     /// not a journal is an error, not something to overwrite.
     pub fn open(path: &Path) -> Result<Journal, String> {
-        let open = match std::fs::read(path) {
+        let (open, done) = match std::fs::read(path) {
             Ok(bytes) => parse(&bytes)
                 .ok_or_else(|| format!("{} is not a rebalance journal", path.display()))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Vec::new(), Vec::new()),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
         Ok(Journal {
             path: path.to_path_buf(),
             open,
+            done,
         })
     }
 
@@ -50,6 +72,19 @@ impl Journal {
         (self.open.iter()).any(|e| e.slot == slot && e.source == source && e.target == target)
     }
 
+    /// Moves begun and not finished.
+    pub fn open_moves(&self) -> &[Entry] {
+        &self.open
+    }
+
+    /// The moves made lately, as the cooldown reads them.
+    pub fn moved(&self) -> impl Iterator<Item = Moved> + '_ {
+        (self.done.iter()).map(|d| Moved {
+            slot: d.slot,
+            at_ms: d.at_ms,
+        })
+    }
+
     /// Written before the first command of a slot's move.
     pub fn begin(&mut self, entry: Entry) -> Result<(), String> {
         self.open.retain(|e| e.slot != entry.slot);
@@ -57,14 +92,28 @@ impl Journal {
         self.save()
     }
 
-    /// Written once the slot is the target's.
+    /// Written once the slot is the target's, or back with its source, or
+    /// was never touched.
     pub fn end(&mut self, slot: u16) -> Result<(), String> {
         self.open.retain(|e| e.slot != slot);
         self.save()
     }
 
+    /// Written once a move is made: it ends the slot's entry too.
+    pub fn moved_now(&mut self, done: Done) -> Result<(), String> {
+        self.open.retain(|e| e.slot != done.slot);
+        let oldest = done.at_ms - KEPT_MS;
+        self.done.retain(|d| d.at_ms >= oldest);
+        self.done.push(done);
+        if self.done.len() > KEPT_MOVES {
+            let extra = self.done.len() - KEPT_MOVES;
+            self.done.drain(..extra);
+        }
+        self.save()
+    }
+
     fn save(&self) -> Result<(), String> {
-        if self.open.is_empty() {
+        if self.open.is_empty() && self.done.is_empty() {
             return match std::fs::remove_file(&self.path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     Err(format!("{}: {e}", self.path.display()))
@@ -72,29 +121,49 @@ impl Journal {
                 _ => Ok(()),
             };
         }
-        let entries: Vec<Value> = (self.open.iter())
+        let open: Vec<Value> = (self.open.iter())
             .map(|e| json!({"slot": e.slot, "source": e.source, "target": e.target}))
+            .collect();
+        let done: Vec<Value> = (self.done.iter())
+            .map(|d| json!({"slot": d.slot, "from": d.from, "to": d.to, "at_ms": d.at_ms}))
             .collect();
         // Written aside and renamed: a run stopped mid-write leaves the old
         // journal, never half of one.
         let aside = self.path.with_extension("json.new");
-        std::fs::write(&aside, json!({ "open": entries }).to_string())
+        std::fs::write(&aside, json!({ "open": open, "moved": done }).to_string())
             .and_then(|()| std::fs::rename(&aside, &self.path))
             .map_err(|e| format!("{}: {e}", self.path.display()))
     }
 }
 
-fn parse(bytes: &[u8]) -> Option<Vec<Entry>> {
+fn parse(bytes: &[u8]) -> Option<(Vec<Entry>, Vec<Done>)> {
     let value: Value = serde_json::from_slice(bytes).ok()?;
-    (value.get("open")?.as_array()?.iter())
+    let slot = |e: &Value| u16::try_from(e.get("slot")?.as_u64()?).ok();
+    let text = |e: &Value, name: &str| Some(e.get(name)?.as_str()?.to_string());
+    let open = (value.get("open")?.as_array()?.iter())
         .map(|e| {
             Some(Entry {
-                slot: u16::try_from(e.get("slot")?.as_u64()?).ok()?,
-                source: e.get("source")?.as_str()?.to_string(),
-                target: e.get("target")?.as_str()?.to_string(),
+                slot: slot(e)?,
+                source: text(e, "source")?,
+                target: text(e, "target")?,
             })
         })
-        .collect()
+        .collect::<Option<Vec<Entry>>>()?;
+    // A journal from before the cooldown has no moves made.
+    let done = match value.get("moved") {
+        None => Vec::new(),
+        Some(moved) => (moved.as_array()?.iter())
+            .map(|d| {
+                Some(Done {
+                    slot: slot(d)?,
+                    from: text(d, "from")?,
+                    to: text(d, "to")?,
+                    at_ms: d.get("at_ms")?.as_i64()?,
+                })
+            })
+            .collect::<Option<Vec<Done>>>()?,
+    };
+    Some((open, done))
 }
 
 #[cfg(test)]
@@ -102,7 +171,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn begun_moves_survive_a_restart_and_ended_ones_leave_no_file() {
+    fn begun_moves_survive_a_restart_and_made_ones_are_remembered() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.json");
         let mut journal = Journal::open(&path).unwrap();
@@ -119,8 +188,30 @@ mod tests {
         assert!(!again.owns(8, "S", "T") && !again.owns(7, "S", "X"));
         let mut again = again;
         again.end(7).unwrap();
-        assert!(!path.exists());
+        assert!(!path.exists(), "nothing begun, nothing made: no file");
+        again.begin(entry(9)).unwrap();
+        let done = |slot, at_ms| Done {
+            slot,
+            from: "a:1".into(),
+            to: "a:2".into(),
+            at_ms,
+        };
+        again.moved_now(done(9, 1_000)).unwrap();
+        again.moved_now(done(10, KEPT_MS + 2_000)).unwrap();
+        let read = Journal::open(&path).unwrap();
+        assert!(read.open_moves().is_empty());
+        let moved: Vec<Moved> = read.moved().collect();
+        assert_eq!(
+            moved,
+            [Moved {
+                slot: 10,
+                at_ms: KEPT_MS + 2_000
+            }],
+            "a move older than a week is forgotten"
+        );
         std::fs::write(&path, "not json").unwrap();
         assert!(Journal::open(&path).is_err());
+        std::fs::write(&path, r#"{"open": []}"#).unwrap();
+        assert!(Journal::open(&path).is_ok(), "an older journal still reads");
     }
 }

@@ -1,45 +1,162 @@
 //! The executor's only way to the servers: one command to one node. The
 //! migration steps are written against [`Link`], so that what they send is
 //! all there is of their I/O.
+//!
+//! [`Pool`] waits out what passes: a node that stalls (a fork, a slow
+//! disk, `DEBUG SLEEP`), restarts, fails over or is loading answers again
+//! within [`Patience`], and the command is sent again on a fresh
+//! connection. That is safe because every step of a move can be run twice
+//! (`migrate.rs`): a command that timed out may still run on the server,
+//! and running it again changes nothing. Past the patience the node's
+//! error is the step's: the caller stops between slots, or closes the slot
+//! in hand first.
 
 use crate::access::Access;
-use redis::{Cmd, Connection, RedisResult, Value};
+use redis::{Cmd, Connection, ErrorKind, RedisError, RedisResult, Value};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 pub trait Link {
     /// Runs `cmd` on the node at `address` (`host:port`).
     fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value>;
 }
 
-/// One connection per node, opened on first use and again after an I/O
-/// error (a node that restarted, a timeout).
-pub struct Pool {
-    access: Access,
-    connections: HashMap<String, Connection>,
+/// How long a node that stopped answering is waited for, and how long one
+/// reply may take (past it the connection is dropped and the command sent
+/// again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Patience {
+    pub wait: Duration,
+    pub reply: Duration,
 }
 
+/// Hears each node a pool starts waiting for, and why.
+type OnWait = Box<dyn FnMut(&str, &RedisError)>;
+
+/// One connection per node, opened on first use and again after an error
+/// that may pass.
+pub struct Pool {
+    access: Access,
+    patience: Patience,
+    connections: HashMap<String, Connection>,
+    on_wait: OnWait,
+}
+
+/// Between two tries: doubling, at most this.
+const MOST_BETWEEN_TRIES: Duration = Duration::from_secs(2);
+
 impl Pool {
-    pub fn new(access: &Access) -> Self {
+    pub fn new(access: &Access, patience: Patience) -> Self {
         Pool {
             access: access.clone(),
+            patience,
             connections: HashMap::new(),
+            on_wait: Box::new(|_, _| {}),
         }
+    }
+
+    /// `on_wait(address, error)` hears each wait as it begins.
+    pub fn on_wait(mut self, on_wait: impl FnMut(&str, &RedisError) + 'static) -> Self {
+        self.on_wait = Box::new(on_wait);
+        self
+    }
+
+    fn once(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
+        let con = match self.connections.entry(address.to_string()) {
+            Entry::Occupied(open) => open.into_mut(),
+            Entry::Vacant(none) => {
+                none.insert(self.access.connect_waiting(address, self.patience.reply)?)
+            }
+        };
+        cmd.query::<Value>(con)
     }
 }
 
 impl Link for Pool {
     fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
-        let con = match self.connections.entry(address.to_string()) {
-            Entry::Occupied(open) => open.into_mut(),
-            Entry::Vacant(none) => none.insert(self.access.connect(address)?),
-        };
-        let reply = cmd.query::<Value>(con);
-        if let Err(e) = &reply {
-            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
-                self.connections.remove(address);
+        let deadline = Instant::now() + self.patience.wait;
+        let mut pause = Duration::from_millis(100);
+        let mut waiting = false;
+        loop {
+            let reply = self.once(address, cmd);
+            let Err(e) = &reply else {
+                return reply;
+            };
+            if !may_pass(e) {
+                return reply;
             }
+            // Whatever the connection was in the middle of is lost with it.
+            self.connections.remove(address);
+            if e.kind() == ErrorKind::IoError && interrupted(e) {
+                continue;
+            }
+            if Instant::now() + pause > deadline {
+                return reply;
+            }
+            if !waiting {
+                waiting = true;
+                (self.on_wait)(address, e);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(MOST_BETWEEN_TRIES);
         }
-        reply
+    }
+}
+
+/// An error that says nothing of the command: the node is unreachable,
+/// slow, restarting, loading, failing over, or a call was interrupted.
+pub fn may_pass(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || matches!(
+            e.kind(),
+            ErrorKind::TryAgain
+                | ErrorKind::ClusterDown
+                | ErrorKind::BusyLoadingError
+                | ErrorKind::MasterDown
+        )
+        // MIGRATE's own: the source could not reach the target in time.
+        || e.code() == Some("IOERR")
+}
+
+fn interrupted(e: &RedisError) -> bool {
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::Interrupted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_may_pass_is_the_nodes_state_not_the_commands_fault() {
+        let io = |kind| RedisError::from(std::io::Error::new(kind, "x"));
+        assert!(may_pass(&io(std::io::ErrorKind::Interrupted)));
+        assert!(may_pass(&io(std::io::ErrorKind::WouldBlock)));
+        assert!(may_pass(&io(std::io::ErrorKind::ConnectionRefused)));
+        assert!(interrupted(&io(std::io::ErrorKind::Interrupted)));
+        // As the server sends them.
+        let reply = |line: &str| {
+            redis::parse_redis_value(format!("-{line}\r\n").as_bytes())
+                .and_then(Value::extract_error)
+                .unwrap_err()
+        };
+        assert!(may_pass(&reply(
+            "TRYAGAIN Multiple keys request during rehashing of slot"
+        )));
+        assert!(may_pass(&reply(
+            "LOADING Redis is loading the dataset in memory"
+        )));
+        assert!(may_pass(&reply("CLUSTERDOWN The cluster is down")));
+        assert!(may_pass(&reply(
+            "IOERR error or timeout reading to target instance"
+        )));
+        assert!(!may_pass(&reply("ERR I'm not the owner of hash slot 7")));
+        assert!(!may_pass(&reply("BUSYKEY Target key name already exists.")));
+        assert!(!may_pass(&reply("MOVED 7 127.0.0.1:7001")));
     }
 }

@@ -5,12 +5,16 @@
 //! and its hottest keys (`HK.HOTKEYS`, for the advice on what no move
 //! fixes). A module from before the bounds gives the rates alone.
 
+use super::error::Error;
+use super::slot_stats;
 use super::topology::ClusterNode;
 use crate::access::Access;
 use crate::hot_keys::node_hot_keys;
 use crate::metric::Metric;
-use crate::slot::key_slot;
-use heavykeeper_rebalance::{Bounds, HotKey, Input, LoadBounds, Measured, NodeSlots, SlotLoad};
+use heavykeeper_rebalance::{
+    Bounds, HotKey, Input, LoadBounds, Measured, NodeSlots, SlotLoad, SlotStats,
+};
+use heavykeeper_tracker::hash_slot::hash_slot;
 use redis::{RedisResult, Value};
 use std::collections::BTreeMap;
 
@@ -18,7 +22,143 @@ use std::collections::BTreeMap;
 /// (a key above 1/n of the traffic is among the first n of its node).
 const HOT_KEYS_PER_NODE: usize = 20;
 
-/// The planner's input for `primaries`, named by address.
+/// Where the slot rates come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The heavykeeper tracker on every primary (`HK.HOTSLOTS`).
+    Module,
+    /// The servers' own `CLUSTER SLOT-STATS`.
+    SlotStats,
+}
+
+impl Source {
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Module => "module",
+            Source::SlotStats => "slot-stats",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Source> {
+        match name {
+            "module" => Some(Source::Module),
+            "slot-stats" => Some(Source::SlotStats),
+            _ => None,
+        }
+    }
+}
+
+/// The source to measure with: `asked`, or the module where every primary
+/// has it, else the servers' slot statistics where they have them.
+pub fn choose_source(
+    access: &Access,
+    primaries: &[&ClusterNode],
+    asked: Option<Source>,
+) -> Result<Source, Error> {
+    let mut module_everywhere = true;
+    let mut stats_everywhere = true;
+    for node in primaries {
+        let mut con = (access.connect(node.address()))
+            .map_err(|e| Error::node(node.address(), "connect", e))?;
+        module_everywhere &= has_command(&mut con, "HK.HOTSLOTS");
+        stats_everywhere &= slot_stats::supported(&mut con);
+    }
+    match asked {
+        Some(Source::Module) if !module_everywhere => Err(Error::Usage(
+            "--source module: not every primary has the heavykeeper module loaded".into(),
+        )),
+        Some(Source::SlotStats) if !stats_everywhere => Err(Error::Usage(
+            "--source slot-stats: not every primary has CLUSTER SLOT-STATS (Valkey 8+, Redis 8.2+)".into(),
+        )),
+        Some(source) => Ok(source),
+        None if module_everywhere => Ok(Source::Module),
+        None if stats_everywhere => Ok(Source::SlotStats),
+        None => Err(Error::Unfit(
+            "nothing measures the slots' load: load the heavykeeper module on every primary (heavykeeper.track yes), or use a server with CLUSTER SLOT-STATS (Valkey 8+, Redis 8.2+) and cluster-slot-stats-enabled yes".into(),
+        )),
+    }
+}
+
+/// Measures the slots' load, round after round.
+pub struct Meter {
+    source: Source,
+    window: std::time::Duration,
+    /// The servers' slot statistics as last read: the next rates start there.
+    last: Option<slot_stats::Reading>,
+    /// The slots' statistics over the window before, to rank them by (see
+    /// `SlotLoad::earlier`).
+    earlier: BTreeMap<u16, SlotStats>,
+}
+
+impl Meter {
+    pub fn new(source: Source, window: std::time::Duration) -> Meter {
+        Meter {
+            source,
+            window,
+            last: None,
+            earlier: BTreeMap::new(),
+        }
+    }
+
+    /// The planner's input now: the trackers' rates, or the slot
+    /// statistics' since the last reading, ranked by the window before (the
+    /// first time, one window split in two; `stop` cuts the wait short).
+    pub fn input(
+        &mut self,
+        access: &Access,
+        primaries: &[&ClusterNode],
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Input, Error> {
+        match self.source {
+            Source::Module => measure(access, primaries)
+                .map_err(|e| Error::Unfit(format!("measuring the slots: {e}"))),
+            Source::SlotStats => {
+                let before = match self.last.take() {
+                    Some(reading) => reading,
+                    None => {
+                        let first = slot_stats::read(access, primaries)?;
+                        wait(self.window / 2, stop);
+                        let half = slot_stats::read(access, primaries)?;
+                        self.earlier = per_slot(&slot_stats::rates(&first, &half));
+                        wait(self.window / 2, stop);
+                        half
+                    }
+                };
+                let now = slot_stats::read(access, primaries)?;
+                let mut input = slot_stats::rates(&before, &now);
+                let ranked_by = std::mem::replace(&mut self.earlier, per_slot(&input));
+                for slot in input.nodes.iter_mut().flat_map(|n| n.slots.iter_mut()) {
+                    slot.earlier = Some(ranked_by.get(&slot.slot).copied().unwrap_or_default());
+                }
+                self.last = Some(now);
+                Ok(input)
+            }
+        }
+    }
+}
+
+fn wait(span: std::time::Duration, stop: &dyn Fn() -> bool) {
+    let until = std::time::Instant::now() + span;
+    while std::time::Instant::now() < until && !stop() {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn per_slot(input: &Input) -> BTreeMap<u16, SlotStats> {
+    (input.nodes.iter().flat_map(|n| n.slots.iter()))
+        .map(|s| (s.slot, s.stats))
+        .collect()
+}
+
+fn has_command(con: &mut redis::Connection, name: &str) -> bool {
+    matches!(
+        redis::cmd("COMMAND").arg("INFO").arg(name).query::<Value>(con),
+        Ok(Value::Array(items)) if items.first().is_some_and(|i| *i != Value::Nil)
+    )
+}
+
+/// The planner's input for `primaries`, named by address, from their
+/// trackers.
 pub fn measure(access: &Access, primaries: &[&ClusterNode]) -> RedisResult<Input> {
     let mut input = Input::default();
     for node in primaries {
@@ -77,6 +217,8 @@ pub fn hot_slots(con: &mut redis::Connection) -> RedisResult<Vec<SlotLoad>> {
             writes_per_second: f(2)?,
             keys: 0,
             bounds: bounds.transpose()?,
+            stats: Default::default(),
+            earlier: None,
         });
     }
     Ok(slots)
@@ -142,7 +284,7 @@ fn hot_keys(con: &mut redis::Connection, address: &str) -> RedisResult<Vec<HotKe
     Ok(joined
         .into_iter()
         .map(|(key, (reads, writes))| HotKey {
-            slot: key_slot(&key),
+            slot: hash_slot(&key),
             key,
             reads_per_second: reads,
             writes_per_second: writes,

@@ -7,8 +7,9 @@
 //! (an interrupted run) is finished by running them all again, or rolled
 //! back ([`roll_back`]).
 
+use super::error::Error;
 use super::link::Link;
-use redis::{Cmd, Value};
+use redis::{Cmd, ErrorKind, Value};
 
 /// A primary as the migration addresses it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,20 +50,21 @@ pub fn migrate_slot(
     others: &[Endpoint],
     login: &Login,
     progress: &mut dyn FnMut(u64),
-) -> Result<Moved, String> {
+) -> Result<Moved, Error> {
     let mut moved = Moved::default();
     let importing = setslot(link, &target.address, slot, "IMPORTING", Some(&source.id));
     match importing {
         Ok(()) => {}
         // The target has it already: an earlier run got as far as giving
         // it the slot; what is left is telling the others.
-        Err(e) if e.contains("already the owner") => {
+        Err(e) if owns_already(&e) => {
             return finish(link, slot, source, target, others).map(|()| moved)
         }
-        Err(e) => return Err(format!("{}: SETSLOT IMPORTING: {e}", target.address)),
+        Err(e) => return Err(Error::node(&target.address, "SETSLOT IMPORTING", e)),
     }
+    crate::fault::stop_if_asked("importing");
     setslot(link, &source.address, slot, "MIGRATING", Some(&target.id))
-        .map_err(|e| format!("{}: SETSLOT MIGRATING: {e}", source.address))?;
+        .map_err(|e| Error::node(&source.address, "SETSLOT MIGRATING", e))?;
     crate::fault::stop_if_asked("migrating");
     loop {
         let keys = keys_in_slot(link, &source.address, slot)?;
@@ -75,6 +77,7 @@ pub fn migrate_slot(
         }
         moved.keys += keys.len() as u64;
         progress(moved.keys);
+        crate::fault::stop_if_asked("keys");
     }
     finish(link, slot, source, target, others)?;
     Ok(moved)
@@ -89,10 +92,11 @@ fn finish(
     source: &Endpoint,
     target: &Endpoint,
     others: &[Endpoint],
-) -> Result<(), String> {
+) -> Result<(), Error> {
     for node in [target, source] {
         setslot(link, &node.address, slot, "NODE", Some(&target.id))
-            .map_err(|e| format!("{}: SETSLOT NODE: {e}", node.address))?;
+            .map_err(|e| Error::node(&node.address, "SETSLOT NODE", e))?;
+        crate::fault::stop_if_asked("given");
     }
     for node in others {
         // A primary that misses this learns it by gossip: not a failure.
@@ -110,9 +114,9 @@ pub fn roll_back(
     source: &Endpoint,
     target: &Endpoint,
     login: &Login,
-) -> Result<u64, String> {
+) -> Result<u64, Error> {
     setslot(link, &source.address, slot, "STABLE", None)
-        .map_err(|e| format!("{}: SETSLOT STABLE: {e}", source.address))?;
+        .map_err(|e| Error::node(&source.address, "SETSLOT STABLE", e))?;
     let mut back = 0;
     loop {
         let keys = keys_in_slot(link, &target.address, slot)?;
@@ -124,8 +128,14 @@ pub fn roll_back(
         back += keys.len() as u64;
     }
     setslot(link, &target.address, slot, "STABLE", None)
-        .map_err(|e| format!("{}: SETSLOT STABLE: {e}", target.address))?;
+        .map_err(|e| Error::node(&target.address, "SETSLOT STABLE", e))?;
     Ok(back)
+}
+
+/// `SETSLOT IMPORTING` on a target that serves the slot already: an
+/// earlier run gave it the slot.
+fn owns_already(e: &redis::RedisError) -> bool {
+    e.kind() == ErrorKind::ResponseError && e.to_string().contains("already the owner")
 }
 
 fn setslot(
@@ -134,22 +144,21 @@ fn setslot(
     slot: u16,
     state: &str,
     node: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), redis::RedisError> {
     let mut cmd = redis::cmd("CLUSTER");
     cmd.arg("SETSLOT").arg(slot).arg(state);
     if let Some(node) = node {
         cmd.arg(node);
     }
-    link.run(address, &cmd).map(drop).map_err(|e| e.to_string())
+    link.run(address, &cmd).map(drop)
 }
 
-fn keys_in_slot(link: &mut dyn Link, address: &str, slot: u16) -> Result<Vec<Vec<u8>>, String> {
+fn keys_in_slot(link: &mut dyn Link, address: &str, slot: u16) -> Result<Vec<Vec<u8>>, Error> {
     let mut cmd = redis::cmd("CLUSTER");
     cmd.arg("GETKEYSINSLOT").arg(slot).arg(BATCH);
-    let reply =
-        (link.run(address, &cmd)).map_err(|e| format!("{address}: GETKEYSINSLOT {slot}: {e}"))?;
-    redis::from_redis_value::<Vec<Vec<u8>>>(&reply)
-        .map_err(|e| format!("{address}: GETKEYSINSLOT {slot}: {e}"))
+    let step = || format!("GETKEYSINSLOT {slot}");
+    let reply = (link.run(address, &cmd)).map_err(|e| Error::node(address, step(), e))?;
+    redis::from_redis_value::<Vec<Vec<u8>>>(&reply).map_err(|e| Error::node(address, step(), e))
 }
 
 /// `MIGRATE host port "" 0 timeout [REPLACE] [AUTH..] KEYS k..`; true if the
@@ -161,7 +170,7 @@ fn migrate_keys(
     keys: &[Vec<u8>],
     login: &Login,
     replace: bool,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let (host, port) = split_address(&to.address);
     let mut cmd = redis::cmd("MIGRATE");
     cmd.arg(host)
@@ -180,7 +189,11 @@ fn migrate_keys(
     match link.run(&from.address, &cmd) {
         Ok(Value::Okay) | Ok(Value::SimpleString(_)) | Ok(_) => Ok(false),
         Err(e) if !replace && is_busy_key(&e) => Ok(true),
-        Err(e) => Err(format!("{}: MIGRATE to {}: {e}", from.address, to.address)),
+        Err(e) => Err(Error::node(
+            &from.address,
+            format!("MIGRATE to {}", to.address),
+            e,
+        )),
     }
 }
 

@@ -1,32 +1,50 @@
-//! `hk-top rebalance`: a plan of slot moves from the slot rates the
-//! primaries' trackers measure (the planner is `crates/rebalance`), printed
-//! as text or JSON, and with `--apply` carried out on the live cluster.
-//! See docs/rebalance.md.
+//! `hk-top rebalance`: a plan of slot moves from the load each primary
+//! measures per slot (the planner is `crates/rebalance`), printed as text
+//! or JSON; with `--apply` carried out on the live cluster, with
+//! `--roll-back` what an interrupted run left given back, and with
+//! `--watch` left running, measuring, planning and moving in rounds. See
+//! docs/rebalance.md.
+//!
+//! The load comes from the heavykeeper tracker where every primary has the
+//! module, else from the servers' own `CLUSTER SLOT-STATS`. A run that
+//! moves slots holds the cluster's lease (`lease.rs`) and keeps a journal
+//! (`journal.rs`): one run at a time per cluster, what an interrupted run
+//! began is finished by the next, and a slot moved is not moved again
+//! within its cooldown.
 
 mod apply;
 mod atomic;
+mod cpu;
+mod error;
 mod health;
+mod interrupt;
 mod journal;
+mod lease;
 mod link;
 mod measure;
 mod migrate;
 mod output;
 mod plan_file;
+mod slot_stats;
 mod topology;
+mod watching;
 
+use crate::access::Access;
 use crate::Options;
-use apply::{Method, Report, Settings};
+use apply::{Method, MoveMade, Report, Run, Settings};
 use clap::builder::PossibleValuesParser;
 use clap::ArgAction;
-use heavykeeper_rebalance::{Measure, Plan};
+use error::Error;
+use heavykeeper_rebalance::{Cooldown, Measure, Plan};
+use interrupt::Stop;
 use journal::Journal;
-use link::Pool;
+use lease::Lease;
+use link::{Patience, Pool};
+use measure::{Meter, Source};
 use migrate::Login;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -35,53 +53,171 @@ pub struct Args {
     /// Print help
     #[arg(long, action = ArgAction::Help)]
     help: Option<bool>,
-    /// Print the plan (and with --apply what was done) as JSON
+    /// Print the plan (and with --apply what was done; with --watch each round and move) as JSON
     #[arg(long)]
     json: bool,
     /// Carry the plan out on the cluster
     #[arg(long)]
     apply: bool,
-    /// The rate to balance: reads plus writes, reads or writes
-    #[arg(long, default_value = "total", value_parser = PossibleValuesParser::new(["total", "reads", "writes"]))]
+    /// Leave it running: measure, plan and move in rounds (Ctrl-C ends it between slots)
+    #[arg(long, conflicts_with = "plan")]
+    watch: bool,
+    /// What measures the slots' load: the heavykeeper module's tracker, or the servers' own CLUSTER SLOT-STATS [auto: the module where every primary has it]
+    #[arg(long, default_value = "auto", value_parser = PossibleValuesParser::new(["auto", "module", "slot-stats"]))]
+    source: String,
+    /// The load to balance: reads plus writes, reads or writes (the module); cpu or network (slot-stats) [auto: total with the module, cpu with slot-stats]
+    #[arg(long, default_value = "auto", value_parser = PossibleValuesParser::new(["auto", "total", "reads", "writes", "cpu", "network"]))]
     measure: String,
+    /// With slot-stats: the seconds between the two readings a rate is taken from
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    window_s: u64,
     /// How far above the mean share a primary may stay (0.2: 40% of three primaries)
     #[arg(long, default_value_t = 0.2)]
     tolerance: f64,
-    /// At most this many slot moves in one run
+    /// --apply: measure again after the moves and move again while a primary is still over the target, at most this many passes in all [2 with slot-stats: a node's CPU per command rises as its load falls; 1 with the module]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10))]
+    passes: Option<u64>,
+    /// At most this many slot moves in one run (with --watch: in one round) [--watch: 32]
     #[arg(long)]
     max_moves: Option<usize>,
-    /// How slots move: the server's own (Valkey 9 CLUSTER MIGRATESLOTS) where every primary has it, or MIGRATE key by key
+    /// The least cluster-wide load worth balancing, in the measure's unit [100 commands/s; cpu: 1000 µs/s; network: 10000 bytes/s]
+    #[arg(long)]
+    min_load: Option<f64>,
+    /// A slot moved is not moved again within this many seconds (remembered in the journal)
+    #[arg(long, default_value_t = 300)]
+    cooldown_s: u64,
+    /// How slots move: the servers' own (Valkey 9 CLUSTER MIGRATESLOTS, Redis 8.4 CLUSTER MIGRATION) where every primary has it, or MIGRATE key by key
     #[arg(long, default_value = "auto", value_parser = PossibleValuesParser::new(["auto", "standard", "atomic"]))]
     migration: String,
-    /// A slot left half-migrated by an interrupted run is rolled back to its source instead of finished
+    /// Give slots an interrupted run left half-migrated back to their source (alone: only that; with --apply: then plan and move)
     #[arg(long)]
     roll_back: bool,
     /// Take over half-migrated slots this tool did not start (finish or roll them back)
     #[arg(long)]
     adopt: bool,
-    /// Where the moves under way are written [a file in the temporary directory, named after the cluster]
+    /// Where the moves under way and made are written [a file in the temporary directory, named after the cluster]
     #[arg(long, value_name = "FILE")]
     journal: Option<PathBuf>,
     /// Carry out this plan (the JSON an earlier `rebalance --json` printed) instead of measuring a new one
     #[arg(long, value_name = "FILE", requires = "apply")]
     plan: Option<PathBuf>,
-    /// The longest one slot (or one job of the server's own migration) may take, in seconds
+    /// The longest one slot (or one job of the servers' own migration) may take, in seconds
     #[arg(long, default_value_t = 600)]
     timeout_s: u64,
+    /// How long a node that stops answering (stalled, restarting, failing over) is waited for before the run stops between slots, in seconds
+    #[arg(long, default_value_t = 60)]
+    patience_s: u64,
+    /// --watch: seconds between rounds
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    interval_s: u64,
+    /// --watch: act only on an imbalance seen in this many rounds in a row
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    confirm: u64,
+    /// --watch: pause while a node the moves touch uses more than this share of a core (main thread)
+    #[arg(long, default_value_t = 0.9)]
+    cpu_line: f64,
+    /// --watch: end after this many rounds
+    #[arg(long)]
+    rounds: Option<u64>,
+}
+
+/// What the command line asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    /// Print a plan.
+    Plan,
+    /// Give back what an interrupted run left, and stop.
+    RollBack,
+    /// Plan (or read a plan) and carry it out.
+    Apply,
+    /// Measure, plan and move in rounds.
+    Watch,
 }
 
 impl Args {
-    fn planner_options(&self) -> heavykeeper_rebalance::Options {
-        let measure = match self.measure.as_str() {
-            "reads" => Measure::Reads,
-            "writes" => Measure::Writes,
-            _ => Measure::Total,
+    fn action(&self) -> Result<Action, Error> {
+        let action = if self.watch {
+            Action::Watch
+        } else if self.apply {
+            Action::Apply
+        } else if self.roll_back {
+            Action::RollBack
+        } else {
+            Action::Plan
+        };
+        if self.adopt && action == Action::Plan {
+            return Err(Error::Usage(
+                "--adopt takes over half-migrated slots: give it with --apply, --roll-back or --watch"
+                    .into(),
+            ));
+        }
+        Ok(action)
+    }
+
+    /// The measure asked for, checked against the source.
+    fn measure_for(&self, source: Source) -> Result<Measure, Error> {
+        let measure = match (self.measure.as_str(), source) {
+            ("auto", Source::Module) | ("total", _) => Measure::Total,
+            ("auto", Source::SlotStats) | ("cpu", _) => Measure::Cpu,
+            ("reads", _) => Measure::Reads,
+            ("writes", _) => Measure::Writes,
+            _ => Measure::Network,
+        };
+        match (source, measure.is_slot_stats()) {
+            (Source::Module, true) => Err(Error::Usage(format!(
+                "--measure {}: the module measures reads and writes (total, reads, writes); cpu and network are --source slot-stats",
+                measure.name()
+            ))),
+            (Source::SlotStats, false) => Err(Error::Usage(format!(
+                "--measure {}: CLUSTER SLOT-STATS measures cpu and network; reads and writes are the module's",
+                measure.name()
+            ))),
+            _ => Ok(measure),
+        }
+    }
+
+    fn planner_options(&self, measure: Measure, action: Action) -> heavykeeper_rebalance::Options {
+        let min_total = self.min_load.unwrap_or(match measure {
+            Measure::Cpu => 1_000.0,
+            Measure::Network => 10_000.0,
+            _ => 100.0,
+        });
+        let max_moves = match action {
+            Action::Watch => Some(self.max_moves.unwrap_or(32)),
+            _ => self.max_moves,
         };
         heavykeeper_rebalance::Options {
             measure,
             tolerance: self.tolerance,
-            max_moves: self.max_moves,
+            max_moves,
+            min_total,
+            frozen: Default::default(),
         }
+    }
+
+    fn settings(&self, access: &Access) -> Settings {
+        Settings {
+            method: Method::parse(&self.migration),
+            roll_back: self.roll_back,
+            adopt: self.adopt,
+            login: Login {
+                username: access.username.clone(),
+                password: access.password.clone(),
+            },
+            timeout: Duration::from_secs(self.timeout_s),
+        }
+    }
+
+    fn patience(&self) -> Patience {
+        Patience {
+            wait: Duration::from_secs(self.patience_s),
+            // Longer than MIGRATE's own timeout for a batch (10 s).
+            reply: Duration::from_secs(15),
+        }
+    }
+
+    fn cooldown_ms(&self) -> i64 {
+        i64::try_from(self.cooldown_s.saturating_mul(1000)).unwrap_or(i64::MAX)
     }
 }
 
@@ -91,106 +227,169 @@ fn log(line: String) {
 }
 
 pub fn run(args: &Args, o: &Options) -> ExitCode {
-    match plan_and_apply(args, o) {
+    let result = args.action().and_then(|action| {
+        // Signals are taken by a thread of their own before any other
+        // starts, when slots may move (`interrupt.rs`).
+        let stop = match action {
+            Action::Plan => Stop::never(),
+            _ => interrupt::on_signal_stop(),
+        };
+        match action {
+            Action::Watch => watching::watch(args, o, &stop),
+            _ => once(args, o, action, &stop),
+        }
+    });
+    match result {
         Ok(code) => code,
-        Err(Failure::Refused(message)) => {
-            eprintln!("hk-top rebalance: {message}");
-            ExitCode::from(3)
-        }
-        Err(Failure::Error(message)) => {
-            eprintln!("hk-top rebalance: {message}");
-            ExitCode::FAILURE
+        Err(e) => {
+            eprintln!("hk-top rebalance: {e}");
+            e.exit_code()
         }
     }
 }
 
-enum Failure {
-    /// The cluster is not fit to move slots in: nothing was done.
-    Refused(String),
-    Error(String),
+/// The exit status of a run a signal stopped between slots.
+fn interrupted(stop: &Stop) -> ExitCode {
+    ExitCode::from(128 + stop.signal().unwrap_or(2).clamp(1, 127) as u8)
 }
 
-fn plan_and_apply(args: &Args, o: &Options) -> Result<ExitCode, Failure> {
-    let (mut views, mut health) = apply::settled(&o.access, &o.address).map_err(Failure::Error)?;
-    let mut link = Pool::new(&o.access);
-    let mut report = Report::default();
-    let settings = Settings {
-        method: Method::parse(&args.migration),
-        roll_back: args.roll_back,
-        adopt: args.adopt,
-        login: Login {
-            username: o.access.username.clone(),
-            password: o.access.password.clone(),
-        },
-        timeout: Duration::from_secs(args.timeout_s),
-    };
-    let mut journal = open_journal(args, &views).map_err(Failure::Error)?;
-    if args.apply {
-        apply::recover(
-            &mut link,
-            &views,
-            &health,
-            &mut journal,
-            &settings,
-            &mut report,
-            &mut log,
-        )
-        .map_err(Failure::Refused)?;
-        if report.resumed + report.rolled_back > 0 {
-            (views, health) = apply::settled(&o.access, &o.address).map_err(Failure::Error)?;
-        }
+/// Plan, apply or roll back once.
+fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCode, Error> {
+    let (views, health) = apply::settled(&o.access, &o.address)?;
+    if action == Action::Plan {
+        let (plan, source) = measured_plan(args, o, &views, action, &Cooldown::new(0, []), stop)?;
+        print_plan(args, &plan, source, &health.problems);
+        print_result(args, &plan, source, &health, None, &[]);
+        return Ok(ExitCode::SUCCESS);
     }
-    let plan = match &args.plan {
-        Some(path) => reviewed_plan(path, &views)?,
-        None => {
-            let primaries = views.primaries();
-            let input = measure::measure(&o.access, &primaries)
-                .map_err(|e| Failure::Error(e.to_string()))?;
-            heavykeeper_rebalance::plan(&input, &args.planner_options())
-        }
+    let mut journal = open_journal(args, &views)?;
+    let lease = Lease::take(&o.access, &views)?;
+    let mut link = Pool::new(&o.access, args.patience())
+        .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")));
+    let settings = args.settings(&o.access);
+    let mut on_move = |_: &MoveMade| {};
+    let mut say = log;
+    let mut run = Run {
+        link: &mut link,
+        access: &o.access,
+        views,
+        journal: &mut journal,
+        settings: &settings,
+        stop,
+        lease: &lease,
+        report: Report::default(),
+        log: &mut say,
+        on_move: &mut on_move,
     };
-    if !args.json && args.plan.is_some() {
-        println!("{} slots to move, as planned", plan.moves.len());
-    } else if !args.json {
-        println!("{}", output::plan_text(&plan));
-        health
-            .problems
-            .iter()
-            .for_each(|p| log(format!("warning: {p}")));
+    run.recover(&health)?;
+    if action == Action::RollBack {
+        let report = run.report.clone();
+        print_recovery(args, &report);
+        return Ok(ExitCode::SUCCESS);
     }
-    if args.apply && !plan.moves.is_empty() {
-        let method = apply::choose(&mut link, &views, settings.method).map_err(Failure::Error)?;
-        let stop = stop_on_signal();
-        let done = apply::execute(
-            &mut link,
-            &views,
-            &plan,
-            method,
-            &mut journal,
-            &settings,
-            &stop,
-            &mut report,
-            &mut log,
-        );
-        print_result(args, &plan, &health, Some(&report));
-        done.map_err(Failure::Error)?;
+    let (views, health) = if run.report.resumed + run.report.rolled_back > 0 {
+        apply::settled(&o.access, &o.address)?
     } else {
-        print_result(args, &plan, &health, args.apply.then_some(&report));
+        (run.views.clone(), health)
+    };
+    run.views = views.clone();
+    let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
+    let (plan, source) = match &args.plan {
+        Some(path) => (reviewed_plan(path, &views)?, "plan-file"),
+        None => measured_plan(args, o, &views, action, &cooldown, stop)?,
+    };
+    if args.plan.is_some() && !args.json {
+        println!("{} slots to move, as planned", plan.moves.len());
+    } else {
+        print_plan(args, &plan, source, &health.problems);
+    }
+    let mut done = carry_out(&mut run, &plan, None);
+    let mut later = Vec::new();
+    let passes = args
+        .passes
+        .unwrap_or(if source == "slot-stats" { 2 } else { 1 });
+    while done.as_ref().is_ok_and(|m| m.is_some())
+        && !run.report.interrupted
+        && args.plan.is_none()
+        && (later.len() as u64) + 1 < passes
+    {
+        let (views, _) = apply::settled(&o.access, &o.address)?;
+        run.views = views.clone();
+        let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
+        let (again, _) = measured_plan(args, o, &views, action, &cooldown, stop)?;
+        if again.moves.is_empty() {
+            later.push(again);
+            break;
+        }
+        log(format!(
+            "measured again: {} more slots to move",
+            again.moves.len()
+        ));
+        done = carry_out(&mut run, &again, done.ok().flatten());
+        later.push(again);
+    }
+    print_result(args, &plan, source, &health, Some(&run.report), &later);
+    done?;
+    if run.report.interrupted {
+        return Ok(interrupted(stop));
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The plan in `path`, if the cluster is still where it found it.
-fn reviewed_plan(path: &std::path::Path, views: &topology::Views) -> Result<Plan, Failure> {
+/// Moves `plan`'s slots (the method chosen once per run: `method`, or
+/// chosen now); the method, where anything was moved.
+fn carry_out(
+    run: &mut Run,
+    plan: &Plan,
+    method: Option<apply::Chosen>,
+) -> Result<Option<apply::Chosen>, Error> {
+    if plan.moves.is_empty() {
+        return Ok(method);
+    }
+    let method = match method {
+        Some(method) => method,
+        None => run.choose()?,
+    };
+    run.execute(&plan.moves, method)?;
+    Ok(Some(method))
+}
+
+/// A plan from the cluster's load now, slots in their cooldown frozen.
+fn measured_plan(
+    args: &Args,
+    o: &Options,
+    views: &topology::Views,
+    action: Action,
+    cooldown: &Cooldown,
+    stop: &Stop,
+) -> Result<(Plan, &'static str), Error> {
+    let primaries = views.primaries();
+    let source = measure::choose_source(&o.access, &primaries, Source::parse(&args.source))?;
+    let measure = args.measure_for(source)?;
+    let mut meter = Meter::new(source, Duration::from_secs(args.window_s));
+    if source == Source::SlotStats {
+        log(format!(
+            "measuring CLUSTER SLOT-STATS over {} s",
+            args.window_s
+        ));
+    }
+    let input = meter.input(&o.access, &primaries, &|| stop.asked())?;
+    let mut options = args.planner_options(measure, action);
+    options.frozen = cooldown.frozen(apply::now_ms());
+    Ok((heavykeeper_rebalance::plan(&input, &options), source.name()))
+}
+
+/// The plan in `path`, checked whole against the cluster now.
+fn reviewed_plan(path: &std::path::Path, views: &topology::Views) -> Result<Plan, Error> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::Error(format!("{}: {e}", path.display())))?;
+        .map_err(|e| Error::Local(format!("{}: {e}", path.display())))?;
     let plan =
-        plan_file::parse(&text).map_err(|e| Failure::Error(format!("{}: {e}", path.display())))?;
-    plan_file::check(&plan, views).map_err(Failure::Refused)?;
+        plan_file::parse(&text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
+    plan_file::check(&plan, views)?;
     Ok(plan)
 }
 
-fn open_journal(args: &Args, views: &topology::Views) -> Result<Journal, String> {
+fn open_journal(args: &Args, views: &topology::Views) -> Result<Journal, Error> {
     let path = match &args.journal {
         Some(path) => path.clone(),
         None => {
@@ -201,17 +400,7 @@ fn open_journal(args: &Args, views: &topology::Views) -> Result<Journal, String>
             Journal::default_path(&first)
         }
     };
-    Journal::open(&path)
-}
-
-/// A signal ends the run between two slots (a second one as usual).
-fn stop_on_signal() -> Arc<AtomicBool> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register_conditional_shutdown(signal, 1, Arc::clone(&stop));
-        let _ = signal_hook::flag::register(signal, Arc::clone(&stop));
-    }
-    stop
+    Journal::open(&path).map_err(Error::Local)
 }
 
 fn report_json(report: &Report) -> Value {
@@ -224,13 +413,41 @@ fn report_json(report: &Report) -> Value {
         "seconds": report.seconds,
         "interrupted": report.interrupted,
         "atomic_refused": report.atomic_refused,
+        "failovers": report.failovers,
     })
 }
 
-fn print_result(args: &Args, plan: &Plan, health: &health::Health, report: Option<&Report>) {
+fn print_plan(args: &Args, plan: &Plan, source: &str, problems: &[String]) {
+    if !args.json {
+        println!("{}", output::plan_text(plan, source));
+        problems.iter().for_each(|p| log(format!("warning: {p}")));
+    }
+}
+
+fn print_recovery(args: &Args, report: &Report) {
     if args.json {
-        let mut out = output::plan_json(plan);
+        println!("{}", json!({ "applied": report_json(report) }));
+    } else {
+        println!(
+            "rolled back {} slots, finished {}",
+            report.rolled_back, report.resumed
+        );
+    }
+}
+
+fn print_result(
+    args: &Args,
+    plan: &Plan,
+    source: &str,
+    health: &health::Health,
+    report: Option<&Report>,
+    later: &[Plan],
+) {
+    if args.json {
+        let mut out = output::plan_json(plan, source);
         out["problems"] = json!(health.problems);
+        // The plans of the passes after the first, each measured afresh.
+        out["later_passes"] = later.iter().map(|p| output::plan_json(p, source)).collect();
         if let Some(report) = report {
             out["applied"] = report_json(report);
         }

@@ -7,17 +7,22 @@ use base64::Engine;
 use heavykeeper_rebalance::{Advice, Plan, Remedy};
 use serde_json::{json, Value};
 
-pub fn plan_json(plan: &Plan) -> Value {
+pub fn plan_json(plan: &Plan, source: &str) -> Value {
     let moves: Vec<Value> = (plan.moves.iter())
         .map(|m| {
-            json!({
+            let mut row = json!({
                 "slot": m.slot,
                 "from": m.from,
                 "to": m.to,
                 "reads_per_second": m.reads_per_second,
                 "writes_per_second": m.writes_per_second,
                 "keys": m.keys,
-            })
+            });
+            if plan.measure.is_slot_stats() {
+                row["cpu_usec_per_second"] = json!(m.stats.cpu_usec);
+                row["network_bytes_per_second"] = json!(m.stats.network_bytes);
+            }
+            row
         })
         .collect();
     let nodes: Vec<Value> = (plan.nodes.iter())
@@ -32,7 +37,9 @@ pub fn plan_json(plan: &Plan) -> Value {
         })
         .collect();
     json!({
+        "source": source,
         "measure": plan.measure.name(),
+        "unit": plan.measure.unit(),
         "total_per_second": plan.total,
         "target_per_second": plan.target,
         "target_share": plan.share(plan.target),
@@ -42,6 +49,7 @@ pub fn plan_json(plan: &Plan) -> Value {
         "advice": plan.advice.iter().map(advice_json).collect::<Vec<Value>>(),
         "reaches_target": plan.reaches_target(),
         "cut_short": plan.cut_short,
+        "too_light": plan.too_light,
     })
 }
 
@@ -111,10 +119,11 @@ fn percent(share: f64) -> String {
 }
 
 /// The plan for a person: the primaries, the moves summed per pair, the advice.
-pub fn plan_text(plan: &Plan) -> String {
+pub fn plan_text(plan: &Plan, source: &str) -> String {
     let mut out = format!(
-        "{} per second: {:.1} in all; target: no primary above {} ({:.1}/s)\n",
+        "{} ({}, measured by {source}): {:.1} in all; target: no primary above {} ({:.1})\n",
         plan.measure.name(),
+        plan.measure.unit(),
         plan.total,
         percent(plan.share(plan.target)),
         plan.target
@@ -127,7 +136,9 @@ pub fn plan_text(plan: &Plan) -> String {
             percent(plan.share(n.after))
         ));
     }
-    if plan.moves.is_empty() {
+    if plan.too_light {
+        out.push_str("the cluster's load is under --min-load: nothing worth balancing\n");
+    } else if plan.moves.is_empty() {
         out.push_str("no slot to move\n");
     } else {
         out.push_str(&format!(
@@ -137,8 +148,9 @@ pub fn plan_text(plan: &Plan) -> String {
         ));
         for (from, to, slots, keys, load) in pairs(plan) {
             out.push_str(&format!(
-                "  {from} -> {to}: {slots} slots, {keys} keys, {:.1}/s\n",
-                load
+                "  {from} -> {to}: {slots} slots, {keys} keys, {:.1} {}\n",
+                load,
+                plan.measure.unit()
             ));
         }
     }
@@ -155,7 +167,7 @@ pub fn plan_text(plan: &Plan) -> String {
 fn pairs(plan: &Plan) -> Vec<(String, String, usize, u64, f64)> {
     let mut out: Vec<(String, String, usize, u64, f64)> = Vec::new();
     for m in &plan.moves {
-        let load = plan.measure.of(m.reads_per_second, m.writes_per_second);
+        let load = m.load(plan.measure);
         match out.iter_mut().find(|p| p.0 == m.from && p.1 == m.to) {
             Some(p) => {
                 p.2 += 1;

@@ -1,9 +1,12 @@
 //! `--plan FILE`: the moves of a plan printed earlier (`rebalance --json`),
-//! to carry out exactly what was reviewed. A plan the cluster has moved on
-//! from (a slot no longer where the plan found it) is refused whole.
+//! to carry out exactly what was reviewed. It is checked whole before the
+//! first move ([`heavykeeper_rebalance::check_plan`]): a slot listed
+//! twice, one no longer where the plan found it, a target that is not
+//! another primary, and the plan is refused with nothing touched.
 
+use super::error::Error;
 use super::topology::Views;
-use heavykeeper_rebalance::{Measure, Move, Plan};
+use heavykeeper_rebalance::{check_plan, Measure, Move, Plan};
 use serde_json::Value;
 
 /// The moves of the JSON plan in `text`.
@@ -23,6 +26,7 @@ pub fn parse(text: &str) -> Result<Plan, String> {
         nodes: Vec::new(),
         advice: Vec::new(),
         cut_short: false,
+        too_light: false,
     })
 }
 
@@ -36,29 +40,23 @@ fn one_move(m: &Value) -> Option<Move> {
         to: m.get("to")?.as_str()?.to_string(),
         reads_per_second: rate("reads_per_second"),
         writes_per_second: rate("writes_per_second"),
+        stats: Default::default(),
         keys: m.get("keys").and_then(Value::as_u64).unwrap_or(0),
     })
 }
 
-/// Is every move's slot still served by its `from`, and its `to` a primary?
-pub fn check(plan: &Plan, views: &Views) -> Result<(), String> {
-    let primaries = views.primaries();
-    for m in &plan.moves {
-        let serves = (primaries.iter()).any(|n| n.address() == m.from && n.owns(m.slot));
-        if !serves {
-            return Err(format!(
-                "the plan is stale: {} no longer serves slot {}; plan again",
-                m.from, m.slot
-            ));
-        }
-        if !primaries.iter().any(|n| n.address() == m.to) || m.to == m.from {
-            return Err(format!(
-                "the plan moves slot {} to {}, which is not another primary",
-                m.slot, m.to
-            ));
-        }
+/// Every move's slot once, served by its `from` now, to another primary.
+pub fn check(plan: &Plan, views: &Views) -> Result<(), Error> {
+    let primaries: Vec<String> = (views.primaries().iter())
+        .map(|n| n.address().to_string())
+        .collect();
+    let owner = |slot: u16| views.owner_of(slot).map(|n| n.address().to_string());
+    let problems = check_plan(&plan.moves, owner, &primaries);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Plan(problems))
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@ pub struct ClusterNode {
     id: String,
     address: String,
     flags: Vec<String>,
+    /// The primary it replicates (a replica's), by id.
+    replicates: Option<String>,
     connected: bool,
     slots: Vec<(u16, u16)>,
     /// `[slot->-id]`: slots this node is handing to `id`.
@@ -33,6 +35,11 @@ impl ClusterNode {
 
     pub fn is_primary(&self) -> bool {
         self.flags.iter().any(|f| f == "master")
+    }
+
+    /// The primary this node replicates, if it is a replica.
+    pub fn replicates(&self) -> Option<&str> {
+        self.replicates.as_deref()
     }
 
     pub fn is_myself(&self) -> bool {
@@ -94,6 +101,7 @@ fn parse_line(line: &str, asked: &str) -> Option<ClusterNode> {
         id: fields[0].to_string(),
         address,
         flags: fields[2].split(',').map(str::to_string).collect(),
+        replicates: (fields[3] != "-").then(|| fields[3].to_string()),
         connected: fields[7] == "connected",
         slots: Vec::new(),
         migrating: Vec::new(),
@@ -173,6 +181,25 @@ impl Views {
         Ok(Views { views })
     }
 
+    /// [`Views::read`] from the first of `addresses` that answers.
+    pub fn read_any(access: &Access, addresses: &[String]) -> RedisResult<Views> {
+        let mut last = None;
+        for address in addresses {
+            match Views::read(access, address) {
+                Ok(views) => return Ok(views),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            redis::RedisError::from((redis::ErrorKind::IoError, "no node to ask"))
+        }))
+    }
+
+    /// Every node address the views name.
+    pub fn addresses(&self) -> Vec<String> {
+        self.views.keys().cloned().collect()
+    }
+
     pub fn all(&self) -> impl Iterator<Item = (&str, &Result<View, String>)> {
         self.views.iter().map(|(a, v)| (a.as_str(), v))
     }
@@ -194,6 +221,25 @@ impl Views {
 
     pub fn by_id(&self, id: &str) -> Option<&ClusterNode> {
         self.selves().into_iter().find(|n| n.id() == id)
+    }
+
+    pub fn by_address(&self, address: &str) -> Option<&ClusterNode> {
+        self.selves().into_iter().find(|n| n.address() == address)
+    }
+
+    /// The primary that serves `slot`, as it says itself.
+    pub fn owner_of(&self, slot: u16) -> Option<&ClusterNode> {
+        self.primaries().into_iter().find(|n| n.owns(slot))
+    }
+
+    /// Where `node`'s part went if it failed over: the node itself while
+    /// it is a primary, else the primary it now replicates.
+    pub fn successor(&self, node: &ClusterNode) -> Option<&ClusterNode> {
+        let now = self.by_id(node.id())?;
+        if now.is_primary() {
+            return Some(now);
+        }
+        self.by_id(now.replicates()?).filter(|p| p.is_primary())
     }
 
     /// The slot map the primaries agree on (per slot, the owner's id), if

@@ -1,0 +1,232 @@
+//! `rebalance --watch`: left running, it measures, plans and moves in
+//! rounds, `--interval-s` apart. A round moves slots only when the
+//! imbalance has lasted `--confirm` rounds beyond the measurement's bounds
+//! and no node the moves touch is over `--cpu-line`
+//! ([`heavykeeper_rebalance::Watch`]); it moves at most `--max-moves`, and
+//! never a slot moved within `--cooldown-s` (the journal remembers, across
+//! runs). It holds the cluster's lease the whole time. Each move is a line
+//! on stdout (a JSON object with `--json`, as is each round); Ctrl-C ends
+//! it between two slots.
+
+use super::apply::{self, MoveMade, Report, Run};
+use super::cpu::CpuWatch;
+use super::error::Error;
+use super::interrupt::Stop;
+use super::lease::Lease;
+use super::link::Pool;
+use super::measure::{self, Meter, Source};
+use super::{interrupted, log, open_journal, report_json, Action, Args};
+use crate::Options;
+use heavykeeper_rebalance::{Cooldown, Plan, Verdict, Watch};
+use serde_json::json;
+use std::cell::Cell;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Rounds in a row whose moves failed before the watch gives up.
+const FAILED_ROUNDS: u32 = 3;
+
+pub fn watch(args: &Args, o: &Options, stop: &Stop) -> Result<ExitCode, Error> {
+    let (views, health) = apply::settled(&o.access, &o.address)?;
+    let source =
+        measure::choose_source(&o.access, &views.primaries(), Source::parse(&args.source))?;
+    let measure = args.measure_for(source)?;
+    let mut journal = open_journal(args, &views)?;
+    let lease = Lease::take(&o.access, &views)?;
+    let mut link = Pool::new(&o.access, args.patience())
+        .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")));
+    let settings = args.settings(&o.access);
+    let round = Cell::new(0u64);
+    let json = args.json;
+    let mut on_move = |m: &MoveMade| print_move(json, round.get(), m);
+    let mut say = log;
+    let mut run = Run {
+        link: &mut link,
+        access: &o.access,
+        views,
+        journal: &mut journal,
+        settings: &settings,
+        stop,
+        lease: &lease,
+        report: Report::default(),
+        log: &mut say,
+        on_move: &mut on_move,
+    };
+    run.recover(&health)?;
+    let mut meter = Meter::new(source, Duration::from_secs(args.window_s));
+    let mut watch = Watch::new(args.confirm as usize, args.cpu_line);
+    let mut cpu = CpuWatch::default();
+    let mut options = args.planner_options(measure, Action::Watch);
+    let mut method = None;
+    let mut failed_rounds = 0;
+    while !stop.asked() && args.rounds.is_none_or(|most| round.get() < most) {
+        round.set(round.get() + 1);
+        let began = Instant::now();
+        lease.check()?;
+        match one_round(
+            &mut run,
+            o,
+            &mut meter,
+            &mut options,
+            &mut cpu,
+            &mut watch,
+            args,
+        ) {
+            Ok(Some(plan)) => {
+                let chosen = match method {
+                    Some(chosen) => chosen,
+                    None => *method.insert(run.choose()?),
+                };
+                match run.execute(&plan.moves, chosen) {
+                    Ok(()) => failed_rounds = 0,
+                    Err(e) => {
+                        failed_rounds += 1;
+                        log(format!("round {}: {e}", round.get()));
+                        if failed_rounds >= FAILED_ROUNDS {
+                            return Err(e);
+                        }
+                    }
+                }
+                watch.acted();
+            }
+            Ok(None) => {}
+            // A round that cannot measure (a node down, the cluster
+            // unsettled) waits for the next.
+            Err(e) => log(format!("round {}: {e}", round.get())),
+        }
+        pause(args.interval_s, began, stop);
+    }
+    if json {
+        println!(
+            "{}",
+            json!({"event": "end", "rounds": round.get(), "applied": report_json(&run.report)})
+        );
+    } else {
+        println!(
+            "watched {} rounds: {} slots moved, {} keys",
+            round.get(),
+            run.report.moves_done,
+            run.report.keys_moved
+        );
+    }
+    if stop.asked() {
+        return Ok(interrupted(stop));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Measures and plans; the plan to carry out, if the round acts.
+fn one_round(
+    run: &mut Run<'_>,
+    o: &Options,
+    meter: &mut Meter,
+    options: &mut heavykeeper_rebalance::Options,
+    cpu: &mut CpuWatch,
+    watch: &mut Watch,
+    args: &Args,
+) -> Result<Option<Plan>, Error> {
+    let (views, health) = apply::settled(&o.access, &o.address)?;
+    run.views = views;
+    if !health.problems.is_empty() || !health.open.is_empty() {
+        run.recover(&health)?;
+    }
+    let primaries = run.views.primaries();
+    let input = meter.input(&o.access, &primaries, &|| run.stop.asked())?;
+    let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
+    options.frozen = cooldown.frozen(apply::now_ms());
+    let plan = heavykeeper_rebalance::plan(&input, options);
+    let addresses: Vec<String> = primaries.iter().map(|n| n.address().to_string()).collect();
+    let busy = cpu.sample(&o.access, &addresses);
+    let verdict = watch.observe(&plan, |node| busy.get(node).copied());
+    print_round(args.json, run, &plan, &verdict, options.frozen.len());
+    Ok((verdict == Verdict::Act).then_some(plan))
+}
+
+/// Waits out the rest of the interval, waking for a signal.
+fn pause(interval_s: u64, began: Instant, stop: &Stop) {
+    let until = began + Duration::from_secs(interval_s);
+    while Instant::now() < until && !stop.asked() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn verdict_text(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Balanced => "balanced".into(),
+        Verdict::Confirming { rounds, needed } => {
+            format!("over the target ({rounds} of {needed} rounds)")
+        }
+        Verdict::Stuck => {
+            "over the target, but nothing may move (cooldown, or slots too hot)".into()
+        }
+        Verdict::Paused { node, cpu } => format!("paused: {node} at {:.0}% of a core", cpu * 100.0),
+        Verdict::Act => "moving".into(),
+    }
+}
+
+fn verdict_name(verdict: &Verdict) -> &'static str {
+    match verdict {
+        Verdict::Balanced => "balanced",
+        Verdict::Confirming { .. } => "confirming",
+        Verdict::Stuck => "stuck",
+        Verdict::Paused { .. } => "paused",
+        Verdict::Act => "act",
+    }
+}
+
+fn print_round(json: bool, run: &Run<'_>, plan: &Plan, verdict: &Verdict, frozen: usize) {
+    let round = run.report.moves_done;
+    let shares: serde_json::Map<String, serde_json::Value> = (plan.nodes.iter())
+        .map(|n| (n.node.clone(), json!(plan.share(n.before))))
+        .collect();
+    let largest = (plan.nodes.iter())
+        .map(|n| plan.share(n.before))
+        .fold(0.0, f64::max);
+    if json {
+        println!(
+            "{}",
+            json!({
+                "event": "round",
+                "at_ms": apply::now_ms(),
+                "verdict": verdict_name(verdict),
+                "shares": shares,
+                "largest_share": largest,
+                "target_share": plan.share(plan.target),
+                "moves_planned": plan.moves.len(),
+                "slots_in_cooldown": frozen,
+                "moves_so_far": round,
+            })
+        );
+    } else {
+        log(format!(
+            "largest share {:.1}% (target {:.1}%): {}; {} moves planned",
+            largest * 100.0,
+            plan.share(plan.target) * 100.0,
+            verdict_text(verdict),
+            plan.moves.len()
+        ));
+    }
+}
+
+fn print_move(json: bool, round: u64, m: &MoveMade) {
+    if json {
+        println!(
+            "{}",
+            json!({
+                "event": "move",
+                "round": round,
+                "at_ms": apply::now_ms(),
+                "slot": m.slot,
+                "from": m.from,
+                "to": m.to,
+                "keys": m.keys,
+                "seconds": m.seconds,
+            })
+        );
+    } else {
+        println!(
+            "round {round}: moved slot {} {} -> {} ({} keys, {:.3} s)",
+            m.slot, m.from, m.to, m.keys, m.seconds
+        );
+    }
+}

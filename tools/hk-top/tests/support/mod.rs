@@ -1,0 +1,603 @@
+//! What the rebalance stories share: hk-top run as a user runs it, keys
+//! on known slots, and clients reading and writing through the cluster as
+//! a cluster client does (following `MOVED` and `ASK`, retrying `TRYAGAIN`)
+//! while every read is checked against the last write.
+
+#![allow(dead_code)] // each story uses its part
+
+pub use test_harness as common;
+
+use common::Cluster;
+use heavykeeper_tracker::hash_slot;
+use redis::{Connection, ErrorKind};
+use serde_json::Value as Json;
+use std::collections::HashMap;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{sleep, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// A tracker that counts every command and forgets in seconds: the slot
+/// rates follow the traffic once slots have moved.
+pub const TRACK_FAST: &[&str] = &["track", "yes", "track-sample", "1", "track-halflife", "3"];
+
+pub fn slot_of(key: &str) -> u16 {
+    hash_slot(key.as_bytes())
+}
+
+pub fn hk_top_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hk-top"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+pub fn hk_top(args: &[&str], env: &[(&str, &str)]) -> Output {
+    hk_top_command(args, env).output().expect("run hk-top")
+}
+
+/// hk-top started, its output piped, to be signalled or killed.
+pub fn hk_top_spawn(args: &[&str], env: &[(&str, &str)]) -> Child {
+    hk_top_command(args, env)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start hk-top")
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+pub fn json_of(out: &Output) -> Json {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
+}
+
+/// Per slot, the address serving it now.
+pub fn owner_map(cluster: &Cluster) -> Vec<String> {
+    let mut map = vec![String::new(); 16384];
+    for (address, ranges) in cluster.slot_ranges() {
+        for range in ranges {
+            for slot in range {
+                map[slot as usize] = address.clone();
+            }
+        }
+    }
+    map
+}
+
+/// `n` keys on distinct slots, and the node (index into the cluster's
+/// primaries) that serves each now.
+pub fn distinct_slot_keys(cluster: &Cluster, n: usize) -> Vec<(String, usize)> {
+    keys_per_slot(cluster, n, 1)
+}
+
+/// `per_slot` keys on each of `slots` distinct slots (hash tags), each
+/// with the node that serves it now.
+pub fn keys_per_slot(cluster: &Cluster, slots: usize, per_slot: usize) -> Vec<(String, usize)> {
+    let owners = owner_map(cluster);
+    let index: HashMap<String, usize> = (cluster.nodes.iter().enumerate())
+        .map(|(i, s)| (s.address(), i))
+        .collect();
+    let mut used = std::collections::HashSet::new();
+    let mut keys = Vec::new();
+    for i in 0.. {
+        if used.len() == slots {
+            break;
+        }
+        let tag = format!("item:{i}");
+        let slot = slot_of(&tag);
+        if !used.insert(slot) {
+            continue;
+        }
+        let node = index[&owners[slot as usize]];
+        if per_slot == 1 {
+            keys.push((tag, node));
+        } else {
+            keys.extend((0..per_slot).map(|j| (format!("{{{tag}}}:{j}"), node)));
+        }
+    }
+    keys
+}
+
+pub fn value_of(key: &str) -> String {
+    format!("value of {key}")
+}
+
+pub fn load_keys(cluster: &Cluster, keys: &[(String, usize)]) {
+    let mut cons: Vec<Connection> = cluster.nodes.iter().map(|n| n.client()).collect();
+    for chunk in keys.chunks(500) {
+        for (node, con) in cons.iter_mut().enumerate() {
+            let mut pipe = redis::pipe();
+            for (key, _) in chunk.iter().filter(|k| k.1 == node) {
+                pipe.cmd("SET").arg(key).arg(value_of(key)).ignore();
+            }
+            let _: () = pipe.query(con).expect("SET");
+        }
+    }
+}
+
+/// What the clients saw.
+#[derive(Debug, Default, Clone)]
+pub struct Seen {
+    pub gets: u64,
+    pub sets: u64,
+    pub moved: u64,
+    pub ask: u64,
+    pub try_again: u64,
+    /// Reads that found no value, or not the last one written.
+    pub lost: u64,
+    pub changed: u64,
+    pub other_errors: u64,
+    pub first_other_error: Option<String>,
+    /// Commands answered, per node address.
+    pub served: HashMap<String, u64>,
+}
+
+impl Seen {
+    pub fn failures(&self) -> (u64, u64, u64) {
+        (self.lost, self.changed, self.other_errors)
+    }
+
+    pub fn add(&mut self, other: &Seen) {
+        self.gets += other.gets;
+        self.sets += other.sets;
+        self.moved += other.moved;
+        self.ask += other.ask;
+        self.try_again += other.try_again;
+        self.lost += other.lost;
+        self.changed += other.changed;
+        self.other_errors += other.other_errors;
+        if self.first_other_error.is_none() {
+            self.first_other_error = other.first_other_error.clone();
+        }
+        for (a, n) in &other.served {
+            *self.served.entry(a.clone()).or_default() += n;
+        }
+    }
+}
+
+/// Which keys the GETs go to: `hot` gets `hot_share` of them.
+#[derive(Clone, Debug)]
+pub struct Mix {
+    pub hot: Vec<String>,
+    pub hot_share: f64,
+}
+
+/// Clients reading (and with `write_share`, writing) at a steady rate,
+/// each on its own keys, checking every read against its last write.
+pub struct Traffic {
+    stop: Arc<AtomicBool>,
+    seen: Arc<Mutex<Seen>>,
+    mix: Arc<Mutex<Mix>>,
+    threads: Vec<JoinHandle<HashMap<String, String>>>,
+}
+
+impl Traffic {
+    /// `weights[i]`: the part of the commands on node `i`'s keys (as they
+    /// are served now).
+    pub fn start(
+        cluster: &Cluster,
+        keys: &[(String, usize)],
+        weights: &[f64],
+        per_second: f64,
+    ) -> Traffic {
+        Self::start_writing(cluster, keys, weights, per_second, 0.0)
+    }
+
+    pub fn start_writing(
+        cluster: &Cluster,
+        keys: &[(String, usize)],
+        weights: &[f64],
+        per_second: f64,
+        write_share: f64,
+    ) -> Traffic {
+        let mut weighted: Vec<(String, f64)> = Vec::new();
+        for (i, w) in weights.iter().enumerate() {
+            let mine: Vec<&(String, usize)> = keys.iter().filter(|k| k.1 == i).collect();
+            for (key, _) in &mine {
+                weighted.push((key.clone(), w / mine.len().max(1) as f64));
+            }
+        }
+        Self::start_weighted(cluster, weighted, per_second, write_share)
+    }
+
+    /// Each key with its weight.
+    pub fn start_weighted(
+        cluster: &Cluster,
+        weighted: Vec<(String, f64)>,
+        per_second: f64,
+        write_share: f64,
+    ) -> Traffic {
+        let stop = Arc::new(AtomicBool::new(false));
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let mix = Arc::new(Mutex::new(Mix {
+            hot: Vec::new(),
+            hot_share: 0.0,
+        }));
+        let clients = 2;
+        let threads = (0..clients)
+            .map(|c| {
+                // Each client its own keys: it alone writes them, so its
+                // last write is what every read must find.
+                let mine: Vec<(String, f64)> = (weighted.iter().enumerate())
+                    .filter(|(i, _)| i % clients == c)
+                    .map(|(_, k)| k.clone())
+                    .collect();
+                let client = Client {
+                    seed: c as u64,
+                    map: owner_map(cluster),
+                    connections: HashMap::new(),
+                    expected: HashMap::new(),
+                };
+                let (stop, seen, mix) = (stop.clone(), seen.clone(), mix.clone());
+                let rate = per_second / clients as f64;
+                std::thread::spawn(move || client.run(mine, rate, write_share, &stop, &seen, &mix))
+            })
+            .collect();
+        Traffic {
+            stop,
+            seen,
+            mix,
+            threads,
+        }
+    }
+
+    /// From now on `share` of the reads go to `hot` (the rest as before).
+    pub fn set_hot(&self, hot: Vec<String>, share: f64) {
+        let mut mix = self.mix.lock().unwrap();
+        mix.hot = hot;
+        mix.hot_share = share;
+    }
+
+    pub fn seen(&self) -> Seen {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// What the clients saw, and the value each key must hold now.
+    pub fn stop(self) -> (Seen, HashMap<String, String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut expected = HashMap::new();
+        for t in self.threads {
+            expected.extend(t.join().expect("a traffic thread panicked"));
+        }
+        let seen = self.seen.lock().unwrap().clone();
+        (seen, expected)
+    }
+}
+
+/// A small xorshift: no rand dependency, the same run every time.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+struct Client {
+    seed: u64,
+    map: Vec<String>,
+    connections: HashMap<String, Connection>,
+    /// The last value this client wrote to each of its keys.
+    expected: HashMap<String, String>,
+}
+
+impl Client {
+    fn run(
+        mut self,
+        keys: Vec<(String, f64)>,
+        per_second: f64,
+        write_share: f64,
+        stop: &AtomicBool,
+        seen: &Mutex<Seen>,
+        mix: &Mutex<Mix>,
+    ) -> HashMap<String, String> {
+        let mut rng = 0x9e37_79b9_7f4a_7c15 ^ (self.seed + 1);
+        let total: f64 = keys.iter().map(|k| k.1).sum();
+        let cumulative: Vec<f64> = keys
+            .iter()
+            .scan(0.0, |acc, k| {
+                *acc += k.1 / total;
+                Some(*acc)
+            })
+            .collect();
+        let started = Instant::now();
+        let mut sent = 0u64;
+        let mut writes = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            // Paced: the n-th command not before n / rate seconds.
+            let due = started + Duration::from_secs_f64(sent as f64 / per_second);
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                sleep(wait);
+            }
+            sent += 1;
+            let pick = (next(&mut rng) % 1_000_000) as f64 / 1_000_000.0;
+            let (hot, hot_share) = {
+                let m = mix.lock().unwrap();
+                (m.hot.clone(), m.hot_share)
+            };
+            let key = if pick < hot_share && !hot.is_empty() {
+                hot[(next(&mut rng) as usize) % hot.len()].clone()
+            } else {
+                let at = (next(&mut rng) % 1_000_000) as f64 / 1_000_000.0;
+                let i = cumulative.partition_point(|&c| c < at).min(keys.len() - 1);
+                keys[i].0.clone()
+            };
+            // A hot key may be another client's: read it, never write it.
+            let own = keys.iter().any(|k| k.0 == key);
+            let write = own && (next(&mut rng) % 1_000_000) as f64 / 1_000_000.0 < write_share;
+            let mut step = Seen::default();
+            if write {
+                writes += 1;
+                let value = format!("{} #{writes}", value_of(&key));
+                if self.command(&key, Some(&value), &mut step).is_some() {
+                    self.expected.insert(key.clone(), value);
+                }
+            } else if let Some(found) = self.command(&key, None, &mut step) {
+                let wanted = self
+                    .expected
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_else(|| value_of(&key));
+                match found {
+                    None => step.lost += 1,
+                    // Another client's key: only that it is there.
+                    Some(_) if !own => {}
+                    Some(v) if v != wanted => step.changed += 1,
+                    Some(_) => {}
+                }
+            }
+            seen.lock().unwrap().add(&step);
+        }
+        self.expected
+    }
+
+    /// A GET (or a SET of `value`), following redirections: the value
+    /// read (`Some(None)` for none), `None` after an error.
+    fn command(
+        &mut self,
+        key: &str,
+        value: Option<&str>,
+        seen: &mut Seen,
+    ) -> Option<Option<String>> {
+        let slot = slot_of(key) as usize;
+        let mut address = self.map[slot].clone();
+        let mut asking = false;
+        for _ in 0..20 {
+            let mut cmd = match value {
+                Some(v) => {
+                    let mut c = redis::cmd("SET");
+                    c.arg(key).arg(v);
+                    c
+                }
+                None => {
+                    let mut c = redis::cmd("GET");
+                    c.arg(key);
+                    c
+                }
+            };
+            let reply: redis::RedisResult<Option<String>> =
+                match connection(&mut self.connections, &address) {
+                    Err(e) => Err(e),
+                    Ok(con) if asking => redis::pipe()
+                        .cmd("ASKING")
+                        .ignore()
+                        .add_command(std::mem::replace(&mut cmd, redis::cmd("PING")))
+                        .query::<(Option<String>,)>(con)
+                        .map(|(v,)| v),
+                    Ok(con) => cmd.query(con),
+                };
+            match reply {
+                Ok(found) => {
+                    *seen.served.entry(address.clone()).or_default() += 1;
+                    if value.is_some() {
+                        seen.sets += 1;
+                        return Some(None);
+                    }
+                    seen.gets += 1;
+                    return Some(found);
+                }
+                Err(e) if e.kind() == ErrorKind::Moved || e.kind() == ErrorKind::Ask => {
+                    let Some((to, _)) = e.redirect_node() else {
+                        seen.other_errors += 1;
+                        return None;
+                    };
+                    asking = e.kind() == ErrorKind::Ask;
+                    if asking {
+                        seen.ask += 1;
+                    } else {
+                        seen.moved += 1;
+                        self.map[slot] = to.to_string();
+                    }
+                    address = to.to_string();
+                }
+                Err(e) if e.kind() == ErrorKind::TryAgain => {
+                    seen.try_again += 1;
+                    sleep(Duration::from_millis(20));
+                }
+                Err(e) => {
+                    seen.other_errors += 1;
+                    seen.first_other_error
+                        .get_or_insert_with(|| format!("{address}: {e}"));
+                    if e.is_io_error() || e.is_connection_dropped() {
+                        self.connections.remove(&address);
+                    }
+                    return None;
+                }
+            }
+        }
+        seen.other_errors += 1;
+        seen.first_other_error
+            .get_or_insert_with(|| format!("{key}: redirected 20 times"));
+        None
+    }
+}
+
+fn connection<'a>(
+    connections: &'a mut HashMap<String, Connection>,
+    address: &str,
+) -> redis::RedisResult<&'a mut Connection> {
+    use std::collections::hash_map::Entry;
+    Ok(match connections.entry(address.to_string()) {
+        Entry::Occupied(open) => open.into_mut(),
+        Entry::Vacant(none) => {
+            let client = redis::Client::open(format!("redis://{address}/"))?;
+            let con = client.get_connection_with_timeout(Duration::from_secs(5))?;
+            // A node that stalls (the faults the stories make) is waited
+            // for, as a patient client would: a slow answer is no error.
+            con.set_read_timeout(Some(Duration::from_secs(60)))?;
+            none.insert(con)
+        }
+    })
+}
+
+/// Each node's share of the commands served between two looks.
+pub fn shares(before: &Seen, after: &Seen) -> HashMap<String, f64> {
+    let diff: HashMap<String, u64> = (after.served.iter())
+        .map(|(a, n)| (a.clone(), n - before.served.get(a).copied().unwrap_or(0)))
+        .collect();
+    let all: u64 = diff.values().sum();
+    diff.into_iter()
+        .map(|(a, n)| (a, n as f64 / all.max(1) as f64))
+        .collect()
+}
+
+/// Every key on the node serving its slot now, with the last value
+/// written (`expected`, else the one loaded), and no key twice.
+pub fn assert_every_key_intact(
+    cluster: &Cluster,
+    keys: &[(String, usize)],
+    expected: &HashMap<String, String>,
+) {
+    let mut client = Client {
+        seed: 0,
+        map: owner_map(cluster),
+        connections: HashMap::new(),
+        expected: HashMap::new(),
+    };
+    let mut seen = Seen::default();
+    let mut wrong = Vec::new();
+    for (key, _) in keys {
+        let wanted = expected.get(key).cloned().unwrap_or_else(|| value_of(key));
+        match client.command(key, None, &mut seen) {
+            Some(Some(v)) if v == wanted => {}
+            other => wrong.push(format!("{key}: {other:?}, wanted {wanted}")),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} keys lost or changed: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+    let total: i64 = (cluster.nodes.iter())
+        .map(|n| redis::cmd("DBSIZE").query::<i64>(&mut n.client()).unwrap())
+        .sum();
+    assert_eq!(total, keys.len() as i64, "no key left twice or lost");
+}
+
+/// No slot half-migrated on any primary.
+pub fn assert_no_slot_half_way(cluster: &Cluster) {
+    for node in &cluster.nodes {
+        let listing: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut node.client())
+            .unwrap();
+        assert!(
+            !listing.contains("->-") && !listing.contains("-<-"),
+            "a slot half-way on {}: {listing}",
+            node.address()
+        );
+    }
+}
+
+pub fn tracker_reads(cluster: &Cluster) -> Vec<f64> {
+    (cluster.nodes.iter())
+        .map(|n| {
+            common::info_field(
+                &mut n.client(),
+                "heavykeeper",
+                "heavykeeper_tracker_reads_per_second",
+            )
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0)
+        })
+        .collect()
+}
+
+/// The rate of the traffic the stories send (`HK_REBALANCE_RATE`).
+pub fn rate() -> f64 {
+    std::env::var("HK_REBALANCE_RATE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(9000.0)
+}
+
+/// Lines a child printed so far on one of its pipes, read by a thread.
+pub struct Lines(Arc<Mutex<Vec<String>>>, Option<JoinHandle<()>>);
+
+impl Lines {
+    pub fn of(pipe: impl std::io::Read + Send + 'static) -> Lines {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let into = lines.clone();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                into.lock().unwrap().push(line);
+            }
+        });
+        Lines(lines, Some(reader))
+    }
+
+    pub fn now(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Waits until a line contains `what` (panics after `limit`).
+    pub fn wait_for(&self, what: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self.now().iter().any(|l| l.contains(what)) {
+            assert!(
+                Instant::now() < deadline,
+                "no line with {what:?} in {:?}",
+                self.now()
+            );
+            sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Everything, once the pipe closed.
+    pub fn all(mut self) -> Vec<String> {
+        if let Some(reader) = self.1.take() {
+            let _ = reader.join();
+        }
+        self.now()
+    }
+}
+
+/// `SIGINT` or `SIGTERM` to a child, as a terminal or a supervisor sends it.
+pub fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}
+
+/// The journal's moves still open (none when there is no journal).
+pub fn open_moves(journal: &std::path::Path) -> usize {
+    std::fs::read(journal)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Json>(&b).ok())
+        .and_then(|j| j["open"].as_array().map(Vec::len))
+        .unwrap_or(0)
+}
