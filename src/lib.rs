@@ -30,5 +30,5 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
     argc: std::os::raw::c_int,
 ) -> std::os::raw::c_int {
     // SAFETY: the server's own arguments, passed on as they came.
-    unsafe { on_load::on_load(ctx, argv, argc) as std::os::raw::c_int }
+    unsafe { host::module_load::entry(ctx, argv, argc, on_load::load) }
 }

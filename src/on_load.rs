@@ -10,9 +10,9 @@
 
 use crate::data_type::{stats, HK_TYPE};
 use crate::host::command_spec::{self, ServerSupport};
-use crate::host::panic_guard;
+use crate::host::{module_load, panic_guard};
 use crate::{commands, config, data_type, host, tracking, watching};
-use redis_module::{raw, Context, InfoContext, ModuleOptions, RedisString, Status};
+use redis_module::{Context, InfoContext, ModuleOptions};
 use std::os::raw::c_int;
 
 /// The module's own ACL category, where the server can add one (Redis 7.4+,
@@ -21,82 +21,34 @@ pub const ACL_CATEGORY: &str = "heavykeeper";
 /// `TOPK.*` are in both the module's category and RedisBloom's.
 const TOPK_ACL_CATEGORIES: &str = "heavykeeper topk";
 
-/// # Safety
-/// Called from `RedisModule_OnLoad` with the server's arguments.
-pub unsafe fn on_load(
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> Status {
-    // SAFETY: the server's context; the name is a static C string, as no
-    // allocation is possible before the API is known.
-    let init = unsafe {
-        raw::Export_RedisModule_Init(
-            ctx,
-            c"heavykeeper".as_ptr(),
-            1,
-            raw::REDISMODULE_APIVER_1 as c_int,
-        )
-    };
-    if init == raw::Status::Err as c_int {
-        return Status::Err;
-    }
-    let context = Context::new(ctx);
-    // Logging from other threads (the tracker's worker) goes through it.
-    let _ = redis_module::MODULE_CONTEXT.set_context(&context);
-    // A panic here would take the server down at start: refuse the load instead.
-    let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        load(&context, ctx, argv, argc)
-    }))
-    .unwrap_or_else(|_| Err("internal error while loading (a bug: please report it)".into()));
-    match loaded {
-        Ok(()) => Status::Ok,
-        Err(why) => {
-            context.log_warning(&format!("heavykeeper: refusing to load: {why}"));
-            Status::Err
-        }
-    }
-}
-
-fn load(
-    context: &Context,
-    ctx: *mut raw::RedisModuleCtx,
-    argv: *mut *mut raw::RedisModuleString,
-    argc: c_int,
-) -> Result<(), String> {
-    let args: Vec<RedisString> = redis_module::decode_args(ctx, argv, argc);
-    let arg_bytes: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+/// The module's steps at load, in order (the server side of loading is
+/// [`host::module_load`]).
+pub fn load(context: &Context, args: &[&[u8]]) -> Result<(), String> {
     let settings = config::all();
-    let given = host::config::parse_load_args(&arg_bytes, &settings)?;
+    let given = host::config::parse_load_args(args, &settings)?;
 
     HK_TYPE
-        .create_data_type(ctx)
+        .create_data_type(context.ctx)
         .map_err(|e| format!("cannot create the data type: {e}"))?;
     let support = server_support(context);
     for spec in commands::all() {
         command_spec::register(context, spec, &support)?;
     }
     host::config::register(context, &settings, &given)?;
-    if let Some(load_configs) = crate::server_api!(RedisModule_LoadConfigs) {
-        // SAFETY: the server's context, during OnLoad.
-        if unsafe { load_configs(ctx) } == raw::Status::Err as c_int {
-            return Err("a heavykeeper.* config in the server's configuration is invalid".into());
-        }
+    if !module_load::load_configs(context) {
+        return Err("a heavykeeper.* config in the server's configuration is invalid".into());
     }
     if config::topk_compat() {
         register_topk(context, &support)?;
     }
-    // SAFETY: the server's context, during OnLoad.
-    unsafe {
-        raw::RedisModule_RegisterInfoFunc.map(|register| register(ctx, Some(info_callback)));
-    }
+    module_load::register_info(context, info);
     // Without this, a truncated payload in RESTORE or an RDB makes the server
     // panic; with it, the read fails and the callback refuses the value.
     context.set_module_options(ModuleOptions::HANDLE_IO_ERRORS);
     declare_atomic_slot_migration(context);
     host::module_context::attach(context);
     data_type::lifecycle::register(watching::KEY_HOOKS);
-    tracking::filter::attach(context);
+    tracking::filter::attach(context)?;
     if let Err(why) = tracking::config_events::subscribe(context) {
         context.log_warning(&format!(
             "heavykeeper: {why}; a password set by CONFIG SET between counted slots is noticed within a second"
@@ -127,24 +79,18 @@ fn declare_atomic_slot_migration(context: &Context) {
     if !host::server_info::is_valkey_from(context, 9) {
         return;
     }
-    if let Some(set) = crate::server_api!(RedisModule_SetModuleOptions) {
-        let options =
-            ModuleOptions::HANDLE_IO_ERRORS.bits() as c_int | VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION;
-        // SAFETY: the server's context, during OnLoad.
-        unsafe { set(context.ctx, options) };
-    }
+    let options =
+        ModuleOptions::HANDLE_IO_ERRORS.bits() as c_int | VALKEY_HANDLES_ATOMIC_SLOT_MIGRATION;
+    module_load::set_module_options(context, options);
 }
 
 /// ACL categories: Redis 7.2+ and Valkey set them per command; Redis 7.4+
 /// and Valkey also add the module's own. Redis 7.0 has neither: the module
 /// loads all the same, and says once what that means.
 fn server_support(context: &Context) -> ServerSupport {
-    let acl_categories = crate::server_api!(RedisModule_SetCommandACLCategories).is_some();
-    let module_category = crate::server_api!(RedisModule_AddACLCategory).and_then(|add| {
-        // SAFETY: the server's context, during OnLoad.
-        let added = unsafe { add(context.ctx, c"heavykeeper".as_ptr()) };
-        (added == raw::Status::Ok as c_int).then_some(ACL_CATEGORY)
-    });
+    let acl_categories = module_load::has_acl_categories();
+    let module_category =
+        module_load::add_acl_category(context, c"heavykeeper").then_some(ACL_CATEGORY);
     if !acl_categories {
         context.log_notice(
             "heavykeeper: this server has no module ACL categories (Redis < 7.2): HK.* commands belong to no category, so +@read, -@write and the like do not cover them; grant or deny them by name (+hk.list, -hk.add). Key permissions (%R~, %W~) apply through the key specs.",
@@ -159,10 +105,7 @@ fn server_support(context: &Context) -> ServerSupport {
 /// `TOPK.*` also belong to a `topk` category where the server takes module
 /// categories, as RedisBloom's do: users of Redis 8 grant `+@topk`.
 fn register_topk(context: &Context, support: &ServerSupport) -> Result<(), String> {
-    let topk_category = crate::server_api!(RedisModule_AddACLCategory).is_some_and(|add| {
-        // SAFETY: the server's context, during OnLoad.
-        unsafe { add(context.ctx, c"topk".as_ptr()) == raw::Status::Ok as c_int }
-    });
+    let topk_category = module_load::add_acl_category(context, c"topk");
     let support = ServerSupport {
         acl_categories: support.acl_categories,
         module_category: match (support.module_category, topk_category) {
@@ -181,15 +124,15 @@ fn register_topk(context: &Context, support: &ServerSupport) -> Result<(), Strin
     Ok(())
 }
 
-extern "C" fn info_callback(ctx: *mut raw::RedisModuleInfoCtx, for_crash_report: c_int) {
-    let ctx = InfoContext::new(ctx);
-    // Each section on its own: a panic in one leaves the others.
+/// `INFO heavykeeper`: each section on its own, so that a panic in one
+/// leaves the others.
+fn info(ctx: &InfoContext, for_crash_report: bool) {
     panic_guard::or_fallback("INFO", (), || {
         crate::host::fault::on_info(&tracking::config::channel());
-        stats::add_section(&ctx);
+        stats::add_section(ctx);
     });
     panic_guard::or_fallback("INFO", (), || {
-        tracking::info::add_section(&ctx, for_crash_report != 0)
+        tracking::info::add_section(ctx, for_crash_report)
     });
-    panic_guard::or_fallback("INFO", (), || watching::add_info_section(&ctx));
+    panic_guard::or_fallback("INFO", (), || watching::add_info_section(ctx));
 }

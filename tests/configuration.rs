@@ -1,6 +1,15 @@
 //! An operator configures the module at load time, in redis.conf or with
 //! `CONFIG SET`, and gets the same rules everywhere; memory limits hold.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, info_field, value, wait_until, Server};

@@ -5,6 +5,15 @@
 //! name no client would choose; the release module has none, and these
 //! tests skip there.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, module_figure, now_ms, value, Server, Subscriber};
@@ -167,5 +176,42 @@ fn panicking_data_type_callbacks_are_contained() {
     value(&mut con, &["DEL", "k"]);
     assert_eq!(value(&mut con, &["EXISTS", "k"]), Value::Int(0));
     assert!(module_figure(&mut con, "panics_contained") >= 4);
+    alive(&mut con);
+}
+
+#[test]
+fn a_panic_in_the_command_filter_is_contained_logged_and_counted() {
+    if !hooks() {
+        return;
+    }
+    let server = Server::start_configured(&["track", "yes", "track-sample", "1"], &[]);
+    let mut con = server.client();
+    let before = module_figure(&mut con, "panics_contained");
+    for _ in 0..3 {
+        // The command itself runs: only its count is lost.
+        let _: Option<String> = redis::cmd("GET")
+            .arg("heavykeeper:fault:panic-on-filter")
+            .query(&mut con)
+            .unwrap();
+    }
+    assert_eq!(module_figure(&mut con, "panics_contained"), before + 3);
+    assert!(
+        server
+            .log()
+            .contains("a panic in the command filter was contained"),
+        "{}",
+        server.log()
+    );
+    // And the tracker goes on counting the commands after it.
+    for _ in 0..20 {
+        let _: Option<String> = redis::cmd("GET").arg("after").query(&mut con).unwrap();
+    }
+    let listed: Vec<Value> = redis::cmd("HK.HOTKEYS").query(&mut con).unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|v| v == &Value::BulkString(b"after".to_vec())),
+        "{listed:?}"
+    );
     alive(&mut con);
 }

@@ -1,6 +1,15 @@
 //! The examples a team copies (`examples/`, Python with redis-py) run
 //! against a real server and do what their README sections promise.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::Server;

@@ -1,6 +1,15 @@
 //! A sketch is a Redis key like any other: it has a type, expires, renames,
 //! copies deeply and tells keyspace subscribers when it is written.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, list_with_count, value, Server};

@@ -1,6 +1,15 @@
 //! An operator budgets memory for sketches: the default shape is small, and
 //! `MEMORY USAGE` counts item bytes and is what the allocator handed out.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{value, Server};

@@ -3,6 +3,15 @@
 //! A merge refused for memory leaves the destination as it was; a merged
 //! sketch keeps every parameter of its first source.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, hk_info, info_field, list_with_count, value, Server};

@@ -1,6 +1,15 @@
 //! Replicas and independent servers fed the same commands hold identical
 //! sketches: all randomness lives in the sketch and the primary fixes seeds.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{digest, info_field, list_with_count, value, wait_until, Server};

@@ -2,6 +2,15 @@
 //! `topk-compat yes`) and it works unchanged: replies, errors and defaults
 //! as RedisBloom's, checked with redis-py's own `topk()` client.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, value, Server};

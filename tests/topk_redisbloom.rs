@@ -5,6 +5,15 @@
 //! `topk-compat yes`. Each test keeps RedisBloom's name and its checks,
 //! reply shapes included: items come back as simple strings, as there.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, server_error_text, value, Server};

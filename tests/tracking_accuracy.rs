@@ -5,6 +5,15 @@
 //! that it samples, without bias, and each count's error bar
 //! (`WITHBOUNDS`) says how far it may be off: the truth is held to it.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{info_field, Server};

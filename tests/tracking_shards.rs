@@ -2,6 +2,15 @@
 //! comes from: which of its slots (`HK.HOTSLOTS`) and which tenant's keys
 //! (`HK.HOTKEYS PREFIXES`), at the tracker's defaults.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, info_field, Cluster, Server};

@@ -3,6 +3,15 @@
 //! nor on its `hot` events. (A command filter runs before the server checks
 //! authentication, arity or even that the command exists.)
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{info_field, Server, Subscriber};

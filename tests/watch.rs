@@ -1,6 +1,15 @@
 //! A gateway and a near cache are told the moment something turns hot:
 //! watched sketches publish enter, leave, hot and cool events.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, hk_info, value, Server, Subscriber};

@@ -4,6 +4,15 @@
 //! `RENAME`, `MOVE`, `SWAPDB` or `HK.LOADSTATE`. Nothing arrives after the
 //! item turned hot: only fading (and the timer) can announce the `cool`.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{module_figure, now_ms, value, Server, Subscriber};

@@ -4,6 +4,15 @@
 //! any bytes are a valid key and channel name, and a watch is paid for in
 //! `MEMORY USAGE` and the size cap like the rest of the sketch.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{error, now_ms, run, value, Server, Subscriber};

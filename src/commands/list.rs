@@ -18,7 +18,7 @@ pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     let (mut with_count, mut with_rate, mut at, mut count) = (false, false, None, None);
     let mut options = Options::new(
-        &args[2..],
+        args.get(2..).unwrap_or_default(),
         &["WITHCOUNT", "WITHRATE", "AT", "COUNT"],
         "WITHCOUNT, WITHRATE, AT timestamp, COUNT n",
     );

@@ -19,7 +19,8 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let key = ctx.open_key_writable(name);
     let mut watched = false;
     sketch_key::create(&key, || {
-        let sketch = decode(args[2].as_slice(), limits::max_sketch_bytes(ctx)).map_err(|e| {
+        let payload = args.get(2).map_or(&[][..], RedisString::as_slice);
+        let sketch = decode(payload, limits::max_sketch_bytes(ctx)).map_err(|e| {
             let too_large = matches!(e, DecodeError::TooLarge(_));
             let error = err(e.to_string());
             if too_large {

@@ -3,6 +3,8 @@
 //! Each file declares its commands' specs (flags, arity, keys, ACL, docs)
 //! beside their handlers.
 
+#![deny(unsafe_code)]
+
 pub mod add;
 pub mod hotkeys;
 pub mod hotslots;

@@ -28,8 +28,11 @@ pub fn reserve(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     if args.len() < 3 || args.len() % 2 == 0 {
         return Err(RedisError::WrongArity);
     }
-    let k = integer(&args[2], "k", 1, u64::from(Params::MAX_K))? as u32;
-    let request = parse_options(&args[3..])?;
+    let [_, _, k, options @ ..] = args.as_slice() else {
+        return Err(RedisError::WrongArity);
+    };
+    let k = integer(k, "k", 1, u64::from(Params::MAX_K))? as u32;
+    let request = parse_options(options)?;
     let seed = request.seed.unwrap_or_else(rand::random);
     if let Some(created) = request.created_ms {
         limits::check_not_in_future(ctx, "CREATED", created)?;
@@ -148,7 +151,8 @@ fn replicate_pinned(
     params: &Params,
     created_ms: i64,
 ) {
-    let mut out: Vec<Vec<u8>> = args[1..].iter().map(|a| a.as_slice().to_vec()).collect();
+    let given = args.get(1..).unwrap_or_default();
+    let mut out: Vec<Vec<u8>> = given.iter().map(|a| a.as_slice().to_vec()).collect();
     let mut pin = |given: bool, name: &[u8], value: String| {
         if !given {
             out.push(name.to_vec());

@@ -24,10 +24,10 @@ use crate::data_type::{limits, sketch_key};
 use crate::host::args::{decimal, integer};
 use crate::host::argv::ArgV;
 use crate::host::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS};
-use crate::host::{clock, keyspace_event, reply};
+use crate::host::reply::{self, Field};
+use crate::host::{clock, keyspace_event};
 use heavykeeper_sketch::{HeavyKeeper, Params, Ties};
-use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
-use std::os::raw::c_long;
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 /// RedisBloom's defaults when only `topk` is given.
 const DEFAULT_WIDTH: u64 = 8;
@@ -92,7 +92,10 @@ fn parse_params(args: &[RedisString], max_bytes: u64) -> Result<Params, RedisErr
     let whole = |arg: &RedisString, error: &'static str| {
         integer(arg, "", 1, u64::from(u32::MAX)).map_err(|_| bloom_error(error))
     };
-    let k = whole(&args[2], "TopK: invalid k")?;
+    let k = whole(
+        args.get(2).ok_or(RedisError::WrongArity)?,
+        "TopK: invalid k",
+    )?;
     let (width, depth, decay) = match args {
         [_, _, _, width, depth, decay] => (
             whole(width, "TopK: invalid width")?,
@@ -220,7 +223,9 @@ pub fn count(ctx: &Context, args: ArgV) -> RedisResult {
 /// RedisBloom compares the option with `strncasecmp` over the option's own
 /// length: any prefix of `WITHCOUNT`, even an empty one, asks for counts.
 fn is_withcount(option: &[u8]) -> bool {
-    option.len() <= 9 && b"WITHCOUNT"[..option.len()].eq_ignore_ascii_case(option)
+    b"WITHCOUNT"
+        .get(..option.len())
+        .is_some_and(|prefix| prefix.eq_ignore_ascii_case(option))
 }
 
 pub fn list(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
@@ -255,21 +260,13 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let p = *sketch_key::read(&key)?.params();
     // A map on RESP3 (an array of pairs on RESP2), in RedisBloom's order:
     // some clients read exactly these four fields.
-    let c = ctx.ctx;
-    // SAFETY: the command's own context; four pairs follow the map header.
-    unsafe {
-        match raw::RedisModule_ReplyWithMap {
-            Some(map) => map(c, 4 as c_long),
-            None => raw::RedisModule_ReplyWithArray.map_or(0, |array| array(c, 8 as c_long)),
-        };
-    }
-    for (field, value) in [(c"k", p.k), (c"width", p.width), (c"depth", p.depth)] {
-        raw::reply_with_simple_string(c, field.as_ptr());
-        raw::reply_with_long_long(c, i64::from(value));
-    }
-    raw::reply_with_simple_string(c, c"decay".as_ptr());
-    raw::reply_with_double(c, p.decay);
-    Ok(RedisValue::NoReply)
+    let fields = [
+        (c"k", Field::Integer(i64::from(p.k))),
+        (c"width", Field::Integer(i64::from(p.width))),
+        (c"depth", Field::Integer(i64::from(p.depth))),
+        (c"decay", Field::Double(p.decay)),
+    ];
+    Ok(reply::ordered_map(ctx, &fields))
 }
 
 /// `item increment`, repeated, under RedisBloom's name for the block.

@@ -5,11 +5,11 @@
 use crate::data_type::stats;
 use crate::data_type::HK_TYPE;
 use crate::host::args::err;
+use crate::host::quiet_key::QuietValue;
 use heavykeeper_sketch::HeavyKeeper;
-use redis_module::key::{KeyFlags, RedisKey, RedisKeyWritable};
-use redis_module::{raw, Context, RedisError, RedisString};
+use redis_module::key::{RedisKey, RedisKeyWritable};
+use redis_module::{Context, RedisError, RedisString};
 use std::ops::{Deref, DerefMut};
-use std::os::raw::c_int;
 
 /// The sketch at `key`, read-only. Missing key: `ERR no such key`.
 pub fn read(key: &RedisKey) -> Result<&HeavyKeeper, RedisError> {
@@ -88,16 +88,11 @@ pub fn name(args: &[RedisString]) -> Result<&RedisString, RedisError> {
 }
 
 /// A sketch opened for the module's own upkeep (the watch timer), without
-/// any effect a client could see: the key is opened read-only, so the
-/// server never signals it as modified (no aborted `MULTI`, no client-side
-/// caching invalidation, no keyspace event), and with `NOTOUCH` (plus
-/// `NOSTATS`/`NOEXPIRE` where the server has them, 7.2+) so that its LRU/LFU
-/// clock and hit statistics stay as the clients left them. What changes is
-/// the watch's own state, which is no part of the value.
+/// any effect a client could see ([`QuietValue`]). What changes is the
+/// watch's own state, which is no part of the value; its memory figure is
+/// kept up to date all the same.
 pub struct Quiet {
-    /// Closed when the guard goes, after the sketch's last use.
-    _key: RedisKey,
-    sketch: std::ptr::NonNull<HeavyKeeper>,
+    sketch: QuietValue<HeavyKeeper>,
     bytes_before: usize,
 }
 
@@ -105,62 +100,25 @@ impl Quiet {
     /// The sketch at `name` in the context's selected database, if the key
     /// holds one.
     pub fn open(ctx: &Context, name: &RedisString) -> Option<Quiet> {
-        // Opened here, not by the crate: its `to_raw_parts` closes the key
-        // it hands out.
-        let mode = raw::KeyMode::READ.bits() | quiet_flags().bits();
-        // SAFETY: the caller's live context and string.
-        let inner = unsafe { raw::RedisModule_OpenKey?(ctx.ctx, name.inner, mode) };
-        if inner.is_null() {
-            return None;
-        }
-        // SAFETY: a key just opened in `ctx`; closed when dropped.
-        let key = unsafe { RedisKey::from_raw_parts(ctx.ctx, inner) };
-        // SAFETY: a key opened on the main thread; the value pointer is
-        // the one this module handed to the server, and nothing else holds
-        // a reference to it while this guard lives (same thread, no call
-        // back into the module in between).
-        let value = unsafe {
-            let get_type = raw::RedisModule_ModuleTypeGetType?;
-            let get_value = raw::RedisModule_ModuleTypeGetValue?;
-            if get_type(inner) != *HK_TYPE.raw_type.borrow() {
-                return None;
-            }
-            get_value(inner).cast::<HeavyKeeper>()
-        };
-        let sketch = std::ptr::NonNull::new(value)?;
-        // SAFETY: as above.
-        let bytes_before = unsafe { sketch.as_ref() }.memory_bytes();
+        let sketch = QuietValue::<HeavyKeeper>::open(ctx, name, &HK_TYPE)?;
+        let bytes_before = sketch.memory_bytes();
         Some(Quiet {
-            _key: key,
             sketch,
             bytes_before,
         })
     }
 }
 
-/// `NOTOUCH`, and what else of the quiet modes the server knows.
-fn quiet_flags() -> KeyFlags {
-    let wanted = KeyFlags::NOTOUCH | KeyFlags::NOSTATS | KeyFlags::NOEXPIRE;
-    // SAFETY: a plain query of the server (7.2+); 7.0 knows only NOTOUCH.
-    let known = unsafe { raw::RedisModule_GetOpenKeyModesAll.map(|f| f()) };
-    match known {
-        Some(known) => KeyFlags::from_bits_truncate(wanted.bits() & known as c_int),
-        None => KeyFlags::NOTOUCH,
-    }
-}
-
 impl Deref for Quiet {
     type Target = HeavyKeeper;
     fn deref(&self) -> &HeavyKeeper {
-        // SAFETY: see `open`.
-        unsafe { self.sketch.as_ref() }
+        &self.sketch
     }
 }
 
 impl DerefMut for Quiet {
     fn deref_mut(&mut self) -> &mut HeavyKeeper {
-        // SAFETY: see `open`.
-        unsafe { self.sketch.as_mut() }
+        &mut self.sketch
     }
 }
 

@@ -27,20 +27,3 @@ pub fn cached_now_ms() -> i64 {
     }
     ts.tv_sec.saturating_mul(1000) + ts.tv_nsec / 1_000_000
 }
-
-/// The calling thread's CPU time so far, in ns (0 if the kernel cannot
-/// say): what a callback costs, without the time slices another process
-/// took from it on a busy machine (a wall clock would charge those).
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; the calling thread's own clock.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-}

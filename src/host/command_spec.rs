@@ -168,6 +168,9 @@ macro_rules! callback {
         $crate::callback!(@entry |ctx, args: $crate::host::argv::ArgV| $handler(ctx, args.strings()))
     };
     (@entry $run:expr) => {{
+        // The host's code, expanded where the command is declared (in a
+        // module that denies `unsafe` of its own).
+        #[allow(unsafe_code)]
         extern "C" fn call(
             ctx: *mut redis_module::raw::RedisModuleCtx,
             argv: *mut *mut redis_module::raw::RedisModuleString,

@@ -12,6 +12,8 @@ pub const PANIC_ON_ENCODE: &[u8] = b"heavykeeper:fault:panic-on-encode";
 pub const PANIC_IN_CALLBACKS: &[u8] = b"heavykeeper:fault:panic-in-callbacks";
 /// A watch channel that makes the watch timer panic on the sketch.
 pub const PANIC_ON_TICK: &[u8] = b"heavykeeper:fault:panic-on-tick";
+/// A key name whose command makes the command filter's hook panic.
+pub const PANIC_ON_FILTER: &[u8] = b"heavykeeper:fault:panic-on-filter";
 /// A key name that makes the keyspace and server event handlers panic.
 pub const PANIC_ON_EVENT: &[u8] = b"heavykeeper:fault:panic-on-event";
 /// A config value whose setting panics in the config callback; as the
@@ -19,9 +21,13 @@ pub const PANIC_ON_EVENT: &[u8] = b"heavykeeper:fault:panic-on-event";
 pub const PANIC_ON_CONFIG: &[u8] = b"heavykeeper:fault:panic-on-config";
 pub const PANIC_ON_INFO: &[u8] = b"heavykeeper:fault:panic-on-info";
 
+#[expect(
+    clippy::panic,
+    reason = "the fault the tests inject: debug builds only, under the panic guard"
+)]
 fn trip(armed: bool, site: &str) {
     if cfg!(debug_assertions) && armed {
-        panic!("fault injected by a test: {site}"); // panic-ok: debug builds only, under the guard
+        panic!("fault injected by a test: {site}");
     }
 }
 
@@ -66,4 +72,10 @@ pub fn on_config(value: &[u8]) {
 #[inline]
 pub fn on_info(track_channel: &[u8]) {
     trip(track_channel == PANIC_ON_INFO, "panic in INFO");
+}
+
+/// The command filter's hook met `key`.
+#[inline]
+pub fn on_filter(key: &[u8]) {
+    trip(key == PANIC_ON_FILTER, "panic in the command filter");
 }

@@ -8,21 +8,27 @@ use super::module_string;
 use redis_module::{raw, Context, RedisString};
 use std::os::raw::c_int;
 
+/// The database the context has selected (0 where the server cannot say).
+pub fn selected_db(ctx: &Context) -> i32 {
+    // SAFETY: a function pointer filled by the server at load; the caller's
+    // live context, on the main thread.
+    crate::server_api!(RedisModule_GetSelectedDb).map_or(0, |f| unsafe { f(ctx.ctx) })
+}
+
+/// Selects database `db` for the context; false where the server refuses.
+pub fn select_db(ctx: &Context, db: i32) -> bool {
+    // SAFETY: as in `selected_db`.
+    crate::server_api!(RedisModule_SelectDb)
+        .is_some_and(|f| unsafe { f(ctx.ctx, db) } == raw::REDISMODULE_OK as c_int)
+}
+
 /// Does `key` exist in database `db`? The context's selected database is
 /// put back before returning.
 pub fn exists(ctx: &Context, db: u16, key: &[u8]) -> bool {
     let name = module_string::of(ctx, key);
-    let (Some(get_db), Some(select)) = (
-        crate::server_api!(RedisModule_GetSelectedDb),
-        crate::server_api!(RedisModule_SelectDb),
-    ) else {
-        return false;
-    };
-    let db = c_int::from(db);
-    // SAFETY: the caller's live context, on the main thread.
-    let own = unsafe { get_db(ctx.ctx) };
-    // SAFETY: as above; the database is selected back below.
-    if own != db && unsafe { select(ctx.ctx, db) } != raw::REDISMODULE_OK as c_int {
+    let db = i32::from(db);
+    let own = selected_db(ctx);
+    if own != db && !select_db(ctx, db) {
         return false;
     }
     let found = match quiet_mode() {
@@ -33,8 +39,7 @@ pub fn exists(ctx: &Context, db: u16, key: &[u8]) -> bool {
         }),
     };
     if own != db {
-        // SAFETY: as above: the caller's database back.
-        unsafe { select(ctx.ctx, own) };
+        select_db(ctx, own);
     }
     found
 }

@@ -36,13 +36,24 @@ pub fn or_fallback<T>(what: &str, fallback: T, callback: impl FnOnce() -> T) -> 
     })
 }
 
-/// Counts and logs a contained panic. Logging is itself guarded: nothing
-/// may unwind from here.
+/// When the last incident was logged (seconds since the Unix epoch).
+static LOGGED_AT_S: AtomicU64 = AtomicU64::new(0);
+
+/// Counts and logs a contained panic: every one counted, at most one a
+/// second logged (a panic in the command filter would otherwise write a
+/// line for every command). Logging is itself guarded: nothing may unwind
+/// from here.
 pub fn incident(what: &str) {
-    INCIDENTS.fetch_add(1, Ordering::Relaxed);
+    let n = INCIDENTS.fetch_add(1, Ordering::Relaxed) + 1;
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    if LOGGED_AT_S.swap(now_s, Ordering::Relaxed) == now_s {
+        return;
+    }
     let _ = catch_unwind(|| {
         log_warning(format!(
-            "heavykeeper: a panic in {what} was contained (a bug: please report it)"
+            "heavykeeper: a panic in {what} was contained ({n} so far; a bug: please report it)"
         ));
     });
 }

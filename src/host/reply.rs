@@ -41,3 +41,36 @@ pub fn redisbloom_item(item: &[u8]) -> RedisValue {
 pub fn count(count: f64) -> RedisValue {
     RedisValue::Integer(count.round() as i64)
 }
+
+/// A value of [`ordered_map`].
+#[derive(Clone, Copy, Debug)]
+pub enum Field {
+    Integer(i64),
+    Double(f64),
+}
+
+/// A map whose fields come in the order given (some clients read them by
+/// place): a map on RESP3, an array of pairs on RESP2. Written straight
+/// to the client: the handler returns what this returns.
+pub fn ordered_map(ctx: &Context, fields: &[(&std::ffi::CStr, Field)]) -> RedisValue {
+    let c = ctx.ctx;
+    let pairs = fields.len() as std::os::raw::c_long;
+    match (
+        crate::server_api!(RedisModule_ReplyWithMap),
+        crate::server_api!(RedisModule_ReplyWithArray),
+    ) {
+        // SAFETY: the command's own context; the pairs follow the header.
+        (Some(map), _) => unsafe { map(c, pairs) },
+        // SAFETY: as above.
+        (None, Some(array)) => unsafe { array(c, 2 * pairs) },
+        (None, None) => return RedisValue::SimpleStringStatic("OK"),
+    };
+    for (name, value) in fields {
+        redis_module::raw::reply_with_simple_string(c, name.as_ptr());
+        match *value {
+            Field::Integer(v) => redis_module::raw::reply_with_long_long(c, v),
+            Field::Double(v) => redis_module::raw::reply_with_double(c, v),
+        };
+    }
+    RedisValue::NoReply
+}

@@ -6,41 +6,16 @@
 //! it samples.
 
 use super::with_state;
-use crate::host::panic_guard::or_fallback;
-use redis_module::{raw, Context};
-use std::os::raw::{c_int, c_void};
+use crate::host::events;
+use redis_module::Context;
 
 /// Subscribes to config changes (at load). Returns what the server refused.
 pub fn subscribe(ctx: &Context) -> Result<(), String> {
-    let subscribe = crate::server_api!(RedisModule_SubscribeToServerEvent)
-        .ok_or("no RedisModule_SubscribeToServerEvent")?;
-    let event = raw::RedisModuleEvent {
-        id: raw::REDISMODULE_EVENT_CONFIG,
-        dataver: 1,
-    };
-    // SAFETY: the server's context, during OnLoad; the callback contains
-    // every panic.
-    let status = unsafe { subscribe(ctx.ctx, event, Some(on_config_change)) };
-    if status == raw::Status::Ok as c_int {
-        Ok(())
-    } else {
-        Err("the server refused the config-change event".into())
-    }
+    events::on_config_change(ctx, users_may_have_changed)
 }
 
-unsafe extern "C" fn on_config_change(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    _subevent: u64,
-    _data: *mut c_void,
-) {
-    if ctx.is_null() {
-        return;
-    }
-    let ctx = Context::new(ctx);
-    // Any config: asked again at once (one `ACL GETUSER`), so that nothing
-    // counted meanwhile is thrown away for want of an answer.
-    or_fallback("a config-change event", (), || {
-        with_state(|state| state.as_mut().map(|t| t.users_changed(&ctx)));
-    });
+/// Any config: asked again at once (one `ACL GETUSER`), so that nothing
+/// counted meanwhile is thrown away for want of an answer.
+fn users_may_have_changed(ctx: &Context) {
+    with_state(|state| state.as_mut().map(|t| t.users_changed(ctx)));
 }

@@ -13,7 +13,7 @@
 //! what the tracker's clocks cost (ticks, slots, questions to the server),
 //! which does not.
 
-use crate::host::clock;
+use heavykeeper_tracker::thread_clock::thread_cpu_ns;
 use std::time::Instant;
 
 /// Mean spacing of timed calls.
@@ -101,7 +101,7 @@ impl CostMeter {
         self.spent.timers_ns = self
             .spent
             .timers_ns
-            .saturating_add(clock::thread_cpu_ns().saturating_sub(start_cpu_ns));
+            .saturating_add(thread_cpu_ns().saturating_sub(start_cpu_ns));
     }
 
     /// Uniform in 1..=2·mean−1: mean [`TIMED_ONE_IN`].
@@ -173,7 +173,7 @@ mod tests {
     #[test]
     fn timers_are_apart_from_calls_and_charged_their_cpu_only() {
         let mut m = CostMeter::default();
-        let start = clock::thread_cpu_ns();
+        let start = thread_cpu_ns();
         // Sleeping costs no CPU; spinning does.
         std::thread::sleep(std::time::Duration::from_millis(20));
         let spin = Instant::now();

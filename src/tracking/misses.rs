@@ -10,10 +10,8 @@
 //! afterwards a miss with `track-misses no` costs the callback's first test.
 
 use super::with_state;
-use crate::host::module_string;
-use crate::host::panic_guard::or_fallback;
-use redis_module::{raw, Context};
-use std::os::raw::{c_char, c_int};
+use crate::host::events;
+use redis_module::Context;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -24,48 +22,26 @@ pub fn subscribe(ctx: &Context) {
     if SUBSCRIBED.swap(true, Ordering::Relaxed) {
         return;
     }
-    // SAFETY: a live context; the callback contains its panics.
-    let subscribed = unsafe {
-        raw::RedisModule_SubscribeToKeyspaceEvents.map(|subscribe| {
-            subscribe(
-                ctx.ctx,
-                raw::REDISMODULE_NOTIFY_KEY_MISS as c_int,
-                Some(on_key_miss),
-            )
-        })
-    };
-    if subscribed != Some(raw::REDISMODULE_OK as c_int) {
-        ctx.log_warning(
-            "heavykeeper: this server offers no key-miss events: HK.HOTKEYS MISSES stays empty",
-        );
+    if let Err(why) = events::on_key_miss(ctx, on_key_miss) {
+        ctx.log_warning(&format!(
+            "heavykeeper: no key-miss events ({why}): HK.HOTKEYS MISSES stays empty"
+        ));
     }
 }
 
-unsafe extern "C" fn on_key_miss(
-    ctx: *mut raw::RedisModuleCtx,
-    _type: c_int,
-    _event: *const c_char,
-    key: *mut raw::RedisModuleString,
-) -> c_int {
-    or_fallback("a key-miss event", (), || {
-        // SAFETY: the server's context and key for this event.
-        let (db, key) = unsafe {
-            let db = raw::RedisModule_GetSelectedDb.map_or(0, |f| f(ctx));
-            (u16::try_from(db).unwrap_or(0), module_string::bytes(key))
+fn on_key_miss(db: i32, key: &[u8]) {
+    crate::host::fault::on_event(key);
+    let db = u16::try_from(db).unwrap_or(0);
+    with_state(|state| {
+        let Some(t) = state.as_mut().filter(|t| t.misses()) else {
+            return;
         };
-        crate::host::fault::on_event(key);
-        with_state(|state| {
-            let Some(t) = state.as_mut().filter(|t| t.misses()) else {
-                return;
-            };
-            if t.meter().times_this_call() {
-                let start = Instant::now();
-                t.count_miss(db, key);
-                t.meter().timed_call(start);
-            } else {
-                t.count_miss(db, key);
-            }
-        });
+        if t.meter().times_this_call() {
+            let start = Instant::now();
+            t.count_miss(db, key);
+            t.meter().timed_call(start);
+        } else {
+            t.count_miss(db, key);
+        }
     });
-    raw::REDISMODULE_OK as c_int
 }

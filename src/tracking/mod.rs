@@ -15,6 +15,8 @@
 //! and no thread-local lookup. The counting itself happens on a worker
 //! thread ([`worker`]).
 
+#![deny(unsafe_code)]
+
 pub mod auth;
 pub mod client_table;
 pub mod command_table;
@@ -30,52 +32,21 @@ pub mod routing;
 pub mod script_watch;
 pub mod state;
 pub mod timers;
-pub mod worker;
 
 use crate::host::clock;
+use crate::host::main_thread_cell::MainThreadCell;
 use heavykeeper_tracker::{Access, HotKey, Ranking, SlotRate};
 use redis_module::ContextFlags;
 use state::Tracking;
-use std::cell::{Cell, UnsafeCell};
 
-/// The tracking state. Not a thread-local: in a loaded module every access
-/// to one is a call (`__tls_get_addr`), paid on every command the filter
-/// sees. Everything that reaches it runs on the server's main thread.
-struct MainThreadState {
-    busy: Cell<bool>,
-    value: UnsafeCell<Option<Tracking>>,
-}
-
-// SAFETY: reached only from the server's main thread (the filter, key-miss
-// events, commands, config callbacks, INFO, the timers, server events);
-// `busy` refuses a second, nested borrow.
-unsafe impl Sync for MainThreadState {}
-
-static STATE: MainThreadState = MainThreadState {
-    busy: Cell::new(false),
-    value: UnsafeCell::new(None),
-};
-
-/// Clears `busy` however the borrow ends, a panic included.
-struct Borrowed;
-
-impl Drop for Borrowed {
-    fn drop(&mut self) {
-        STATE.busy.set(false);
-    }
-}
+/// The tracking state (`None` while tracking is off).
+static STATE: MainThreadCell<Option<Tracking>> = MainThreadCell::new(None);
 
 /// Runs `f` on the tracking state (`None` while tracking is off). `None`
 /// if the state is already in use further up the stack (never expected).
 #[inline]
 pub fn with_state<R>(f: impl FnOnce(&mut Option<Tracking>) -> R) -> Option<R> {
-    if STATE.busy.replace(true) {
-        return None;
-    }
-    let _borrowed = Borrowed;
-    // SAFETY: the main thread only, and `busy` was clear: no other
-    // reference to the value exists until `_borrowed` is dropped.
-    Some(f(unsafe { &mut *STATE.value.get() }))
+    STATE.with(f)
 }
 
 /// Brings the filter and the tracker in line with the configs: registers or

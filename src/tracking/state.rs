@@ -11,11 +11,11 @@ use super::cost_meter::{CostMeter, Spent};
 use super::name_effects::NameEffect;
 use super::routing::Routing;
 use super::script_watch::ScriptWatch;
-use super::worker::{self, Worker};
 use crate::host::clock;
 use crate::host::module_context;
 use heavykeeper_tracker::access_thinning::{keep, keep_one_in_within};
 use heavykeeper_tracker::slot_map::Request;
+use heavykeeper_tracker::worker::{self, Worker};
 use heavykeeper_tracker::{
     hash_slot, Access, CostBudget, Counting, Coverage, KeptSlots, KeyBatch, KeyTracker, PrefixRule,
     Route, SlotMap, Tally, TickCost, TimeSlot, TrackerShape,

@@ -15,7 +15,8 @@
 
 use super::{filter, notify, with_state};
 use crate::host::panic_guard::or_fallback;
-use crate::host::{clock, module_context, publish};
+use crate::host::{module_context, publish};
+use heavykeeper_tracker::thread_clock::thread_cpu_ns;
 use redis_module::Context;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -92,7 +93,7 @@ fn on_tick(ctx: &Context, (generation, last): (u64, Instant)) {
 
 /// One tick; whether time is cut into slots now (`None`: tracking is off).
 fn tick(ctx: &Context, elapsed: Duration) -> Option<bool> {
-    let started = clock::thread_cpu_ns();
+    let started = thread_cpu_ns();
     let slots = with_state(|state| {
         let t = state.as_mut()?;
         t.tick(ctx, elapsed.as_nanos() as u64);
@@ -122,7 +123,7 @@ fn on_slot(ctx: &Context, generation: u64) {
 
 /// A slot boundary; whether slots go on (`None`: tracking is off).
 fn slot(ctx: &Context) -> Option<bool> {
-    let started = clock::thread_cpu_ns();
+    let started = thread_cpu_ns();
     let (counting, slots) = with_state(|state| {
         let t = state.as_mut()?;
         if !t.uses_slots() {

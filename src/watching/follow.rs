@@ -18,99 +18,28 @@
 use super::schedule::Db;
 use super::{follow, selected_db, with_schedule};
 use crate::data_type::sketch_key::Quiet;
-use crate::host::panic_guard::or_fallback;
-use crate::host::{fault, module_string};
-use redis_module::{raw, Context};
-use std::ffi::CStr;
-use std::os::raw::{c_char, c_int, c_void};
+use crate::host::{events, fault, module_string};
+use redis_module::Context;
 
 /// Subscribes to the events above (at load). Returns what the server refused.
 pub fn subscribe(ctx: &Context) -> Result<(), String> {
-    // SAFETY: the server's context, during OnLoad; the callbacks are
-    // `extern "C"` functions that contain every panic.
-    unsafe {
-        let keyspace = raw::RedisModule_SubscribeToKeyspaceEvents
-            .ok_or("no RedisModule_SubscribeToKeyspaceEvents")?;
-        if keyspace(
-            ctx.ctx,
-            raw::REDISMODULE_NOTIFY_GENERIC,
-            Some(on_keyspace_event),
-        ) != raw::Status::Ok as c_int
-        {
-            return Err("the server refused a keyspace event subscription".into());
-        }
-        let server = raw::RedisModule_SubscribeToServerEvent
-            .ok_or("no RedisModule_SubscribeToServerEvent")?;
-        for id in [
-            raw::REDISMODULE_EVENT_FLUSHDB,
-            raw::REDISMODULE_EVENT_SWAPDB,
-        ] {
-            let event = raw::RedisModuleEvent { id, dataver: 1 };
-            if server(ctx.ctx, event, Some(on_server_event)) != raw::Status::Ok as c_int {
-                return Err(format!("the server refused server event {id}"));
-            }
-        }
-    }
-    Ok(())
+    events::on_key_event(ctx, key_event)?;
+    events::on_flush_and_swap(ctx, flushed, swapped)
 }
 
 /// `rename_to`, `move_to`, `copy_to` and `restore` name the key where a
 /// value now is, in the database the context has selected; an old place
 /// already left the schedule (`unlink2`).
-unsafe extern "C" fn on_keyspace_event(
-    ctx: *mut raw::RedisModuleCtx,
-    _type: c_int,
-    event: *const c_char,
-    key: *mut raw::RedisModuleString,
-) -> c_int {
-    or_fallback("a keyspace event", (), || {
-        if event.is_null() || key.is_null() {
-            return;
-        }
-        // SAFETY: the server's NUL-terminated event name, alive through the call.
-        let event = unsafe { CStr::from_ptr(event) }.to_bytes();
-        if !matches!(event, b"rename_to" | b"move_to" | b"copy_to" | b"restore") {
-            return;
-        }
-        let ctx = Context::new(ctx);
-        // SAFETY: the server's key name, alive through the call.
-        let name = unsafe { module_string::bytes(key) };
-        fault::on_event(name);
-        let name = module_string::of(&ctx, name);
-        let watched = Quiet::open(&ctx, &name).is_some_and(|s| s.watch().is_some());
-        if watched {
-            follow(selected_db(&ctx), name.as_slice());
-        }
-    });
-    raw::Status::Ok as c_int
-}
-
-unsafe extern "C" fn on_server_event(
-    _ctx: *mut raw::RedisModuleCtx,
-    event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    or_fallback("a server event", (), || {
-        if data.is_null() {
-            return;
-        }
-        match event.id {
-            raw::REDISMODULE_EVENT_FLUSHDB
-                if subevent == raw::REDISMODULE_SUBEVENT_FLUSHDB_START =>
-            {
-                // SAFETY: a flush event's data is its `RedisModuleFlushInfo`.
-                let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
-                flushed((info.dbnum >= 0).then_some(info.dbnum));
-            }
-            raw::REDISMODULE_EVENT_SWAPDB => {
-                // SAFETY: a swap-db event's data is its `RedisModuleSwapDbInfo`.
-                let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
-                swapped(info.dbnum_first, info.dbnum_second);
-            }
-            _ => {}
-        }
-    });
+fn key_event(ctx: &Context, event: &[u8], key: &[u8]) {
+    if !matches!(event, b"rename_to" | b"move_to" | b"copy_to" | b"restore") {
+        return;
+    }
+    fault::on_event(key);
+    let name = module_string::of(ctx, key);
+    let watched = Quiet::open(ctx, &name).is_some_and(|s| s.watch().is_some());
+    if watched {
+        follow(selected_db(ctx), name.as_slice());
+    }
 }
 
 fn flushed(db: Option<Db>) {

@@ -8,6 +8,8 @@
 //! sketches are ([`follow`]), so that a replica promoted, a restart or a
 //! key renamed goes on announcing with no arrival needed.
 
+#![deny(unsafe_code)]
+
 pub mod config;
 pub mod follow;
 pub mod message;
@@ -16,7 +18,7 @@ pub mod timer;
 
 use crate::host::module_string;
 use heavykeeper_sketch::{HeavyKeeper, WatchEvent};
-use redis_module::{raw, Context, ContextFlags, RedisString};
+use redis_module::{Context, ContextFlags, RedisString};
 use schedule::{Db, Schedule};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
@@ -39,8 +41,7 @@ pub fn with_schedule<R>(f: impl FnOnce(&mut Schedule) -> R) -> R {
 pub use crate::host::publish::{announces, publish_message};
 
 pub fn selected_db(ctx: &Context) -> Db {
-    // SAFETY: a live context of the current command, timer or event.
-    unsafe { raw::RedisModule_GetSelectedDb.map_or(0, |f| f(ctx.ctx)) }
+    crate::host::keyspace::selected_db(ctx)
 }
 
 /// A watched sketch is at `key` of database `db` (watched, loaded, copied,

@@ -11,8 +11,7 @@ use super::{announces, publish, with_schedule};
 use crate::data_type::sketch_key::Quiet;
 use crate::host::panic_guard::or_fallback;
 use crate::host::{clock, fault, module_string};
-use redis_module::{raw, Context};
-use std::os::raw::c_int;
+use redis_module::Context;
 use std::time::Duration;
 
 /// At most this many sketches a tick: a burst of due sketches (a restart
@@ -54,9 +53,7 @@ fn visit_due(ctx: &Context, now_ms: i64) {
 /// Tends the watch of the sketch at `name`; when to come back, or `None`
 /// if the key holds no watched sketch any more.
 fn visit(ctx: &Context, db: i32, name: &[u8], now_ms: i64) -> Option<i64> {
-    // SAFETY: the timer's own context.
-    let selected = unsafe { raw::RedisModule_SelectDb.map_or(1, |f| f(ctx.ctx, db as c_int)) };
-    if selected != raw::Status::Ok as c_int {
+    if !crate::host::keyspace::select_db(ctx, db) {
         return None;
     }
     let key_name = module_string::of(ctx, name);

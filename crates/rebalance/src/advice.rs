@@ -87,10 +87,11 @@ pub fn advise(
         .collect();
     let explained =
         |slot: Slot| (input.hot_keys.iter()).any(|k| k.slot == slot && over(k.load(measure)));
-    let mut fixed_on = vec![false; input.nodes.len()];
-    for (i, node) in input.nodes.iter().enumerate() {
+    let mut fixed_on = Vec::with_capacity(input.nodes.len());
+    for node in &input.nodes {
+        let mut fixed = false;
         for s in node.slots.iter().filter(|s| over(s.load(measure))) {
-            fixed_on[i] = true;
+            fixed = true;
             if !explained(s.slot) {
                 advice.push(Advice::HotSlot {
                     slot: s.slot,
@@ -103,9 +104,10 @@ pub fn advise(
                 });
             }
         }
+        fixed_on.push(fixed);
     }
-    for (i, outcome) in outcomes.iter().enumerate() {
-        if over(outcome.after) && !fixed_on[i] {
+    for (outcome, fixed) in outcomes.iter().zip(fixed_on) {
+        if over(outcome.after) && !fixed {
             advice.push(Advice::OverTarget {
                 node: outcome.node.clone(),
                 share: outcome.after / total,

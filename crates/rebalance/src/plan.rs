@@ -86,10 +86,12 @@ pub fn plan(input: &Input, options: &Options) -> Plan {
                 cut_short = true;
                 break 'donors;
             }
-            let Some((slot, receiver)) = ledger.best_move(donor, excess) else {
+            let Some(done) = (ledger.best_move(donor, excess))
+                .and_then(|(slot, receiver)| ledger.apply(donor, slot, receiver))
+            else {
                 break;
             };
-            moves.push(ledger.apply(donor, slot, receiver));
+            moves.push(done);
         }
     }
     let nodes = ledger.outcomes();
@@ -110,85 +112,83 @@ pub fn plan(input: &Input, options: &Options) -> Plan {
     }
 }
 
+/// Where one primary stands as moves are chosen.
+struct Standing<'a> {
+    node: &'a crate::load::NodeSlots,
+    before: f64,
+    load: f64,
+    /// The most it can be brought down to: the target, or the load of its
+    /// slots that no primary could take without going over it.
+    floor: f64,
+    /// Is it over the target beyond its bounds (a primary whose lower
+    /// bound is under the target gives nothing)?
+    surely_over: bool,
+    /// Per slot of its input: moved already.
+    moved: Vec<bool>,
+}
+
 /// Where each primary stands as moves are chosen.
 struct Ledger<'a> {
-    input: &'a Input,
     measure: Measure,
     /// Slots that may not move now.
     frozen: &'a std::collections::BTreeSet<Slot>,
     target: f64,
     slack: f64,
-    before: Vec<f64>,
-    loads: Vec<f64>,
-    /// The most each primary can be brought down to: the target, or the
-    /// load of its slots that no primary could take without going over it.
-    floors: Vec<f64>,
-    /// Per primary, per slot of its input: moved already.
-    moved: Vec<Vec<bool>>,
-    /// Per primary: is it over the target beyond its bounds (a primary
-    /// whose lower bound is under the target gives nothing)?
-    surely_over: Vec<bool>,
+    /// In the input's order: a primary is its index here.
+    nodes: Vec<Standing<'a>>,
 }
 
 impl<'a> Ledger<'a> {
     fn new(input: &'a Input, options: &'a Options, target: f64) -> Self {
         let measure = options.measure;
         let slack = slack(input.total(measure));
-        let before: Vec<f64> = input.nodes.iter().map(|n| n.load(measure)).collect();
-        let floors = input
-            .nodes
-            .iter()
-            .map(|n| {
-                let fixed: f64 = (n.slots.iter().map(|s| s.load(measure)))
-                    .filter(|&load| load > target + slack)
-                    .sum();
-                fixed.max(target)
-            })
-            .collect();
+        let standing = |node: &'a crate::load::NodeSlots| {
+            let fixed: f64 = (node.slots.iter().map(|s| s.load(measure)))
+                .filter(|&load| load > target + slack)
+                .sum();
+            let before = node.load(measure);
+            Standing {
+                node,
+                before,
+                load: before,
+                floor: fixed.max(target),
+                surely_over: node
+                    .least(measure)
+                    .is_none_or(|least| least > target + slack),
+                moved: vec![false; node.slots.len()],
+            }
+        };
         Ledger {
-            input,
             measure,
             frozen: &options.frozen,
             target,
             slack,
-            loads: before.clone(),
-            before,
-            floors,
-            moved: input
-                .nodes
-                .iter()
-                .map(|n| vec![false; n.slots.len()])
-                .collect(),
-            surely_over: input
-                .nodes
-                .iter()
-                .map(|n| n.least(measure).is_none_or(|least| least > target + slack))
-                .collect(),
+            nodes: input.nodes.iter().map(standing).collect(),
         }
     }
 
     /// The primaries over their floor, the furthest over first.
     fn donors(&self) -> Vec<usize> {
-        let mut donors: Vec<usize> = (0..self.loads.len())
-            .filter(|&n| self.excess(n).is_some())
+        let mut donors: Vec<(usize, f64)> = (0..self.nodes.len())
+            .filter_map(|n| Some((n, self.excess(n)?)))
             .collect();
-        let over = |n: usize| self.loads[n] - self.floors[n];
-        donors.sort_by(|&a, &b| over(b).total_cmp(&over(a)).then(a.cmp(&b)));
-        donors
+        donors.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        donors.into_iter().map(|(n, _)| n).collect()
     }
 
     /// How much `node` serves above its floor, if anything (nothing for a
     /// primary that its bounds do not put over the target).
     fn excess(&self, node: usize) -> Option<f64> {
-        let excess = self.loads[node] - self.floors[node];
-        (self.surely_over[node] && excess > self.slack).then_some(excess)
+        let n = self.nodes.get(node)?;
+        let excess = n.load - n.floor;
+        (n.surely_over && excess > self.slack).then_some(excess)
     }
 
     /// The primary with the most room under the target, and that room.
     fn roomiest(&self, except: usize) -> Option<(usize, f64)> {
-        (0..self.loads.len())
-            .filter(|&n| n != except)
-            .map(|n| (n, self.target - self.loads[n]))
+        (self.nodes.iter().enumerate())
+            .filter(|&(n, _)| n != except)
+            .map(|(n, standing)| (n, self.target - standing.load))
             .filter(|&(_, room)| room > self.slack)
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
     }
@@ -196,57 +196,60 @@ impl<'a> Ledger<'a> {
     /// The slot of `donor` to move next (an index into its input) and where.
     fn best_move(&self, donor: usize, excess: f64) -> Option<(usize, usize)> {
         let (receiver, room) = self.roomiest(donor)?;
-        let slots = &self.input.nodes[donor].slots;
-        let load = |i: usize| slots[i].load(self.measure);
-        let movable: Vec<usize> = (0..slots.len())
-            .filter(|&i| !self.moved[donor][i] && !self.frozen.contains(&slots[i].slot))
-            .filter(|&i| slots[i].least(self.measure) > 0.0 && load(i) <= room + self.slack)
+        let standing = self.nodes.get(donor)?;
+        let movable: Vec<(usize, &SlotLoad)> = (standing.node.slots.iter().enumerate())
+            .filter(|&(i, s)| {
+                !standing.moved.get(i).copied().unwrap_or(true) && !self.frozen.contains(&s.slot)
+            })
+            .filter(|&(_, s)| {
+                s.least(self.measure) > 0.0 && s.load(self.measure) <= room + self.slack
+            })
             .collect();
         // Ranked by `rank`, accounted by `load`: see `SlotLoad::earlier`.
-        let rank = |i: usize| slots[i].rank(self.measure);
-        let finishing = movable
-            .iter()
-            .copied()
-            .filter(|&i| rank(i) >= excess - self.slack);
-        let fewest_keys = finishing.min_by(|&a, &b| {
-            (slots[a].keys.cmp(&slots[b].keys))
+        let rank = |s: &SlotLoad| s.rank(self.measure);
+        let finishing = (movable.iter().copied()).filter(|&(_, s)| rank(s) >= excess - self.slack);
+        let fewest_keys = finishing.min_by(|&(_, a), &(_, b)| {
+            (a.keys.cmp(&b.keys))
                 .then(rank(a).total_cmp(&rank(b)))
-                .then(slots[a].slot.cmp(&slots[b].slot))
+                .then(a.slot.cmp(&b.slot))
         });
         let chosen = fewest_keys.or_else(|| {
-            movable.iter().copied().max_by(|&a, &b| {
+            movable.iter().copied().max_by(|&(_, a), &(_, b)| {
                 (rank(a).total_cmp(&rank(b)))
-                    .then(slots[b].keys.cmp(&slots[a].keys))
-                    .then(slots[b].slot.cmp(&slots[a].slot))
+                    .then(b.keys.cmp(&a.keys))
+                    .then(b.slot.cmp(&a.slot))
             })
         })?;
-        Some((chosen, receiver))
+        Some((chosen.0, receiver))
     }
 
-    fn apply(&mut self, donor: usize, slot: usize, receiver: usize) -> Move {
-        let s: &SlotLoad = &self.input.nodes[donor].slots[slot];
+    fn apply(&mut self, donor: usize, slot: usize, receiver: usize) -> Option<Move> {
+        let to = self.nodes.get(receiver)?.node.node.clone();
+        let from = self.nodes.get_mut(donor)?;
+        let s: &SlotLoad = from.node.slots.get(slot)?;
         let load = s.load(self.measure);
-        self.moved[donor][slot] = true;
-        self.loads[donor] -= load;
-        self.loads[receiver] += load;
-        Move {
+        *from.moved.get_mut(slot)? = true;
+        from.load -= load;
+        let done = Move {
             slot: s.slot,
-            from: self.input.nodes[donor].node.clone(),
-            to: self.input.nodes[receiver].node.clone(),
+            from: from.node.node.clone(),
+            to,
             reads_per_second: s.reads_per_second,
             writes_per_second: s.writes_per_second,
             stats: s.stats,
             keys: s.keys,
-        }
+        };
+        self.nodes.get_mut(receiver)?.load += load;
+        Some(done)
     }
 
     fn outcomes(&self) -> Vec<NodeOutcome> {
-        (self.input.nodes.iter().enumerate())
-            .map(|(i, n)| NodeOutcome {
-                node: n.node.clone(),
-                before: self.before[i],
-                after: self.loads[i].max(0.0),
-                surely_over: self.surely_over[i] && self.before[i] > self.target + self.slack,
+        (self.nodes.iter())
+            .map(|n| NodeOutcome {
+                node: n.node.node.clone(),
+                before: n.before,
+                after: n.load.max(0.0),
+                surely_over: n.surely_over && n.before > self.target + self.slack,
             })
             .collect()
     }

@@ -2,6 +2,15 @@
 //! to back in memory, for several k. `cargo bench -p heavykeeper-sketch`;
 //! `ARRIVALS`, `DEPTH` and `WIDTH` in the environment override the defaults.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use heavykeeper_sketch::{HeavyKeeper, Params};
 use std::time::Instant;
 use test_streams::zipf_stream;

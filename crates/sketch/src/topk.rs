@@ -365,7 +365,8 @@ impl TopK {
     fn push_slot(&mut self, entry: Option<Entry>) -> Result<(), &'static str> {
         let place = self.heap.len();
         let count = entry.as_ref().map_or(0.0, |e| e.count);
-        if place > 0 && self.heap[(place - 1) / 2].count > count {
+        let parent = place.checked_sub(1).and_then(|p| self.heap.get(p / 2));
+        if parent.is_some_and(|parent| parent.count > count) {
             return Err("members out of heap order");
         }
         let Some(entry) = entry else {
@@ -500,12 +501,11 @@ impl TopK {
             return;
         }
         self.heap.swap(a, b);
-        let (ma, mb) = (self.heap[a].member as usize, self.heap[b].member as usize); // panic-ok: bounds checked above
-        if let Some(m) = self.members.get_mut(ma) {
-            m.place = a as u32;
-        }
-        if let Some(m) = self.members.get_mut(mb) {
-            m.place = b as u32;
+        for place in [a, b] {
+            let member = self.heap.get(place).map_or(EMPTY, |slot| slot.member);
+            if let Some(m) = self.members.get_mut(member as usize) {
+                m.place = place as u32;
+            }
         }
     }
 
@@ -616,7 +616,8 @@ impl TopK {
             ));
         }
         for (place, slot) in self.heap.iter().enumerate() {
-            if place > 0 && self.heap[(place - 1) / 2].count > slot.count {
+            let parent = place.checked_sub(1).and_then(|p| self.heap.get(p / 2));
+            if parent.is_some_and(|parent| parent.count > slot.count) {
                 return Err(format!("heap order broken at {place}"));
             }
             if slot.member == EMPTY {

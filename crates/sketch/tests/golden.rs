@@ -8,6 +8,15 @@
 //! After a deliberate change of the encoding or the algorithm, record the new
 //! digests with `HK_BLESS_GOLDEN=1 cargo test -p heavykeeper-sketch --test golden`.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use heavykeeper_sketch::{encode, HeavyKeeper, Params};
 use std::path::Path;
 use xxhash_rust::xxh3::xxh3_64;

@@ -3,6 +3,15 @@
 //! created as an operator would. Shared by the integration tests of the
 //! module and of hk-top (each test file: `use test_harness as common;`).
 
+// Test support: a panic here fails the test that called it, which is what
+// it is for; the workspace's no-panic rules are for code a server runs.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use redis::{Connection, FromRedisValue, Value};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -102,10 +102,10 @@ impl Coalescer {
         self.last_ms = self.last_ms.max(time_ms);
         let key = keyed(hash, access);
         let entries = &mut self.entries;
-        if let Some(&i) = self.index.find(key, |&i| {
-            keyed(entries[i as usize].hash, entries[i as usize].access) == key
-        }) {
-            let entry = &mut entries[i as usize];
+        let key_of =
+            |entries: &[Entry], i: u32| entries.get(i as usize).map(|e| keyed(e.hash, e.access));
+        let found = self.index.find(key, |&i| key_of(entries, i) == Some(key));
+        if let Some(entry) = found.and_then(|&i| entries.get_mut(i as usize)) {
             entry.weight = entry.weight.saturating_add(weight);
             entry.seen = entry.seen.saturating_add(1);
             if entry.slot.seq != slot.seq {
@@ -131,9 +131,8 @@ impl Coalescer {
             start,
             end: self.arena.len() as u32,
         });
-        self.index.insert_unique(key, index, |&i| {
-            keyed(entries[i as usize].hash, entries[i as usize].access)
-        });
+        self.index
+            .insert_unique(key, index, |&i| key_of(entries, i).unwrap_or(0));
     }
 
     pub fn is_empty(&self) -> bool {

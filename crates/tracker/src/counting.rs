@@ -212,7 +212,7 @@ impl<S: Sink> Counting<S> {
             // The prefix of a key is the first bytes of its item (the
             // database, then the key): no copy.
             rule.each_prefix(access.item.get(2..).unwrap_or_default(), |prefix| {
-                let item = &access.item[..2 + prefix.len()];
+                let item = access.item.get(..2 + prefix.len()).unwrap_or_default();
                 filling.add(
                     item,
                     ItemHash::of(item, seed),

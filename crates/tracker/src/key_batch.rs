@@ -190,7 +190,8 @@ impl KeyBatch {
         let entry = *self.entries.get(i)?;
         let start = i
             .checked_sub(1)
-            .map_or(0, |before| (self.entries[before] >> 2) as usize);
+            .and_then(|before| self.entries.get(before))
+            .map_or(0, |&before| (before >> 2) as usize);
         let n = self.entries.len() as i64;
         let span = self.sealed_ms.saturating_sub(self.first_ms).max(0);
         Some(BatchAccess {

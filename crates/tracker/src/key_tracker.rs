@@ -275,8 +275,7 @@ impl KeyTracker {
         if insert.weight == 0 {
             return;
         }
-        let i = insert.access.code() as usize;
-        let counted = &mut self.sketches[i];
+        let counted = self.counted_mut(insert.access);
         let arrived = counted.sketch.add_sampled(
             insert.item,
             insert.hash,
@@ -298,12 +297,31 @@ impl KeyTracker {
         }
     }
 
+    /// The sketch (and spread) that counts `access`.
+    fn counted(&self, access: Access) -> &Counted {
+        let [reads, writes, misses, prefixes] = &self.sketches;
+        match access {
+            Access::Read => reads,
+            Access::Write => writes,
+            Access::Miss => misses,
+            Access::Prefix => prefixes,
+        }
+    }
+
+    fn counted_mut(&mut self, access: Access) -> &mut Counted {
+        let [reads, writes, misses, prefixes] = &mut self.sketches;
+        match access {
+            Access::Read => reads,
+            Access::Write => writes,
+            Access::Miss => misses,
+            Access::Prefix => prefixes,
+        }
+    }
+
     /// Is `item` (hashed by [`Self::hash`]) a member of the sketch of
     /// `access`?
     pub fn is_member(&self, item: &[u8], hash: ItemHash, access: Access) -> bool {
-        self.sketches[access.code() as usize]
-            .sketch
-            .is_member(item, hash)
+        self.counted(access).sketch.is_member(item, hash)
     }
 
     /// Counts `weight` accesses of `key` in `db` at `time_ms`, every one
@@ -411,8 +429,7 @@ impl KeyTracker {
 
     /// `item`'s tally in the sketch of `access`, with its error bar's parts.
     fn tally(&self, access: Access, item: &[u8], hash: ItemHash, now_ms: i64) -> Tally {
-        let i = access.code() as usize;
-        let counted = &self.sketches[i];
+        let counted = self.counted(access);
         let count = counted.sketch.count(item, now_ms);
         let (variance, scale) = counted
             .spread

@@ -40,8 +40,10 @@ pub mod sampled_counters;
 pub mod slot_load;
 pub mod slot_map;
 pub mod thinning;
+pub mod thread_clock;
 pub mod time_slot;
 pub mod tracked_name;
+pub mod worker;
 
 pub use access::Access;
 pub use coalescer::Coalescer;
@@ -60,3 +62,4 @@ pub use slot_map::{Route, SlotMap};
 pub use thinning::Thinning;
 pub use time_slot::TimeSlot;
 pub use tracked_name::{tracked_name, MAX_TRACKED_KEY_BYTES};
+pub use worker::Worker;

@@ -59,21 +59,21 @@ impl PrefixRule {
         let mut from = 0;
         let step = self.delimiter.len();
         while depth < deepest {
-            let Some(at) = find(&key[from..], &self.delimiter) else {
+            let Some(at) = key.get(from..).and_then(|rest| find(rest, &self.delimiter)) else {
                 return;
             };
             from += at + step;
             depth += 1;
             if self.depths.contains(&depth) {
-                each(&key[..from]);
+                each(key.get(..from).unwrap_or_default());
             }
         }
     }
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.len() == 1 {
-        return haystack.iter().position(|&b| b == needle[0]);
+    if let [byte] = needle {
+        return haystack.iter().position(|b| b == byte);
     }
     haystack.windows(needle.len()).position(|w| w == needle)
 }

@@ -88,12 +88,16 @@ impl SlotMap {
             .map(|l| l.split_whitespace().collect::<Vec<_>>())
             .filter(|fields| fields.len() >= 8)
             .collect();
-        let myself = lines
-            .iter()
-            .find(|f| f[2].split(',').any(|flag| flag == "myself"))?;
-        let replica = myself[2]
-            .split(',')
-            .any(|flag| flag == "slave" || flag == "replica");
+        fn field<'a>(fields: &[&'a str], i: usize) -> &'a str {
+            fields.get(i).copied().unwrap_or_default()
+        }
+        let has_flag = |fields: &[&str], wanted: &[&str]| {
+            field(fields, 2)
+                .split(',')
+                .any(|flag| wanted.contains(&flag))
+        };
+        let myself = lines.iter().find(|f| has_flag(f, &["myself"]))?;
+        let replica = has_flag(myself, &["slave", "replica"]);
         let mut map = SlotMap {
             served: SlotSet::empty(),
             migrating: SlotSet::empty(),
@@ -105,7 +109,11 @@ impl SlotMap {
         // A replica serves its primary's slots; the markers of slots being
         // moved are on the `myself` line (replicas show them on Valkey).
         let owner = if replica {
-            lines.iter().find(|f| f[0] == myself[3]).unwrap_or(myself)
+            let primary = field(myself, 3);
+            lines
+                .iter()
+                .find(|f| field(f, 0) == primary)
+                .unwrap_or(myself)
         } else {
             myself
         };

@@ -91,7 +91,7 @@ fn unknown(name: &[u8], settings: &[(&'static str, Kind)]) -> String {
     let given = String::from_utf8_lossy(name).to_ascii_lowercase();
     let hint = names
         .iter()
-        .map(|n| (edit_distance(&given, n), *n))
+        .map(|n| (strsim::levenshtein(&given, n), *n))
         .min()
         .filter(|(d, _)| *d <= 3)
         .map(|(_, n)| format!(" (did you mean '{n}'?)"))
@@ -154,21 +154,6 @@ pub fn memory_bytes(text: &str) -> Option<i64> {
         _ => return None,
     };
     number.checked_mul(multiplier)
-}
-
-/// Levenshtein distance, for "did you mean".
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }
 
 #[cfg(test)]

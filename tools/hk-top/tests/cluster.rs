@@ -2,6 +2,15 @@
 //! created by `redis-cli --cluster create` on loopback, where the union of
 //! the nodes' lists is the cluster's list and each key shows its node.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{value, Cluster, Server, TRACK_EVERY_COMMAND};

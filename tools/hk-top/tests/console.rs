@@ -7,6 +7,15 @@
 //! shell's own `stty -a` after hk-top), the normal screen with what it
 //! showed before, the cursor shown.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};

@@ -4,6 +4,15 @@
 //! corner cases included), and the other flags narrow and order `--once`
 //! and `--json` as they say.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use base64::Engine;

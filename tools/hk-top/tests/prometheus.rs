@@ -6,6 +6,15 @@
 //! at a server that is not there: Prometheus scrapes it fine and records
 //! `heavykeeper_up 0`.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use base64::Engine;

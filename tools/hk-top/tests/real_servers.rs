@@ -3,6 +3,15 @@
 //! one that speaks TLS (a CA made here, verified, wrong CA refused), always
 //! with `redis-cli`'s flags; and asks it for `--help` and `--version`.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use test_harness as common;
 
 use common::{free_port, value, Server, TRACK_EVERY_COMMAND};

@@ -6,6 +6,15 @@
 //! Redis 7.0 (the standard migration) and, with `REDIS_SERVER` set to a
 //! Valkey 9 binary, on its own atomic slot migration.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod support;
 
 use redis::Connection;

