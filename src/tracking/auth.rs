@@ -20,8 +20,8 @@
 //! default`) every tick, and taken as "it does" from the moment the filter
 //! sees an `ACL` or `CONFIG` command until then.
 
-use super::client_table::Trust;
 use crate::host::server_info;
+use heavykeeper_tracker::client_table::Trust;
 use heavykeeper_tracker::KeyBatch;
 use redis_module::{Context, RedisValue};
 
@@ -68,6 +68,12 @@ pub struct Verdict {
 impl AuthWatch {
     /// Is every client let in (no password needed)?
     #[inline]
+    /// Unit tests: no server to ask, everyone taken as let in.
+    #[cfg(test)]
+    pub fn assume_everyone_let_in(&mut self) {
+        self.default_open = Some(true);
+    }
+
     pub fn all_let_in(&self) -> bool {
         self.default_open == Some(true)
     }

@@ -16,12 +16,12 @@
 //! The server side is the host's port ([`command_filter`]); what a command
 //! does to the tracker is [`super::state::Tracking::count_command`].
 
-use super::client_table::Db;
-use super::command_table::CommandTable;
 use super::state::{FilteredCommand, Tracking};
 use super::with_state;
 use crate::host::command_filter::{self, FilterCall, KeyUse};
 use crate::host::{events, module_context};
+use heavykeeper_tracker::client_table::Db;
+use heavykeeper_tracker::command_table::CommandTable;
 use heavykeeper_tracker::Access;
 use std::time::Instant;
 
@@ -36,7 +36,9 @@ pub fn attach(ctx: &redis_module::Context) -> Result<(), String> {
 
 /// The server's command table, read through the module's context.
 pub fn command_table() -> CommandTable {
-    module_context::get().map_or_else(CommandTable::default, |ctx| CommandTable::load(&ctx))
+    module_context::get().map_or_else(CommandTable::default, |ctx| {
+        super::command_table::load(&ctx)
+    })
 }
 
 fn on_command(command: &FilterCall) {

@@ -18,18 +18,14 @@
 #![deny(unsafe_code)]
 
 pub mod auth;
-pub mod client_table;
 pub mod command_table;
 pub mod config;
 pub mod config_events;
-pub mod cost_meter;
 pub mod filter;
 pub mod info;
 pub mod misses;
-pub mod name_effects;
 pub mod notify;
 pub mod routing;
-pub mod script_watch;
 pub mod state;
 pub mod timers;
 
@@ -62,7 +58,7 @@ pub fn apply_configs() {
     let commands = if starting {
         filter::command_table()
     } else {
-        command_table::CommandTable::default()
+        heavykeeper_tracker::command_table::CommandTable::default()
     };
     if wanted && config::misses_on() {
         misses::subscribe(&ctx);

@@ -37,6 +37,12 @@ impl Routing {
         self.map.as_ref()
     }
 
+    /// Unit tests: the map as if read from the server.
+    #[cfg(test)]
+    pub fn set_map(&mut self, map: SlotMap) {
+        self.map = Some(map);
+    }
+
     /// A `CLUSTER` command went by: read the map again at the next tick.
     pub fn may_have_changed(&mut self) {
         self.stale = true;

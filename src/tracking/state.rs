@@ -1,19 +1,19 @@
 //! The tracker's state while tracking is on, and the rules that change it:
 //! what a command, a key miss, a slot boundary and a tick do. Everything
 //! here runs on the server's main thread; the counting itself is the
-//! worker's ([`super::worker`]).
+//! worker's ([`heavykeeper_tracker::worker`]).
 
 use super::auth::{Admission, AuthWatch};
-use super::client_table::{ClientTable, Db, Trust};
-use super::command_table::{Args, CommandTable, KeyUse};
 use super::config::Sampling;
-use super::cost_meter::{CostMeter, Spent};
-use super::name_effects::NameEffect;
 use super::routing::Routing;
-use super::script_watch::ScriptWatch;
 use crate::host::clock;
 use crate::host::module_context;
 use heavykeeper_tracker::access_thinning::{keep, keep_one_in_within};
+use heavykeeper_tracker::client_table::{ClientTable, Db, Trust};
+use heavykeeper_tracker::command_table::{Args, CommandTable, KeyUse};
+use heavykeeper_tracker::cost_meter::{CostMeter, Spent};
+use heavykeeper_tracker::name_effect::NameEffect;
+use heavykeeper_tracker::script_watch::ScriptWatch;
 use heavykeeper_tracker::slot_map::Request;
 use heavykeeper_tracker::worker::{self, Worker};
 use heavykeeper_tracker::{
@@ -885,3 +885,7 @@ fn push_many_keys<'a>(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

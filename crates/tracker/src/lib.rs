@@ -22,8 +22,13 @@
 
 pub mod access;
 pub mod access_thinning;
+pub mod client_table;
 pub mod coalescer;
+pub mod command_name;
+pub mod command_reply;
+pub mod command_table;
 pub mod cost_budget;
+pub mod cost_meter;
 pub mod counting;
 pub mod coverage;
 pub mod error_bar;
@@ -33,10 +38,13 @@ pub mod insert_allowance;
 pub mod insert_budget;
 pub mod kept_slots;
 pub mod key_batch;
+pub mod key_spec;
 pub mod key_tracker;
 pub mod member_spread;
+pub mod name_effect;
 pub mod prefixes;
 pub mod sampled_counters;
+pub mod script_watch;
 pub mod slot_load;
 pub mod slot_map;
 pub mod thinning;

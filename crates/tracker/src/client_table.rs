@@ -14,7 +14,7 @@
 //! Trust: a command filter runs before the server checks authentication,
 //! so a client that never logged in would be counted like any other. A
 //! client is counted once one of its commands was seen to pass that check
-//! ([`Trust::Verified`], see [`super::auth`]); a client refused is not
+//! ([`Trust::Verified`], see the module's `tracking/auth.rs`); a client refused is not
 //! asked about again for a while ([`Trust::RefusedUntil`]).
 
 use hashbrown::HashMap;

@@ -3,7 +3,7 @@
 //! filter cannot tell (7.0's says nothing of the client), and asking the
 //! server (`RM_GetContextFlags`, which also works out the memory state)
 //! costs more than counting the key. While the filter sees every command
-//! (a counted slot of time, see [`super::timers`]), the server is asked only
+//! (a counted slot of time, see the module's timers), the server is asked only
 //! after a command that may run a script, until a command outside any
 //! script says it has ended; after commands went unseen (between counted slots),
 //! it is asked again until then. (7.2+ needs none of this: a script's

@@ -1,0 +1,249 @@
+//! The tracker's rules on commands, tested without a server: commands as
+//! a fake [`FilteredCommand`] hands them over, a command table built from
+//! a `COMMAND` reply written down here, and the counts read back.
+
+use super::*;
+use heavykeeper_tracker::command_reply::Reply;
+use heavykeeper_tracker::Ranking;
+
+fn text(s: &str) -> Reply {
+    Reply::Bytes(s.as_bytes().to_vec())
+}
+
+/// One key spec: its flag, keys from argument `at` to `last_key` after it
+/// (negative: from the end).
+fn spec(flag: &str, at: i64, last_key: i64) -> Reply {
+    let pair = |name: &str, value: Reply| [text(name), value];
+    Reply::Array(
+        [
+            pair("flags", Reply::Array(vec![text(flag)])),
+            pair(
+                "begin_search",
+                Reply::Array(
+                    [
+                        pair("type", text("index")),
+                        pair(
+                            "spec",
+                            Reply::Array(pair("index", Reply::Integer(at)).to_vec()),
+                        ),
+                    ]
+                    .concat(),
+                ),
+            ),
+            pair(
+                "find_keys",
+                Reply::Array(
+                    [
+                        pair("type", text("range")),
+                        pair(
+                            "spec",
+                            Reply::Array(
+                                [
+                                    pair("lastkey", Reply::Integer(last_key)),
+                                    pair("keystep", Reply::Integer(1)),
+                                    pair("limit", Reply::Integer(0)),
+                                ]
+                                .concat(),
+                            ),
+                        ),
+                    ]
+                    .concat(),
+                ),
+            ),
+        ]
+        .concat(),
+    )
+}
+
+fn command(name: &str, arity: i64, flag: &str, specs: Vec<Reply>) -> Reply {
+    Reply::Array(vec![
+        text(name),
+        Reply::Integer(arity),
+        Reply::Array(vec![text(flag)]),
+        Reply::Integer(1),
+        Reply::Integer(1),
+        Reply::Integer(1),
+        Reply::Array(vec![]),
+        Reply::Array(vec![]),
+        Reply::Array(specs),
+        Reply::Array(vec![]),
+    ])
+}
+
+fn table() -> CommandTable {
+    CommandTable::from_reply(&[
+        command("get", 2, "readonly", vec![spec("RO", 1, 0)]),
+        command("set", -3, "write", vec![spec("OW", 1, 0)]),
+        command("mget", -2, "readonly", vec![spec("RO", 1, -1)]),
+        command("select", 2, "fast", vec![]),
+        command("ping", -1, "fast", vec![]),
+    ])
+}
+
+/// A command from client `client` (`None`: Redis 7.0, which does not say),
+/// whose client is in database `db`.
+struct Fake {
+    client: Option<u64>,
+    args: Vec<Vec<u8>>,
+    db: u16,
+    in_script: bool,
+}
+
+impl Fake {
+    fn of(client: Option<u64>, args: &[&str]) -> Self {
+        Fake {
+            client,
+            args: args.iter().map(|a| a.as_bytes().to_vec()).collect(),
+            db: 0,
+            in_script: false,
+        }
+    }
+}
+
+impl FilteredCommand for Fake {
+    fn client(&self) -> Option<u64> {
+        self.client
+    }
+    fn argc(&self) -> usize {
+        self.args.len()
+    }
+    fn arg(&self, i: usize) -> &[u8] {
+        self.args.get(i).map_or(&[], Vec::as_slice)
+    }
+    fn server_keys(&self) -> Vec<(usize, Option<Access>)> {
+        Vec::new()
+    }
+    fn in_script(&self) -> bool {
+        self.in_script
+    }
+    fn client_db(&self, _id: u64) -> Option<Db> {
+        Some(Some(self.db))
+    }
+    fn key_exists(&self, _db: u16, _key: &[u8]) -> bool {
+        false
+    }
+}
+
+/// Counting every command, clients named (7.2+) or not (7.0), in a cluster
+/// or not; everyone let in.
+fn tracking(names_clients: bool, in_cluster: bool) -> Tracking {
+    let shape = TrackerShape {
+        k: 100,
+        half_life_ms: 1e12,
+    };
+    let mut t = Tracking::new(
+        shape,
+        Sampling::Fixed(1),
+        1.0,
+        table(),
+        names_clients,
+        in_cluster,
+    );
+    t.auth.assume_everyone_let_in();
+    t
+}
+
+/// Every listed key's reads (rounded: a count fades a little from the
+/// moment it is made, and one that faded below one arrival, a key read once,
+/// is not listed), by (db, key).
+fn reads(t: &mut Tracking) -> Vec<((u16, String), f64)> {
+    let now = clock::cached_now_ms() + 1;
+    let mut rows: Vec<_> = (t
+        .current()
+        .tracker()
+        .hottest(Ranking::Reads, 100, now)
+        .into_iter())
+    .map(|h| {
+        (
+            (h.db, String::from_utf8_lossy(&h.key).into_owned()),
+            h.reads.count.round(),
+        )
+    })
+    .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    rows
+}
+
+#[test]
+fn each_key_a_command_reads_counts_once_in_its_clients_database() {
+    let mut t = tracking(true, false);
+    for _ in 0..3 {
+        t.count_command(&Fake::of(Some(7), &["GET", "a"]));
+    }
+    let mut in_db_2 = Fake::of(Some(8), &["MGET", "a", "b", "b"]);
+    in_db_2.db = 2;
+    t.count_command(&in_db_2);
+    t.count_command(&in_db_2);
+    t.count_command(&Fake::of(Some(7), &["SET", "w", "v"]));
+    t.count_command(&Fake::of(Some(7), &["SET", "w", "v"]));
+    assert_eq!(
+        reads(&mut t),
+        [
+            ((0, "a".into()), 3.0),
+            ((2, "a".into()), 2.0),
+            ((2, "b".into()), 4.0)
+        ]
+    );
+}
+
+#[test]
+fn commands_the_server_would_refuse_count_nothing() {
+    let mut t = tracking(true, false);
+    for _ in 0..2 {
+        t.count_command(&Fake::of(Some(7), &["GET", "a", "extra"]));
+        t.count_command(&Fake::of(Some(7), &["GET"]));
+        t.count_command(&Fake::of(Some(7), &["NOSUCH", "a"]));
+        t.count_command(&Fake::of(Some(7), &["PING"]));
+    }
+    assert_eq!(reads(&mut t), []);
+    assert_eq!(t.figures().commands_seen, 8);
+}
+
+#[test]
+fn a_select_moves_the_clients_next_command_not_this_one() {
+    let mut t = tracking(true, false);
+    let mut get = Fake::of(Some(7), &["GET", "a"]);
+    t.count_command(&get);
+    // The server now has client 7 in db 3: the tracker asks again only
+    // after the SELECT it saw.
+    get.db = 3;
+    t.count_command(&get);
+    let mut select = Fake::of(Some(7), &["SELECT", "3"]);
+    select.db = 3;
+    t.count_command(&select);
+    t.count_command(&get);
+    t.count_command(&get);
+    assert_eq!(
+        reads(&mut t),
+        [((0, "a".into()), 2.0), ((3, "a".into()), 2.0)]
+    );
+}
+
+#[test]
+fn on_redis_7_0_a_running_scripts_commands_are_not_counted_twice() {
+    let mut t = tracking(false, false);
+    t.count_command(&Fake::of(None, &["GET", "a"]));
+    t.count_command(&Fake::of(None, &["GET", "a"]));
+    // A script runs: its own commands pass the filter too.
+    let mut inside = Fake::of(None, &["GET", "a"]);
+    inside.in_script = true;
+    t.scripts.script_started();
+    t.count_command(&inside);
+    assert_eq!(reads(&mut t), [((0, "a".into()), 2.0)]);
+}
+
+#[test]
+fn a_cluster_node_counts_only_the_keys_it_serves() {
+    let mut t = tracking(true, true);
+    // This node serves slots 0-8191; "a" hashes to 15495, "b" to 3300.
+    let nodes = "me 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-8191\n\
+                 other 127.0.0.1:7001@17001 master - 0 0 2 connected 8192-16383\n";
+    t.routing
+        .set_map(SlotMap::from_nodes(nodes, true, false).expect("a map"));
+    for _ in 0..2 {
+        t.count_command(&Fake::of(Some(7), &["GET", "a"]));
+        t.count_command(&Fake::of(Some(7), &["GET", "b"]));
+    }
+    assert_eq!(reads(&mut t), [((0, "b".into()), 2.0)]);
+    assert_eq!(t.figures().commands_redirected, 2);
+}
