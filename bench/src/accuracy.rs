@@ -29,8 +29,8 @@ pub fn score(
     top: &[(Vec<u8>, u64)],
 ) -> (f64, f64, f64, usize) {
     let truth = w.top_ids(k);
-    let threshold = truth.last().map_or(1, |&id| w.exact[id as usize]).max(1);
-    let true_count = |item: &[u8]| index.get(item).map_or(0, |&id| w.exact[id as usize]);
+    let threshold = truth.last().map_or(1, |&id| w.count(id)).max(1);
+    let true_count = |item: &[u8]| index.get(item).map_or(0, |&id| w.count(id));
     let hits = top
         .iter()
         .take(k)
@@ -39,8 +39,8 @@ pub fn score(
     let reported: HashMap<&[u8], u64> = top.iter().map(|(i, c)| (i.as_slice(), *c)).collect();
     let (mut rel, mut abs, mut n) = (0.0, 0.0, 0usize);
     for &id in &truth {
-        if let Some(&est) = reported.get(w.item(id)) {
-            let t = w.exact[id as usize] as f64;
+        if let Some(&est) = w.item(id).and_then(|item| reported.get(item)) {
+            let t = w.count(id) as f64;
             rel += (est as f64 - t).abs() / t;
             abs += (est as f64 - t).abs();
             n += 1;
@@ -74,12 +74,12 @@ pub fn grid(
 ) -> Vec<Accuracy> {
     let indexes: Vec<HashMap<&[u8], u32>> = workloads.iter().map(Workload::index).collect();
     let mut jobs = Vec::new();
-    for (wi, w) in workloads.iter().enumerate() {
+    for (w, index) in workloads.iter().zip(&indexes) {
         let item_len = w.hot_item_len();
         for &k in ks {
             for &budget in budgets {
                 for kind in Kind::ALL {
-                    jobs.push((wi, k, budget, kind, item_len));
+                    jobs.push((w, index, k, budget, kind, item_len));
                 }
             }
         }
@@ -91,14 +91,13 @@ pub fn grid(
         for _ in 0..threads.max(1) {
             scope.spawn(|| loop {
                 let job = queue.lock().map(|mut q| q.next()).ok().flatten();
-                let Some((wi, k, budget, kind, item_len)) = job else {
+                let Some((w, index, k, budget, kind, item_len)) = job else {
                     break;
                 };
-                let w = &workloads[wi];
                 let row = match kind.sized(k, budget, item_len) {
                     Some(sketch) => {
                         let (memory, precision, relative_error, absolute_error, overestimates) =
-                            run_one(w, &indexes[wi], k, sketch);
+                            run_one(w, index, k, sketch);
                         Some(Accuracy {
                             workload: w.name.clone(),
                             k,

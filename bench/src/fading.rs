@@ -92,7 +92,8 @@ impl ExactDecay {
     }
 }
 
-pub fn measure(quick: bool) -> FadingFigures {
+/// Fails only if the background's fixed Zipf parameters were invalid.
+pub fn measure(quick: bool) -> Result<FadingFigures, String> {
     let per_second = if quick { 2_000 } else { 10_000 };
     let per_ms = (per_second / 1000).max(1);
     let params = Params {
@@ -104,7 +105,7 @@ pub fn measure(quick: bool) -> FadingFigures {
         counts: HashMap::new(),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(9);
-    let zipf = Zipf::new(50_000.0, 1.0).expect("valid Zipf");
+    let zipf = Zipf::new(50_000.0, 1.0).map_err(|e| format!("fading's Zipf: {e}"))?;
     let steady = [
         (b"steady:20".to_vec(), 20.0),
         (b"steady:200".to_vec(), 200.0),
@@ -125,10 +126,10 @@ pub fn measure(quick: bool) -> FadingFigures {
             sketch.add(&item, 1, t);
             exact.add(&item, t);
         }
-        for (i, (item, rate)) in steady.iter().enumerate() {
-            owed[i] += rate / 1000.0;
-            while owed[i] >= 1.0 {
-                owed[i] -= 1.0;
+        for ((item, rate), owed) in steady.iter().zip(&mut owed) {
+            *owed += rate / 1000.0;
+            while *owed >= 1.0 {
+                *owed -= 1.0;
                 sketch.add(item, 1, t);
                 exact.add(item, t);
             }
@@ -166,11 +167,11 @@ pub fn measure(quick: bool) -> FadingFigures {
         .iter()
         .map(|(item, rate)| (*rate, sketch.rate(sketch.count(item, end - 1), end - 1)))
         .collect();
-    FadingFigures {
+    Ok(FadingFigures {
         background_per_second: per_second,
         takeover,
         takeover_half_lives,
         truth_half_lives,
         rates,
-    }
+    })
 }

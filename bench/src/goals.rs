@@ -195,7 +195,12 @@ fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 format!("{listed} of {readings}"),
                 listed == readings,
             ));
-            let steady: Vec<f64> = runs.iter().map(|r| r.keys[0].ratio).collect();
+            // `steady` is KEYS' first, and each run has a reading per key.
+            let steady: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.keys.first())
+                .map(|k| k.ratio)
+                .collect();
             let worst = steady
                 .iter()
                 .copied()

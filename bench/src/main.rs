@@ -80,7 +80,9 @@ fn options() -> Options {
     o
 }
 
-fn main() {
+/// Fails only where a fixed parameter is wrong (a generator's or a
+/// sketch's): each stage that needs a server reports its own failure.
+fn main() -> Result<(), String> {
     let o = options();
     let started = Instant::now();
     let stage = |n: usize, what: &str| {
@@ -110,9 +112,9 @@ fn main() {
 
     stage(1, "generating workloads");
     let mut loads = vec![
-        workloads::zipf(0.8, distinct, arrivals, 1),
-        workloads::zipf(1.0, distinct, arrivals, 2),
-        workloads::zipf(1.2, distinct, arrivals, 3),
+        workloads::zipf(0.8, distinct, arrivals, 1)?,
+        workloads::zipf(1.0, distinct, arrivals, 2)?,
+        workloads::zipf(1.2, distinct, arrivals, 3)?,
     ];
     match workloads::gcide(&o.gcide, o.quick.then_some(arrivals)) {
         Ok(w) => loads.push(w),
@@ -125,8 +127,8 @@ fn main() {
         Ok(w) => loads.push(w),
         Err(e) => eprintln!("  no source tokens ({e}); install libpython3-stdlib"),
     }
-    loads.push(workloads::uniform(distinct, arrivals, 4));
-    loads.push(workloads::shifting(distinct, arrivals, 5));
+    loads.push(workloads::uniform(distinct, arrivals, 4)?);
+    loads.push(workloads::shifting(distinct, arrivals, 5)?);
     if let Some(path) = &o.stream {
         match workloads::lines_of(path) {
             Ok(w) => loads.push(w),
@@ -178,7 +180,8 @@ fn main() {
     };
 
     stage(4, "in-process speed");
-    let zipf1 = &loads[1];
+    // Zipf(1.0), the second of the three made first.
+    let zipf1 = loads.get(1).ok_or("no Zipf(1.0) workload")?;
     let rounds = if o.quick { 1 } else { 3 };
     let (equal, by_k) = if o.runs("speed") {
         (
@@ -200,7 +203,10 @@ fn main() {
         6,
         "fading: takeover after a shift, rate error; merging shards",
     );
-    let fade = o.runs("fading").then(|| fading::measure(o.quick));
+    let fade = o
+        .runs("fading")
+        .then(|| fading::measure(o.quick))
+        .transpose()?;
     let merges = if o.runs("merge") {
         merging::measure(&loads, &ks)
     } else {
@@ -212,7 +218,10 @@ fn main() {
         "row layout: pairs sharing every column, precision effect",
     );
     let layout = o.runs("layout").then(|| row_layout::measure(&loads));
-    let ties = o.runs("ties").then(|| ties::measure(&loads, o.quick));
+    let ties = o
+        .runs("ties")
+        .then(|| ties::measure(&loads, o.quick))
+        .transpose()?;
 
     stage(
         8,
@@ -289,6 +298,7 @@ fn main() {
         report_path.display(),
         started.elapsed().as_secs_f64()
     );
+    Ok(())
 }
 
 /// Everything one run measured, for the report.

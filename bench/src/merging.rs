@@ -26,10 +26,15 @@ pub fn measure(loads: &[Workload], ks: &[usize]) -> Vec<MergeRow> {
             for shards in [1usize, 2, 4, 8] {
                 let mut sketches: Vec<_> = (0..shards).map(|_| ours_default(k)).collect();
                 for (i, item) in w.arrivals().enumerate() {
-                    sketches[i % shards].add(item);
+                    // `i % shards` is always one of the `shards` sketches.
+                    if let Some(sketch) = sketches.get_mut(i % shards) {
+                        sketch.add(item);
+                    }
                 }
-                let mut merged = sketches.remove(0);
-                for shard in &sketches {
+                let [merged, rest @ ..] = sketches.as_mut_slice() else {
+                    continue; // never: there is at least one shard
+                };
+                for shard in rest.iter() {
                     // Same defaults and seed: always mergeable.
                     let _ = merged.0.merge(&shard.0);
                 }

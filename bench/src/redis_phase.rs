@@ -223,18 +223,22 @@ pub fn add_versus_incr(
         }
         out.push(VersusIncr {
             pipeline,
-            incr_rps: median(&mut incr),
-            add_rps: median(&mut add),
-            query_rps: median(&mut query),
+            incr_rps: median(&mut incr).ok_or(NO_ROUNDS)?,
+            add_rps: median(&mut add).ok_or(NO_ROUNDS)?,
+            query_rps: median(&mut query).ok_or(NO_ROUNDS)?,
         });
     }
     Ok(out)
 }
 
-pub fn median(v: &mut [f64]) -> f64 {
+/// The middle value (the upper one of an even count); `None` for none.
+pub fn median(v: &mut [f64]) -> Option<f64> {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied()
 }
+
+/// Why a figure measured in `rounds` rounds has no median.
+const NO_ROUNDS: &str = "no rounds measured (rounds = 0)";
 
 /// Server-side cost per item of 1000-item batches, `PFADD` (Redis's own
 /// sketch with a hash per item) and `HK.ADD` at each k, all in one server on
@@ -279,17 +283,17 @@ pub fn batch_costs(
             .map(|_| chunks.next().unwrap_or(&[]))
             .collect();
         pfadd.push(round_ns(&mut con, "PFADD", "bench:rounds:hll", w, &ids)?);
-        for (i, key) in keys.iter().enumerate() {
-            per_k[i].push(round_ns(&mut con, "HK.ADD", key, w, &ids)?);
+        for (key, ns) in keys.iter().zip(per_k.iter_mut()) {
+            ns.push(round_ns(&mut con, "HK.ADD", key, w, &ids)?);
         }
     }
     Ok(BatchCosts {
-        pfadd_ns: median(&mut pfadd),
+        pfadd_ns: median(&mut pfadd).ok_or(NO_ROUNDS)?,
         add_ns: ks
             .iter()
             .zip(per_k.iter_mut())
-            .map(|(k, ns)| (*k, median(ns)))
-            .collect(),
+            .map(|(k, ns)| Ok((*k, median(ns).ok_or(NO_ROUNDS)?)))
+            .collect::<Result<_, String>>()?,
     })
 }
 
@@ -322,8 +326,8 @@ fn send_batch(
 ) -> Result<(), String> {
     let mut cmd = redis::cmd(command);
     cmd.arg(key);
-    for &id in ids {
-        cmd.arg(w.item(id));
+    for item in ids.iter().filter_map(|&id| w.item(id)) {
+        cmd.arg(item);
     }
     cmd.query::<redis::Value>(con)
         .map(|_| ())
@@ -400,7 +404,7 @@ pub fn measure(module: &Path, quick: bool) -> RedisFigures {
         let versus_incr = add_versus_incr(&server, requests, 3)?;
         // Zipf(1.0) over 100k distinct items: many arrivals are members
         // and move in the heap, the case where a large k costs most.
-        let stream = crate::workloads::zipf(1.0, 100_000, 2_000_000, 9);
+        let stream = crate::workloads::zipf(1.0, 100_000, 2_000_000, 9)?;
         let rounds = if quick { 5 } else { 15 };
         let batch_costs =
             batch_costs(&server, &stream, &[10, 100, 1000, 10_000], 1000, 20, rounds)?;

@@ -42,7 +42,8 @@ fn shapes(k: usize) -> [(&'static str, Params); 2] {
     [("default", ours), ("TOPK default 8x7", redisbloom)]
 }
 
-pub fn measure(loads: &[Workload], quick: bool) -> TieFigures {
+/// Fails only if a sketch of these small fixed shapes cannot be allocated.
+pub fn measure(loads: &[Workload], quick: bool) -> Result<TieFigures, String> {
     let orders = if quick { 5 } else { 20 };
     let mut rows = Vec::new();
     let chosen = |w: &&Workload| {
@@ -54,8 +55,9 @@ pub fn measure(loads: &[Workload], quick: bool) -> TieFigures {
         let index = w.index();
         for k in [10usize, 100] {
             for (shape, params) in shapes(k) {
-                let run = |ties| {
-                    let mut hk = HeavyKeeper::try_new_with_ties(params, 0, ties).expect("fits");
+                let run = |ties| -> Result<RuleFigures, String> {
+                    let mut hk = HeavyKeeper::try_new_with_ties(params, 0, ties)
+                        .map_err(|e| e.to_string())?;
                     let mut expulsions = 0u64;
                     for item in w.arrivals() {
                         expulsions += u64::from(hk.add(item, 1, 0).is_some());
@@ -65,32 +67,32 @@ pub fn measure(loads: &[Workload], quick: bool) -> TieFigures {
                         .iter()
                         .map(|r| (r.item.to_vec(), r.count as u64))
                         .collect();
-                    RuleFigures {
+                    Ok(RuleFigures {
                         precision: score(w, &index, k, &top).0,
                         expulsions,
-                        order_dependent: order_dependence(params, ties, orders),
-                    }
+                        order_dependent: order_dependence(params, ties, orders)?,
+                    })
                 };
                 rows.push(TieRow {
                     workload: w.name.clone(),
                     k,
                     shape,
-                    by_item: run(Ties::ByItem),
-                    redisbloom: run(Ties::RedisBloom),
+                    by_item: run(Ties::ByItem)?,
+                    redisbloom: run(Ties::RedisBloom)?,
                 });
             }
         }
     }
-    TieFigures { rows, orders }
+    Ok(TieFigures { rows, orders })
 }
 
 /// A small stream with many equal counts (every item 1-4 times), sent in
 /// `orders` shuffles: how many listings differ from the first one's.
-fn order_dependence(params: Params, ties: Ties, orders: usize) -> usize {
+fn order_dependence(params: Params, ties: Ties, orders: usize) -> Result<usize, String> {
     let mut stream: Vec<String> = (0..60)
         .flat_map(|i| vec![format!("t{i}"); 1 + i % 4])
         .collect();
-    let listing = |stream: &[String]| {
+    let listing = |stream: &[String]| -> Result<Vec<Vec<u8>>, String> {
         let mut hk = HeavyKeeper::try_new_with_ties(
             Params {
                 width: 4096,
@@ -99,28 +101,27 @@ fn order_dependence(params: Params, ties: Ties, orders: usize) -> usize {
             0,
             ties,
         )
-        .expect("fits");
+        .map_err(|e| e.to_string())?;
         for item in stream {
             hk.add(item.as_bytes(), 1, 0);
         }
-        hk.ranked(0)
-            .iter()
-            .map(|r| r.item.to_vec())
-            .collect::<Vec<_>>()
+        Ok(hk.ranked(0).iter().map(|r| r.item.to_vec()).collect())
     };
-    let first = listing(&stream);
+    let first = listing(&stream)?;
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    (1..orders)
-        .filter(|_| {
-            for i in (1..stream.len()).rev() {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                stream.swap(i, (state % (i as u64 + 1)) as usize);
-            }
-            listing(&stream) != first
-        })
-        .count()
+    let mut differing = 0;
+    for _ in 1..orders {
+        for i in (1..stream.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            stream.swap(i, (state % (i as u64 + 1)) as usize);
+        }
+        if listing(&stream)? != first {
+            differing += 1;
+        }
+    }
+    Ok(differing)
 }
 
 impl TieFigures {

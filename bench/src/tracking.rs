@@ -79,7 +79,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
         for &sample in candidates {
             let precision_20k = (0..3)
                 .map(|seed| {
-                    let stream = crate::workloads::zipf(1.0, 20_000, 300_000, 20 + seed);
+                    let stream = crate::workloads::zipf(1.0, 20_000, 300_000, 20 + seed)?;
                     precision(&server, &stream, sample, true).map(|p| p.0)
                 })
                 .collect::<Result<Vec<f64>, String>>()?;
@@ -135,12 +135,14 @@ fn precision(
     config(&mut con, "track-halflife", "86400")?;
     config(&mut con, "track-k", "100")?;
     config(&mut con, "track", "yes")?;
-    let arrivals = (if quick { 300_000 } else { 5_000_000 }).min(zipf.stream.len());
+    let arrivals = if quick { 300_000 } else { 5_000_000 };
+    // The first `arrivals`, or the whole stream when it is shorter.
+    let sent = zipf.stream.get(..arrivals).unwrap_or(&zipf.stream);
     let counted = Counted::start(&mut con);
-    for chunk in zipf.stream[..arrivals].chunks(1000) {
+    for chunk in sent.chunks(1000) {
         let mut pipe = redis::pipe();
-        for &id in chunk {
-            pipe.cmd("GET").arg(zipf.item(id)).ignore();
+        for item in chunk.iter().filter_map(|&id| zipf.item(id)) {
+            pipe.cmd("GET").arg(item).ignore();
         }
         pipe.query::<()>(&mut con).map_err(|e| e.to_string())?;
     }
@@ -155,21 +157,27 @@ fn precision(
         .chunks(4)
         .filter_map(|row| redis::from_redis_value::<Vec<u8>>(row.first()?).ok())
         .collect();
-    // The truth of the prefix actually sent.
+    // The truth of the prefix actually sent (every id is one of `names`).
     let mut exact = vec![0u64; zipf.names.len()];
-    for &id in &zipf.stream[..arrivals] {
-        exact[id as usize] += 1;
+    for &id in sent {
+        if let Some(count) = exact.get_mut(id as usize) {
+            *count += 1;
+        }
     }
-    let mut ids: Vec<usize> = (0..exact.len()).collect();
-    ids.sort_by(|&a, &b| exact[b].cmp(&exact[a]));
-    let threshold = exact[ids[99]];
+    // The 100th highest count.
+    let mut ranked = exact.clone();
+    ranked.sort_by(|a, b| b.cmp(a));
+    let threshold = *ranked
+        .get(99)
+        .ok_or_else(|| format!("{} keys: no top-100", ranked.len()))?;
     let hits = listed
         .iter()
         .filter(|key| {
             zipf.names
                 .iter()
                 .position(|n| n == *key)
-                .is_some_and(|id| exact[id] >= threshold)
+                .and_then(|id| exact.get(id))
+                .is_some_and(|&count| count >= threshold)
         })
         .count();
     config(&mut con, "track", "no")?;
@@ -220,9 +228,9 @@ fn steady_rates(
     while started.elapsed().as_secs_f64() < seconds {
         let now = started.elapsed().as_secs_f64();
         let mut pipe = redis::pipe();
-        for (i, (key, rate)) in targets.iter().enumerate() {
-            while (sent[i].len() as f64) < now * rate {
-                sent[i].push(now);
+        for ((key, rate), times) in targets.iter().zip(&mut sent) {
+            while (times.len() as f64) < now * rate {
+                times.push(now);
                 pipe.cmd("GET").arg(*key).ignore();
             }
         }
@@ -243,8 +251,11 @@ fn steady_rates(
     let counted = counted.share(&mut con);
     let reported = |key: &str| -> f64 {
         flat.chunks(4)
-            .find(|row| redis::from_redis_value::<String>(&row[0]).is_ok_and(|k| k == key))
-            .and_then(|row| redis::from_redis_value::<f64>(&row[2]).ok())
+            .find(|row| {
+                row.first()
+                    .is_some_and(|k| redis::from_redis_value::<String>(k).is_ok_and(|k| k == key))
+            })
+            .and_then(|row| redis::from_redis_value::<f64>(row.get(2)?).ok())
             .unwrap_or(0.0)
     };
     let lambda = std::f64::consts::LN_2 / half_life;
@@ -284,8 +295,9 @@ fn huge_keys(server: &Server) -> Result<HugeKeys, String> {
     };
     let before = info(&mut con, "memory", "used_memory")?;
     for i in 0..300u32 {
-        let mut key = vec![b'k'; 1 << 20];
-        key[..4].copy_from_slice(&i.to_be_bytes());
+        // `i` in its first four bytes, then `k`s up to 1 MB.
+        let mut key = i.to_be_bytes().to_vec();
+        key.resize(1 << 20, b'k');
         redis::cmd("EXISTS")
             .arg(&key)
             .arg(&key)

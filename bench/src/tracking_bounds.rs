@@ -130,13 +130,16 @@ fn listed(con: &mut redis::Connection) -> Result<Vec<(String, f64, f64, f64)>, S
         .map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     for row in flat.chunks(6) {
-        let f = |i: usize| -> Result<f64, String> {
-            redis::from_redis_value::<f64>(&row[i]).map_err(|e| e.to_string())
+        let [key, _, rate, count, low, high] = row else {
+            return Err(format!("HK.HOTKEYS WITHBOUNDS: a row of {}", row.len()));
         };
-        let key: String = redis::from_redis_value(&row[0]).map_err(|e| e.to_string())?;
-        let (rate, count) = (f(2)?, f(3)?);
+        let f = |v: &redis::Value| -> Result<f64, String> {
+            redis::from_redis_value::<f64>(v).map_err(|e| e.to_string())
+        };
+        let key: String = redis::from_redis_value(key).map_err(|e| e.to_string())?;
+        let (rate, count) = (f(rate)?, f(count)?);
         let per = if rate > 0.0 { count / rate } else { 0.0 };
-        rows.push((key, count, f(4)? * per, f(5)? * per));
+        rows.push((key, count, f(low)? * per, f(high)? * per));
     }
     Ok(rows)
 }
@@ -177,13 +180,14 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
         .map(|&key| {
             let truth = sent.of(key) as f64;
             let at = place.get(key).copied();
-            let (count, low, high) =
-                at.map_or((0.0, 0.0, 0.0), |i| (rows[i].1, rows[i].2, rows[i].3));
+            let (count, low, high) = at
+                .and_then(|i| rows.get(i))
+                .map_or((0.0, 0.0, 0.0), |r| (r.1, r.2, r.3));
             // Every key that is not one of the four is a background or
             // benchmark key: none had a third of any of the four's.
             let phantoms_above = at.map_or(0, |i| {
-                rows[..i]
-                    .iter()
+                rows.iter()
+                    .take(i)
                     .filter(|r| !KEYS.contains(&r.0.as_str()))
                     .count()
             });
@@ -219,7 +223,7 @@ fn read_cost(server: &Server) -> Result<(f64, f64), String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
     let mut best = [f64::INFINITY; 2];
     for _ in 0..5 {
-        for (i, bounds) in [false, true].into_iter().enumerate() {
+        for (best, bounds) in best.iter_mut().zip([false, true]) {
             let started = Instant::now();
             for _ in 0..200 {
                 let mut cmd = redis::cmd("HK.HOTKEYS");
@@ -230,7 +234,7 @@ fn read_cost(server: &Server) -> Result<(f64, f64), String> {
                 cmd.query::<redis::Value>(&mut con)
                     .map_err(|e| e.to_string())?;
             }
-            best[i] = best[i].min(started.elapsed().as_secs_f64() * 1e6 / 200.0);
+            *best = best.min(started.elapsed().as_secs_f64() * 1e6 / 200.0);
         }
     }
     Ok((best[0], best[1]))
@@ -312,7 +316,9 @@ pub fn markdown(servers: &[ServerBounds]) -> String {
                 continue;
             }
             for (k, key) in KEYS.iter().enumerate() {
-                let readings: Vec<&KeyReading> = runs.iter().map(|r| &r.keys[k]).collect();
+                // Each run has a reading per key of KEYS, in order.
+                let readings: Vec<&KeyReading> =
+                    runs.iter().filter_map(|r| r.keys.get(k)).collect();
                 let n = readings.len() as f64;
                 let mean =
                     |f: &dyn Fn(&KeyReading) -> f64| readings.iter().map(|r| f(r)).sum::<f64>() / n;

@@ -88,6 +88,11 @@ impl Mode {
     }
 }
 
+/// `mode`'s figure among figures in the order of [`MODES`].
+fn in_mode<T: Copy>(figures: &[Option<T>; 5], mode: Mode) -> Option<T> {
+    figures.get(mode.index()).copied().flatten()
+}
+
 /// One command through one server in every mode (medians of interleaved
 /// rounds; `None` for the floors when the floor module is not built).
 pub struct CostRow {
@@ -105,18 +110,18 @@ pub struct CostRow {
 impl CostRow {
     /// Extra main-thread CPU per command over tracking off.
     pub fn cpu_overhead(&self, mode: Mode) -> Option<f64> {
-        Some(self.main_thread_ns[mode.index()]? / self.main_thread_ns[0]? - 1.0)
+        Some(in_mode(&self.main_thread_ns, mode)? / self.main_thread_ns[0]? - 1.0)
     }
 
     /// Extra CPU of the main thread and the worker per command over off.
     pub fn all_cpu_overhead(&self, mode: Mode) -> Option<f64> {
-        let main = self.main_thread_ns[mode.index()]?;
-        let worker = self.worker_ns[mode.index()].unwrap_or(0.0);
+        let main = in_mode(&self.main_thread_ns, mode)?;
+        let worker = in_mode(&self.worker_ns, mode).unwrap_or(0.0);
         Some((main + worker) / self.main_thread_ns[0]? - 1.0)
     }
 
     pub fn throughput_loss(&self, mode: Mode) -> Option<f64> {
-        Some(1.0 - self.rps[mode.index()]? / self.rps[0]?)
+        Some(1.0 - in_mode(&self.rps, mode)? / self.rps[0]?)
     }
 }
 
@@ -203,7 +208,7 @@ pub struct Instructions {
 
 impl Instructions {
     pub fn at(&self, mode: Mode) -> Option<&PerGet> {
-        self.modes[mode.index()].as_ref()
+        self.modes.get(mode.index())?.as_ref()
     }
 
     fn off(&self) -> Option<&PerGet> {
@@ -363,55 +368,58 @@ pub fn server_name(server: &Server) -> Result<String, String> {
 const COMMANDS: [(&str, &[&str]); 2] =
     [("GET", &["GET", GET_KEY]), ("SET", &["SET", GET_KEY, "v"])];
 
+/// One mode's figures for one command, one per round.
+#[derive(Default)]
+struct Samples {
+    rps: Vec<f64>,
+    cpu: Vec<f64>,
+    worker: Vec<f64>,
+    share: Vec<f64>,
+}
+
 /// `redis-benchmark -P 16 -c 8 -r 100000` in each mode, interleaved rounds.
 fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
     let (requests, rounds) = if quick { (100_000, 1) } else { (300_000, 3) };
-    let modes: Vec<Mode> = MODES
-        .into_iter()
-        .filter(|m| floor || !m.is_floor())
-        .collect();
     let mut rows = Vec::new();
     for (name, command) in COMMANDS {
-        let mut rps: [Vec<f64>; 5] = Default::default();
-        let mut cpu: [Vec<f64>; 5] = Default::default();
-        let mut worker: [Vec<f64>; 5] = Default::default();
-        let mut share: [Vec<f64>; 5] = Default::default();
+        // In the order of MODES.
+        let mut samples: [Samples; 5] = Default::default();
         for _ in 0..rounds {
-            for &mode in &modes {
+            let modes = MODES.into_iter().zip(&mut samples);
+            for (mode, s) in modes.filter(|(m, _)| floor || !m.is_floor()) {
                 mode.apply(&mut con, floor)?;
-                let i = mode.index();
                 let counted_before = info_f64(&mut con, "tracker_seconds_counted");
                 let worker_before = server.thread_cpu_ns("hk-tracker");
                 let before = server.main_thread_cpu_ns();
                 let started = Instant::now();
                 let r = benchmark_clients(server.port, 8, requests, 16, 100_000, command)?;
                 let wall = started.elapsed().as_secs_f64();
-                rps[i].push(r);
+                s.rps.push(r);
                 if let (Some(a), Some(b)) = (before, server.main_thread_cpu_ns()) {
-                    cpu[i].push(b.saturating_sub(a) as f64 / requests as f64);
+                    s.cpu.push(b.saturating_sub(a) as f64 / requests as f64);
                 }
                 if mode.tracks() {
                     // The worker lags the main thread by up to a tick.
                     std::thread::sleep(Duration::from_millis(150));
                     if let (Some(a), Some(b)) = (worker_before, server.thread_cpu_ns("hk-tracker"))
                     {
-                        worker[i].push(b.saturating_sub(a) as f64 / requests as f64);
+                        s.worker.push(b.saturating_sub(a) as f64 / requests as f64);
                     }
                     let counted_after = info_f64(&mut con, "tracker_seconds_counted");
                     if let (Some(a), Some(b)) = (counted_before, counted_after) {
-                        share[i].push(((b - a) / wall).min(1.0));
+                        s.share.push(((b - a) / wall).min(1.0));
                     }
                 }
             }
         }
-        let med = |mut v: Vec<f64>| (!v.is_empty()).then(|| median(&mut v));
+        // `median` is `None` for a mode with no figures.
         rows.push(CostRow {
             command: name,
-            rps: rps.map(med),
-            main_thread_ns: cpu.map(med),
-            worker_ns: worker.map(med),
-            share_counted: share.map(med),
+            rps: samples.each_mut().map(|s| median(&mut s.rps)),
+            main_thread_ns: samples.each_mut().map(|s| median(&mut s.cpu)),
+            worker_ns: samples.each_mut().map(|s| median(&mut s.worker)),
+            share_counted: samples.each_mut().map(|s| median(&mut s.share)),
         });
     }
     Mode::Off.apply(&mut con, floor)?;
@@ -527,7 +535,7 @@ fn instructions(
     get(port, 50_000, GET_KEY).ok()?;
     let mut modes: [Option<PerGet>; 5] = Default::default();
     let mut default_share = None;
-    for mode in MODES {
+    for (mode, slot) in MODES.into_iter().zip(&mut modes) {
         if mode.is_floor() && floor.is_none() {
             continue;
         }
@@ -544,7 +552,7 @@ fn instructions(
                 default_share = Some((now, ((b - a) / wall).min(1.0)));
             }
         }
-        modes[mode.index()] = Some(run);
+        *slot = Some(run);
     }
     let mut prefixes = Vec::new();
     for v in PREFIX_VARIANTS {
@@ -573,7 +581,7 @@ fn instructions(
         .collect();
     for (phase, setting) in ["no", "yes", "no"].into_iter().enumerate() {
         config(&mut con, "track-misses", setting).ok()?;
-        for (s, &sample) in samples.iter().enumerate() {
+        for (&sample, m) in samples.iter().zip(&mut misses) {
             config(&mut con, "track-sample", &sample.to_string()).ok()?;
             config(&mut con, "track", "yes").ok()?;
             for (key, is_miss) in [(HIT_KEY, false), (MISS_KEY, true)] {
@@ -583,7 +591,6 @@ fn instructions(
                 get(port, warm / 3, key).ok()?;
                 let misses_before = info_f64(&mut con, "tracker_misses_seen");
                 let (run, _) = server.measure(&mut con, miss_gets, || get(port, miss_gets, key))?;
-                let m = &mut misses[s];
                 if phase == 1 && is_miss {
                     let after = info_f64(&mut con, "tracker_misses_seen");
                     if let (Some(a), Some(b)) = (misses_before, after) {
@@ -591,7 +598,10 @@ fn instructions(
                     }
                 }
                 let into = if is_miss { &mut m.miss } else { &mut m.hit };
-                into[phase] = run.command_and_worker();
+                // One figure per phase: `phase` is 0, 1 or 2.
+                if let Some(figure) = into.get_mut(phase) {
+                    *figure = run.command_and_worker();
+                }
             }
         }
     }
@@ -939,8 +949,9 @@ pub fn markdown(costs: &[ServerCost]) -> String {
     for server in costs {
         for c in &server.rows {
             for mode in MODES {
-                let i = mode.index();
-                let (Some(ns), Some(rps)) = (c.main_thread_ns[i], c.rps[i]) else {
+                let (Some(ns), Some(rps)) =
+                    (in_mode(&c.main_thread_ns, mode), in_mode(&c.rps, mode))
+                else {
                     continue;
                 };
                 let not_off = |x: Option<f64>| x.filter(|_| mode != Mode::Off);
@@ -951,9 +962,9 @@ pub fn markdown(costs: &[ServerCost]) -> String {
                     c.command,
                     mode.label(),
                     percent(not_off(c.cpu_overhead(mode))),
-                    c.worker_ns[i].map_or("-".into(), |w| format!("{w:.1}")),
-                    percent(c.worker_ns[i].and(c.all_cpu_overhead(mode))),
-                    c.share_counted[i].map_or("-".into(), |s| format!("{s:.3}")),
+                    in_mode(&c.worker_ns, mode).map_or("-".into(), |w| format!("{w:.1}")),
+                    percent(in_mode(&c.worker_ns, mode).and(c.all_cpu_overhead(mode))),
+                    in_mode(&c.share_counted, mode).map_or("-".into(), |s| format!("{s:.3}")),
                     percent(not_off(c.throughput_loss(mode).map(|l| -l))),
                 );
             }

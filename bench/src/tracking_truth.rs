@@ -178,8 +178,9 @@ impl ServerTruth {
         if runs.is_empty() {
             return None;
         }
-        let mean = |k: usize| runs.iter().map(|r| r.ratios[k]).sum::<f64>() / runs.len() as f64;
-        Some([mean(0), mean(1)])
+        let mean =
+            |ratio: fn(&Run) -> f64| runs.iter().map(|r| ratio(r)).sum::<f64>() / runs.len() as f64;
+        Some([mean(|r| r.ratios[0]), mean(|r| r.ratios[1])])
     }
 }
 
@@ -222,8 +223,11 @@ fn listed(con: &mut redis::Connection) -> Result<HashMap<String, f64>, String> {
         .map_err(|e| e.to_string())?;
     let mut counts = HashMap::new();
     for row in flat.chunks(4) {
-        let key: String = redis::from_redis_value(&row[0]).map_err(|e| e.to_string())?;
-        let count: i64 = redis::from_redis_value(&row[3]).map_err(|e| e.to_string())?;
+        let [key, _, _, count] = row else {
+            return Err(format!("HK.HOTKEYS: a row of {}", row.len()));
+        };
+        let key: String = redis::from_redis_value(key).map_err(|e| e.to_string())?;
+        let count: i64 = redis::from_redis_value(count).map_err(|e| e.to_string())?;
         counts.insert(key, count as f64);
     }
     Ok(counts)

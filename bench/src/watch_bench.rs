@@ -60,8 +60,11 @@ fn subscribe(server: &Server, channel: &str) -> Result<mpsc::Receiver<(f64, Stri
 }
 
 fn cmd(con: &mut redis::Connection, parts: &[&str]) -> Result<redis::Value, String> {
-    let mut c = redis::cmd(parts[0]);
-    for p in &parts[1..] {
+    let [name, args @ ..] = parts else {
+        return Err("an empty command".into());
+    };
+    let mut c = redis::cmd(name);
+    for p in args {
         c.arg(*p);
     }
     c.query(con).map_err(|e| e.to_string())
@@ -165,8 +168,9 @@ fn fade_delay(server: &Server) -> Result<(f64, f64, u64), String> {
             continue;
         };
         let event: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        if event["event"] == "cool" {
-            if let Some(crossing) = event["item"].as_str().and_then(|i| predicted.get(i)) {
+        if event.get("event").is_some_and(|e| *e == "cool") {
+            let item = event.get("item").and_then(serde_json::Value::as_str);
+            if let Some(crossing) = item.and_then(|i| predicted.get(i)) {
                 delays.push(received - crossing);
             }
         }
@@ -204,16 +208,16 @@ fn add_cost(module: &Path, zipf: &Workload, batches: usize) -> Result<(f64, f64,
         for (_, con) in servers.iter_mut() {
             let mut add = redis::cmd("HK.ADD");
             add.arg("w");
-            for &id in chunk {
-                add.arg(zipf.item(id));
+            for item in chunk.iter().filter_map(|&id| zipf.item(id)) {
+                add.arg(item);
             }
             add.query::<redis::Value>(con).map_err(|e| e.to_string())?;
         }
     }
     let mut ns = [0.0; 3];
-    for (i, (_, con)) in servers.iter_mut().enumerate() {
+    for (ns, (_, con)) in ns.iter_mut().zip(servers.iter_mut()) {
         let (calls, usec) = command_stats(con, "hk.add")?;
-        ns[i] = usec * 1000.0 / (calls * 1000.0);
+        *ns = usec * 1000.0 / (calls * 1000.0);
     }
     Ok((ns[0], ns[1], ns[2]))
 }

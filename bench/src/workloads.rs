@@ -23,44 +23,55 @@ pub struct Workload {
 }
 
 impl Workload {
-    fn new(name: String, names: Vec<Vec<u8>>, stream: Vec<u32>) -> Self {
+    /// Fails on an id with no name, which the generators and readers below
+    /// never make.
+    fn new(name: String, names: Vec<Vec<u8>>, stream: Vec<u32>) -> Result<Self, String> {
         let mut exact = vec![0u64; names.len()];
         let mut bytes = Vec::new();
         let mut ends = Vec::with_capacity(stream.len());
         for &id in &stream {
-            exact[id as usize] += 1;
-            bytes.extend_from_slice(&names[id as usize]);
+            let unknown = || format!("{name}: id {id} beyond its {} names", names.len());
+            *exact.get_mut(id as usize).ok_or_else(unknown)? += 1;
+            bytes.extend_from_slice(names.get(id as usize).ok_or_else(unknown)?);
             ends.push(bytes.len() as u32);
         }
-        Self {
+        Ok(Self {
             name,
             names,
             stream,
             exact,
             bytes,
             ends,
-        }
+        })
     }
 
     /// Every arrival's bytes, in order.
     pub fn arrivals(&self) -> impl Iterator<Item = &[u8]> + '_ {
         let mut start = 0usize;
-        self.ends.iter().map(move |&end| {
-            let item = &self.bytes[start..end as usize];
+        // `new` makes the ends ascend within `bytes`: this never stops early.
+        self.ends.iter().map_while(move |&end| {
+            let item = self.bytes.get(start..end as usize)?;
             start = end as usize;
-            item
+            Some(item)
         })
     }
 
-    pub fn item(&self, id: u32) -> &[u8] {
-        &self.names[id as usize]
+    /// The item's bytes; `None` for an id no stream of this workload holds.
+    pub fn item(&self, id: u32) -> Option<&[u8]> {
+        self.names.get(id as usize).map(Vec::as_slice)
+    }
+
+    /// Exact count of an id (0 for one no stream of this workload holds).
+    pub fn count(&self, id: u32) -> u64 {
+        self.exact.get(id as usize).copied().unwrap_or(0)
     }
 
     /// Mean byte length of the items that matter (the 1000 most frequent).
     pub fn hot_item_len(&self) -> usize {
         let top = self.top_ids(1000);
         (top.iter()
-            .map(|&id| self.names[id as usize].len())
+            .filter_map(|&id| self.item(id))
+            .map(<[u8]>::len)
             .sum::<usize>()
             / top.len().max(1))
         .max(1)
@@ -69,13 +80,9 @@ impl Workload {
     /// Ids by true count, highest first (ties by id).
     pub fn top_ids(&self, n: usize) -> Vec<u32> {
         let mut ids: Vec<u32> = (0..self.names.len() as u32)
-            .filter(|&i| self.exact[i as usize] > 0)
+            .filter(|&i| self.count(i) > 0)
             .collect();
-        ids.sort_by(|&a, &b| {
-            self.exact[b as usize]
-                .cmp(&self.exact[a as usize])
-                .then(a.cmp(&b))
-        });
+        ids.sort_by(|&a, &b| self.count(b).cmp(&self.count(a)).then(a.cmp(&b)));
         ids.truncate(n);
         ids
     }
@@ -108,40 +115,48 @@ fn key_names(distinct: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn zipf_ids(s: f64, distinct: usize, arrivals: usize, rng: &mut ChaCha8Rng) -> Vec<u32> {
-    let zipf = Zipf::new(distinct as f64, s).expect("valid Zipf");
-    (0..arrivals).map(|_| zipf.sample(rng) as u32 - 1).collect()
+/// Fails when there are no ids to draw (`distinct` 0) or `s` is negative.
+fn zipf_ids(
+    s: f64,
+    distinct: usize,
+    arrivals: usize,
+    rng: &mut ChaCha8Rng,
+) -> Result<Vec<u32>, String> {
+    let zipf =
+        Zipf::new(distinct as f64, s).map_err(|e| format!("Zipf({s}) over {distinct} ids: {e}"))?;
+    Ok((0..arrivals).map(|_| zipf.sample(rng) as u32 - 1).collect())
 }
 
-pub fn zipf(s: f64, distinct: usize, arrivals: usize, seed: u64) -> Workload {
+pub fn zipf(s: f64, distinct: usize, arrivals: usize, seed: u64) -> Result<Workload, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Ranks are shuffled onto names so that popularity is unrelated to the bytes.
     let mut names = key_names(distinct);
     names.shuffle(&mut rng);
-    let stream = zipf_ids(s, distinct, arrivals, &mut rng);
+    let stream = zipf_ids(s, distinct, arrivals, &mut rng)?;
     Workload::new(format!("zipf-{s}"), names, stream)
 }
 
-pub fn uniform(distinct: usize, arrivals: usize, seed: u64) -> Workload {
+pub fn uniform(distinct: usize, arrivals: usize, seed: u64) -> Result<Workload, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let ids = Uniform::new(0, distinct as u32).expect("non-empty range");
+    let ids = Uniform::new(0, distinct as u32)
+        .map_err(|e| format!("uniform over {distinct} ids: {e}"))?;
     let stream = (0..arrivals).map(|_| ids.sample(&mut rng)).collect();
     Workload::new("uniform".into(), key_names(distinct), stream)
 }
 
 /// Zipf(1.0) whose hot set is replaced by a disjoint one halfway through.
-pub fn shifting(distinct: usize, arrivals: usize, seed: u64) -> Workload {
+pub fn shifting(distinct: usize, arrivals: usize, seed: u64) -> Result<Workload, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let half = distinct / 2;
-    let first = zipf_ids(1.0, half, arrivals / 2, &mut rng);
-    let second = zipf_ids(1.0, half, arrivals - arrivals / 2, &mut rng);
+    let first = zipf_ids(1.0, half, arrivals / 2, &mut rng)?;
+    let second = zipf_ids(1.0, half, arrivals - arrivals / 2, &mut rng)?;
     let mut stream = first;
     stream.extend(second.into_iter().map(|id| id + half as u32));
     Workload::new("shifting".into(), key_names(half * 2), stream)
 }
 
 /// Lower-cased alphabetic words of a text, in order.
-pub fn words_of(name: &str, text: impl Read) -> Workload {
+pub fn words_of(name: &str, text: impl Read) -> std::io::Result<Workload> {
     let mut ids: HashMap<Vec<u8>, u32> = HashMap::new();
     let mut names = Vec::new();
     let mut stream = Vec::new();
@@ -160,7 +175,7 @@ pub fn words_of(name: &str, text: impl Read) -> Workload {
             stream.push(id);
         }
     }
-    Workload::new(name.into(), names, stream)
+    Workload::new(name.into(), names, stream).map_err(std::io::Error::other)
 }
 
 /// One item per line, as given (the `STREAM=path` workload).
@@ -181,7 +196,7 @@ pub fn lines_of(path: &Path) -> std::io::Result<Workload> {
     let name = path
         .file_name()
         .map_or("stream".into(), |n| n.to_string_lossy().into_owned());
-    Ok(Workload::new(name, names, stream))
+    Workload::new(name, names, stream).map_err(std::io::Error::other)
 }
 
 /// Identifier tokens of a tree of source files, in path order: source code's
@@ -211,26 +226,22 @@ pub fn source_tokens(name: &str, root: &Path, extension: &str) -> std::io::Resul
         let Ok(text) = std::fs::read(&file) else {
             continue;
         };
-        let mut rest = text.as_slice();
-        while let Some(start) = rest
-            .iter()
-            .position(|b| b.is_ascii_alphabetic() || *b == b'_')
-        {
-            let len = rest[start..]
-                .iter()
-                .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
-                .unwrap_or(rest.len() - start);
-            let token = &rest[start..start + len];
+        for run in text.split(|b| !(b.is_ascii_alphanumeric() || *b == b'_')) {
+            // A token starts at a letter or `_`: `2x` is the token `x`.
+            let digits = run.iter().take_while(|b| b.is_ascii_digit()).count();
+            let token = run.get(digits..).unwrap_or_default();
+            if token.is_empty() {
+                continue;
+            }
             let next = names.len() as u32;
             let id = *ids.entry(token.to_vec()).or_insert_with(|| {
                 names.push(token.to_vec());
                 next
             });
             stream.push(id);
-            rest = &rest[start + len..];
         }
     }
-    Ok(Workload::new(name.into(), names, stream))
+    Workload::new(name.into(), names, stream).map_err(std::io::Error::other)
 }
 
 /// The Python standard library Debian installs (`libpython3-stdlib`), the
@@ -254,10 +265,10 @@ pub fn python_tokens() -> std::io::Result<Workload> {
 /// The GNU dictionary's words, from Debian's `dict-gcide` (dictzip is gzip).
 pub fn gcide(path: &Path, limit: Option<usize>) -> std::io::Result<Workload> {
     let file = std::fs::File::open(path)?;
-    let mut w = words_of("gcide-words", flate2::read::MultiGzDecoder::new(file));
+    let mut w = words_of("gcide-words", flate2::read::MultiGzDecoder::new(file))?;
     if let Some(n) = limit {
         w.stream.truncate(n);
-        w = Workload::new(w.name, w.names, w.stream);
+        w = Workload::new(w.name, w.names, w.stream).map_err(std::io::Error::other)?;
     }
     Ok(w)
 }

@@ -22,7 +22,7 @@ const NOT_CLUSTER: &str = "HK.HOTSLOTS needs cluster mode: it lists the slots th
 
 pub fn hotslots(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let query = parse(args.get(1..).unwrap_or_default())?;
-    let slots = tracking::hottest_slots(query.by, query.count)
+    let slots = tracking::hottest_hash_slots(query.by, query.count)
         .ok_or_else(|| err(OFF))?
         .ok_or_else(|| err(NOT_CLUSTER))?;
     let rows = slots

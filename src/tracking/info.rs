@@ -16,13 +16,13 @@ struct Figures {
     keep_one_in: u32,
     seen: u64,
     redirected: u64,
-    slots_served: Option<(usize, bool)>,
+    hash_slots_served: Option<(usize, bool)>,
     dropped: u64,
     unauthenticated: u64,
     checks: u64,
     refused: u64,
-    slots_discarded: u64,
-    slots: (u64, u64, u64, u64),
+    time_slots_discarded: u64,
+    time_slots: (u64, u64, u64, u64),
     misses_seen: u64,
     thinned_ms: u64,
     rates: (Tally, Tally),
@@ -48,13 +48,18 @@ fn figures(for_crash_report: bool) -> Figures {
                 keep_one_in: t.keep_one_in(),
                 seen: f.commands_seen,
                 redirected: f.commands_redirected,
-                slots_served: t.slots_served(),
+                hash_slots_served: t.hash_slots_served(),
                 dropped: f.accesses_dropped,
                 unauthenticated,
                 checks,
                 refused,
-                slots_discarded: f.slots_discarded,
-                slots: (f.slots, f.slots_counted, f.slot_ns, f.counted_slot_ns),
+                time_slots_discarded: f.time_slots_discarded,
+                time_slots: (
+                    f.time_slots,
+                    f.time_slots_counted,
+                    f.time_slot_ns,
+                    f.counted_time_slot_ns,
+                ),
                 misses_seen: f.misses_seen,
                 thinned_ms: t.thinned_ms(),
                 rates,
@@ -169,7 +174,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         .and_then(|s| s.field("tracker_commands_seen", number(f.seen)))
         .and_then(|s| s.field("tracker_commands_redirected", number(f.redirected)))
         .and_then(|s| {
-            let state = match f.slots_served {
+            let state = match f.hash_slots_served {
                 None => "none",
                 Some((_, true)) => "ok",
                 Some((_, false)) => "fail",
@@ -177,7 +182,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
             s.field("tracker_cluster_state", state)
         })
         .and_then(|s| {
-            let served = f.slots_served.map_or(0, |(n, _)| n as i64);
+            let served = f.hash_slots_served.map_or(0, |(n, _)| n as i64);
             s.field("tracker_cluster_slots_served", served)
         })
         .and_then(|s| s.field("tracker_accesses_dropped", number(f.dropped)))
@@ -193,22 +198,22 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         .and_then(|s| s.field("tracker_unauthenticated_dropped", number(f.unauthenticated)))
         .and_then(|s| s.field("tracker_auth_checks", number(f.checks)))
         .and_then(|s| s.field("tracker_auth_refused", number(f.refused)))
-        .and_then(|s| s.field("tracker_slots", number(f.slots.0)))
-        .and_then(|s| s.field("tracker_slots_counted", number(f.slots.1)))
+        .and_then(|s| s.field("tracker_slots", number(f.time_slots.0)))
+        .and_then(|s| s.field("tracker_slots_counted", number(f.time_slots.1)))
         .and_then(|s| {
-            let uncounted = f.slots.2.saturating_sub(f.slots.3);
+            let uncounted = f.time_slots.2.saturating_sub(f.time_slots.3);
             s.field(
                 "tracker_uncounted_slot_mean_ms",
-                mean_ms(uncounted, f.slots.0.saturating_sub(f.slots.1)),
+                mean_ms(uncounted, f.time_slots.0.saturating_sub(f.time_slots.1)),
             )
         })
         .and_then(|s| {
             s.field(
                 "tracker_counted_slot_mean_ms",
-                mean_ms(f.slots.3, f.slots.1),
+                mean_ms(f.time_slots.3, f.time_slots.1),
             )
         })
-        .and_then(|s| s.field("tracker_slots_discarded", number(f.slots_discarded)))
+        .and_then(|s| s.field("tracker_slots_discarded", number(f.time_slots_discarded)))
         .and_then(|s| s.build_section())
         .and_then(|b| b.build_info());
 }

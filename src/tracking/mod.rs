@@ -31,7 +31,7 @@ pub mod timers;
 
 use crate::host::clock;
 use crate::host::main_thread_cell::MainThreadCell;
-use heavykeeper_tracker::{Access, HotKey, Ranking, SlotRate};
+use heavykeeper_tracker::{Access, HashSlotRate, HotKey, Ranking};
 use redis_module::ContextFlags;
 use state::Tracking;
 
@@ -91,7 +91,7 @@ pub fn apply_configs() {
                 config::prefix_rule(),
             );
             t.refresh_users(&ctx);
-            if !t.uses_slots() && !t.is_counting() {
+            if !t.uses_time_slots() && !t.is_counting() {
                 // Sampling ended between slots: the slot timers restart
                 // below, but none is needed to count every command again.
                 t.count_everything(&ctx);
@@ -122,12 +122,12 @@ pub fn hottest(ranking: Ranking, count: usize) -> Option<Vec<HotKey>> {
 
 /// The `count` hottest cluster slots now (by `by`, or reads and writes
 /// together): `None` while tracking is off, `Some(None)` outside a cluster.
-pub fn hottest_slots(by: Option<Access>, count: usize) -> Option<Option<Vec<SlotRate>>> {
+pub fn hottest_hash_slots(by: Option<Access>, count: usize) -> Option<Option<Vec<HashSlotRate>>> {
     let now = clock::now_ms();
     with_state(|state| {
         state
             .as_mut()
-            .map(|t| t.current().tracker().hottest_slots(by, count, now))
+            .map(|t| t.current().tracker().hottest_hash_slots(by, count, now))
     })
     .flatten()
 }

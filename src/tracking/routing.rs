@@ -2,7 +2,7 @@
 //! command before the server redirects it, so without this a client that
 //! sends another node's keys here (answered `MOVED`) would make this node
 //! look loaded with slots it does not serve. The rules are
-//! [`heavykeeper_tracker::SlotMap`]'s; this keeps the map fresh and
+//! [`heavykeeper_tracker::HashSlotMap`]'s; this keeps the map fresh and
 //! remembers who sent `ASKING`.
 //!
 //! Fresh: `CLUSTER INFO` is read every tick (its epoch moves whenever
@@ -11,7 +11,7 @@
 //! Between a move and the next tick (100 ms) a key of a slot just moved may
 //! still be counted where it was.
 
-use heavykeeper_tracker::SlotMap;
+use heavykeeper_tracker::HashSlotMap;
 use redis_module::{Context, RedisValue};
 
 /// Ticks between readings of `CLUSTER NODES` when nothing says it changed.
@@ -19,7 +19,7 @@ const NODES_EVERY_TICKS: u64 = 10;
 
 #[derive(Default)]
 pub struct Routing {
-    map: Option<SlotMap>,
+    map: Option<HashSlotMap>,
     /// `cluster_current_epoch` when the map was read.
     epoch: Option<u64>,
     stale: bool,
@@ -33,13 +33,13 @@ impl Routing {
     /// What the node serves, once read (`None` outside a cluster, or
     /// before the first reading: then everything counts).
     #[inline]
-    pub fn map(&self) -> Option<&SlotMap> {
+    pub fn map(&self) -> Option<&HashSlotMap> {
         self.map.as_ref()
     }
 
     /// Unit tests: the map as if read from the server.
     #[cfg(test)]
-    pub fn set_map(&mut self, map: SlotMap) {
+    pub fn set_map(&mut self, map: HashSlotMap) {
         self.map = Some(map);
     }
 
@@ -87,7 +87,7 @@ impl Routing {
             return;
         };
         let reads_when_down = config_yes(ctx, "cluster-allow-reads-when-down");
-        if let Some(map) = SlotMap::from_nodes(&nodes, ok, reads_when_down) {
+        if let Some(map) = HashSlotMap::from_nodes(&nodes, ok, reads_when_down) {
             self.map = Some(map);
             self.epoch = Some(epoch);
             self.stale = false;

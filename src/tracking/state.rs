@@ -12,13 +12,13 @@ use heavykeeper_tracker::access_thinning::{keep, keep_one_in_within};
 use heavykeeper_tracker::client_table::{ClientTable, Db, Trust};
 use heavykeeper_tracker::command_table::{Args, CommandTable, KeyUse};
 use heavykeeper_tracker::cost_meter::{CostMeter, Spent};
+use heavykeeper_tracker::hash_slot_map::Request;
 use heavykeeper_tracker::name_effect::NameEffect;
 use heavykeeper_tracker::script_watch::ScriptWatch;
-use heavykeeper_tracker::slot_map::Request;
 use heavykeeper_tracker::worker::{self, Worker};
 use heavykeeper_tracker::{
-    hash_slot, Access, CostBudget, Counting, Coverage, KeptSlots, KeyBatch, KeyTracker, PrefixRule,
-    Route, SlotMap, Tally, TickCost, TimeSlot, TrackerShape,
+    hash_slot, Access, CostBudget, Counting, Coverage, HashSlotMap, KeptTimeSlots, KeyBatch,
+    KeyTracker, PrefixRule, Route, Tally, TickCost, TimeSlot, TrackerShape,
 };
 use redis_module::Context;
 use std::collections::HashSet;
@@ -57,7 +57,7 @@ const HELD_SLOT_KEY_BYTES: usize = 256 * 1024;
 
 /// The current slot of time.
 #[derive(Default)]
-struct Slot {
+struct OpenTimeSlot {
     /// The slot as counted, with what each of its accesses stands for
     /// (`None`: not counted).
     counted: Option<TimeSlot>,
@@ -79,12 +79,12 @@ struct Slot {
 pub struct Figures {
     pub commands_seen: u64,
     pub accesses_dropped: u64,
-    pub slots_discarded: u64,
-    /// Slots begun, and of those counted; their wall time (ns).
-    pub slots: u64,
-    pub slots_counted: u64,
-    pub slot_ns: u64,
-    pub counted_slot_ns: u64,
+    pub time_slots_discarded: u64,
+    /// Time slots begun, and of those counted; their wall time (ns).
+    pub time_slots: u64,
+    pub time_slots_counted: u64,
+    pub time_slot_ns: u64,
+    pub counted_time_slot_ns: u64,
     pub misses_seen: u64,
     /// Commands not counted: a cluster node that will not serve them
     /// (`MOVED`, `CROSSSLOT`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`).
@@ -101,7 +101,7 @@ pub struct Tracking {
     budget: CostBudget,
     /// Within counted slots, one access in how many is kept.
     keep_one_in: u32,
-    slot: Slot,
+    time_slot: OpenTimeSlot,
     batch: KeyBatch,
     commands: CommandTable,
     clients: ClientTable,
@@ -119,7 +119,7 @@ pub struct Tracking {
     /// Does the server's filter say which client sent a command (7.2+)?
     names_clients: bool,
     /// Redis 7.0 with a password: counted slots kept, and what they stand for.
-    kept: KeptSlots,
+    kept: KeptTimeSlots,
     figures: Figures,
     /// Keys announced `hot` on the tracking channel and not yet `cool`.
     notified: HashSet<(u16, Vec<u8>)>,
@@ -142,7 +142,7 @@ fn fresh_worker(shape: TrackerShape, in_cluster: bool, prefixes: Option<PrefixRu
     let now = clock::now_ms();
     let mut tracker = KeyTracker::new(shape, rand::random(), now);
     if in_cluster {
-        tracker.count_slots(now);
+        tracker.count_hash_slots(now);
     }
     let worker = Worker::start(tracker);
     worker.set_prefixes(prefixes);
@@ -177,10 +177,10 @@ impl Tracking {
             coverage: Coverage::new(every, rand::random()),
             budget: CostBudget::new(budget, heavykeeper_tracker::coverage::MAX_EVERY),
             keep_one_in: 1,
-            slot: Slot {
+            time_slot: OpenTimeSlot {
                 counted: Some(TimeSlot::WHOLE),
                 coins: rand::random::<u64>() | 1,
-                ..Slot::default()
+                ..OpenTimeSlot::default()
             },
             batch: KeyBatch::default(),
             commands,
@@ -194,7 +194,7 @@ impl Tracking {
             in_cluster,
             routing: Routing::default(),
             names_clients,
-            kept: KeptSlots::new(rand::random()),
+            kept: KeptTimeSlots::new(rand::random()),
             figures: Figures::default(),
             notified: HashSet::new(),
             ticks: 0,
@@ -280,18 +280,18 @@ impl Tracking {
     }
 
     /// How long the next slot lasts (ms, at random around `mean_ms`).
-    pub fn slot_length_ms(&mut self, mean_ms: u64) -> u64 {
-        self.coverage.slot_length_ms(mean_ms)
+    pub fn time_slot_length_ms(&mut self, mean_ms: u64) -> u64 {
+        self.coverage.time_slot_length_ms(mean_ms)
     }
 
     /// Is the filter to be registered now?
     pub fn is_counting(&self) -> bool {
-        self.slot.counted.is_some()
+        self.time_slot.counted.is_some()
     }
 
     /// Is time cut into slots (sampling, or Redis 7.0 checking each slot
     /// for refused commands), or is every command counted?
-    pub fn uses_slots(&self) -> bool {
+    pub fn uses_time_slots(&self) -> bool {
         self.coverage.every() > 1 || self.auth.checks_slots(self.names_clients)
     }
 
@@ -303,7 +303,7 @@ impl Tracking {
     #[inline(always)]
     pub fn count_command(&mut self, cmd: &impl FilteredCommand) {
         self.figures.commands_seen = self.figures.commands_seen.wrapping_add(1);
-        let Some(slot) = self.slot.counted else {
+        let Some(slot) = self.time_slot.counted else {
             return;
         };
         if self.auth.is_checking() {
@@ -317,7 +317,7 @@ impl Tracking {
         let effect = key_use.effect();
         let starts_script = client.is_none() && key_use.starts_script();
         let asking = self.in_cluster && self.routing.take_asking(client);
-        if key_use.has_keys() && !self.slot.overflowed {
+        if key_use.has_keys() && !self.time_slot.overflowed {
             if let Some((db, hold)) = destination(
                 cmd,
                 client,
@@ -335,7 +335,15 @@ impl Tracking {
                     } else {
                         &mut self.batch
                     };
-                    push_keys(batch, &key_use, cmd, &args, db, slot, &mut self.slot.coins);
+                    push_keys(
+                        batch,
+                        &key_use,
+                        cmd,
+                        &args,
+                        db,
+                        slot,
+                        &mut self.time_slot.coins,
+                    );
                     self.flush_if_full();
                 } else {
                     self.figures.commands_redirected += 1;
@@ -397,7 +405,7 @@ impl Tracking {
     #[inline(never)]
     fn batch_full(&mut self) {
         if self.auth.checks_slots(self.names_clients) {
-            self.slot.overflowed = self.batch.len() >= HELD_SLOT_ACCESSES
+            self.time_slot.overflowed = self.batch.len() >= HELD_SLOT_ACCESSES
                 || self.batch.item_bytes() >= HELD_SLOT_KEY_BYTES;
             return;
         }
@@ -412,11 +420,11 @@ impl Tracking {
     /// A read of a key that does not exist (the server's key-miss event).
     #[inline]
     pub fn count_miss(&mut self, db: u16, key: &[u8]) {
-        let Some(slot) = self.slot.counted.filter(|_| self.misses) else {
+        let Some(slot) = self.time_slot.counted.filter(|_| self.misses) else {
             return;
         };
         self.figures.misses_seen += 1;
-        if !keep(&mut self.slot.coins, slot.keep_one_in) {
+        if !keep(&mut self.time_slot.coins, slot.keep_one_in) {
             return;
         }
         self.batch
@@ -437,24 +445,24 @@ impl Tracking {
     /// A slot ends and the next begins: the ended one's accesses go to the
     /// worker (or are discarded, see [`super::auth`]); a coin says whether
     /// the next one is counted. Returns whether it is.
-    pub fn next_slot(&mut self, ctx: &Context) -> bool {
+    pub fn next_time_slot(&mut self, ctx: &Context) -> bool {
         self.conclude_check();
-        let was_counted = self.slot.counted.is_some();
-        self.end_slot(ctx);
+        let was_counted = self.time_slot.counted.is_some();
+        self.end_time_slot(ctx);
         let checked = self.auth.checks_slots(self.names_clients);
         let weight =
-            (self.coverage.next_slot()).map(|w| if checked { self.kept.weight(w) } else { w });
+            (self.coverage.next_time_slot()).map(|w| if checked { self.kept.weight(w) } else { w });
         let keep_one_in = self.keep_one_in;
-        self.slot.counted = weight.map(|w| {
-            self.slot.seq = self.slot.seq.wrapping_add(1);
-            TimeSlot::new(self.slot.seq, w).keeping_one_in(keep_one_in)
+        self.time_slot.counted = weight.map(|w| {
+            self.time_slot.seq = self.time_slot.seq.wrapping_add(1);
+            TimeSlot::new(self.time_slot.seq, w).keeping_one_in(keep_one_in)
         });
-        self.slot.began = Some(Instant::now());
-        self.figures.slots += 1;
-        self.figures.slots_counted += u64::from(self.slot.counted.is_some());
-        self.slot.overflowed = false;
-        if self.slot.counted.is_some() {
-            self.slot.opened = Some(Instant::now());
+        self.time_slot.began = Some(Instant::now());
+        self.figures.time_slots += 1;
+        self.figures.time_slots_counted += u64::from(self.time_slot.counted.is_some());
+        self.time_slot.overflowed = false;
+        if self.time_slot.counted.is_some() {
+            self.time_slot.opened = Some(Instant::now());
             if !was_counted {
                 // Commands went by unseen: a SELECT, a script's start.
                 self.clients.new_epoch();
@@ -469,44 +477,44 @@ impl Tracking {
 
     /// The current slot ends: its accesses go to the worker, or are
     /// discarded; what it covered is recorded.
-    fn end_slot(&mut self, ctx: &Context) {
-        if let Some(opened) = self.slot.opened.take() {
-            self.slot.counted_ns += opened.elapsed().as_nanos() as u64;
+    fn end_time_slot(&mut self, ctx: &Context) {
+        if let Some(opened) = self.time_slot.opened.take() {
+            self.time_slot.counted_ns += opened.elapsed().as_nanos() as u64;
         }
-        self.close_slot(ctx);
-        if let Some(began) = self.slot.began.take() {
+        self.close_time_slot(ctx);
+        if let Some(began) = self.time_slot.began.take() {
             let ns = began.elapsed().as_nanos() as u64;
-            self.figures.slot_ns += ns;
-            if self.slot.counted.is_some() {
-                self.figures.counted_slot_ns += ns;
+            self.figures.time_slot_ns += ns;
+            if self.time_slot.counted.is_some() {
+                self.figures.counted_time_slot_ns += ns;
             }
         }
     }
 
     /// Hands a counted slot's accesses over, or discards them (the slots
-    /// kept stand for the discarded ones: [`KeptSlots`]).
-    fn close_slot(&mut self, ctx: &Context) {
-        if self.slot.counted.is_none() {
+    /// kept stand for the discarded ones: [`KeptTimeSlots`]).
+    fn close_time_slot(&mut self, ctx: &Context) {
+        if self.time_slot.counted.is_none() {
             return;
         }
         if !self.auth.checks_slots(self.names_clients) {
             return self.submit();
         }
-        let kept = !self.slot.overflowed && self.auth.slot_clean(ctx);
+        let kept = !self.time_slot.overflowed && self.auth.slot_clean(ctx);
         self.kept.closed(kept);
         if kept {
             return self.submit();
         }
-        self.figures.slots_discarded += 1;
+        self.figures.time_slots_discarded += 1;
         self.auth.dropped(self.batch.weighted_len());
         self.batch.clear();
     }
 
     /// Counting every command from now on (no slots).
     pub fn count_everything(&mut self, ctx: &Context) {
-        self.end_slot(ctx);
-        self.slot.counted = Some(TimeSlot::WHOLE.keeping_one_in(self.keep_one_in));
-        self.slot.overflowed = false;
+        self.end_time_slot(ctx);
+        self.time_slot.counted = Some(TimeSlot::WHOLE.keeping_one_in(self.keep_one_in));
+        self.time_slot.overflowed = false;
         self.clients.new_epoch();
         self.scripts.commands_unseen();
     }
@@ -524,7 +532,7 @@ impl Tracking {
             self.batch.clear();
             self.auth.users_may_have_changed();
         }
-        let users_every = if self.uses_slots() {
+        let users_every = if self.uses_time_slots() {
             USERS_EVERY_TICKS
         } else {
             USERS_EVERY_TICKS_COUNTING_ALL
@@ -535,12 +543,12 @@ impl Tracking {
         if self.in_cluster {
             self.routing.tick(ctx);
         }
-        let counted = if self.uses_slots() {
-            if let Some(opened) = self.slot.opened.as_mut() {
-                self.slot.counted_ns += opened.elapsed().as_nanos() as u64;
+        let counted = if self.uses_time_slots() {
+            if let Some(opened) = self.time_slot.opened.as_mut() {
+                self.time_slot.counted_ns += opened.elapsed().as_nanos() as u64;
                 *opened = Instant::now();
             }
-            std::mem::take(&mut self.slot.counted_ns)
+            std::mem::take(&mut self.time_slot.counted_ns)
         } else {
             elapsed_ns
         };
@@ -563,7 +571,7 @@ impl Tracking {
             self.coverage.set_every(self.budget.every());
         }
         self.thin_accesses();
-        if !self.uses_slots() && !self.batch.is_empty() {
+        if !self.uses_time_slots() && !self.batch.is_empty() {
             self.submit();
         }
         self.note_rates();
@@ -573,7 +581,7 @@ impl Tracking {
     /// says; where the share of time counted is fixed (`track-sample N`),
     /// what keeps the worker taking them in within its fixed share.
     fn thin_accesses(&mut self) {
-        let before = self.slot_keep_one_in();
+        let before = self.time_slot_keep_one_in();
         let keep_one_in = match self.sampling {
             Sampling::Budgeted => self.budget.keep_one_in(),
             Sampling::Fixed(_) => keep_one_in_within(
@@ -583,17 +591,17 @@ impl Tracking {
             ),
         };
         self.keep_one_in = keep_one_in;
-        if keep_one_in != before && !self.uses_slots() {
+        if keep_one_in != before && !self.uses_time_slots() {
             // Counting every command: the one long slot keeps its new rate
             // from now on (what was gathered at the old one goes first).
             self.submit();
-            self.slot.counted = Some(TimeSlot::WHOLE.keeping_one_in(keep_one_in));
+            self.time_slot.counted = Some(TimeSlot::WHOLE.keeping_one_in(keep_one_in));
         }
     }
 
     /// One access in how many the current slot keeps.
-    fn slot_keep_one_in(&self) -> u32 {
-        self.slot
+    fn time_slot_keep_one_in(&self) -> u32 {
+        self.time_slot
             .counted
             .map_or(self.keep_one_in, |s| s.keep_one_in)
     }
@@ -601,7 +609,7 @@ impl Tracking {
     /// The hash slots this cluster node is taken to serve, and whether the
     /// cluster was `ok` when last read (`None` outside a cluster or before
     /// the map was first read).
-    pub fn slots_served(&self) -> Option<(usize, bool)> {
+    pub fn hash_slots_served(&self) -> Option<(usize, bool)> {
         self.routing.map().map(|m| (m.served(), m.cluster_ok()))
     }
 
@@ -757,11 +765,11 @@ fn admit(auth: &mut AuthWatch, id: u64, trust: Trust) -> Option<bool> {
 }
 
 /// Does this cluster node serve the command (its keys all in one hash slot
-/// it serves, see [`SlotMap::route`])? Keys of a slot being migrated away
+/// it serves, see [`HashSlotMap::route`])? Keys of a slot being migrated away
 /// must all still be here.
 #[inline]
 fn served_here<'a>(
-    map: &SlotMap,
+    map: &HashSlotMap,
     key_use: &KeyUse<'_>,
     cmd: &'a impl FilteredCommand,
     args: &Args<'a>,
@@ -789,7 +797,7 @@ fn served_here<'a>(
 #[cold]
 #[inline(never)]
 fn served_here_many<'a>(
-    map: &SlotMap,
+    map: &HashSlotMap,
     key_use: &KeyUse<'_>,
     cmd: &'a impl FilteredCommand,
     args: &Args<'a>,

@@ -239,7 +239,7 @@ fn a_cluster_node_counts_only_the_keys_it_serves() {
     let nodes = "me 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-8191\n\
                  other 127.0.0.1:7001@17001 master - 0 0 2 connected 8192-16383\n";
     t.routing
-        .set_map(SlotMap::from_nodes(nodes, true, false).expect("a map"));
+        .set_map(HashSlotMap::from_nodes(nodes, true, false).expect("a map"));
     for _ in 0..2 {
         t.count_command(&Fake::of(Some(7), &["GET", "a"]));
         t.count_command(&Fake::of(Some(7), &["GET", "b"]));

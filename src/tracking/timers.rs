@@ -42,7 +42,7 @@ fn is_current(generation: u64) -> bool {
 pub fn restart() {
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
     SLOTS_RUNNING.store(false, Ordering::Relaxed);
-    let on = with_state(|s| s.as_ref().map(|t| (t.is_counting(), t.uses_slots()))).flatten();
+    let on = with_state(|s| s.as_ref().map(|t| (t.is_counting(), t.uses_time_slots()))).flatten();
     let Some((counting, slots)) = on else {
         filter::set_registered(false);
         return;
@@ -68,7 +68,7 @@ fn start_slots(ctx: &Context, generation: u64) {
 }
 
 fn next_slot_length() -> Duration {
-    let ms = with_state(|s| s.as_mut().map(|t| t.slot_length_ms(SLOT_MS)))
+    let ms = with_state(|s| s.as_mut().map(|t| t.time_slot_length_ms(SLOT_MS)))
         .flatten()
         .unwrap_or(SLOT_MS);
     Duration::from_millis(ms)
@@ -97,7 +97,7 @@ fn tick(ctx: &Context, elapsed: Duration) -> Option<bool> {
     let slots = with_state(|state| {
         let t = state.as_mut()?;
         t.tick(ctx, elapsed.as_nanos() as u64);
-        Some(t.uses_slots())
+        Some(t.uses_time_slots())
     })
     .flatten()?;
     if publish::announces(ctx) {
@@ -126,11 +126,11 @@ fn slot(ctx: &Context) -> Option<bool> {
     let started = thread_cpu_ns();
     let (counting, slots) = with_state(|state| {
         let t = state.as_mut()?;
-        if !t.uses_slots() {
+        if !t.uses_time_slots() {
             t.count_everything(ctx);
             return Some((true, false));
         }
-        let counting = t.next_slot(ctx);
+        let counting = t.next_time_slot(ctx);
         t.meter().timed_timer(started);
         Some((counting, true))
     })

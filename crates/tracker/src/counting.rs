@@ -468,7 +468,7 @@ mod tests {
             3,
             0,
         );
-        t.count_slots(0);
+        t.count_hash_slots(0);
         let mut c = Counting::new(t, 100, 9);
         c.set_insert_rate(Some(1.0));
         let mut b = KeyBatch::default();
@@ -493,7 +493,7 @@ mod tests {
             close(reads.per_second, 600.0) && close(writes.per_second, 600.0),
             "{reads:?} {writes:?}"
         );
-        let slots = c.tracker().hottest_slots(None, 10, 10_000).unwrap();
+        let slots = c.tracker().hottest_hash_slots(None, 10, 10_000).unwrap();
         let k0 = hash_slot(b"k0");
         let top = slots.iter().find(|s| s.slot == k0).unwrap();
         // k0's reads (100 × 2) and the {k0} writes (300 × 2) share its slot.

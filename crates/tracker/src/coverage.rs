@@ -70,7 +70,7 @@ impl Coverage {
     /// block, drawn when the block began at random between half and one and
     /// a half times `mean_ms`. Fixed lengths would beat in time with any
     /// client that sends on a period near theirs (a poller every 10 ms).
-    pub fn slot_length_ms(&mut self, mean_ms: u64) -> u64 {
+    pub fn time_slot_length_ms(&mut self, mean_ms: u64) -> u64 {
         if self.block_ms == 0 || self.place == 1 % self.every {
             let mean = mean_ms.max(2) as f64;
             self.block_ms = (mean * (0.5 + uniform(&mut self.rng))).round().max(1.0) as u64;
@@ -80,7 +80,7 @@ impl Coverage {
 
     /// A slot begins: `Some(weight)` if it is counted, each of its accesses
     /// standing for `weight`.
-    pub fn next_slot(&mut self) -> Option<u32> {
+    pub fn next_time_slot(&mut self) -> Option<u32> {
         if self.place == 0 {
             self.chosen = (uniform(&mut self.rng) * f64::from(self.every)) as u32;
         }
@@ -108,7 +108,7 @@ mod tests {
             let mut c = Coverage::new(every, 11);
             let blocks = 4_000;
             for _ in 0..blocks {
-                let counted: Vec<u32> = (0..every).filter_map(|_| c.next_slot()).collect();
+                let counted: Vec<u32> = (0..every).filter_map(|_| c.next_time_slot()).collect();
                 assert_eq!(counted, [every], "one per block");
             }
         }
@@ -120,7 +120,7 @@ mod tests {
         let mut places = [0u32; 8];
         for _ in 0..80_000 {
             for place in &mut places {
-                if c.next_slot().is_some() {
+                if c.next_time_slot().is_some() {
                     *place += 1;
                 }
             }
@@ -136,8 +136,8 @@ mod tests {
         let mut c = Coverage::new(4, 3);
         let lengths: Vec<u64> = (0..10_000)
             .map(|_| {
-                c.next_slot();
-                c.slot_length_ms(10)
+                c.next_time_slot();
+                c.time_slot_length_ms(10)
             })
             .collect();
         for block in lengths.chunks(4) {

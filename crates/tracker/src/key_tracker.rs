@@ -7,9 +7,9 @@
 use crate::access::Access;
 use crate::counting::Insert;
 use crate::error_bar::{bounds, undercount, Bounds};
+use crate::hash_slot_load::{HashSlotLoad, HashSlotRate};
 use crate::member_spread::{Inserted, MemberSpread};
 use crate::sampled_counters::{Estimate, SampledCounters};
-use crate::slot_load::{SlotLoad, SlotRate};
 use crate::time_slot::TimeSlot;
 use heavykeeper_sketch::{HeavyKeeper, ItemHash, Params};
 use std::collections::HashSet;
@@ -123,7 +123,7 @@ pub struct KeyTracker {
     /// The node's reads (0) and writes (1), all keys.
     totals: SampledCounters,
     /// Each hash slot's load, in a cluster.
-    slots: Option<SlotLoad>,
+    slots: Option<HashSlotLoad>,
     seed: u64,
     keys_counted: u64,
     /// When the first access was counted: a rate read before several
@@ -179,9 +179,9 @@ impl KeyTracker {
     }
 
     /// Counts each cluster slot's load from now on (256 KiB).
-    pub fn count_slots(&mut self, now_ms: i64) {
+    pub fn count_hash_slots(&mut self, now_ms: i64) {
         if self.slots.is_none() {
-            self.slots = Some(SlotLoad::new(self.shape.half_life_ms, now_ms));
+            self.slots = Some(HashSlotLoad::new(self.shape.half_life_ms, now_ms));
         }
     }
 
@@ -197,7 +197,7 @@ impl KeyTracker {
         slot: TimeSlot,
         first_ms: i64,
         time_ms: i64,
-    ) -> (&mut SampledCounters, Option<&mut SlotLoad>) {
+    ) -> (&mut SampledCounters, Option<&mut HashSlotLoad>) {
         self.note_start(first_ms);
         self.totals.begin(slot, time_ms);
         if let Some(slots) = self.slots.as_mut() {
@@ -234,17 +234,17 @@ impl KeyTracker {
     }
 
     /// The hottest hash slots (`None` outside a cluster).
-    pub fn hottest_slots(
+    pub fn hottest_hash_slots(
         &self,
         by: Option<Access>,
         count: usize,
         now_ms: i64,
-    ) -> Option<Vec<SlotRate>> {
+    ) -> Option<Vec<HashSlotRate>> {
         let slots = self.slots.as_ref()?.hottest(by, count, now_ms);
         Some(
             slots
                 .into_iter()
-                .map(|s| SlotRate {
+                .map(|s| HashSlotRate {
                     slot: s.slot,
                     reads: self.tally_of(s.reads, now_ms),
                     writes: self.tally_of(s.writes, now_ms),
@@ -475,7 +475,7 @@ impl KeyTracker {
             .map(|c| c.sketch.memory_bytes() + c.spread.heap_bytes())
             .sum::<usize>()
             + self.totals.heap_bytes()
-            + self.slots.as_ref().map_or(0, SlotLoad::heap_bytes)
+            + self.slots.as_ref().map_or(0, HashSlotLoad::heap_bytes)
     }
 }
 

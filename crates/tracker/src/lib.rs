@@ -3,7 +3,7 @@
 //! The pieces, in the order an access meets them:
 //! - [`Coverage`]: which slots of time are counted (one chosen at random in
 //!   each block), each a [`TimeSlot`];
-//! - [`KeptSlots`]: counted slots discarded for a refusal (Redis 7.0), and
+//! - [`KeptTimeSlots`]: counted slots discarded for a refusal (Redis 7.0), and
 //!   what the kept ones stand for;
 //! - [`access_thinning`]: within counted slots, one access in `n` kept (by
 //!   a coin each) when counting every one would cost more than the budget;
@@ -34,9 +34,11 @@ pub mod coverage;
 pub mod error_bar;
 pub mod fading_counters;
 pub mod hash_slot;
+pub mod hash_slot_load;
+pub mod hash_slot_map;
 pub mod insert_allowance;
 pub mod insert_budget;
-pub mod kept_slots;
+pub mod kept_time_slots;
 pub mod key_batch;
 pub mod key_spec;
 pub mod key_tracker;
@@ -45,8 +47,6 @@ pub mod name_effect;
 pub mod prefixes;
 pub mod sampled_counters;
 pub mod script_watch;
-pub mod slot_load;
-pub mod slot_map;
 pub mod thinning;
 pub mod thread_clock;
 pub mod time_slot;
@@ -60,13 +60,13 @@ pub use counting::{Counting, Insert, Work};
 pub use coverage::Coverage;
 pub use error_bar::Bounds;
 pub use hash_slot::hash_slot;
+pub use hash_slot_load::{HashSlotLoad, HashSlotRate};
+pub use hash_slot_map::{HashSlotMap, Route};
 pub use insert_budget::{InsertBudget, PeriodCost};
-pub use kept_slots::KeptSlots;
+pub use kept_time_slots::KeptTimeSlots;
 pub use key_batch::{split_item, BatchAccess, KeyBatch};
 pub use key_tracker::{item_of, HotKey, KeyTracker, Ranking, Tally, TrackerShape};
 pub use prefixes::PrefixRule;
-pub use slot_load::{SlotLoad, SlotRate};
-pub use slot_map::{Route, SlotMap};
 pub use thinning::Thinning;
 pub use time_slot::TimeSlot;
 pub use tracked_name::{tracked_name, MAX_TRACKED_KEY_BYTES};

@@ -60,7 +60,7 @@ impl SampledCounters {
     /// closes the one before.
     pub fn begin(&mut self, slot: TimeSlot, time_ms: i64) {
         if slot != self.slot {
-            self.close_slot();
+            self.close_time_slot();
             self.slot = slot;
             self.slot_ms = time_ms;
         }
@@ -87,7 +87,7 @@ impl SampledCounters {
     }
 
     /// The closed slot's block estimates against each counter's last.
-    fn close_slot(&mut self) {
+    fn close_time_slot(&mut self) {
         if self.slot.weight <= 1 {
             self.in_slot.clear();
             return;

@@ -153,10 +153,10 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
     for &(t, key) in events {
         while t >= slot_end {
             hand_over(&mut batch, &mut counting, slot_end);
-            let counted = coverage.next_slot();
+            let counted = coverage.next_time_slot();
             // Each block's length at random around 10 ms, as the server's
             // slots are, some stretched by a late timer.
-            let length = coverage.slot_length_ms(10) as i64
+            let length = coverage.time_slot_length_ms(10) as i64
                 + if rng.random_bool(0.2) {
                     rng.random_range(1..15)
                 } else {

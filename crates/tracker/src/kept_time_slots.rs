@@ -15,12 +15,12 @@ const FOLLOW: f64 = 1.0 / 16.0;
 const MIN_SHARE: f64 = 1.0 / 16.0;
 
 #[derive(Clone, Debug)]
-pub struct KeptSlots {
+pub struct KeptTimeSlots {
     share: f64,
     rng: u64,
 }
 
-impl KeptSlots {
+impl KeptTimeSlots {
     pub fn new(seed: u64) -> Self {
         Self {
             share: 1.0,
@@ -55,7 +55,7 @@ mod tests {
     #[test]
     fn kept_slots_stand_for_the_discarded_ones_on_average() {
         // Three slots in ten discarded, at random, whatever they held.
-        let mut kept = KeptSlots::new(7);
+        let mut kept = KeptTimeSlots::new(7);
         let mut rng = 99u64;
         let (mut counted, mut truth) = (0u64, 0u64);
         for _ in 0..200_000 {
@@ -72,7 +72,7 @@ mod tests {
         assert!((ratio - 1.0).abs() < 0.02, "{ratio}");
         assert!((kept.share() - 0.7).abs() < 0.1, "{}", kept.share());
         // Nothing discarded: weights are the coverage's own.
-        let mut clean = KeptSlots::new(1);
+        let mut clean = KeptTimeSlots::new(1);
         for _ in 0..100 {
             clean.closed(true);
             assert_eq!(clean.weight(4), 4);

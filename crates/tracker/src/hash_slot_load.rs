@@ -25,13 +25,13 @@ impl SlotCounts {
 
 /// One hash slot's load now, as listed.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SlotRate {
+pub struct HashSlotRate {
     pub slot: u16,
     pub reads: Tally,
     pub writes: Tally,
 }
 
-impl SlotRate {
+impl HashSlotRate {
     /// Requests a second, reads and writes together.
     pub fn total(&self) -> f64 {
         self.reads.per_second + self.writes.per_second
@@ -39,12 +39,12 @@ impl SlotRate {
 }
 
 #[derive(Clone, Debug)]
-pub struct SlotLoad {
+pub struct HashSlotLoad {
     /// Counter `2 · slot` is its reads, `2 · slot + 1` its writes.
     counters: SampledCounters,
 }
 
-impl SlotLoad {
+impl HashSlotLoad {
     pub fn new(half_life_ms: f64, now_ms: i64) -> Self {
         Self {
             counters: SampledCounters::new(2 * SLOTS, half_life_ms, now_ms),
@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn slots_rank_by_what_is_asked_and_rates_add_up() {
-        let mut load = SlotLoad::new(1e12, 0);
+        let mut load = HashSlotLoad::new(1e12, 0);
         load.begin(TimeSlot::WHOLE, 0);
         for (slot, access, n) in [
             (7, Access::Read, 300.0),

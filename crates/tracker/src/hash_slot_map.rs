@@ -64,7 +64,7 @@ pub struct Request {
 
 /// What a node serves.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SlotMap {
+pub struct HashSlotMap {
     /// Slots owned here (a primary), or by this node's primary (a replica:
     /// what it serves to `READONLY` clients, and what its primary's stream
     /// writes).
@@ -79,7 +79,7 @@ pub struct SlotMap {
     reads_when_down: bool,
 }
 
-impl SlotMap {
+impl HashSlotMap {
     /// From `CLUSTER NODES` and `cluster_state` (`CLUSTER INFO`); `None` if
     /// the reply has no `myself` line.
     pub fn from_nodes(nodes: &str, cluster_ok: bool, reads_when_down: bool) -> Option<Self> {
@@ -98,7 +98,7 @@ impl SlotMap {
         };
         let myself = lines.iter().find(|f| has_flag(f, &["myself"]))?;
         let replica = has_flag(myself, &["slave", "replica"]);
-        let mut map = SlotMap {
+        let mut map = HashSlotMap {
             served: SlotSet::empty(),
             migrating: SlotSet::empty(),
             importing: SlotSet::empty(),
@@ -232,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_primary_serves_its_own_slots_only() {
-        let map = SlotMap::from_nodes(&nodes("", false), true, false).unwrap();
+        let map = HashSlotMap::from_nodes(&nodes("", false), true, false).unwrap();
         assert_eq!(map.served(), 16384 - 10923 - 1);
         let read = Request::default();
         assert_eq!(map.route(12_000, read), Route::Here);
@@ -242,7 +242,7 @@ mod tests {
 
     #[test]
     fn a_replica_serves_its_primarys_slots() {
-        let map = SlotMap::from_nodes(&nodes("", true), true, false).unwrap();
+        let map = HashSlotMap::from_nodes(&nodes("", true), true, false).unwrap();
         assert!(map.is_replica());
         assert_eq!(map.route(100, Request::default()), Route::Here);
         assert_eq!(map.route(12_000, Request::default()), Route::Elsewhere);
@@ -251,7 +251,7 @@ mod tests {
     #[test]
     fn slots_being_moved_follow_the_servers_rules() {
         let extra = format!("[12000->-{B}] [16000-<-{B}]");
-        let map = SlotMap::from_nodes(&nodes(&extra, false), true, false).unwrap();
+        let map = HashSlotMap::from_nodes(&nodes(&extra, false), true, false).unwrap();
         let read = Request::default();
         assert_eq!(map.route(12_000, read), Route::IfKeysExist);
         assert_eq!(
@@ -273,11 +273,11 @@ mod tests {
 
     #[test]
     fn a_cluster_that_is_down_serves_reads_only_if_configured() {
-        let mut down = SlotMap::from_nodes(&nodes("", false), false, false).unwrap();
+        let mut down = HashSlotMap::from_nodes(&nodes("", false), false, false).unwrap();
         assert_eq!(down.route(12_000, Request::default()), Route::Elsewhere);
         down.set_cluster_ok(true);
         assert_eq!(down.route(12_000, Request::default()), Route::Here);
-        let reads = SlotMap::from_nodes(&nodes("", false), false, true).unwrap();
+        let reads = HashSlotMap::from_nodes(&nodes("", false), false, true).unwrap();
         assert_eq!(reads.route(12_000, Request::default()), Route::Here);
         let write = Request {
             write: true,
@@ -288,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_reply_without_myself_gives_no_map() {
-        assert_eq!(SlotMap::from_nodes("garbage\n", true, false), None);
+        assert_eq!(HashSlotMap::from_nodes("garbage\n", true, false), None);
         assert_eq!(parse_range("16384"), None);
         assert_eq!(parse_range("[5->-x]"), None);
         assert_eq!(parse_range("7-3"), None);
