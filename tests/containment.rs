@@ -215,3 +215,27 @@ fn a_panic_in_the_command_filter_is_contained_logged_and_counted() {
     );
     alive(&mut con);
 }
+
+#[test]
+fn a_copy_that_cannot_be_allocated_fails_and_the_server_lives() {
+    if !hooks() {
+        return;
+    }
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "big", "10"]);
+    value(
+        &mut con,
+        &["HK.ADD", "big", "heavykeeper:fault:copy-out-of-memory"],
+    );
+    // The copy's memory is refused (as by an allocator out of memory):
+    // COPY fails, nothing is created, the server does not abort.
+    let copied = common::run::<Value>(&mut con, &[b"COPY", b"big", b"copy"]);
+    assert!(copied.is_err() || copied == Ok(Value::Int(0)), "{copied:?}");
+    assert_eq!(value(&mut con, &["EXISTS", "copy"]), Value::Int(0));
+    // A sketch that can be copied is.
+    value(&mut con, &["HK.RESERVE", "small", "10"]);
+    value(&mut con, &["HK.ADD", "small", "x"]);
+    assert_eq!(value(&mut con, &["COPY", "small", "small2"]), Value::Int(1));
+    alive(&mut con);
+}

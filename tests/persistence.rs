@@ -762,3 +762,39 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// `RESTORE` is a client's command: a sketch larger than `HK.RESERVE` would
+/// make under `max-sketch-bytes` is refused (a crafted k of 10,000,000 once
+/// restored, and `HK.MERGE` of it then asked for 420 MB). What the server
+/// wrote itself still loads whatever the cap: a restart, `DEBUG RELOAD`.
+#[test]
+fn restore_keeps_to_the_size_cap_and_a_reload_does_not() {
+    let server = Server::start_with(&["--enable-debug-command", "yes"]);
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "s", "100"]);
+    value(&mut con, &["HK.ADD", "s", "a", "b"]);
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("s").query(&mut con).unwrap();
+    // Under the default cap it restores.
+    let _: () = redis::cmd("RESTORE")
+        .arg("copy")
+        .arg(0)
+        .arg(&dump)
+        .query(&mut con)
+        .unwrap();
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "1024"],
+    );
+    let refused = common::error(&mut con, &["HK.RESERVE", "x", "100"]);
+    assert!(refused.contains("max-sketch-bytes"), "{refused}");
+    let restored: redis::RedisResult<()> = redis::cmd("RESTORE")
+        .arg("r")
+        .arg(0)
+        .arg(&dump)
+        .query(&mut con);
+    assert!(restored.is_err(), "restored past the cap");
+    assert_eq!(value(&mut con, &["EXISTS", "r"]), Value::Int(0));
+    // The server's own data loads as it was.
+    value(&mut con, &["DEBUG", "RELOAD"]);
+    assert_eq!(digest(&mut con, "s"), digest(&mut con, "copy"));
+}

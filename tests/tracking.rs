@@ -54,12 +54,6 @@ fn times(con: &mut Connection, n: usize, cmd: &[&str]) {
 }
 
 /// Redis 7.0's command filters cannot tell which client sent a command.
-fn server_knows_databases(con: &mut Connection) -> bool {
-    let version = info_field(con, "server", "redis_version").unwrap_or_default();
-    let valkey = info_field(con, "server", "valkey_version").is_some();
-    valkey || !version.starts_with("7.0")
-}
-
 #[test]
 fn tracking_turns_on_and_off_at_run_time() {
     let server = Server::start();
@@ -175,7 +169,7 @@ fn keys_in_different_databases_are_different_keys() {
     value(&mut con, &["SELECT", "5"]);
     times(&mut con, 2, &["SET", "user:1", "b"]);
     let rows = hotkeys(&mut con, &[]);
-    if server_knows_databases(&mut con) {
+    if common::filter_names_clients(&mut con) {
         let dbs: Vec<(i64, i64)> = rows.iter().map(|r| (r.1, r.3)).collect();
         assert_eq!(dbs, vec![(0, 3), (5, 2)], "{rows:?}");
     } else {
@@ -196,7 +190,7 @@ fn counts_by_db(con: &mut Connection) -> Vec<(i64, i64)> {
 fn a_clients_database_is_followed_through_select_reset_and_transactions() {
     let server = tracking_server();
     let mut con = server.client();
-    if !server_knows_databases(&mut con) {
+    if !common::filter_names_clients(&mut con) {
         eprintln!("skipped: this server's filter cannot tell which client sent a command");
         return;
     }
@@ -256,7 +250,7 @@ fn a_select_between_counting_windows_still_moves_the_client() {
         &[],
     );
     let mut con = server.client();
-    if !server_knows_databases(&mut con) {
+    if !common::filter_names_clients(&mut con) {
         eprintln!("skipped: this server's filter cannot tell which client sent a command");
         return;
     }

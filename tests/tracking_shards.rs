@@ -356,6 +356,38 @@ fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
     assert!(text.contains("prefix tracking is off"), "{text}");
 }
 
+/// A key longer than the tracker keeps (1 KiB) is tracked under its first
+/// bytes, a marker (`...#`) and a hash: its prefixes come from its own
+/// bytes, never from the marker, so that every prefix row matches keys.
+#[test]
+fn a_long_keys_prefixes_come_from_its_own_bytes() {
+    let server = Server::start_configured(
+        &[
+            "track",
+            "yes",
+            "track-sample",
+            "1",
+            "track-prefix-delimiter",
+            "#",
+            "track-prefix-depths",
+            "1",
+        ],
+        &[],
+    );
+    let mut con = server.client();
+    let without = "x".repeat(3000);
+    let with = format!("tenant#{}", "y".repeat(3000));
+    for key in [&without, &with].repeat(3) {
+        let _: Value = redis::cmd("GET").arg(key).query(&mut con).unwrap();
+    }
+    let prefixes = hotkeys(&mut con, &["PREFIXES"]);
+    let names: Vec<String> = prefixes
+        .iter()
+        .map(|p| String::from_utf8_lossy(&p.0).into())
+        .collect();
+    assert_eq!(names, ["tenant#*"]);
+}
+
 /// A client that sends another node's keys here (all answered `MOVED`),
 /// keys of two slots at once (`CROSSSLOT`), or a slot being imported
 /// without `ASKING`: none of it was served here, so none of it shows in

@@ -2,7 +2,7 @@
 //! digest, copy and free. Every byte format comes from the sketch crate's
 //! `encoding` module; nothing here lays out bytes of its own.
 
-use super::{lifecycle, stats};
+use super::{lifecycle, limits, stats};
 use crate::host::fault;
 use crate::host::panic_guard::or_fallback;
 use heavykeeper_sketch::{decode, encode, HeavyKeeper, ENCODING_VERSION};
@@ -60,10 +60,10 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         let Ok(buffer) = raw::load_string_buffer(rdb) else {
             return std::ptr::null_mut();
         };
-        // The bytes are already in memory and bound every allocation, so
-        // loading never applies the RESERVE size cap: lowering the cap must
-        // not make existing data unloadable.
-        match decode(buffer.as_ref(), u64::MAX) {
+        // The bytes are already in memory and bound every allocation; a
+        // load never applies the RESERVE size cap (lowering the cap must not
+        // make existing data unloadable), a client's RESTORE does.
+        match decode(buffer.as_ref(), limits::max_restore_bytes()) {
             Ok(sketch) => {
                 fault::in_callback(|m| sketch.contains(m, i64::MAX));
                 if sketch.watch().is_some() {
@@ -266,9 +266,13 @@ unsafe extern "C" fn copy2(
             return std::ptr::null_mut();
         };
         fault::in_callback(|m| s.contains(m, i64::MAX));
-        let mut copy = s.clone();
-        // What the original announced is not the copy's: it derives its own.
-        copy.forget_watch_state();
+        // Not `clone`, which aborts the server where the copy cannot be
+        // allocated: `COPY` fails instead. What the original announced is
+        // not the copy's: it derives its own.
+        let copy = match s.try_clone() {
+            Ok(copy) if !fault::copy_fails(|m| s.contains(m, i64::MAX)) => copy,
+            _ => return std::ptr::null_mut(),
+        };
         stats::sketch_created(copy.memory_bytes());
         Box::into_raw(Box::new(copy)).cast::<c_void>()
     })

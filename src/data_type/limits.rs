@@ -50,6 +50,25 @@ pub fn apply_to(ctx: &Context) -> bool {
         .intersects(ContextFlags::REPLICATED | ContextFlags::LOADING)
 }
 
+/// The size cap for a sketch loaded from an RDB payload: none while the
+/// server loads (a restart, a replica's sync, `DEBUG RELOAD`: what it wrote
+/// itself) or on a replica (what its primary accepted), else the cap a
+/// client's `HK.RESERVE` has, so that `RESTORE` of a crafted payload cannot
+/// hold a sketch `HK.RESERVE` would refuse (and that `HK.MERGE` would then
+/// need far more room for). A `MIGRATE` between primaries restores under the
+/// target's cap: nodes of one cluster share it.
+pub fn max_restore_bytes() -> u64 {
+    let exempt = crate::host::module_context::get().is_none_or(|ctx| {
+        let flags = ctx.get_flags();
+        flags.contains(ContextFlags::LOADING) || !flags.contains(ContextFlags::MASTER)
+    });
+    if exempt {
+        u64::MAX
+    } else {
+        MAX_SKETCH_BYTES.load(Ordering::Relaxed).max(0) as u64
+    }
+}
+
 /// The size cap for a sketch this command creates.
 pub fn max_sketch_bytes(ctx: &Context) -> u64 {
     if apply_to(ctx) {

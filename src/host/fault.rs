@@ -45,6 +45,16 @@ pub fn on_encode(holds: impl FnOnce(&[u8]) -> bool) {
     );
 }
 
+/// A member whose sketch cannot be copied, as if memory ran out.
+pub const COPY_OUT_OF_MEMORY: &[u8] = b"heavykeeper:fault:copy-out-of-memory";
+
+/// Debug builds: is this copy to fail as if out of memory? (`holds` says
+/// whether the sketch holds a member.)
+#[inline]
+pub fn copy_fails(holds: impl FnOnce(&[u8]) -> bool) -> bool {
+    cfg!(debug_assertions) && holds(COPY_OUT_OF_MEMORY)
+}
+
 /// `holds` says whether the value a callback is given holds a member.
 #[inline]
 pub fn in_callback(holds: impl FnOnce(&[u8]) -> bool) {

@@ -427,6 +427,10 @@ impl Tracking {
         if !keep(&mut self.time_slot.coins, slot.keep_one_in) {
             return;
         }
+        // Where the filter cannot say whose command it is (Redis 7.0), reads
+        // count in database 0: so does the miss, or the two rows of one key
+        // would name two databases.
+        let db = if self.names_clients { db } else { 0 };
         self.batch
             .push(db, key, Access::Miss, slot, clock::cached_now_ms);
         self.flush_if_full();

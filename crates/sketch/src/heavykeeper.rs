@@ -26,8 +26,10 @@ pub struct Ranked<'a> {
     pub count: f64,
 }
 
-/// The sketch: buckets, top-k store, PRNG and clock.
-#[derive(Clone, Debug)]
+/// The sketch: buckets, top-k store, PRNG and clock. Not `Clone`: a
+/// sketch is as large as a client made it, and a copy that cannot be
+/// allocated must be an error, never an abort ([`Self::try_clone`]).
+#[derive(Debug)]
 pub struct HeavyKeeper {
     params: Params,
     /// `depth` rows of `width` buckets, row after row.

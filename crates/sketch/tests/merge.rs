@@ -81,9 +81,9 @@ fn merging_is_commutative() {
             b.add(item, 1, 0)
         };
     }
-    let mut ab = a.clone();
+    let mut ab = a.try_clone().unwrap();
     ab.merge(&b).unwrap();
-    let mut ba = b.clone();
+    let mut ba = b.try_clone().unwrap();
     ba.merge(&a).unwrap();
     assert_eq!(ab.ranked(0), ba.ranked(0));
 }
@@ -140,7 +140,10 @@ fn fading_sketches_merge_across_landmarks() {
     early.add(b"mid", 1024, start + day - 600_000);
     let mut late = HeavyKeeper::new(p, start + day);
     late.add(b"new", 32, start + day);
-    for (dest, src) in [(early.clone(), late.clone()), (late.clone(), early.clone())] {
+    for (dest, src) in [
+        (early.try_clone().unwrap(), late.try_clone().unwrap()),
+        (late.try_clone().unwrap(), early.try_clone().unwrap()),
+    ] {
         let mut merged = dest;
         merged.merge(&src).unwrap();
         let end = start + day;
@@ -167,7 +170,7 @@ fn repeated_self_merges_and_cycles_saturate_and_still_load() {
         b.add(&item, 1_000_000, 0);
     }
     for _ in 0..1_100 {
-        let copy = a.clone();
+        let copy = a.try_clone().unwrap();
         a.merge(&copy).unwrap();
         a.merge(&b).unwrap();
         b.merge(&a).unwrap();

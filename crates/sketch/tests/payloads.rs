@@ -113,7 +113,7 @@ fn exercise(hk: &mut HeavyKeeper, ops: &[(u8, u8, u8)]) -> Result<(), TestCaseEr
         hk.contains(&[1], now);
         hk.members(now);
     }
-    let copy = hk.clone();
+    let copy = hk.try_clone().unwrap();
     hk.merge(&copy)
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
     let mut fresh = HeavyKeeper::empty_like(hk);
@@ -185,7 +185,7 @@ proptest! {
             match op {
                 0 | 1 => { hk.add(&[item % 12], weight, time); }
                 2 => { other.add(&[item % 12], weight, time); }
-                3 => { let copy = hk.clone(); hk.merge(&copy).unwrap(); }
+                3 => { let copy = hk.try_clone().unwrap(); hk.merge(&copy).unwrap(); }
                 4 => { hk.merge(&other).unwrap(); }
                 _ => { other.merge(&hk).unwrap(); }
             }

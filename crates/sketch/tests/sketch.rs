@@ -494,7 +494,7 @@ fn counts_past_32_bits_stay_exact_through_merge_and_encoding() {
     b.add(b"elephant", big * 1000, 0);
     b.add(b"mouse", 7, 0);
     assert_eq!(a.count(b"elephant", 0), (big + 1) as f64);
-    let mut merged = a.clone();
+    let mut merged = a.try_clone().unwrap();
     merged.merge(&b).unwrap();
     assert_eq!(merged.count(b"elephant", 0), (big * 1001 + 1) as f64);
     assert_eq!(merged.count(b"mouse", 0), 7.0);

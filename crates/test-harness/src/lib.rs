@@ -391,6 +391,15 @@ pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<St
     })
 }
 
+/// Does the server's command filter say which client sent a command
+/// (Redis 7.2+, Valkey)? Redis 7.0's does not: the tracker then counts
+/// every key in database 0.
+pub fn filter_names_clients(con: &mut Connection) -> bool {
+    let version = info_field(con, "server", "redis_version").unwrap_or_default();
+    let valkey = info_field(con, "server", "valkey_version").is_some();
+    valkey || !version.starts_with("7.0")
+}
+
 /// Do the module's fault hooks exist? Debug builds only: the release module
 /// compiles them out, and tests that need one say so and skip.
 pub fn fault_hooks_compiled_in() -> bool {

@@ -211,7 +211,10 @@ impl<S: Sink> Counting<S> {
             let (filling, seed) = (&mut self.filling, self.seed);
             // The prefix of a key is the first bytes of its item (the
             // database, then the key): no copy.
-            rule.each_prefix(access.item.get(2..).unwrap_or_default(), |prefix| {
+            // A long key's tracked name is cut: its prefixes come from the
+            // key's own bytes only, never from the marker or the hash.
+            let key = crate::tracked_name::own_bytes(access.item.get(2..).unwrap_or_default());
+            rule.each_prefix(key, |prefix| {
                 let item = access.item.get(..2 + prefix.len()).unwrap_or_default();
                 filling.add(
                     item,

@@ -100,7 +100,7 @@ pub struct TrackerShape {
 
 /// One of the tracker's sketches, with its members' spread and the faded
 /// total of what it was given (its stream, for the undercount's bound).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Counted {
     sketch: HeavyKeeper,
     spread: MemberSpread,
@@ -115,7 +115,7 @@ impl Counted {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct KeyTracker {
     shape: TrackerShape,
     /// Reads, writes, misses and prefixes, in [`Access::code`] order.

@@ -27,6 +27,23 @@ pub fn tracked_name(key: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(name)
 }
 
+/// The part of a tracked name that is the key's own bytes: all of it, but
+/// for a long key's name, whose marker and hash are no part of the key (a
+/// key prefix cut from them would match no key).
+pub fn own_bytes(name: &[u8]) -> &[u8] {
+    let keep = MAX_TRACKED_KEY_BYTES - LONG_KEY_MARKER.len() - 16;
+    let shortened = name.len() == MAX_TRACKED_KEY_BYTES
+        && name.get(keep..keep + LONG_KEY_MARKER.len()) == Some(LONG_KEY_MARKER)
+        && name
+            .get(keep + LONG_KEY_MARKER.len()..)
+            .is_some_and(|hash| hash.iter().all(u8::is_ascii_hexdigit));
+    if shortened {
+        name.get(..keep).unwrap_or(name)
+    } else {
+        name
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,5 +59,8 @@ mod tests {
         assert_eq!(na.len(), MAX_TRACKED_KEY_BYTES);
         assert_ne!(na, nb, "two long keys with one prefix stay apart");
         assert!(na.starts_with(&a[..512]));
+        assert_eq!(own_bytes(&na), &a[..1004]);
+        assert_eq!(own_bytes(&short), short.as_slice());
+        assert_eq!(own_bytes(b"tenant:1:x"), b"tenant:1:x");
     }
 }
