@@ -101,7 +101,7 @@ mod tests {
     fn message(e: RedisError) -> String {
         match e {
             RedisError::String(s) => s,
-            other => panic!("{other:?}"), // panic-ok: unit test
+            other => panic!("{other:?}"),
         }
     }
 

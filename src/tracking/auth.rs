@@ -251,7 +251,7 @@ mod tests {
             RedisValue::Array(vec![]),
         ]);
         assert_eq!(
-            user_flags(&reply).unwrap(), // panic-ok: a unit test
+            user_flags(&reply).unwrap(),
             ["on", "nopass", "sanitize-payload"]
         );
         assert_eq!(user_flags(&RedisValue::Null), None);

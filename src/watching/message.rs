@@ -32,7 +32,7 @@ mod tests {
             rate: 8.3,
             time_ms: 1_700_000_000_000,
         };
-        let parsed: Value = serde_json::from_str(&json(b"limiter", &event)).unwrap(); // panic-ok: unit test
+        let parsed: Value = serde_json::from_str(&json(b"limiter", &event)).unwrap();
         assert_eq!(parsed["key"], "limiter");
         assert_eq!(parsed["item_base64"], "/wBpcA==");
         assert!(parsed.get("item").is_none());

@@ -328,13 +328,13 @@ mod tests {
     fn a_counting_bucket_is_eight_bytes_and_a_fading_one_twelve() {
         assert_eq!(BucketArray::bucket_bytes(false), 8);
         assert_eq!(BucketArray::bucket_bytes(true), 12);
-        let counting = BucketArray::try_new(1000, false).unwrap(); // panic-ok: test
+        let counting = BucketArray::try_new(1000, false).unwrap();
         assert_eq!(counting.heap_bytes(), 8000);
     }
 
     #[test]
     fn every_count_reads_back_exactly() {
-        let mut array = BucketArray::try_new(4, false).unwrap(); // panic-ok: test
+        let mut array = BucketArray::try_new(4, false).unwrap();
         let counts = [
             0.0,
             1.0,
@@ -351,7 +351,7 @@ mod tests {
         for (n, &count) in counts.iter().enumerate() {
             let i = n % 4;
             array.set(i, bucket(n as u32, count));
-            let got = array.get(i).unwrap(); // panic-ok: test
+            let got = array.get(i).unwrap();
             let (fingerprint, bits) = (got.fingerprint, got.count.to_bits());
             assert_eq!((fingerprint, bits), (n as u32, count.to_bits()), "{count}");
         }
@@ -359,7 +359,7 @@ mod tests {
 
     #[test]
     fn a_wide_entry_is_reused_when_its_count_shrinks_or_moves() {
-        let mut array = BucketArray::try_new(3, false).unwrap(); // panic-ok: test
+        let mut array = BucketArray::try_new(3, false).unwrap();
         let big = 3e9;
         array.set(0, bucket(1, big));
         array.set(0, bucket(1, big + 1.0)); // same entry
@@ -367,20 +367,20 @@ mod tests {
         array.set(0, bucket(3, 5.0)); // entry 0 freed
         array.set(2, bucket(4, big * 2.0)); // takes it again
         let BucketArray::Counting(c) = &array else {
-            panic!("a sketch without fading counts") // panic-ok: test
+            panic!("a sketch without fading counts")
         };
         assert_eq!(c.wide.len(), 2);
         assert_eq!(array.get(0), Some(bucket(3, 5.0)));
         assert_eq!(array.get(1), Some(bucket(2, big)));
         assert_eq!(array.get(2), Some(bucket(4, big * 2.0)));
         // A copy reads the same, side table included.
-        let copy = array.try_clone().unwrap(); // panic-ok: test
+        let copy = array.try_clone().unwrap();
         assert!(copy.iter().eq(array.iter()));
     }
 
     #[test]
     fn fading_buckets_keep_fractional_masses() {
-        let mut array = BucketArray::try_new(2, true).unwrap(); // panic-ok: test
+        let mut array = BucketArray::try_new(2, true).unwrap();
         array.set(1, bucket(9, 1234.5678));
         assert_eq!(array.get(1), Some(bucket(9, 1234.5678)));
         assert_eq!(array.heap_bytes(), 24);
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn out_of_range_is_nothing() {
-        let mut array = BucketArray::try_new(2, false).unwrap(); // panic-ok: test
+        let mut array = BucketArray::try_new(2, false).unwrap();
         array.set(7, bucket(1, 1.0));
         assert_eq!(array.get(7), None);
         assert_eq!(array.iter().count(), 2);
@@ -413,18 +413,18 @@ mod tests {
         fn a_counting_array_behaves_as_a_plain_one(
             writes in proptest::collection::vec((0usize..8, proptest::prelude::any::<u32>(), any_count()), 0..200)
         ) {
-            let mut array = BucketArray::try_new(8, false).unwrap(); // panic-ok: test
+            let mut array = BucketArray::try_new(8, false).unwrap();
             let mut plain = [Bucket::default(); 8];
             for (i, fingerprint, count) in writes {
                 array.set(i, bucket(fingerprint, count));
                 plain[i] = bucket(fingerprint, count);
                 for (j, want) in plain.iter().enumerate() {
-                    let got = array.get(j).unwrap(); // panic-ok: test
+                    let got = array.get(j).unwrap();
                     let (gf, gc, wf, wc) = (got.fingerprint, got.count, want.fingerprint, want.count);
                     proptest::prop_assert_eq!((gf, gc.to_bits()), (wf, wc.to_bits()));
                 }
                 let BucketArray::Counting(c) = &array else {
-                    panic!("a sketch without fading counts") // panic-ok: test
+                    panic!("a sketch without fading counts")
                 };
                 proptest::prop_assert!(c.wide.len() <= 8);
             }

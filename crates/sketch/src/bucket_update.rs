@@ -370,13 +370,13 @@ mod tests {
     }
 
     fn counting(buckets: &[Bucket]) -> CountingCells {
-        let mut array = BucketArray::try_new(buckets.len(), false).unwrap(); // panic-ok: test
+        let mut array = BucketArray::try_new(buckets.len(), false).unwrap();
         for (i, &bucket) in buckets.iter().enumerate() {
             array.set(i, bucket);
         }
         match array {
             BucketArray::Counting(cells) => cells,
-            BucketArray::Fading(_) => panic!("a sketch without fading counts"), // panic-ok: test
+            BucketArray::Fading(_) => panic!("a sketch without fading counts"),
         }
     }
 

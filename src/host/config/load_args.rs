@@ -181,7 +181,7 @@ mod tests {
     #[test]
     fn valid_arguments_are_read() {
         let args =
-            parse_all(&["max-sketch-bytes", "64mb", "TRACK", "yes", "track-k", "7"]).unwrap(); // panic-ok: unit test
+            parse_all(&["max-sketch-bytes", "64mb", "TRACK", "yes", "track-k", "7"]).unwrap();
         assert_eq!(args.integer("max-sketch-bytes"), Some(64 << 20));
         assert_eq!(args.bool("track"), Some(true));
         assert_eq!(args.integer("track-k"), Some(7));
@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn the_config_set_spelling_is_accepted() {
-        let args = parse_all(&["heavykeeper.track-k", "3"]).unwrap(); // panic-ok: unit test
+        let args = parse_all(&["heavykeeper.track-k", "3"]).unwrap();
         assert_eq!(args.integer("track-k"), Some(3));
     }
 
