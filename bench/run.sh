@@ -38,3 +38,17 @@ for server in redis-server ${VALKEY_SERVER:+"$VALKEY_SERVER"}; do
     cargo test --release -q -p hk-top --test rebalance a_hot_node_sheds_slots -- --nocapture 2>&1 \
     | grep "rebalance figures" | sed "s|^|$(basename "$server"): |" | tee -a "$out"
 done
+
+# The rebalance under faults (signals, kill -9 at each step, a stalled source,
+# a failover, 30 pairs of runs at once), each under live traffic with every
+# read checked: slots and keys moved, time, redirections and client errors,
+# as the fault tests print them; and --watch over a hot set that shifts every
+# 40 s (moves per shift, the largest node's share over time, plotted).
+# Redis 7.0 with the release module; a few minutes.
+out=bench/results/rebalance-faults.txt
+: > "$out"
+echo "== rebalance under faults and --watch: redis-server"
+HK_MODULE="$module" cargo test --release -q -p hk-top --test rebalance_faults --test rebalance_watch \
+  -- --nocapture --test-threads 1 2>&1 | grep -E "fault figures|watch figures" | sed "s|^|redis-server: |" | tee -a "$out"
+cargo run --release -q -p hk-bench -- --plot-watch "$out" --out bench/results
+

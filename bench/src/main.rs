@@ -9,6 +9,7 @@ mod fading;
 mod goals;
 mod merging;
 mod plots;
+mod rebalance_watch_plot;
 mod redis_phase;
 mod report;
 mod row_layout;
@@ -41,6 +42,8 @@ struct Options {
     /// Only these stages, comma-separated (accuracy, shapes, speed, redis,
     /// fading, merge, layout, ties, tracking, bounds, truth, watch); all when `None`.
     only: Option<String>,
+    /// Only plot `hk-top rebalance --watch` from this file of figures.
+    plot_watch: Option<PathBuf>,
 }
 
 impl Options {
@@ -60,6 +63,7 @@ fn options() -> Options {
         out: PathBuf::from("bench/results"),
         threads: 2,
         only: None,
+        plot_watch: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -71,6 +75,7 @@ fn options() -> Options {
             "--out" => o.out = args.next().map(PathBuf::from).unwrap_or(o.out),
             "--threads" => o.threads = args.next().and_then(|t| t.parse().ok()).unwrap_or(2),
             "--only" => o.only = args.next(),
+            "--plot-watch" => o.plot_watch = args.next().map(PathBuf::from),
             other => {
                 eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only STAGE[,STAGE...]: accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|bounds|truth|watch]");
                 std::process::exit(2);
@@ -84,6 +89,9 @@ fn options() -> Options {
 /// sketch's): each stage that needs a server reports its own failure.
 fn main() -> Result<(), String> {
     let o = options();
+    if let Some(figures) = &o.plot_watch {
+        return plot_watch(figures, &o.out);
+    }
     let started = Instant::now();
     let stage = |n: usize, what: &str| {
         eprintln!("[{n}/9] {what} ({:.0} s)", started.elapsed().as_secs_f64())
@@ -326,4 +334,27 @@ pub struct Measurements {
     pub shape_seeds: u64,
     pub tracked: Option<tracking::TrackingFigures>,
     pub watched: Option<watch_bench::WatchFigures>,
+}
+
+/// The `--watch` plot, from the `watch figures` lines of `figures` (each
+/// prefixed with its server by bench/run.sh).
+fn plot_watch(figures: &std::path::Path, out: &std::path::Path) -> Result<(), String> {
+    let text =
+        std::fs::read_to_string(figures).map_err(|e| format!("{}: {e}", figures.display()))?;
+    let runs: Vec<(String, Vec<(f64, f64)>)> = (text.lines())
+        .filter(|l| l.contains("watch figures"))
+        .map(|l| {
+            let server = l.split_once(':').map_or("", |(s, _)| s).to_string();
+            (server, rebalance_watch_plot::points(l))
+        })
+        .filter(|(_, points)| !points.is_empty())
+        .collect();
+    if runs.is_empty() {
+        return Err(format!("no watch figures in {}", figures.display()));
+    }
+    plots::load_font();
+    let path = out.join("rebalance-watch.png");
+    rebalance_watch_plot::draw(&runs, &path)?;
+    eprintln!("plot: {}", path.display());
+    Ok(())
 }

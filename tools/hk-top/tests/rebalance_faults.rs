@@ -192,8 +192,24 @@ fn a_signal_stops_a_run_between_two_slots_and_the_next_run_goes_on() {
     }
     let done = scene.run(&[], &[]);
     assert!(done.status.success(), "{}", text(&done));
-    assert_eq!(json_of(&done)["applied"]["interrupted"], false);
-    scene.assert_intact();
+    let finished = json_of(&done);
+    assert_eq!(finished["applied"]["interrupted"], false);
+    let seen = scene.assert_intact();
+    eprintln!(
+        "fault figures (SIGINT/SIGTERM after 1, 2, 3 and 1 slots, then a run to the end): last run {}; clients {}",
+        applied_summary(&finished["applied"]),
+        seen.summary()
+    );
+}
+
+/// `moves_done`, `keys_moved` and `seconds` of a report's `applied`.
+fn applied_summary(applied: &Json) -> String {
+    format!(
+        "{} slots, {} keys, {:.2} s",
+        applied["moves_done"],
+        applied["keys_moved"],
+        applied["seconds"].as_f64().unwrap_or(0.0)
+    )
 }
 
 /// A source that stops answering for 20 s mid-run (past hk-top's 15 s
@@ -227,7 +243,11 @@ fn a_stalled_source_is_waited_out_within_the_patience() {
         report.last().unwrap()["moves"].as_array().unwrap().len()
     );
     let seen = scene.assert_intact();
-    eprintln!("fault figures (stall 20 s): {applied}; clients {seen:?}");
+    eprintln!(
+        "fault figures (source stalled 20 s): {}; clients {}",
+        applied_summary(applied),
+        seen.summary()
+    );
 }
 
 #[test]
@@ -255,7 +275,13 @@ fn a_stall_longer_than_the_patience_ends_the_run_naming_the_node() {
     }
     let again = scene.run(&[], &[]);
     assert!(again.status.success(), "{}", text(&again));
-    scene.assert_intact();
+    let seen = scene.assert_intact();
+    eprintln!(
+        "fault figures (source stalled 8 s, --patience-s 2): first run exit {:?}, the rerun {}; clients {}",
+        status.code(),
+        applied_summary(&json_of(&again)["applied"]),
+        seen.summary()
+    );
 }
 
 /// A primary that fails over mid-run (`CLUSTER FAILOVER` on its replica):
@@ -278,7 +304,6 @@ fn a_failover_mid_run_goes_on_with_the_primary_that_took_over() {
     assert!(status.success(), "{said}");
     let report = parse_json_lines(&out.all());
     let applied = report.last().unwrap()["applied"].clone();
-    let promoted = scene.cluster.replicas[0].address();
     wait_until(
         "the replica to serve as primary",
         Duration::from_secs(20),
@@ -293,7 +318,9 @@ fn a_failover_mid_run_goes_on_with_the_primary_that_took_over() {
     );
     let seen = scene.assert_intact_with_failover();
     eprintln!(
-        "fault figures (failover of the source, now {promoted}): {applied}; clients {seen:?}"
+        "fault figures (failover of the source mid-run): {}; clients {}",
+        applied_summary(&applied),
+        seen.summary()
     );
 }
 
@@ -349,7 +376,12 @@ fn a_run_killed_at_any_step_is_finished_or_rolled_back_by_the_next() {
     let _ = wait_exit(&mut child, Duration::from_secs(10));
     let next = scene.run(&[], &[]);
     assert!(next.status.success(), "after SIGKILL: {}", text(&next));
-    scene.assert_intact();
+    let seen = scene.assert_intact();
+    eprintln!(
+        "fault figures (killed after each of a slot's four steps, then SIGKILL): the last run {}; clients {}",
+        applied_summary(&json_of(&next)["applied"]),
+        seen.summary()
+    );
 }
 
 /// Two `--apply` at once, 30 times, with the same reviewed plan (moving
@@ -437,8 +469,11 @@ fn two_runs_at_once_never_both_move_slots() {
         assert_no_slot_half_way(&scene.cluster);
     }
     assert!(held > 0, "the runs overlapped at least once");
-    eprintln!("fault figures (30 pairs of runs at once): {held} refused as held, the rest stale");
-    scene.assert_intact();
+    let seen = scene.assert_intact();
+    eprintln!(
+        "fault figures (30 pairs of runs at once): {held} refused as held, the rest stale; clients {}",
+        seen.summary()
+    );
 }
 
 /// A plan file that lists a slot twice, or sends one to a node that is not

@@ -143,6 +143,15 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// One line for `make bench`: what the clients sent and were answered.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} GETs and {} SETs, {} MOVED, {} ASK, {} TRYAGAIN, {} lost, {} changed, {} other errors",
+            self.gets, self.sets, self.moved, self.ask, self.try_again, self.lost, self.changed,
+            self.other_errors
+        )
+    }
+
     pub fn failures(&self) -> (u64, u64, u64) {
         (self.lost, self.changed, self.other_errors)
     }
