@@ -1,25 +1,30 @@
 //! Every goal the issues set, with its measured value: met or not.
 
-use crate::accuracy::Accuracy;
 use crate::contenders::Kind;
 use crate::defaults::DefaultRun;
-use crate::redis_phase::RedisFigures;
 use crate::report::{self, Goal, Measure};
 use crate::tracking_cost::Mode;
 use crate::tracking_truth::Scenario;
-use crate::workloads::Workload;
-use crate::{fading, speed, tracking, watch_bench, KEY_OVERHEAD};
+use crate::Measurements;
+use crate::{tracking, watch_bench, KEY_OVERHEAD};
 
-#[allow(clippy::too_many_arguments)]
-pub fn goals(
-    rows: &[Accuracy],
-    defaults: &[DefaultRun],
-    equal: &[speed::Throughput],
-    by_k: &[(usize, f64)],
-    redis: &RedisFigures,
-    loads: &[Workload],
-    fade: Option<&fading::FadingFigures>,
-) -> Vec<Goal> {
+/// Every goal of the stages that ran, from what they measured.
+pub fn all(m: &Measurements) -> Vec<Goal> {
+    let mut goals = sketch_goals(m);
+    if let Some(t) = &m.tracked {
+        tracking_goals(t, &mut goals);
+    }
+    if let Some(w) = &m.watched {
+        watch_goals(w, &mut goals);
+    }
+    goals
+}
+
+/// The sketch's own goals: accuracy and memory against its peers, speed,
+/// through the server, fading.
+fn sketch_goals(m: &Measurements) -> Vec<Goal> {
+    let (rows, defaults, equal, by_k, redis) = (&m.rows, &m.defaults, &m.equal, &m.by_k, &m.redis);
+    let fade = m.fade.as_ref();
     let mut goals = Vec::new();
     for (measure, name) in [
         (Measure::Precision, "precision"),
@@ -153,10 +158,10 @@ pub fn goals(
         ));
     }
     if !rows.is_empty() {
-        if let Some(u) = loads.iter().find(|w| w.name == "uniform") {
+        if let Some(uniform) = m.names.iter().find(|name| *name == "uniform") {
             let over: usize = rows
                 .iter()
-                .filter(|r| r.kind == Kind::Ours && r.workload == u.name)
+                .filter(|r| r.kind == Kind::Ours && &r.workload == uniform)
                 .map(|r| r.overestimates)
                 .sum();
             goals.push(Goal::new(
@@ -247,7 +252,7 @@ fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
 /// Issue 27's targets for the tracker: counts at the default against the
 /// truth at each load, and what it costs per `GET` (instructions, callgrind)
 /// at the default and counting every command, on every server measured.
-pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
+fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
     bounds_goals(t, goals);
     for sampling in t.samplings.iter().filter(|s| s.sample == 1) {
         if let Some(worst) = sampling.precision_20k.iter().copied().reduce(f64::min) {
@@ -430,7 +435,7 @@ pub fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
     }
 }
 
-pub fn watch_goals(w: &watch_bench::WatchFigures, goals: &mut Vec<Goal>) {
+fn watch_goals(w: &watch_bench::WatchFigures, goals: &mut Vec<Goal>) {
     if let Some((p50, p99)) = w.arrival_delay_ms {
         goals.push(Goal::new(
             "watch: arrival to subscriber, p99 (loopback)",

@@ -260,22 +260,7 @@ fn main() -> Result<(), String> {
     });
 
     let names: Vec<String> = loads.iter().map(|w| w.name.clone()).collect();
-    let mut goals = goals::goals(
-        &rows,
-        &defaults,
-        &equal,
-        &by_k,
-        &redis,
-        &loads,
-        fade.as_ref(),
-    );
-    if let Some(t) = &tracked {
-        goals::tracking_goals(t, &mut goals);
-    }
-    if let Some(w) = &watched {
-        goals::watch_goals(w, &mut goals);
-    }
-    let m = Measurements {
+    let mut m = Measurements {
         quick: o.quick,
         partial: o.only.is_some(),
         arrivals,
@@ -284,7 +269,7 @@ fn main() -> Result<(), String> {
         ks: ks.to_vec(),
         budgets,
         names,
-        goals,
+        goals: Vec::new(),
         rows,
         defaults,
         equal,
@@ -299,6 +284,7 @@ fn main() -> Result<(), String> {
         tracked,
         watched,
     };
+    m.goals = goals::all(&m);
     let report_path = report::write(&m, &o.out);
     println!("\n{}", report::goals_table(&m.goals));
     println!(
