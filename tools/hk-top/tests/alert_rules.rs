@@ -62,7 +62,11 @@ fn the_rules_load_and_every_alert_fires_and_keeps_quiet_in_promtool() {
     let dir = dashboards();
     let check = promtool(&["check", "rules", "heavykeeper.rules.yml"], &dir);
     assert!(check.status.success(), "{}", text(&check));
-    assert!(text(&check).contains("SUCCESS: 6 rules found"), "{}", text(&check));
+    assert!(
+        text(&check).contains("SUCCESS: 6 rules found"),
+        "{}",
+        text(&check)
+    );
     let test = promtool(&["test", "rules", "tests.yml"], &dir);
     assert!(test.status.success(), "{}", text(&test));
 
@@ -83,7 +87,10 @@ fn the_rules_load_and_every_alert_fires_and_keeps_quiet_in_promtool() {
     let tested = tested(&tests);
     for name in &names {
         let (quiet, fired) = tested.get(name).copied().unwrap_or_default();
-        assert!(quiet > 0 && fired > 0, "{name}: {quiet} quiet, {fired} firing");
+        assert!(
+            quiet > 0 && fired > 0,
+            "{name}: {quiet} quiet, {fired} firing"
+        );
     }
     assert!(rules.contains("hk-top -h {{"), "the rebalance command");
 }
@@ -100,7 +107,11 @@ fn the_unit_tests_fail_when_a_threshold_moves() {
         ("(1.5 /", "(1.2 /", "HeavyKeeperNodeOverloaded"),
         ("> 100  #", "> 40  #", "HeavyKeeperHotMiss"),
         ("for: 1m", "for: 5m", "HeavyKeeperNodeDown"),
-        ("_total[5m]) > 0\n", "_total[5m]) > 20\n", "HeavyKeeperTrackerDropping"),
+        (
+            "_total[5m]) > 0\n",
+            "_total[5m]) > 20\n",
+            "HeavyKeeperTrackerDropping",
+        ),
         ("[5m]) > 0.5", "[5m]) > 0.2", "HeavyKeeperTrackerThinning"),
     ] {
         assert!(rules.contains(from), "{from}");
