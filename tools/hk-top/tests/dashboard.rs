@@ -362,8 +362,16 @@ fn check_one_node(panel: &PanelSpec, answers: &[Vec<Json>], node: &str) -> Check
     Ok(())
 }
 
-/// The keys the clients use, each with its weight, and the node serving it.
-fn workload(cluster: &Cluster) -> (Vec<(String, f64)>, Vec<(String, usize)>, u16) {
+/// The keys the clients use.
+struct Workload {
+    /// Each key with its part of the traffic.
+    weighted: Vec<(String, f64)>,
+    /// Each key with the node (its index) serving it.
+    keys: Vec<(String, usize)>,
+    hot_slot: u16,
+}
+
+fn workload(cluster: &Cluster) -> Workload {
     let owners = owner_map(cluster);
     let index = |key: &str| {
         let owner = &owners[slot_of(key) as usize];
@@ -390,7 +398,11 @@ fn workload(cluster: &Cluster) -> (Vec<(String, f64)>, Vec<(String, usize)>, u16
         .iter()
         .map(|(k, _)| (k.clone(), index(k)))
         .collect();
-    (weighted, keys, slot_of(&tag))
+    Workload {
+        weighted,
+        keys,
+        hot_slot: slot_of(&tag),
+    }
 }
 
 #[test]
@@ -400,7 +412,11 @@ fn every_panel_s_queries_bring_back_what_it_shows_and_the_rules_evaluate() {
     let specs = panels(&dashboard);
 
     let cluster = Cluster::start(TRACK);
-    let (weighted, keys, hot_slot) = workload(&cluster);
+    let Workload {
+        weighted,
+        keys,
+        hot_slot,
+    } = workload(&cluster);
     load_keys(&cluster, &keys);
     let traffic = Traffic::start_weighted(&cluster, weighted, RATE, 0.05);
     // Reads of a key that is not there, from every client.
