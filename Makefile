@@ -4,9 +4,10 @@ MODULE := target/release/libheavykeeper_redis.so
 PORT ?= 6379
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := redis-server libclang1-14 libclang-common-14-dev
-# What only the tests need: a real Prometheus for hk-top's exporter, openssl for a test CA,
-# tmux for hk-top's live view in a real terminal.
-TEST_APT_PACKAGES := prometheus openssl tmux
+# What only the tests need: a real Prometheus (and promtool) for hk-top's exporter, dashboard and
+# alert rules, openssl for a test CA, tmux for hk-top's live view in a real terminal, a font for
+# the dashboard's picture.
+TEST_APT_PACKAGES := prometheus openssl tmux fonts-dejavu-core
 
 .PHONY: all build run top test deps testdeps pydeps bench fmt lint clean
 
@@ -40,7 +41,7 @@ run: build
 top:
 	cargo run --release -q -p hk-top -- --port $(PORT)
 
-## testdeps: what only the tests need (prometheus, openssl, tmux)
+## testdeps: what only the tests need (prometheus, openssl, tmux, fonts-dejavu-core)
 testdeps:
 	@if command -v dpkg >/dev/null && ! dpkg -s $(TEST_APT_PACKAGES) >/dev/null 2>&1; then \
 		echo "Installing $(TEST_APT_PACKAGES) with apt"; \

@@ -138,6 +138,11 @@ fn node_rates(access: &Access, address: &str) -> RedisResult<NodeHotKeys> {
 /// their bounds where the module gives them.
 fn tracker_totals(con: &mut redis::Connection) -> Option<Rates> {
     let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
+    totals_of(&info)
+}
+
+/// [`tracker_totals`] from an `INFO heavykeeper` already read.
+pub fn totals_of(info: &str) -> Option<Rates> {
     let field = |name: &str| -> Option<f64> {
         info.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
@@ -172,11 +177,12 @@ pub fn node_hot_keys(
     };
     let mut with_bounds = true;
     for metric in Metric::ALL {
-        let flat = match list(con, metric, count, with_bounds) {
+        let kind = metric.hotkeys_kind();
+        let flat = match list(con, kind, count, with_bounds) {
             Err(e) if with_bounds && is_without_bounds(&e) => {
                 // A module from before WITHBOUNDS: the rates alone.
                 with_bounds = false;
-                list(con, metric, count, false)
+                list(con, kind, count, false)
             }
             other => other,
         };
@@ -194,14 +200,14 @@ pub fn node_hot_keys(
 }
 
 /// `HK.HOTKEYS <KIND> [COUNT n] [WITHBOUNDS]`, as a RESP2 flat array.
-fn list(
+pub fn list(
     con: &mut redis::Connection,
-    metric: Metric,
+    kind: &str,
     count: Option<usize>,
     with_bounds: bool,
 ) -> RedisResult<Vec<Value>> {
     let mut cmd = redis::cmd("HK.HOTKEYS");
-    cmd.arg(metric.hotkeys_kind());
+    cmd.arg(kind);
     if let Some(count) = count {
         cmd.arg("COUNT").arg(count);
     }
@@ -211,44 +217,69 @@ fn list(
     cmd.query(con)
 }
 
-/// A RESP2 reply's flat `key, db, rate, count[, low, high]` rows as keys
-/// and their rate.
-fn rows_of(
-    flat: &[Value],
-    address: &str,
-    metric: Metric,
-    with_bounds: bool,
-) -> RedisResult<Vec<(KeyId, Rates)>> {
+/// One row of an `HK.HOTKEYS` reply, whatever its kind: a key (or a
+/// prefix's pattern), its database, its rate and, with `WITHBOUNDS`, the
+/// rate's 95% bounds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub key: Vec<u8>,
+    pub db: i64,
+    pub rate: f64,
+    pub bounds: Option<Bounds>,
+}
+
+/// A RESP2 reply's flat `key, db, rate, count[, low, high]` rows.
+pub fn parse_rows(flat: &[Value], with_bounds: bool) -> RedisResult<Vec<Row>> {
     let mut rows = Vec::new();
     for row in flat.chunks(if with_bounds { 6 } else { 4 }) {
         let (key, db, rate) = match row {
             [key, db, rate, _count] | [key, db, rate, _count, _, _] => (key, db, rate),
             _ => continue,
         };
-        let id = KeyId {
-            node: address.to_string(),
-            db: redis::from_redis_value(db)?,
+        let bounds = match row {
+            [_, _, _, _, low, high] => Some(Bounds {
+                low: redis::from_redis_value(low)?,
+                high: redis::from_redis_value(high)?,
+            }),
+            _ => None,
+        };
+        rows.push(Row {
             key: redis::from_redis_value(key)?,
-        };
-        let rate: f64 = redis::from_redis_value(rate)?;
-        let rates = match row {
-            [_, _, _, _, low, high] => Rates::bounded(
-                metric,
-                rate,
-                Bounds {
-                    low: redis::from_redis_value(low)?,
-                    high: redis::from_redis_value(high)?,
-                },
-            ),
-            _ => Rates::only(metric, rate),
-        };
-        rows.push((id, rates));
+            db: redis::from_redis_value(db)?,
+            rate: redis::from_redis_value(rate)?,
+            bounds,
+        });
     }
     Ok(rows)
 }
 
+/// A reply's rows as keys of `address` and their rate of `metric`.
+fn rows_of(
+    flat: &[Value],
+    address: &str,
+    metric: Metric,
+    with_bounds: bool,
+) -> RedisResult<Vec<(KeyId, Rates)>> {
+    let rows = parse_rows(flat, with_bounds)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let id = KeyId {
+                node: address.to_string(),
+                db: row.db,
+                key: row.key,
+            };
+            let rates = match row.bounds {
+                Some(bounds) => Rates::bounded(metric, row.rate, bounds),
+                None => Rates::only(metric, row.rate),
+            };
+            (id, rates)
+        })
+        .collect())
+}
+
 /// Is `e` a module that does not know `WITHBOUNDS`?
-fn is_without_bounds(e: &redis::RedisError) -> bool {
+pub fn is_without_bounds(e: &redis::RedisError) -> bool {
     e.detail()
         .is_some_and(|d| d.contains("'WITHBOUNDS'") || d.contains("'withbounds'"))
 }

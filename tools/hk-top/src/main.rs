@@ -23,6 +23,8 @@ mod fault;
 mod filter;
 mod history;
 mod hot_keys;
+mod hot_prefixes;
+mod hot_slots;
 mod info_fields;
 mod info_metric;
 mod keymap;
@@ -34,6 +36,7 @@ mod poller;
 mod prometheus;
 mod rebalance;
 mod render;
+mod slot_ranges;
 mod sort;
 mod terminal;
 

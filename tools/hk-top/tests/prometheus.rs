@@ -14,82 +14,24 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; this file's helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod promkit;
 
 use test_harness as common;
 
 use base64::Engine;
 use common::{free_port, run, value, wait_until, Server, TRACK_EVERY_COMMAND};
-use serde_json::Value as Json;
+use promkit::{sample_value, Exporter, Prometheus};
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-/// A child process killed when the test ends, pass or fail.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn exporter(server_port: u16, listen: u16) -> Running {
-    Running(
-        Command::new(env!("CARGO_BIN_EXE_hk-top"))
-            .args(["--port", &server_port.to_string(), "--count", "5"])
-            .args(["--prometheus", &format!("127.0.0.1:{listen}")])
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("run hk-top"),
-    )
-}
-
-/// The body of `GET path` on 127.0.0.1:`port` (HTTP/1.0: the server closes).
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut socket = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    socket.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(socket, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut reply = String::new();
-    socket.read_to_string(&mut reply).ok()?;
-    reply
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-}
-
-/// Percent-encodes a PromQL query for a URL.
-fn encoded(query: &str) -> String {
-    query
-        .bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The result vector of an instant query.
-fn query(prometheus: u16, promql: &str) -> Vec<Json> {
-    let body = http_get(
-        prometheus,
-        &format!("/api/v1/query?query={}", encoded(promql)),
-    );
-    let parsed: Json = body
-        .and_then(|b| serde_json::from_str(&b).ok())
-        .unwrap_or(Json::Null);
-    parsed["data"]["result"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
-fn sample_value(series: &Json) -> f64 {
-    series["value"][1].as_str().unwrap().parse().unwrap()
-}
 
 /// Each number `INFO heavykeeper` gives, and the series Prometheus holds
 /// it as: every field the server has, none it no longer has
@@ -290,7 +232,11 @@ fn misses_and_auth_check_in_the_text(metrics: &str, node: &str) {
 }
 
 /// Every number of the server's INFO, as Prometheus holds it.
-fn every_info_field_through_prometheus(prometheus: u16, con: &mut redis::Connection, node: &str) {
+fn every_info_field_through_prometheus(
+    prometheus: &Prometheus,
+    con: &mut redis::Connection,
+    node: &str,
+) {
     let info = info_fields(con);
     let numeric: BTreeSet<&str> = info
         .iter()
@@ -300,10 +246,10 @@ fn every_info_field_through_prometheus(prometheus: u16, con: &mut redis::Connect
     let mapped: BTreeSet<&str> = INFO_SERIES.iter().map(|(f, _)| *f).collect();
     assert_eq!(numeric, mapped, "the server's INFO and the mapping differ");
     for (field, series) in INFO_SERIES {
-        let found = query(prometheus, &format!("{series}{{node=\"{node}\"}}"));
+        let found = prometheus.query(&format!("{series}{{node=\"{node}\"}}"));
         assert_eq!(found.len(), 1, "{field} as {series}: {found:?}");
     }
-    let one = |series: &str| sample_value(&query(prometheus, series)[0]);
+    let one = |series: &str| sample_value(&prometheus.query(series)[0]);
     assert_eq!(one("heavykeeper_tracker_halflife_seconds"), 3600.0);
     assert_eq!(one("heavykeeper_tracker_misses_enabled"), 1.0);
     let budget: f64 = info
@@ -313,10 +259,12 @@ fn every_info_field_through_prometheus(prometheus: u16, con: &mut redis::Connect
         .unwrap();
     assert_eq!(one("heavykeeper_tracker_cpu_budget_ratio"), budget / 100.0);
     assert!(one("heavykeeper_tracker_misses_seen_total") >= 30.0);
-    let check = query(prometheus, "heavykeeper_tracker_auth_check_info");
+    let check = prometheus.query("heavykeeper_tracker_auth_check_info");
     assert_eq!(check[0]["metric"]["check"], "none-needed", "{check:?}");
     assert_eq!(sample_value(&check[0]), 1.0);
-    assert!(query(prometheus, "heavykeeper_tracker_commands_sampled_total").is_empty());
+    assert!(prometheus
+        .query("heavykeeper_tracker_commands_sampled_total")
+        .is_empty());
 }
 
 #[test]
@@ -325,13 +273,9 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
     let server = Server::start_configured(&misses_on, &[]);
     let node = server.address();
     let mut con = server.client();
-    let (live, dead) = (free_port(), free_port());
-    let _exporter = exporter(server.port, live);
+    let live = Exporter::start(server.port, &["--count", "5"]);
     let missing_server = free_port();
-    let _dead_exporter = exporter(missing_server, dead);
-    wait_until("the exporter", Duration::from_secs(10), || {
-        http_get(live, "/metrics").is_some()
-    });
+    let dead = Exporter::start(missing_server, &["--count", "5"]);
     // What Prometheus will read, straight from the exporter: a key that
     // exists, read often.
     value(&mut con, &["SET", "product:1", "p"]);
@@ -346,7 +290,7 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
             run::<Option<Vec<u8>>>(&mut con, &[b"GET", MISSED_BINARY]).unwrap();
         }
     }
-    let metrics = http_get(live, "/metrics").unwrap();
+    let metrics = live.metrics();
     misses_and_auth_check_in_the_text(&metrics, &node);
     assert!(
         metrics.contains("# TYPE heavykeeper_hotkey_reads_per_second gauge"),
@@ -368,29 +312,7 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
     );
     assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
 
-    let prometheus_port = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: heavykeeper\n    static_configs:\n      - targets: ['127.0.0.1:{live}', '127.0.0.1:{dead}']\n"
-        ),
-    )
-    .unwrap();
-    let _prometheus = Running(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prometheus_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("prometheus (make deps installs Debian's package)"),
-    );
+    let prometheus = Prometheus::start(&[live.port, dead.port], None);
     let hot = "heavykeeper_hotkey_reads_per_second{key=\"product:1\"}";
     wait_until(
         "Prometheus to have scraped the hot key",
@@ -398,10 +320,10 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
         || {
             // Keep the key hot while Prometheus starts.
             value(&mut con, &["GET", "product:1"]);
-            !query(prometheus_port, hot).is_empty()
+            !prometheus.query(hot).is_empty()
         },
     );
-    let series = &query(prometheus_port, hot)[0];
+    let series = &prometheus.query(hot)[0];
     assert_eq!(series["metric"]["node"], node);
     assert_eq!(series["metric"]["db"], "0");
     assert!(sample_value(series) > 0.0, "{series}");
@@ -409,45 +331,36 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
     let bound = |end: &str| {
         let name = format!("heavykeeper_hotkey_reads_per_second_{end}{{key=\"product:1\"}}");
         wait_until("the bounds scraped", Duration::from_secs(30), || {
-            !query(prometheus_port, &name).is_empty()
+            !prometheus.query(&name).is_empty()
         });
-        sample_value(&query(prometheus_port, &name)[0])
+        sample_value(&prometheus.query(&name)[0])
     };
     let (low, high) = (bound("low"), bound("high"));
     assert!(0.0 < low && low <= high, "{low} {high}");
     // The top-10 query the README gives.
-    let top = query(
-        prometheus_port,
-        "topk(10, max_over_time(heavykeeper_hotkey_reads_per_second[1h]))",
-    );
+    let top = prometheus.query("topk(10, max_over_time(heavykeeper_hotkey_reads_per_second[1h]))");
     assert_eq!(top[0]["metric"]["key"], "product:1", "{top:?}");
     // The module's figures, with Prometheus's names.
-    let seen = query(prometheus_port, "heavykeeper_tracker_commands_seen_total");
+    let seen = prometheus.query("heavykeeper_tracker_commands_seen_total");
     assert!(sample_value(&seen[0]) > 50.0, "{seen:?}");
-    let enabled = query(prometheus_port, "heavykeeper_tracker_enabled");
+    let enabled = prometheus.query("heavykeeper_tracker_enabled");
     assert_eq!(sample_value(&enabled[0]), 1.0);
     // The hot misses, hottest first in a topk.
-    let misses = query(
-        prometheus_port,
-        "topk(1, heavykeeper_hotkey_misses_per_second)",
-    );
+    let misses = prometheus.query("topk(1, heavykeeper_hotkey_misses_per_second)");
     assert_eq!(misses[0]["metric"]["key"], MISSED, "{misses:?}");
     assert!(sample_value(&misses[0]) > 0.0, "{misses:?}");
-    every_info_field_through_prometheus(prometheus_port, &mut con, &node);
+    every_info_field_through_prometheus(&prometheus, &mut con, &node);
     // A server that is not there: its exporter is scraped all right (up 1)
     // and says heavykeeper_up 0.
     let missing = format!("heavykeeper_up{{node=\"127.0.0.1:{missing_server}\"}}");
     wait_until(
         "the missing node's heavykeeper_up",
         Duration::from_secs(30),
-        || !query(prometheus_port, &missing).is_empty(),
+        || !prometheus.query(&missing).is_empty(),
     );
-    assert_eq!(sample_value(&query(prometheus_port, &missing)[0]), 0.0);
-    let scraped = query(
-        prometheus_port,
-        &format!("up{{instance=\"127.0.0.1:{dead}\"}}"),
-    );
+    assert_eq!(sample_value(&prometheus.query(&missing)[0]), 0.0);
+    let scraped = prometheus.query(&format!("up{{instance=\"127.0.0.1:{}\"}}", dead.port));
     assert_eq!(sample_value(&scraped[0]), 1.0, "{scraped:?}");
     let present = format!("heavykeeper_up{{node=\"127.0.0.1:{}\"}}", server.port);
-    assert_eq!(sample_value(&query(prometheus_port, &present)[0]), 1.0);
+    assert_eq!(sample_value(&prometheus.query(&present)[0]), 1.0);
 }
