@@ -273,18 +273,18 @@ impl Console {
             self.node_row = self.node_row.saturating_add_signed(by).min(last);
             return;
         }
-        if self.rows.is_empty() {
+        let last = self.rows.len().saturating_sub(1);
+        let to = self.selected_row.saturating_add_signed(by).min(last);
+        // No rows: nothing to select.
+        let Some((id, _)) = self.rows.get(to) else {
             return;
-        }
-        let to = self
-            .selected_row
-            .saturating_add_signed(by)
-            .min(self.rows.len() - 1);
+        };
+        let id = id.clone();
         self.selected_row = to;
-        self.selected = Some(self.rows[to].0.clone());
         if let Screen::Details(_) = self.screen {
-            self.screen = Screen::Details(self.rows[to].0.clone());
+            self.screen = Screen::Details(id.clone());
         }
+        self.selected = Some(id);
         self.scroll_to_selection();
     }
 
@@ -306,7 +306,8 @@ impl Console {
             .as_ref()
             .and_then(|id| self.rows.iter().position(|(row, _)| row == id));
         self.selected_row = found.unwrap_or(self.selected_row.min(self.rows.len() - 1));
-        self.selected = Some(self.rows[self.selected_row].0.clone());
+        // Some: the rows are not empty and the row is one of them.
+        self.selected = self.rows.get(self.selected_row).map(|(id, _)| id.clone());
         self.scroll_to_selection();
     }
 
@@ -344,10 +345,9 @@ impl Console {
 
     /// The key's rates now, if it is listed.
     pub fn rates_of(&self, id: &KeyId) -> Option<(usize, &Rates)> {
-        self.rows
-            .iter()
-            .position(|(row, _)| row == id)
-            .map(|at| (at, &self.rows[at].1))
+        (self.rows.iter().enumerate())
+            .find(|(_, (row, _))| row == id)
+            .map(|(at, (_, rates))| (at, rates))
     }
 
     pub fn snapshot(&self) -> &Snapshot {

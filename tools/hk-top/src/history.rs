@@ -58,8 +58,9 @@ impl History {
         };
         for &(tick, rates) in samples {
             let age = (self.tick - tick) as usize;
-            if age < n {
-                out[n - 1 - age] = rates;
+            // The newest refresh is the last entry; one older than `n` has none.
+            if let Some(entry) = out.iter_mut().rev().nth(age) {
+                *entry = rates;
             }
         }
         out

@@ -87,7 +87,11 @@ pub fn snapshot(access: &Access, nodes: &[Node]) -> Snapshot {
             .collect();
         asking
             .into_iter()
-            .map(|asked| asked.join().expect("a node's reader panicked"))
+            .map(|asked| {
+                // A reader that panicked is a node that did not answer.
+                let panicked = || std::io::Error::other("its reader panicked").into();
+                asked.join().unwrap_or_else(|_| Err(panicked()))
+            })
             .collect()
     });
     let mut joined: BTreeMap<KeyId, Rates> = BTreeMap::new();

@@ -77,26 +77,31 @@ fn ask(
 /// writes high]` rows.
 fn parse(flat: &[Value], with_bounds: bool) -> RedisResult<Vec<SlotRow>> {
     let width = if with_bounds { 7 } else { 3 };
+    let number = |value: &Value| -> RedisResult<f64> { redis::from_redis_value(value) };
     let mut rows = Vec::new();
-    for row in flat.chunks(width).filter(|row| row.len() == width) {
-        let number = |i: usize| -> RedisResult<f64> { redis::from_redis_value(&row[i]) };
-        let slot: i64 = redis::from_redis_value(&row[0])?;
+    // A short row at the end is left out, as an odd reply.
+    for row in flat.chunks_exact(width) {
+        let [slot, reads, writes, bounds @ ..] = row else {
+            continue;
+        };
+        let slot: i64 = redis::from_redis_value(slot)?;
         let Ok(slot) = u16::try_from(slot) else {
             continue;
         };
+        // With bounds, reads' low and high come first, then writes'.
+        let mut bounds = bounds.chunks_exact(2);
         let mut rates = Rates::default();
-        for (metric, at) in [(Metric::Reads, 1), (Metric::Writes, 2)] {
-            let rate = number(at)?;
-            rates.add_all(&if with_bounds {
-                // Reads' bounds at 3 and 4, writes' at 5 and 6.
-                let low = 3 + 2 * (at - 1);
-                let bounds = Bounds {
-                    low: number(low)?,
-                    high: number(low + 1)?,
-                };
-                Rates::bounded(metric, rate, bounds)
-            } else {
-                Rates::only(metric, rate)
+        for (metric, rate) in [(Metric::Reads, reads), (Metric::Writes, writes)] {
+            let rate = number(rate)?;
+            rates.add_all(&match bounds.next() {
+                Some([low, high]) => {
+                    let bounds = Bounds {
+                        low: number(low)?,
+                        high: number(high)?,
+                    };
+                    Rates::bounded(metric, rate, bounds)
+                }
+                _ => Rates::only(metric, rate),
             });
         }
         rows.push(SlotRow { slot, rates });

@@ -18,9 +18,25 @@ impl Metric {
     pub const ALL: [Metric; 3] = [Metric::Reads, Metric::Writes, Metric::Misses];
     pub const COUNT: usize = Self::ALL.len();
 
-    /// Its place in [`Rates`].
-    fn index(self) -> usize {
-        self as usize
+    /// Its own entry of a per-metric array (in [`Metric::ALL`]'s order),
+    /// picked by a match rather than an index, so never out of range.
+    fn of<T>(self, per_metric: &[T; Metric::COUNT]) -> &T {
+        let [reads, writes, misses] = per_metric;
+        match self {
+            Metric::Reads => reads,
+            Metric::Writes => writes,
+            Metric::Misses => misses,
+        }
+    }
+
+    /// [`Metric::of`], to change the entry.
+    fn of_mut<T>(self, per_metric: &mut [T; Metric::COUNT]) -> &mut T {
+        let [reads, writes, misses] = per_metric;
+        match self {
+            Metric::Reads => reads,
+            Metric::Writes => writes,
+            Metric::Misses => misses,
+        }
     }
 
     /// The `HK.HOTKEYS` option that lists keys by this rate.
@@ -110,11 +126,11 @@ pub struct Rates {
 
 impl Rates {
     pub fn get(&self, metric: Metric) -> f64 {
-        self.rates[metric.index()]
+        *metric.of(&self.rates)
     }
 
     pub fn add(&mut self, metric: Metric, per_second: f64) {
-        self.rates[metric.index()] += per_second;
+        *metric.of_mut(&mut self.rates) += per_second;
     }
 
     /// One metric's rate, the others zero.
@@ -127,13 +143,13 @@ impl Rates {
     /// One metric's rate with its bounds, the others zero.
     pub fn bounded(metric: Metric, per_second: f64, bounds: Bounds) -> Self {
         let mut rates = Rates::only(metric, per_second);
-        rates.bounds[metric.index()] = Some(bounds);
+        *metric.of_mut(&mut rates.bounds) = Some(bounds);
         rates
     }
 
     /// The rate's bounds, if the node gave them.
     pub fn bounds(&self, metric: Metric) -> Option<Bounds> {
-        self.bounds[metric.index()]
+        *metric.of(&self.bounds)
     }
 
     /// Every metric of `other` added to this one (bounds add up too: the
@@ -141,8 +157,8 @@ impl Rates {
     pub fn add_all(&mut self, other: &Rates) {
         for metric in Metric::ALL {
             self.add(metric, other.get(metric));
-            let i = metric.index();
-            self.bounds[i] = match (self.bounds[i], other.bounds[i]) {
+            let bounds = metric.of_mut(&mut self.bounds);
+            *bounds = match (*bounds, other.bounds(metric)) {
                 (Some(a), Some(b)) => Some(Bounds {
                     low: a.low + b.low,
                     high: a.high + b.high,

@@ -55,12 +55,12 @@ fn match_here(mut pattern: &[u8], mut text: &[u8], give_up: &mut bool, stars: u3
     if stars > MAX_STARS {
         return false;
     }
-    while let (Some(&token), Some(&byte)) = (pattern.first(), text.first()) {
+    while let ([token, after_token @ ..], [byte, after_byte @ ..]) = (pattern, text) {
         match token {
             b'*' => return match_star(pattern, text, give_up, stars),
-            b'?' => pattern = &pattern[1..],
+            b'?' => pattern = after_token,
             b'[' => {
-                let (matched, rest) = match_class(&pattern[1..], byte);
+                let (matched, rest) = match_class(after_token, *byte);
                 if !matched {
                     return false;
                 }
@@ -68,21 +68,20 @@ fn match_here(mut pattern: &[u8], mut text: &[u8], give_up: &mut bool, stars: u3
             }
             _ => {
                 // `\x` is `x`; a backslash that ends the pattern is itself.
-                let literal = if token == b'\\' && pattern.len() >= 2 {
-                    &pattern[1..]
-                } else {
-                    pattern
+                let (literal, rest) = match (token, after_token) {
+                    (b'\\', [escaped, rest @ ..]) => (escaped, rest),
+                    _ => (token, after_token),
                 };
-                if literal[0] != byte {
+                if literal != byte {
                     return false;
                 }
-                pattern = &literal[1..];
+                pattern = rest;
             }
         }
-        text = &text[1..];
+        text = after_byte;
         if text.is_empty() {
-            while pattern.first() == Some(&b'*') {
-                pattern = &pattern[1..];
+            while let [b'*', rest @ ..] = pattern {
+                pattern = rest;
             }
         }
     }
@@ -92,20 +91,27 @@ fn match_here(mut pattern: &[u8], mut text: &[u8], give_up: &mut bool, stars: u3
 /// `pattern` starts with `*` and `text` is not empty: try the rest of the
 /// pattern at every place in the text.
 fn match_star(mut pattern: &[u8], mut text: &[u8], give_up: &mut bool, stars: u32) -> bool {
-    while pattern.len() > 1 && pattern[1] == b'*' {
-        pattern = &pattern[1..];
+    // A run of stars is one star.
+    while let [_, rest @ ..] = pattern {
+        if !rest.starts_with(b"*") {
+            break;
+        }
+        pattern = rest;
     }
-    if pattern.len() == 1 {
-        return true;
-    }
-    while !text.is_empty() {
-        if match_here(&pattern[1..], text, give_up, stars + 1) {
+    let after_star = match pattern {
+        [_] => return true,
+        [_, rest @ ..] => rest,
+        // Not called so; an empty pattern matches no text that is not empty.
+        [] => return false,
+    };
+    while let [_, after_byte @ ..] = text {
+        if match_here(after_star, text, give_up, stars + 1) {
             return true;
         }
         if *give_up {
             return false;
         }
-        text = &text[1..];
+        text = after_byte;
     }
     *give_up = true;
     false
@@ -113,35 +119,35 @@ fn match_star(mut pattern: &[u8], mut text: &[u8], give_up: &mut bool, stars: u3
 
 /// A class after its `[`: does `byte` match it, and what follows it (past
 /// its `]`; nothing if it was never closed).
-fn match_class(mut class: &[u8], byte: u8) -> (bool, &[u8]) {
-    let negated = class.first() == Some(&b'^');
-    if negated {
-        class = &class[1..];
-    }
+fn match_class(class: &[u8], byte: u8) -> (bool, &[u8]) {
+    let (negated, mut class) = match class {
+        [b'^', rest @ ..] => (true, rest),
+        _ => (false, class),
+    };
     let mut matched = false;
     loop {
         match class {
-            [b'\\', escaped, ..] => {
+            [b'\\', escaped, rest @ ..] => {
                 matched |= *escaped == byte;
-                class = &class[2..];
+                class = rest;
             }
             [b']', rest @ ..] => {
                 class = rest;
                 break;
             }
             [] => break,
-            [start, b'-', end, ..] => {
+            [start, b'-', end, rest @ ..] => {
                 let (low, high) = if start <= end {
                     (*start, *end)
                 } else {
                     (*end, *start)
                 };
                 matched |= (low..=high).contains(&byte);
-                class = &class[3..];
+                class = rest;
             }
-            [single, ..] => {
+            [single, rest @ ..] => {
                 matched |= *single == byte;
-                class = &class[1..];
+                class = rest;
             }
         }
     }

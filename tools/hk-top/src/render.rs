@@ -75,24 +75,40 @@ fn key_json(id: &KeyId, rates: &Rates, snapshot: &Snapshot) -> Value {
     });
     let in_cluster = (snapshot.nodes.iter()).any(|n| n.address == id.node && n.cluster);
     if in_cluster {
-        row["slot"] = json!(hash_slot(&id.key));
+        put(&mut row, "slot", json!(hash_slot(&id.key)));
     }
     for metric in Metric::ALL {
         if snapshot.counts(&id.node, metric) {
-            row[metric.json_name()] = json!(rates.get(metric));
+            put(&mut row, metric.json_name(), json!(rates.get(metric)));
             put_bounds(&mut row, metric.json_name(), rates.bounds(metric));
         }
     }
     if let Some(bar) = error_bar(rates.total(), rates.total_bounds()) {
-        row["error_bar"] = json!(bar);
+        put(&mut row, "error_bar", json!(bar));
     }
-    match std::str::from_utf8(&id.key) {
-        Ok(text) => row["key"] = json!(text),
-        Err(_) => {
-            row["key_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(&id.key))
-        }
-    }
+    put_key(&mut row, &id.key);
     row
+}
+
+/// A key's name as `key` where it is UTF-8, else its bytes as `key_base64`:
+/// JSON strings cannot carry other bytes exactly.
+pub fn put_key(row: &mut Value, key: &[u8]) {
+    match std::str::from_utf8(key) {
+        Ok(text) => put(row, "key", json!(text)),
+        Err(_) => put(
+            row,
+            "key_base64",
+            json!(base64::engine::general_purpose::STANDARD.encode(key)),
+        ),
+    }
+}
+
+/// Sets a field of `row`, a JSON object (each starts as `json!({...})`):
+/// as `row[name] = value` does, without its panic on a value of another kind.
+pub fn put(row: &mut Value, name: &str, value: Value) {
+    if let Some(fields) = row.as_object_mut() {
+        fields.insert(name.to_string(), value);
+    }
 }
 
 /// The keys listed (of `snapshot`) and each node that did not answer.
@@ -120,16 +136,16 @@ fn nodes_json(snapshot: &Snapshot) -> Vec<Value> {
                 "primary": load.node.primary,
             });
             if let Some(error) = &load.error {
-                row["error"] = json!(error);
+                put(&mut row, "error", json!(error));
                 return row;
             }
             let rates = load.tracked.unwrap_or(load.rates);
             for metric in [Metric::Reads, Metric::Writes] {
-                row[metric.json_name()] = json!(rates.get(metric));
+                put(&mut row, metric.json_name(), json!(rates.get(metric)));
                 put_bounds(&mut row, metric.json_name(), rates.bounds(metric));
             }
-            row["tracked"] = json!(load.tracked.is_some());
-            row["share"] = json!(load.share);
+            put(&mut row, "tracked", json!(load.tracked.is_some()));
+            put(&mut row, "share", json!(load.share));
             row
         })
         .collect()
@@ -138,14 +154,15 @@ fn nodes_json(snapshot: &Snapshot) -> Vec<Value> {
 /// A rate's bounds as `<name>_low` and `<name>_high`, where there are any.
 fn put_bounds(row: &mut Value, name: &str, bounds: Option<Bounds>) {
     if let Some(b) = bounds {
-        row[format!("{name}_low")] = json!(b.low);
-        row[format!("{name}_high")] = json!(b.high);
+        put(row, &format!("{name}_low"), json!(b.low));
+        put(row, &format!("{name}_high"), json!(b.high));
     }
 }
 
 /// The last values as block characters, scaled to the largest.
 pub fn sparkline(values: impl Iterator<Item = f64> + Clone) -> String {
     const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let [.., full] = BLOCKS;
     let max = values.clone().fold(0.0f64, f64::max);
     values
         .map(|v| {
@@ -153,7 +170,7 @@ pub fn sparkline(values: impl Iterator<Item = f64> + Clone) -> String {
                 ' '
             } else {
                 let level = ((v / max) * (BLOCKS.len() - 1) as f64).round() as usize;
-                BLOCKS[level.min(BLOCKS.len() - 1)]
+                BLOCKS.get(level).copied().unwrap_or(full)
             }
         })
         .collect()

@@ -24,10 +24,11 @@ pub fn cumulative(rows: &[SlotRow]) -> Vec<(u32, f64)> {
         }
     }
     let mut sum = 0.0;
-    (0..RANGES)
-        .map(|range| {
-            sum += per_range[range];
-            ((range as u32 + 1) * SLOTS_PER_RANGE - 1, sum)
+    (1..)
+        .zip(per_range)
+        .map(|(nth, load): (u32, f64)| {
+            sum += load;
+            (nth * SLOTS_PER_RANGE - 1, sum)
         })
         .collect()
 }

@@ -47,17 +47,18 @@ impl SortKey {
     pub fn step(self, right: bool, shown: &[Metric]) -> SortKey {
         let all = Self::all();
         let n = all.len();
-        let mut at = all.iter().position(|&k| k == self).unwrap_or(0);
-        loop {
-            at = if right {
-                (at + 1) % n
-            } else {
-                (at + n - 1) % n
-            };
-            if all[at].is_shown(shown) || all[at] == self {
-                return all[at];
-            }
-        }
+        let at = all.iter().position(|&k| k == self).unwrap_or(0);
+        // Once round the ring from the key after (or before) `at`, ending on
+        // `at` itself: `self` when nothing else is shown.
+        let rightwards = all.iter().cycle().skip(at + 1).take(n);
+        let leftwards = all.iter().rev().cycle().skip(n - at).take(n);
+        let stop = |k: &SortKey| k.is_shown(shown) || *k == self;
+        let next = if right {
+            rightwards.copied().find(stop)
+        } else {
+            leftwards.copied().find(stop)
+        };
+        next.unwrap_or(self)
     }
 
     fn is_shown(self, shown: &[Metric]) -> bool {

@@ -12,14 +12,6 @@
     clippy::panic,
     clippy::indexing_slicing
 )]
-// A test: a panic is how it fails (clippy.toml allows these in test
-// functions; this file's helpers are test code too).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
 
 use test_harness as common;
 

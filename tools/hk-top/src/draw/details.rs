@@ -22,8 +22,10 @@ use ratatui::Frame;
 const COLOURS: [Color; 4] = [Color::Cyan, Color::Magenta, Color::Yellow, Color::Green];
 
 fn colour(metric: Metric) -> Color {
-    let at = Metric::ALL.iter().position(|&m| m == metric).unwrap_or(0);
-    COLOURS[at % COLOURS.len()]
+    // Cycled, as a metric past the colours would start them again.
+    (Metric::ALL.into_iter().zip(COLOURS.into_iter().cycle()))
+        .find(|&(m, _)| m == metric)
+        .map_or(COLOURS[0], |(_, colour)| colour)
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, console: &Console, id: &KeyId) {

@@ -16,8 +16,8 @@ pub fn draw(frame: &mut Frame, area: Rect) {
     let half = BINDINGS.len().div_ceil(2);
     let [keys, notes] =
         Layout::vertical([Constraint::Length(half as u16 + 1), Constraint::Min(0)]).areas(area);
-    let rows = (0..half).map(|i| {
-        let mut cells: Vec<Cell> = cells_of(&BINDINGS[i]).into();
+    let rows = BINDINGS.iter().take(half).enumerate().map(|(i, left)| {
+        let mut cells: Vec<Cell> = cells_of(left).into();
         if let Some(right) = BINDINGS.get(half + i) {
             cells.extend(cells_of(right));
         }

@@ -30,6 +30,7 @@ mod topology;
 mod watching;
 
 use crate::access::Access;
+use crate::render::put;
 use crate::Options;
 use apply::{Method, MoveMade, Report, Run, Settings};
 use clap::builder::PossibleValuesParser;
@@ -448,11 +449,12 @@ fn print_result(
 ) {
     if args.json {
         let mut out = output::plan_json(plan, source);
-        out["problems"] = json!(health.problems);
+        put(&mut out, "problems", json!(health.problems));
         // The plans of the passes after the first, each measured afresh.
-        out["later_passes"] = later.iter().map(|p| output::plan_json(p, source)).collect();
+        let passes: Value = later.iter().map(|p| output::plan_json(p, source)).collect();
+        put(&mut out, "later_passes", passes);
         if let Some(report) = report {
-            out["applied"] = report_json(report);
+            put(&mut out, "applied", report_json(report));
         }
         println!("{out}");
     } else if let Some(r) = report {

@@ -2,8 +2,7 @@
 //! JSON (`--json`, for scripts): moves, each primary's share before and
 //! after, and the advice on what moving slots cannot fix.
 
-use crate::render::printable_key;
-use base64::Engine;
+use crate::render::{printable_key, put, put_key};
 use heavykeeper_rebalance::{Advice, Plan, Remedy};
 use serde_json::{json, Value};
 
@@ -19,8 +18,12 @@ pub fn plan_json(plan: &Plan, source: &str) -> Value {
                 "keys": m.keys,
             });
             if plan.measure.is_slot_stats() {
-                row["cpu_usec_per_second"] = json!(m.stats.cpu_usec);
-                row["network_bytes_per_second"] = json!(m.stats.network_bytes);
+                put(&mut row, "cpu_usec_per_second", json!(m.stats.cpu_usec));
+                put(
+                    &mut row,
+                    "network_bytes_per_second",
+                    json!(m.stats.network_bytes),
+                );
             }
             row
         })
@@ -79,12 +82,7 @@ fn advice_json(advice: &Advice) -> Value {
                 "share": share,
                 "remedies": remedies_json(remedies),
             });
-            match std::str::from_utf8(key) {
-                Ok(text) => row["key"] = json!(text),
-                Err(_) => {
-                    row["key_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(key))
-                }
-            }
+            put_key(&mut row, key);
             row
         }
         Advice::HotSlot {

@@ -89,25 +89,27 @@ pub fn parse_nodes(listing: &str, asked: &str) -> Vec<ClusterNode> {
 
 fn parse_line(line: &str, asked: &str) -> Option<ClusterNode> {
     let fields: Vec<&str> = line.split_whitespace().collect();
-    if fields.len() < 8 {
+    // id, address, flags, primary, ping sent, pong received, epoch, link
+    // state, then the slots.
+    let [id, address, flags, primary, _, _, _, link, slots @ ..] = fields.as_slice() else {
         return None;
-    }
-    let mut address = fields[1].split(['@', ',']).next()?.to_string();
+    };
+    let mut address = address.split(['@', ',']).next()?.to_string();
     if address.starts_with(':') {
         let host = asked.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
         address = format!("{host}{address}");
     }
     let mut node = ClusterNode {
-        id: fields[0].to_string(),
+        id: id.to_string(),
         address,
-        flags: fields[2].split(',').map(str::to_string).collect(),
-        replicates: (fields[3] != "-").then(|| fields[3].to_string()),
-        connected: fields[7] == "connected",
+        flags: flags.split(',').map(str::to_string).collect(),
+        replicates: (*primary != "-").then(|| primary.to_string()),
+        connected: *link == "connected",
         slots: Vec::new(),
         migrating: Vec::new(),
         importing: Vec::new(),
     };
-    for entry in &fields[8..] {
+    for entry in slots {
         read_slot_entry(entry, &mut node);
     }
     Some(node)
@@ -159,8 +161,9 @@ impl View {
         let mut map = vec![None; SLOTS];
         for node in self.nodes.iter().filter(|n| n.is_primary()) {
             for &(lo, hi) in node.slot_ranges() {
-                for slot in lo..=hi {
-                    map[slot as usize] = Some(node.id());
+                // In range: parsing keeps only `lo <= hi < SLOTS`.
+                if let Some(owned) = map.get_mut(usize::from(lo)..=usize::from(hi)) {
+                    owned.fill(Some(node.id()));
                 }
             }
         }
@@ -259,9 +262,9 @@ impl Views {
             match &agreed {
                 None => agreed = Some((address.clone(), map)),
                 Some((first, seen)) => {
-                    let differs = (0..SLOTS)
-                        .filter(|s| !except.contains(&(*s as u16)))
-                        .find(|&s| seen[s] != map[s]);
+                    let differs = (seen.iter().zip(&map).enumerate())
+                        .find(|&(s, (a, b))| a != b && !except.contains(&(s as u16)))
+                        .map(|(s, _)| s);
                     if let Some(slot) = differs {
                         return Err(format!(
                             "{first} and {address} disagree on who serves slot {slot}"
