@@ -3,11 +3,11 @@
 //! common prefixes, a key that is not UTF-8, and hot misses on half of the
 //! nodes.
 
-use crate::console::{Console, Settings};
-use crate::hot_keys::{KeyId, Snapshot};
-use crate::metric::{Metric, Rates};
-use crate::nodes::Node;
-use crate::sort::Order;
+use crate::connection::nodes::Node;
+use crate::live::console::{Console, Settings};
+use crate::reading::hot_keys::{KeyId, Snapshot};
+use crate::reading::metric::{Metric, Rates};
+use crate::reading::sort::Order;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 pub const NODES: usize = 6;

@@ -20,7 +20,7 @@ use super::lease::Lease;
 use super::link::Link;
 use super::migrate::{self, Endpoint, Login, Moved};
 use super::topology::{ClusterNode, Views};
-use crate::access::Access;
+use crate::connection::settings::ConnectionSettings;
 use heavykeeper_rebalance::Move;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -101,7 +101,7 @@ pub struct MoveMade {
 pub struct Run<'a> {
     pub link: &'a mut dyn Link,
     /// To read the cluster again after a fault.
-    pub access: &'a Access,
+    pub connection: &'a ConnectionSettings,
     pub views: Views,
     pub journal: &'a mut Journal,
     pub settings: &'a Settings,
@@ -133,11 +133,11 @@ const FAILOVERS_PER_SLOT: usize = 3;
 
 /// The cluster's views and health once the primaries agree, or after
 /// [`SETTLE`] with whatever problems are left.
-pub fn settled(access: &Access, first: &str) -> Result<(Views, Health), Error> {
+pub fn settled(connection: &ConnectionSettings, first: &str) -> Result<(Views, Health), Error> {
     let deadline = Instant::now() + SETTLE;
     loop {
         let views =
-            Views::read(access, first).map_err(|e| Error::node(first, "CLUSTER NODES", e))?;
+            Views::read(connection, first).map_err(|e| Error::node(first, "CLUSTER NODES", e))?;
         let health = health::check(&views);
         if health.problems.is_empty() || Instant::now() > deadline {
             return Ok((views, health));
@@ -338,7 +338,7 @@ impl Run<'_> {
             self.views.by_address(&m.from).cloned(),
             self.views.by_address(&m.to).cloned(),
         );
-        let views = Views::read_any(self.access, &self.views.addresses())
+        let views = Views::read_any(self.connection, &self.views.addresses())
             .map_err(|e| Error::node(&m.from, "CLUSTER NODES", e))?;
         let successor = |node: &Option<ClusterNode>| {
             node.as_ref().and_then(|n| views.successor(n)).map(endpoint)
@@ -511,7 +511,7 @@ impl Run<'_> {
     ) -> Option<(Endpoint, Endpoint)> {
         let mut ask: Vec<String> = vec![target.address.clone(), source.address.clone()];
         ask.extend(self.views.addresses());
-        let views = Views::read_any(self.access, &ask).ok()?;
+        let views = Views::read_any(self.connection, &ask).ok()?;
         let new_target = endpoint(views.successor(self.views.by_id(&target.id)?)?);
         let new_source = match views.owner_of(slot) {
             // Given already: what is left is telling the others.
@@ -526,7 +526,7 @@ impl Run<'_> {
     /// What the cluster shows of a move of `slot` from `source`.
     fn trace_of(&mut self, slot: u16, source: &Endpoint) -> Trace {
         let ask: Vec<String> = self.views.addresses();
-        let Ok(views) = Views::read_any(self.access, &ask) else {
+        let Ok(views) = Views::read_any(self.connection, &ask) else {
             return Trace::Begun;
         };
         let open = health::check(&views).open.iter().any(|o| o.slot == slot);

@@ -5,7 +5,7 @@
 //! the target work of their own, and a node already at its limit should
 //! not be handed more.
 
-use crate::access::Access;
+use crate::connection::settings::ConnectionSettings;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -17,10 +17,14 @@ pub struct CpuWatch {
 impl CpuWatch {
     /// Each node's share of a core since it was last looked at (none the
     /// first time, or where `INFO` does not answer).
-    pub fn sample(&mut self, access: &Access, addresses: &[String]) -> HashMap<String, f64> {
+    pub fn sample(
+        &mut self,
+        connection: &ConnectionSettings,
+        addresses: &[String],
+    ) -> HashMap<String, f64> {
         let mut shares = HashMap::new();
         for address in addresses {
-            let Some(seconds) = used_seconds(access, address) else {
+            let Some(seconds) = used_seconds(connection, address) else {
                 continue;
             };
             let now = Instant::now();
@@ -35,8 +39,8 @@ impl CpuWatch {
     }
 }
 
-fn used_seconds(access: &Access, address: &str) -> Option<f64> {
-    let mut con = access.connect(address).ok()?;
+fn used_seconds(connection: &ConnectionSettings, address: &str) -> Option<f64> {
+    let mut con = connection.connect(address).ok()?;
     let info: String = redis::cmd("INFO").arg("cpu").query(&mut con).ok()?;
     parse(&info)
 }

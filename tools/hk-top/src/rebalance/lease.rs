@@ -15,7 +15,7 @@
 
 use super::error::Error;
 use super::topology::Views;
-use crate::access::Access;
+use crate::connection::settings::ConnectionSettings;
 use heavykeeper_tracker::hash_slot::hash_slot;
 use redis::{Connection, ErrorKind, RedisResult, Value};
 use serde_json::json;
@@ -114,8 +114,8 @@ struct Shared {
 
 impl Lease {
     /// Takes the cluster's lease, or says who holds it.
-    pub fn take(access: &Access, views: &Views) -> Result<Lease, Error> {
-        let mut link = KeyLink::new(access, views);
+    pub fn take(connection: &ConnectionSettings, views: &Views) -> Result<Lease, Error> {
+        let mut link = KeyLink::new(connection, views);
         let me = Holder::me();
         let taken_at = Instant::now();
         let ttl_ms = TTL.as_millis() as u64;
@@ -131,7 +131,7 @@ impl Lease {
             let held = match link.run(redis::cmd("GET").arg(LEASE_KEY))? {
                 Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 // Lapsed between the two: try once more.
-                _ => return Lease::take(access, views),
+                _ => return Lease::take(connection, views),
             };
             let holder = Holder::parse(&held);
             match holder {
@@ -146,7 +146,7 @@ impl Lease {
                         .clone();
                     taken = matches!(link.run(&swap)?, Value::Okay | Value::SimpleString(_));
                     if !taken {
-                        return Lease::take(access, views);
+                        return Lease::take(connection, views);
                     }
                 }
                 Some(h) => return Err(Error::Held(h.describe())),
@@ -240,20 +240,20 @@ const RELEASE_SCRIPT: &str =
 /// Commands to the lease's key, wherever its slot is now: to the node the
 /// cluster map names, following `MOVED` and `ASK`.
 struct KeyLink {
-    access: Access,
+    connection: ConnectionSettings,
     owner: String,
     connections: HashMap<String, Connection>,
 }
 
 impl KeyLink {
-    fn new(access: &Access, views: &Views) -> KeyLink {
+    fn new(connection: &ConnectionSettings, views: &Views) -> KeyLink {
         let slot = hash_slot(LEASE_KEY.as_bytes());
         let owner = (views.primaries().into_iter())
             .find(|n| n.owns(slot))
             .map(|n| n.address().to_string())
             .unwrap_or_default();
         KeyLink {
-            access: access.clone(),
+            connection: connection.clone(),
             owner,
             connections: HashMap::new(),
         }
@@ -275,7 +275,7 @@ impl KeyLink {
             let con = match self.connections.entry(address.clone()) {
                 std::collections::hash_map::Entry::Occupied(c) => c.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(self.access.connect(&address)?)
+                    v.insert(self.connection.connect(&address)?)
                 }
             };
             let reply = if asking {

@@ -11,7 +11,7 @@
 //! error is the step's: the caller stops between slots, or closes the slot
 //! in hand first.
 
-use crate::access::Access;
+use crate::connection::settings::ConnectionSettings;
 use redis::{Cmd, Connection, ErrorKind, RedisError, RedisResult, Value};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -37,7 +37,7 @@ type OnWait = Box<dyn FnMut(&str, &RedisError)>;
 /// One connection per node, opened on first use and again after an error
 /// that may pass.
 pub struct Pool {
-    access: Access,
+    connection: ConnectionSettings,
     patience: Patience,
     connections: HashMap<String, Connection>,
     on_wait: OnWait,
@@ -47,9 +47,9 @@ pub struct Pool {
 const MOST_BETWEEN_TRIES: Duration = Duration::from_secs(2);
 
 impl Pool {
-    pub fn new(access: &Access, patience: Patience) -> Self {
+    pub fn new(connection: &ConnectionSettings, patience: Patience) -> Self {
         Pool {
-            access: access.clone(),
+            connection: connection.clone(),
             patience,
             connections: HashMap::new(),
             on_wait: Box::new(|_, _| {}),
@@ -65,9 +65,10 @@ impl Pool {
     fn once(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
         let con = match self.connections.entry(address.to_string()) {
             Entry::Occupied(open) => open.into_mut(),
-            Entry::Vacant(none) => {
-                none.insert(self.access.connect_waiting(address, self.patience.reply)?)
-            }
+            Entry::Vacant(none) => none.insert(
+                self.connection
+                    .connect_waiting(address, self.patience.reply)?,
+            ),
         };
         cmd.query::<Value>(con)
     }

@@ -8,9 +8,9 @@
 use super::error::Error;
 use super::slot_stats;
 use super::topology::ClusterNode;
-use crate::access::Access;
-use crate::hot_keys::node_hot_keys;
-use crate::metric::Metric;
+use crate::connection::settings::ConnectionSettings;
+use crate::reading::hot_keys::node_hot_keys;
+use crate::reading::metric::Metric;
 use heavykeeper_rebalance::{
     Bounds, HotKey, Input, LoadBounds, Measured, NodeSlots, SlotLoad, SlotStats,
 };
@@ -51,14 +51,14 @@ impl Source {
 /// The source to measure with: `asked`, or the module where every primary
 /// has it, else the servers' slot statistics where they have them.
 pub fn choose_source(
-    access: &Access,
+    connection: &ConnectionSettings,
     primaries: &[&ClusterNode],
     asked: Option<Source>,
 ) -> Result<Source, Error> {
     let mut module_everywhere = true;
     let mut stats_everywhere = true;
     for node in primaries {
-        let mut con = (access.connect(node.address()))
+        let mut con = (connection.connect(node.address()))
             .map_err(|e| Error::node(node.address(), "connect", e))?;
         module_everywhere &= has_command(&mut con, "HK.HOTSLOTS");
         stats_everywhere &= slot_stats::supported(&mut con);
@@ -105,26 +105,26 @@ impl Meter {
     /// first time, one window split in two; `stop` cuts the wait short).
     pub fn input(
         &mut self,
-        access: &Access,
+        connection: &ConnectionSettings,
         primaries: &[&ClusterNode],
         stop: &dyn Fn() -> bool,
     ) -> Result<Input, Error> {
         match self.source {
-            Source::Module => measure(access, primaries)
+            Source::Module => measure(connection, primaries)
                 .map_err(|e| Error::Unfit(format!("measuring the slots: {e}"))),
             Source::SlotStats => {
                 let before = match self.last.take() {
                     Some(reading) => reading,
                     None => {
-                        let first = slot_stats::read(access, primaries)?;
+                        let first = slot_stats::read(connection, primaries)?;
                         wait(self.window / 2, stop);
-                        let half = slot_stats::read(access, primaries)?;
+                        let half = slot_stats::read(connection, primaries)?;
                         self.earlier = per_slot(&slot_stats::rates(&first, &half));
                         wait(self.window / 2, stop);
                         half
                     }
                 };
-                let now = slot_stats::read(access, primaries)?;
+                let now = slot_stats::read(connection, primaries)?;
                 let mut input = slot_stats::rates(&before, &now);
                 let ranked_by = std::mem::replace(&mut self.earlier, per_slot(&input));
                 for slot in input.nodes.iter_mut().flat_map(|n| n.slots.iter_mut()) {
@@ -159,10 +159,10 @@ fn has_command(con: &mut redis::Connection, name: &str) -> bool {
 
 /// The planner's input for `primaries`, named by address, from their
 /// trackers.
-pub fn measure(access: &Access, primaries: &[&ClusterNode]) -> RedisResult<Input> {
+pub fn measure(connection: &ConnectionSettings, primaries: &[&ClusterNode]) -> RedisResult<Input> {
     let mut input = Input::default();
     for node in primaries {
-        let mut con = access.connect(node.address())?;
+        let mut con = connection.connect(node.address())?;
         let mut slots = hot_slots(&mut con)?;
         // Only the slots it serves now: a row for a slot moved away a
         // moment ago is its last reads fading.

@@ -29,9 +29,9 @@ mod slot_stats;
 mod topology;
 mod watching;
 
-use crate::access::Access;
-use crate::render::put;
-use crate::Options;
+use crate::connection::settings::ConnectionSettings;
+use crate::export::snapshot::put;
+use crate::options::Options;
 use apply::{Method, MoveMade, Report, Run, Settings};
 use clap::builder::PossibleValuesParser;
 use clap::ArgAction;
@@ -199,14 +199,14 @@ impl Args {
         }
     }
 
-    fn settings(&self, access: &Access) -> Settings {
+    fn settings(&self, connection: &ConnectionSettings) -> Settings {
         Settings {
             method: Method::parse(&self.migration),
             roll_back: self.roll_back,
             adopt: self.adopt,
             login: Login {
-                username: access.username.clone(),
-                password: access.password.clone(),
+                username: connection.username.clone(),
+                password: connection.password.clone(),
             },
             timeout: Duration::from_secs(self.timeout_s),
         }
@@ -259,7 +259,7 @@ fn interrupted(stop: &Stop) -> ExitCode {
 
 /// Plan, apply or roll back once.
 fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, health) = apply::settled(&o.access, &o.address)?;
+    let (views, health) = apply::settled(&o.connection, &o.address)?;
     if action == Action::Plan {
         let (plan, source) = measured_plan(args, o, &views, action, &Cooldown::new(0, []), stop)?;
         print_plan(args, &plan, source, &health.problems);
@@ -267,15 +267,15 @@ fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let mut journal = open_journal(args, &views)?;
-    let lease = Lease::take(&o.access, &views)?;
-    let mut link = Pool::new(&o.access, args.patience())
+    let lease = Lease::take(&o.connection, &views)?;
+    let mut link = Pool::new(&o.connection, args.patience())
         .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")));
-    let settings = args.settings(&o.access);
+    let settings = args.settings(&o.connection);
     let mut on_move = |_: &MoveMade| {};
     let mut say = log;
     let mut run = Run {
         link: &mut link,
-        access: &o.access,
+        connection: &o.connection,
         views,
         journal: &mut journal,
         settings: &settings,
@@ -292,7 +292,7 @@ fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let (views, health) = if run.report.resumed + run.report.rolled_back > 0 {
-        apply::settled(&o.access, &o.address)?
+        apply::settled(&o.connection, &o.address)?
     } else {
         (run.views.clone(), health)
     };
@@ -317,7 +317,7 @@ fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCod
         && args.plan.is_none()
         && (later.len() as u64) + 1 < passes
     {
-        let (views, _) = apply::settled(&o.access, &o.address)?;
+        let (views, _) = apply::settled(&o.connection, &o.address)?;
         run.views = views.clone();
         let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
         let (again, _) = measured_plan(args, o, &views, action, &cooldown, stop)?;
@@ -368,7 +368,7 @@ fn measured_plan(
     stop: &Stop,
 ) -> Result<(Plan, &'static str), Error> {
     let primaries = views.primaries();
-    let source = measure::choose_source(&o.access, &primaries, Source::parse(&args.source))?;
+    let source = measure::choose_source(&o.connection, &primaries, Source::parse(&args.source))?;
     let measure = args.measure_for(source)?;
     let mut meter = Meter::new(source, Duration::from_secs(args.window_s));
     if source == Source::SlotStats {
@@ -377,7 +377,7 @@ fn measured_plan(
             args.window_s
         ));
     }
-    let input = meter.input(&o.access, &primaries, &|| stop.asked())?;
+    let input = meter.input(&o.connection, &primaries, &|| stop.asked())?;
     let mut options = args.planner_options(measure, action);
     options.frozen = cooldown.frozen(apply::now_ms());
     Ok((heavykeeper_rebalance::plan(&input, &options), source.name()))

@@ -2,7 +2,7 @@
 //! JSON (`--json`, for scripts): moves, each primary's share before and
 //! after, and the advice on what moving slots cannot fix.
 
-use crate::render::{printable_key, put, put_key};
+use crate::export::snapshot::{printable_key, put, put_key};
 use heavykeeper_rebalance::{Advice, Plan, Remedy};
 use serde_json::{json, Value};
 

@@ -9,7 +9,7 @@
 
 use super::error::Error;
 use super::topology::ClusterNode;
-use crate::access::Access;
+use crate::connection::settings::ConnectionSettings;
 use heavykeeper_rebalance::{Input, NodeSlots, SlotLoad, SlotStats};
 use redis::Value;
 use std::collections::BTreeMap;
@@ -39,11 +39,11 @@ pub fn supported(con: &mut redis::Connection) -> bool {
 }
 
 /// Every primary's slot counters now.
-pub fn read(access: &Access, primaries: &[&ClusterNode]) -> Result<Reading, Error> {
+pub fn read(connection: &ConnectionSettings, primaries: &[&ClusterNode]) -> Result<Reading, Error> {
     let mut nodes = BTreeMap::new();
     for node in primaries {
         let address = node.address();
-        let mut con = access
+        let mut con = connection
             .connect(address)
             .map_err(|e| Error::node(address, "connect", e))?;
         let reply: Value = redis::cmd("CLUSTER")

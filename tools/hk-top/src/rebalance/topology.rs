@@ -2,7 +2,7 @@
 //! which slots, which nodes are failing, and the slots a node is migrating
 //! or importing (only the node itself lists those, on its `myself` line).
 
-use crate::access::Access;
+use crate::connection::settings::ConnectionSettings;
 use redis::RedisResult;
 use std::collections::BTreeMap;
 
@@ -173,22 +173,22 @@ impl View {
 
 impl Views {
     /// Asks `first`, then every node it lists.
-    pub fn read(access: &Access, first: &str) -> RedisResult<Views> {
-        let seed = read_view(access, first)?;
+    pub fn read(connection: &ConnectionSettings, first: &str) -> RedisResult<Views> {
+        let seed = read_view(connection, first)?;
         let mut views = BTreeMap::new();
         let addresses: Vec<String> = seed.nodes.iter().map(|n| n.address().to_string()).collect();
         for address in addresses {
-            let view = read_view(access, &address).map_err(|e| e.to_string());
+            let view = read_view(connection, &address).map_err(|e| e.to_string());
             views.insert(address, view);
         }
         Ok(Views { views })
     }
 
     /// [`Views::read`] from the first of `addresses` that answers.
-    pub fn read_any(access: &Access, addresses: &[String]) -> RedisResult<Views> {
+    pub fn read_any(connection: &ConnectionSettings, addresses: &[String]) -> RedisResult<Views> {
         let mut last = None;
         for address in addresses {
-            match Views::read(access, address) {
+            match Views::read(connection, address) {
                 Ok(views) => return Ok(views),
                 Err(e) => last = Some(e),
             }
@@ -279,8 +279,8 @@ impl Views {
     }
 }
 
-fn read_view(access: &Access, address: &str) -> RedisResult<View> {
-    let mut con = access.connect(address)?;
+fn read_view(connection: &ConnectionSettings, address: &str) -> RedisResult<View> {
+    let mut con = connection.connect(address)?;
     let listing: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con)?;
     let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con)?;
     Ok(View {

@@ -1,0 +1,291 @@
+//! The metric families of one scrape, and how a node's answers fill them.
+//! A fresh set is made at each scrape, so a key, prefix or slot that left
+//! its node's list leaves `/metrics` with it: no series is left behind
+//! with its last value, and Prometheus marks it stale at the next scrape.
+
+use super::info_fields::{info_field, Kind, TextField, AUTH_CHECK, CLUSTER_STATE, INFO_FIELDS};
+use super::info_metric::InfoSet;
+use super::labels::{bytes_label, label_value, node_labels, Labels};
+use super::node_read::Answer;
+use crate::reading::hot_keys::{KeyId, Row};
+use crate::reading::hot_slots::SlotRow;
+use crate::reading::metric::{Bounds, Metric, Rates};
+use crate::reading::slot_ranges;
+use heavykeeper_tracker::hash_slot::hash_slot;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+
+type Value = Gauge<f64, AtomicU64>;
+type Total = Counter<f64, AtomicU64>;
+
+/// A rate and the families of its lower and upper 95% bounds.
+struct Bounded {
+    rate: Family<Labels, Value>,
+    low: Family<Labels, Value>,
+    high: Family<Labels, Value>,
+}
+
+impl Bounded {
+    /// `name`, `name_low` and `name_high`.
+    fn register(registry: &mut Registry, name: &str, help: &str) -> Self {
+        let family = |registry: &mut Registry, suffix: &str, prefix: &str| {
+            let family = Family::<Labels, Value>::default();
+            registry.register(
+                format!("{name}{suffix}"),
+                format!("{prefix}{help}"),
+                family.clone(),
+            );
+            family
+        };
+        Bounded {
+            rate: family(registry, "", ""),
+            low: family(registry, "_low", "Lower 95% bound: "),
+            high: family(registry, "_high", "Upper 95% bound: "),
+        }
+    }
+
+    fn set(&self, labels: &Labels, rate: f64, bounds: Option<Bounds>) {
+        self.rate.get_or_create(labels).set(rate);
+        if let Some(bounds) = bounds {
+            self.low.get_or_create(labels).set(bounds.low);
+            self.high.get_or_create(labels).set(bounds.high);
+        }
+    }
+}
+
+pub struct Families {
+    registry: Registry,
+    up: Family<Labels, Gauge>,
+    errors: Family<Labels, Gauge>,
+    /// One per [`Metric`], in [`Metric::ALL`]'s order.
+    hot_keys: Vec<Bounded>,
+    hot_prefixes: Bounded,
+    /// Reads, then writes.
+    hot_slots: [Bounded; 2],
+    slot_ranges: Family<Labels, Value>,
+    share: Family<Labels, Value>,
+    gauges: Gauges,
+    counters: Counters,
+    /// The text fields, each an info metric.
+    texts: Vec<(&'static TextField, InfoSet)>,
+}
+
+impl Families {
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let up = Family::<Labels, Gauge>::default();
+        registry.register(
+            "heavykeeper_up",
+            "1 if the node answered this scrape, else 0",
+            up.clone(),
+        );
+        let errors = Family::<Labels, Gauge>::default();
+        registry.register(
+            "heavykeeper_scrape_errors",
+            "Queries to the node that failed during this scrape (INFO, HK.HOTKEYS, HK.HOTSLOTS)",
+            errors.clone(),
+        );
+        let hot_keys = Metric::ALL
+            .iter()
+            .map(|metric| {
+                let name = format!("heavykeeper_hotkey_{}", metric.json_name());
+                Bounded::register(&mut registry, &name, metric.prometheus_help())
+            })
+            .collect();
+        let hot_prefixes = Bounded::register(
+            &mut registry,
+            "heavykeeper_hotprefix_requests_per_second",
+            "Reads and writes per second of every key under one of the node's hottest prefixes (HK.HOTKEYS PREFIXES), the prefix a SCAN MATCH pattern",
+        );
+        let hot_slots =
+            [(Metric::Reads, "Reads"), (Metric::Writes, "Writes")].map(|(metric, what)| {
+                let name = format!("heavykeeper_hotslot_{}", metric.json_name());
+                let help = format!(
+                    "{what} per second of one of the node's hottest hash slots (HK.HOTSLOTS)"
+                );
+                Bounded::register(&mut registry, &name, &help)
+            });
+        let slot_ranges = Family::<Labels, Value>::default();
+        registry.register(
+            "heavykeeper_slot_range_requests_per_second",
+            "Reads and writes per second of the node's hash slots numbered up to le, cumulative as a histogram's buckets (64 ranges of 256 slots): a heat map over the slot range",
+            slot_ranges.clone(),
+        );
+        let share = Family::<Labels, Value>::default();
+        registry.register_with_unit(
+            "heavykeeper_node_share",
+            "The node's part of the reads and writes per second of every node that answered this scrape, 0 to 1 (its tracker's totals, or its listed keys where a node gives no totals)",
+            Unit::Other("ratio".to_string()),
+            share.clone(),
+        );
+        let (gauges, counters) = info_families(&mut registry);
+        let texts = [&AUTH_CHECK, &CLUSTER_STATE]
+            .into_iter()
+            .map(|text| {
+                let set = InfoSet::default();
+                registry.register(text.name, text.help, set.clone());
+                (text, set)
+            })
+            .collect();
+        Families {
+            registry,
+            up,
+            errors,
+            hot_keys,
+            hot_prefixes,
+            hot_slots,
+            slot_ranges,
+            share,
+            gauges,
+            counters,
+            texts,
+        }
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// A node that could not be reached: `heavykeeper_up 0`, nothing else.
+    pub fn unreached(&self, address: &str) {
+        self.up.get_or_create(&node_labels(address)).set(0);
+    }
+
+    /// Everything a node answered. `in_cluster`: its keys have slots.
+    pub fn answered(&self, address: &str, in_cluster: bool, answer: &Answer) {
+        let labels = node_labels(address);
+        self.up.get_or_create(&labels).set(1);
+        self.errors.get_or_create(&labels).set(answer.failed.into());
+        if let Some(info) = &answer.info {
+            self.info(info, &labels);
+        }
+        for (id, rates) in &answer.keys {
+            self.hot_key(&labels, id, rates, in_cluster);
+        }
+        for row in &answer.prefixes {
+            self.hot_prefix(&labels, row);
+        }
+        for row in &answer.hot_slots {
+            self.hot_slot(&labels, row);
+        }
+        if in_cluster {
+            self.slot_ranges(&labels, &answer.all_slots);
+        }
+    }
+
+    /// The node's share of every answering node's load.
+    pub fn share(&self, address: &str, share: f64) {
+        self.share.get_or_create(&node_labels(address)).set(share);
+    }
+
+    /// One row of `HK.HOTKEYS <KIND>`: its one rate, as a series of its key.
+    fn hot_key(&self, node: &Labels, id: &KeyId, rates: &Rates, in_cluster: bool) {
+        let mut labels = node.clone();
+        labels.push(("db".into(), id.db.to_string()));
+        labels.push(bytes_label("key", &id.key));
+        if in_cluster {
+            labels.push(("slot".into(), hash_slot(&id.key).to_string()));
+        }
+        for (family, &metric) in self.hot_keys.iter().zip(Metric::ALL.iter()) {
+            if rates.get(metric) > 0.0 {
+                family.set(&labels, rates.get(metric), rates.bounds(metric));
+            }
+        }
+    }
+
+    fn hot_prefix(&self, node: &Labels, row: &Row) {
+        let mut labels = node.clone();
+        labels.push(("db".into(), row.db.to_string()));
+        labels.push(bytes_label("prefix", &row.key));
+        self.hot_prefixes.set(&labels, row.rate, row.bounds);
+    }
+
+    /// Both rates of a listed slot, a 0 included: the slot is listed, so
+    /// its figures are known.
+    fn hot_slot(&self, node: &Labels, row: &SlotRow) {
+        let mut labels = node.clone();
+        labels.push(("slot".into(), row.slot().to_string()));
+        for (family, metric) in self.hot_slots.iter().zip([Metric::Reads, Metric::Writes]) {
+            let rates = row.rates();
+            family.set(&labels, rates.get(metric), rates.bounds(metric));
+        }
+    }
+
+    fn slot_ranges(&self, node: &Labels, rows: &[SlotRow]) {
+        for (le, load) in slot_ranges::cumulative(rows) {
+            let mut labels = node.clone();
+            labels.push(("le".into(), le.to_string()));
+            self.slot_ranges.get_or_create(&labels).set(load);
+        }
+    }
+
+    /// `heavykeeper_<field>:<value>` lines of `INFO heavykeeper`: numbers
+    /// by the table, the auth check as its info metric.
+    pub fn info(&self, info: &str, labels: &Labels) {
+        for line in info.lines() {
+            let Some((field, value)) = line
+                .strip_prefix("heavykeeper_")
+                .and_then(|l| l.split_once(':'))
+            else {
+                continue;
+            };
+            let value = value.trim();
+            if let Some((text, set)) = self.texts.iter().find(|(t, _)| t.field == field) {
+                let mut labels = labels.clone();
+                labels.push((text.label.to_string(), label_value(value)));
+                set.add(labels);
+                continue;
+            }
+            let (Some(f), Ok(number)) = (info_field(field), value.parse::<f64>()) else {
+                continue;
+            };
+            let number = number / f.divisor;
+            if let Some(family) = self.gauges.get(field) {
+                family.get_or_create(labels).set(number);
+            } else if let Some(family) = self.counters.get(field) {
+                family.get_or_create(labels).inc_by(number);
+            }
+        }
+    }
+}
+
+type Gauges = HashMap<&'static str, Family<Labels, Value>>;
+type Counters = HashMap<&'static str, Family<Labels, Total>>;
+
+/// A family for each numeric INFO field, by the field's name.
+fn info_families(registry: &mut Registry) -> (Gauges, Counters) {
+    let (mut gauges, mut counters) = (HashMap::new(), HashMap::new());
+    for f in INFO_FIELDS {
+        let unit = f.unit.map(|u| u.prometheus());
+        match f.kind {
+            Kind::Gauge => {
+                let family = Family::<Labels, Value>::default();
+                register(registry, f.name, f.help, unit, family.clone());
+                gauges.insert(f.field, family);
+            }
+            Kind::Counter => {
+                let family = Family::<Labels, Total>::default();
+                register(registry, f.name, f.help, unit, family.clone());
+                counters.insert(f.field, family);
+            }
+        }
+    }
+    (gauges, counters)
+}
+
+fn register<M: prometheus_client::registry::Metric>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    unit: Option<Unit>,
+    metric: M,
+) {
+    match unit {
+        Some(unit) => registry.register_with_unit(name, help, unit, metric),
+        None => registry.register(name, help, metric),
+    }
+}

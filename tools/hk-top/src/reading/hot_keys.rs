@@ -1,0 +1,316 @@
+//! One snapshot of the hottest keys across nodes: each node's
+//! `HK.HOTKEYS <KIND>` for every [`Metric`], joined per key. In a cluster
+//! every key lives on exactly one primary, so the union of the nodes' lists
+//! is the cluster's list: nothing is double counted or estimated across
+//! nodes. A node that tracks keys but not misses (`track-misses no`, the
+//! default) answers `MISSES` with an error: that is a node without misses,
+//! not a node that failed.
+
+use crate::connection::nodes::Node;
+use crate::connection::settings::ConnectionSettings;
+use crate::reading::metric::{Bounds, Metric, Rates};
+use redis::{RedisResult, Value};
+use std::collections::BTreeMap;
+
+/// A key as one node serves it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyId {
+    pub node: String,
+    pub db: i64,
+    pub key: Vec<u8>,
+}
+
+/// The tracked keys of every node asked, hottest (by total) first; nodes
+/// that could not be read are listed with their error.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub nodes: Vec<Node>,
+    pub keys: Vec<(KeyId, Rates)>,
+    pub errors: Vec<(String, String)>,
+    /// The metrics only some nodes count (misses: [`Metric::off_error`]),
+    /// as (node address, metric) for each node that answered with them;
+    /// every node that answered counts the others.
+    pub optional_counted: Vec<(String, Metric)>,
+    /// Each answering node's whole traffic as its tracker counts it (`INFO
+    /// heavykeeper`'s `tracker_reads_per_second` and `_writes_`): every
+    /// counted access, not only the listed keys'. Missing for a node whose
+    /// user may not run `INFO`.
+    pub totals: Vec<(String, Rates)>,
+}
+
+impl Snapshot {
+    /// Why `address` did not answer, if it did not.
+    pub fn error_of(&self, address: &str) -> Option<&str> {
+        self.errors
+            .iter()
+            .find(|(node, _)| node == address)
+            .map(|(_, e)| e.as_str())
+    }
+
+    /// Does the node count this metric? Where it does not, its keys' figure
+    /// is unknown (shown as `-`), not zero.
+    pub fn counts(&self, address: &str, metric: Metric) -> bool {
+        metric.off_error().is_none()
+            || self
+                .optional_counted
+                .iter()
+                .any(|(node, m)| node == address && *m == metric)
+    }
+
+    /// The metrics to show: those every node counts, and the others once
+    /// any node counts them (no column of misses no node counts).
+    pub fn metrics(&self) -> Vec<Metric> {
+        Metric::ALL
+            .into_iter()
+            .filter(|&m| m.off_error().is_none() || self.optional_counted.iter().any(|c| c.1 == m))
+            .collect()
+    }
+}
+
+/// One node's answers: its rows per key and kind, and the metrics it
+/// counts.
+pub struct NodeHotKeys {
+    pub rows: Vec<(KeyId, Rates)>,
+    pub counted: Vec<Metric>,
+    pub totals: Option<Rates>,
+}
+
+/// Every key each node's tracker holds (at most its `track-k`), so that
+/// filtering, sorting and cutting to `--count` afterwards are exact. The
+/// nodes are asked at once: one slow node delays the snapshot by its
+/// timeout, not by its timeout times the nodes behind it.
+pub fn snapshot(connection: &ConnectionSettings, nodes: &[Node]) -> Snapshot {
+    let answers: Vec<RedisResult<NodeHotKeys>> = std::thread::scope(|scope| {
+        let asking: Vec<_> = nodes
+            .iter()
+            .map(|node| scope.spawn(|| node_rates(connection, &node.address)))
+            .collect();
+        asking
+            .into_iter()
+            .map(|asked| {
+                // A reader that panicked is a node that did not answer.
+                let panicked = || std::io::Error::other("its reader panicked").into();
+                asked.join().unwrap_or_else(|_| Err(panicked()))
+            })
+            .collect()
+    });
+    let mut joined: BTreeMap<KeyId, Rates> = BTreeMap::new();
+    let mut errors = Vec::new();
+    let mut optional_counted = Vec::new();
+    let mut totals = Vec::new();
+    for (node, answer) in nodes.iter().zip(answers) {
+        match answer {
+            Ok(answer) => {
+                if let Some(rates) = answer.totals {
+                    totals.push((node.address.clone(), rates));
+                }
+                for (id, rates) in answer.rows {
+                    joined.entry(id).or_default().add_all(&rates);
+                }
+                let optional = answer
+                    .counted
+                    .into_iter()
+                    .filter(|m| m.off_error().is_some());
+                optional_counted.extend(optional.map(|m| (node.address.clone(), m)));
+            }
+            Err(e) => errors.push((node.address.clone(), e.to_string())),
+        }
+    }
+    let mut keys: Vec<(KeyId, Rates)> = joined.into_iter().collect();
+    keys.sort_by(|a, b| {
+        b.1.total()
+            .total_cmp(&a.1.total())
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    Snapshot {
+        nodes: nodes.to_vec(),
+        keys,
+        errors,
+        optional_counted,
+        totals,
+    }
+}
+
+fn node_rates(connection: &ConnectionSettings, address: &str) -> RedisResult<NodeHotKeys> {
+    let mut con = connection.connect(address)?;
+    let mut answer = node_hot_keys(&mut con, address, None)?;
+    answer.totals = tracker_totals(&mut con);
+    Ok(answer)
+}
+
+/// The node's reads and writes per second as its tracker counts them, with
+/// their bounds where the module gives them.
+fn tracker_totals(con: &mut redis::Connection) -> Option<Rates> {
+    let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
+    totals_of(&info)
+}
+
+/// [`tracker_totals`] from an `INFO heavykeeper` already read.
+pub fn totals_of(info: &str) -> Option<Rates> {
+    let field = |name: &str| -> Option<f64> {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    let mut rates = Rates::default();
+    for (metric, name) in [(Metric::Reads, "reads"), (Metric::Writes, "writes")] {
+        let prefix = format!("heavykeeper_tracker_{name}_per_second");
+        let rate = field(&prefix)?;
+        let bounds = field(&format!("{prefix}_low"))
+            .zip(field(&format!("{prefix}_high")))
+            .map(|(low, high)| Bounds { low, high });
+        rates.add_all(&match bounds {
+            Some(bounds) => Rates::bounded(metric, rate, bounds),
+            None => Rates::only(metric, rate),
+        });
+    }
+    Some(rates)
+}
+
+/// `HK.HOTKEYS <KIND> [COUNT n]` of one node for every metric it counts, as
+/// rows per key and kind.
+pub fn node_hot_keys(
+    con: &mut redis::Connection,
+    address: &str,
+    count: Option<usize>,
+) -> RedisResult<NodeHotKeys> {
+    let mut answer = NodeHotKeys {
+        rows: Vec::new(),
+        counted: Vec::new(),
+        totals: None,
+    };
+    let mut with_bounds = true;
+    for metric in Metric::ALL {
+        let kind = metric.hotkeys_kind();
+        let flat = match list(con, kind, count, with_bounds) {
+            Err(e) if with_bounds && is_without_bounds(&e) => {
+                // A module from before WITHBOUNDS: the rates alone.
+                with_bounds = false;
+                list(con, kind, count, false)
+            }
+            other => other,
+        };
+        let flat = match flat {
+            Ok(flat) => flat,
+            Err(e) if is_off(metric, &e) => continue,
+            Err(e) => return Err(e),
+        };
+        answer.counted.push(metric);
+        answer
+            .rows
+            .extend(rows_of(&flat, address, metric, with_bounds)?);
+    }
+    Ok(answer)
+}
+
+/// `HK.HOTKEYS <KIND> [COUNT n] [WITHBOUNDS]`, as a RESP2 flat array.
+pub fn list(
+    con: &mut redis::Connection,
+    kind: &str,
+    count: Option<usize>,
+    with_bounds: bool,
+) -> RedisResult<Vec<Value>> {
+    let mut cmd = redis::cmd("HK.HOTKEYS");
+    cmd.arg(kind);
+    if let Some(count) = count {
+        cmd.arg("COUNT").arg(count);
+    }
+    if with_bounds {
+        cmd.arg("WITHBOUNDS");
+    }
+    cmd.query(con)
+}
+
+/// One row of an `HK.HOTKEYS` reply, whatever its kind: a key (or a
+/// prefix's pattern), its database, its rate and, with `WITHBOUNDS`, the
+/// rate's 95% bounds.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub key: Vec<u8>,
+    pub db: i64,
+    pub rate: f64,
+    pub bounds: Option<Bounds>,
+}
+
+/// A RESP2 reply's flat `key, db, rate, count[, low, high]` rows.
+pub fn parse_rows(flat: &[Value], with_bounds: bool) -> RedisResult<Vec<Row>> {
+    let mut rows = Vec::new();
+    for row in flat.chunks(if with_bounds { 6 } else { 4 }) {
+        let (key, db, rate) = match row {
+            [key, db, rate, _count] | [key, db, rate, _count, _, _] => (key, db, rate),
+            _ => continue,
+        };
+        let bounds = match row {
+            [_, _, _, _, low, high] => Some(Bounds {
+                low: redis::from_redis_value(low)?,
+                high: redis::from_redis_value(high)?,
+            }),
+            _ => None,
+        };
+        rows.push(Row {
+            key: redis::from_redis_value(key)?,
+            db: redis::from_redis_value(db)?,
+            rate: redis::from_redis_value(rate)?,
+            bounds,
+        });
+    }
+    Ok(rows)
+}
+
+/// A reply's rows as keys of `address` and their rate of `metric`.
+fn rows_of(
+    flat: &[Value],
+    address: &str,
+    metric: Metric,
+    with_bounds: bool,
+) -> RedisResult<Vec<(KeyId, Rates)>> {
+    let rows = parse_rows(flat, with_bounds)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let id = KeyId {
+                node: address.to_string(),
+                db: row.db,
+                key: row.key,
+            };
+            let rates = match row.bounds {
+                Some(bounds) => Rates::bounded(metric, row.rate, bounds),
+                None => Rates::only(metric, row.rate),
+            };
+            (id, rates)
+        })
+        .collect())
+}
+
+/// Is `e` a module that does not know `WITHBOUNDS`?
+pub fn is_without_bounds(e: &redis::RedisError) -> bool {
+    e.detail()
+        .is_some_and(|d| d.contains("'WITHBOUNDS'") || d.contains("'withbounds'"))
+}
+
+/// Is `e` the node saying it does not count this metric?
+fn is_off(metric: Metric, e: &redis::RedisError) -> bool {
+    let detail = e.detail().unwrap_or_default();
+    metric
+        .off_error()
+        .is_some_and(|off| detail.starts_with(off))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misses_are_shown_once_a_node_counts_them_and_only_for_it() {
+        let mut snapshot = Snapshot::default();
+        assert_eq!(snapshot.metrics(), [Metric::Reads, Metric::Writes]);
+        assert!(snapshot.counts("a:1", Metric::Reads));
+        assert!(!snapshot.counts("a:1", Metric::Misses));
+        snapshot
+            .optional_counted
+            .push(("a:2".into(), Metric::Misses));
+        assert_eq!(snapshot.metrics(), Metric::ALL);
+        assert!(snapshot.counts("a:2", Metric::Misses));
+        assert!(!snapshot.counts("a:1", Metric::Misses));
+    }
+}
