@@ -121,9 +121,7 @@ fn try_shape(
 }
 
 pub fn markdown(rows: &[ShapeRow], seeds: u64) -> String {
-    let mut md = format!(
-        "\n## Choosing the default shape\n\nThe same bucket count as the default (`HK.RESERVE key k`) spent on 3, 4 or 5 rows, with decays from 0.9 to 0.995 (the pairs below), and last, at 4 rows, the decays on the non-fading *shifting* stream at k = 10 (32 KB) and k = 100 (32 and 64 KB) with the widths the equal-memory comparison gives it (where a lower decay lets the first half's items hold, for good, buckets that the second half's heavy items need); precision mean and worst over {seeds} seeds, memory at the end of the stream (items included), in-process ns per arrival.\n\n| workload | k | width x depth | decay | memory | mean | worst | ns/arrival |\n|---|---|---|---|---|---|---|---|\n"
-    );
+    let mut md = format!(include_str!("../prose/shapes-intro.md"), seeds = seeds);
     for r in rows {
         let _ = writeln!(
             md,

@@ -126,7 +126,7 @@ fn order_dependence(params: Params, ties: Ties, orders: usize) -> Result<usize, 
 
 impl TieFigures {
     pub fn markdown(&self) -> String {
-        let mut md = format!("\n## Tie rules\n\n`HK.RESERVE` settles ties by item bytes; `TOPK.RESERVE` by RedisBloom's rules (a newcomer equal to the minimum expels the heap's root; equal counts listed in heap order). Same stream, seed and shape; only the rule differs. *Expelled* counts every arrival that pushed a member out; *order-dependent* is how many of {} shuffles of one small stream of near-ties (60 items, 1-4 arrivals each, width 4096) list differently from the first order.\n\n| workload | k | shape | precision by item | precision RedisBloom | expelled by item | expelled RedisBloom | order-dependent by item | order-dependent RedisBloom |\n|---|---|---|---|---|---|---|---|---|\n", self.orders);
+        let mut md = format!(include_str!("../prose/ties-intro.md"), self.orders);
         for r in &self.rows {
             let _ = writeln!(
                 md,

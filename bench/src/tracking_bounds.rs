@@ -305,7 +305,7 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
 }
 
 pub fn markdown(servers: &[ServerBounds]) -> String {
-    let mut md = String::from("\n### Counts and their error bars, by traffic shape\n\nThe default settings (`track yes`, half-life 86,400 s so that counts are totals over the run), `HK.HOTKEYS RESET` before each run, one `HK.HOTKEYS COUNT 200 WITHBOUNDS` after it. Four keys at once, each from its own connection and paced on the clock (`crates/traffic`): `steady` (12 `GET`s every 10 ms), `bursty` (a pipeline of 120-240 every 100 ms), `onoff` (24 every 10 ms for 300 ms, then 300 ms of silence), `many` (twenty connections, one `GET` each every 10 ms), beside 12,000 background `GET`s a second over 10,000 keys. Beside a saturating `redis-benchmark GET -P16 -c8 -r 100000`, the four keys are ten times as hot, so that each has more than 1% of what the node runs. For each key: its count over what was sent (mean and worst of the runs), how often it was listed, how often the truth lay within its 95% bounds (the issue asks for at least 90%), the bounds' mean width (low and high over the count), its share of the node's commands, and phantom rows (a background or benchmark key, with a third of its accesses or fewer, listed above it) over all runs:\n\n| server | load | key | share of node | runs | listed | mean counted/sent | worst | truth inside bounds | mean bounds | phantoms above |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut md = String::from(include_str!("../prose/tracking-bounds-intro.md"));
     for s in servers {
         if let Some(e) = &s.error {
             let _ = writeln!(md, "| {} | not measured: {e} | | | | | | | | | |", s.server);

@@ -944,7 +944,7 @@ fn added(x: Option<f64>) -> String {
 
 pub fn markdown(costs: &[ServerCost]) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "`redis-benchmark -P 16 -c 8 -r 100000` in one server, switched between interleaved rounds (`CONFIG SET`, `HKFLOOR.MODE`), medians. The floors come from `bench/filter-floor`, a bench-only module: a filter that does nothing, and one that reads the argument count, the client id, the command's name and its first argument (what any key counter must read) and nothing else. The main thread's own CPU per command (`/proc/<pid>/task/<tid>/schedstat`) is what a server with a spare core pays; the worker's (`hk-tracker`) is beside it; the share counted is `tracker_seconds_counted` over the round's wall time. The benchmark client, the server and the tracker's worker share this machine's two cores with other work, so throughput also measures contention, and CPU time varies by ±10% or more from run to run here: the instructions below are the figures to trust.\n");
+    let _ = writeln!(md, include_str!("../prose/tracking-cost-cpu.md"));
     md.push_str("| server | command | mode | main-thread ns/cmd | vs off | worker ns/cmd | main + worker vs off | share counted | req/s | vs off |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for server in costs {
         for c in &server.rows {
@@ -970,7 +970,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
             }
         }
     }
-    md.push_str("\nInstructions per `GET` (callgrind `--separate-threads=yes`, `redis-benchmark GET user:__rand_int__:n -P 16 -c 8 -r 100000`: keys that do not exist, with two delimiters so that the default `track-prefix-depths 2` counts a prefix too; `track-misses no`): one server under callgrind runs every mode in turn, each mode settling for 10k `GET`s and then 150k `GET`s with the counters zeroed before and dumped after (prefix depths and cluster settings 100k, hits and misses 60k; a quick run 20k, 20k and 15k) (one process, because a server draws its hash seeds at start, and the command lookup's collisions alone move a `GET` by ~60 instructions between two starts). Columns: everything the main thread ran; inside `processCommand` (the filters, the command, its reply, its key-miss event), where a filter's cost per command is; the module's timers (the server's `moduleTimerHandler`: the tracker's ticks and slots, which run by wall time); the worker (the threads running the module's own code: `hk-tracker`); every thread. *Added*: processCommand + worker; the main thread (processCommand + the module's timers: the server's own crons, which run by wall time and so more often per `GET` in a mode that slows the server under callgrind, are left out); all (main + worker). Shares are of the main thread's, and of every thread's, instructions per `GET` with tracking off.\n\nUnder callgrind the server runs ~20-50 times slower, and the tracker measures its own cost in CPU time, so the default counts a smaller share of the time there than natively (the share counted under callgrind is below, natively in the table above), and the worker, which brakes on its own CPU clock, thins more: the cost stays a bound in time on any machine, by design. The module's timers run by wall time, so under callgrind they weigh ~20-50 times more per `GET` than natively, and they move with the pace callgrind ran at (another load on the machine slows it): the *added: processCommand + worker* column leaves them out, *main thread* and *all threads* keep them (an upper bound).\n\n| server | mode | main thread | in processCommand | module timers | worker | all threads | added: processCommand + worker | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str(include_str!("../prose/tracking-cost-instructions.md"));
     for server in costs {
         let Some(i) = &server.instructions else {
             continue;
@@ -1021,7 +1021,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
             d.timers * d.gets_per_s
         );
     }
-    md.push_str("\nThe worker's instructions per access it counted (`tracker_keys_counted` over the same `GET`s; at every command an access is one key read; at the default `tracker_keys_counted` adds each counted access at its weight, the window's commands per command seen, so its accesses per `GET` estimate 1 and no per-access figure is given). The worker works in batches, one per tick: at a higher `GET` rate its batches are bigger and its cost per access lower, so under callgrind (~5-15k `GET`/s, varying with the machine's other load) its per-access figure is an upper bound of what it costs natively, and the prefix depths and per-slot counting beside the modes. Prefix depths: the modes' server, after them, `track-prefix-depths` 0 (no prefixes), 2 (the default: the modes above) and `1,2` (`user:` and `user:000000012345:`). Cluster: a second server under callgrind started with `cluster-enabled yes`, every slot its own (`CLUSTER ADDSLOTSRANGE 0 16383`), counting per-slot load (16384 x 2 fading counters) as well, prefix depth 2; its added figures are against its own `off`, and *per-slot counting adds* is its added (all threads) minus the same mode's added in the non-cluster server (two processes: the ~60-instruction spread between two starts is in it).\n\n| server | setting | accesses per GET | worker per GET | worker per access | in processCommand | all threads | added: main thread | added: all threads |\n|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str(include_str!("../prose/tracking-cost-worker.md"));
     for server in costs {
         let Some(i) = &server.instructions else {
             continue;
@@ -1096,7 +1096,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
             );
         }
     }
-    md.push_str("\nWhat `track-misses yes` costs (callgrind, same server, after the modes above): instructions per `GET` inside `processCommand` plus the worker, for `GET`s of 100,000 keys that exist (hits: they raise no event) and of keys that do not (misses: each raises a key-miss event, inside the command), 100k `GET`s each, with `track-misses no` before the server was ever subscribed to key-miss events, `yes`, and `no` again afterwards (misses only) (a subscription cannot be undone: a miss then costs the event's dispatch and the callback's first test). Per hit and per miss: `yes` minus the first `no`. Misses seen: `tracker_misses_seen` per `GET` of a missing key with `yes` (the share of misses counted):\n\n| server | track-sample | hit: no / yes | per hit | miss: no / yes / no again | per miss | per miss after `no` again | misses seen per miss |\n|---|---|---|---|---|---|---|---|\n");
+    md.push_str(include_str!("../prose/tracking-cost-misses.md"));
     for server in costs {
         let Some(i) = &server.instructions else {
             continue;

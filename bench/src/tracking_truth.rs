@@ -432,7 +432,11 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerTruth> {
 pub fn markdown(servers: &[ServerTruth]) -> String {
     let mut md = String::new();
     let seconds = servers.first().map_or(0, |s| s.seconds);
-    let _ = writeln!(md, "\n### Counts against truth, at the default\n\nThe default settings (`track yes`, `track-sample 0`: within `track-cpu-millicores`), half-life 86,400 s so that counts are totals over the run; {seconds} s a run (2 s for the run read right after `HK.HOTKEYS RESET`), `HK.HOTKEYS RESET` before each run; each shape from its own connection, paced on the clock (`crates/traffic`). At ~10k commands/s: `x`, a pipeline of 250-500 `GET x` every 100 ms; `steady`, 5 `GET`s every 10 ms; background, 45 `GET`s every 10 ms over 10,000 keys. At ~20k, twice that (the issue's 500-1,000, 10 and 90). Saturating: a `redis-benchmark GET -P16 -c8 -r 100000` on keys of its own beside it. Refused: as many commands again that the server refuses before they run (`NOSUCHCOMMAND x`, `GET x extra`), which must not count. Not logged in: `requirepass` set, the traffic logged in, a raw client that never authenticated sends 5,000 `GET noauth:key` (all answered `-NOAUTH`), which must not appear.\n");
+    let _ = writeln!(
+        md,
+        include_str!("../prose/tracking-truth-intro.md"),
+        seconds = seconds
+    );
     md.push_str("Each key's count from `HK.HOTKEYS` over the reads sent (1.000 is exact); the share counted is `tracker_share_counted` at the end of the run, the time counted the share of the run's time counted (`tracker_seconds_counted`), the tracker's CPU its `tracker_cpu_seconds` over the run (main thread and worker, % of a core: CPU time on a shared machine):\n\n| server | scenario | run | traffic reads/s | server commands/s | `x` counted/sent | `steady` counted/sent | share counted | time counted | tracker CPU % |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for s in servers {
         if let Some(e) = &s.error {
