@@ -27,10 +27,14 @@
 //! The worker keeps its inserts within [`CostBudget::worker_share`] by
 //! thinning the keys that weigh least (see `crate::insert_budget`).
 
-/// The share of the budget the tracker aims at: what it cannot time (the
-/// server's own dispatch to its filter, ~70-90 instructions a command
-/// against the ~300 timed) needs room.
-pub const AIM: f64 = 0.85;
+/// The share of the budget the tracker aims at: what it cannot time needs
+/// room (the server's own dispatch to its filter, ~70-90 instructions a
+/// command; the filter's few instructions on commands outside counted time;
+/// the worker's wake-ups). Aiming at 0.85 of it, the default measured +1.2%
+/// and +1.6% instructions per `GET` on a saturated Valkey 9.1 (callgrind),
+/// over its 1% of a core: the budget is a promise, so the aim leaves the
+/// untimed part its room.
+pub const AIM: f64 = 0.6;
 /// The main thread's part of the aim at the least; the worker's at the most
 /// is the rest. The main thread gets the larger part, and whatever the
 /// worker leaves: what the main thread cannot afford costs accuracy on
@@ -382,24 +386,26 @@ mod tests {
 
     #[test]
     fn the_worker_counts_towards_the_budget_and_accesses_are_thinned_first() {
-        // Counting all costs the main thread 0.6% of a core: it fits in the
-        // aim (0.85%) with the worker at 0.1%: every access of every command.
-        let b = settle_both(0.006, 0.001);
+        // Costs in shares of the aim (1% of a core times AIM).
+        let aim = 0.01 * AIM;
+        // Counting all costs the main thread 0.7 of the aim: it fits with
+        // the worker at 0.12: every access of every command.
+        let b = settle_both(0.7 * aim, 0.12 * aim);
         assert_eq!((b.every(), b.keep_one_in()), (1, 1));
-        // With the worker at 0.6% it does not: every command still, one
-        // access in 4 kept (0.6% + 0.15%).
-        let b = settle_both(0.006, 0.006);
+        // With the worker at 0.7 it does not: every command still, one
+        // access in 4 kept (0.7 + 0.175).
+        let b = settle_both(0.7 * aim, 0.7 * aim);
         assert_eq!((b.every(), b.keep_one_in()), (1, 4));
         // The main thread alone over the aim: accesses thinned until the
-        // worker costs no more than the main thread (0.02 + 0.03 / 2), and
+        // worker costs no more than the main thread (2.35 + 3.5 / 2), and
         // time sampled for the rest.
-        let b = settle_both(0.02, 0.03);
+        let b = settle_both(2.35 * aim, 3.5 * aim);
         assert_eq!(b.keep_one_in(), 2);
         assert!((4..=6).contains(&b.every()), "{}", b.every());
-        let b = settle_both(0.02, 1.0);
+        let b = settle_both(2.35 * aim, 1.0);
         assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
         // And back: a light load again keeps every access.
-        let mut b = settle_both(0.006, 0.006);
+        let mut b = settle_both(0.7 * aim, 0.7 * aim);
         let period = 100_000_000u64;
         for _ in 0..200 {
             let counted = period / u64::from(b.every());
