@@ -250,8 +250,13 @@ fn a_stalled_source_is_waited_out_within_the_patience() {
     );
 }
 
+/// A source that stalls past `--patience-s` in the middle of a slot (the
+/// standard order tells the target first, so a stalled source is always
+/// met within a slot): the call gives up at the patience and names the
+/// node, the slot in hand is tried again until the source answers (within
+/// `--timeout-s`), never left half-way, and the plan goes on to its end.
 #[test]
-fn a_stall_longer_than_the_patience_ends_the_run_naming_the_node() {
+fn a_stall_past_the_patience_within_a_slot_is_named_and_the_slot_finished() {
     let scene = Scene::with(60, 100, false, &["--cluster-node-timeout", "60000"]);
     let stalled = scene.cluster.nodes[0].address();
     let source = scene.cluster.nodes[0].client();
@@ -260,6 +265,7 @@ fn a_stall_longer_than_the_patience_ends_the_run_naming_the_node() {
         &[("HK_TOP_TEST_SLOT_PAUSE_MS", "300")],
     );
     let err = Lines::of(child.stderr.take().unwrap());
+    let out = Lines::of(child.stdout.take().unwrap());
     err.wait_for("[1/", Duration::from_secs(60));
     let stall = std::thread::spawn(move || {
         let mut source = source;
@@ -268,18 +274,26 @@ fn a_stall_longer_than_the_patience_ends_the_run_naming_the_node() {
     let status = wait_exit(&mut child, Duration::from_secs(120));
     stall.join().unwrap();
     let said = err.all().join("\n");
-    // Stopped between slots, or (had the stall ended first) done.
-    if !status.success() {
-        assert_eq!(status.code(), Some(1), "{said}");
-        assert!(said.contains(&stalled), "the node is named: {said}");
-    }
-    let again = scene.run(&[], &[]);
-    assert!(again.status.success(), "{}", text(&again));
+    assert!(status.success(), "{said}");
+    // The call gave up at the patience (2 s, not the 15 s a reply may
+    // otherwise take) and said which node and which slot.
+    let named = said
+        .lines()
+        .find(|l| l.contains("is half-way") && l.contains(&stalled))
+        .unwrap_or_else(|| panic!("the stalled node is named: {said}"));
+    assert!(named.contains("trying again to finish it"), "{named}");
+    let report = parse_json_lines(&out.all());
+    let applied = &report.last().unwrap_or_else(|| panic!("no JSON: {said}"))["applied"];
+    assert_eq!(applied["interrupted"], false);
+    assert_eq!(
+        applied["moves_done"],
+        report.last().unwrap()["moves"].as_array().unwrap().len(),
+        "{said}"
+    );
     let seen = scene.assert_intact();
     eprintln!(
-        "fault figures (source stalled 8 s, --patience-s 2): first run exit {:?}, the rerun {}; clients {}",
-        status.code(),
-        applied_summary(&json_of(&again)["applied"]),
+        "fault figures (source stalled 8 s mid-slot, --patience-s 2): {}; clients {}",
+        applied_summary(applied),
         seen.summary()
     );
 }

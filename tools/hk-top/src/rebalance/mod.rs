@@ -215,8 +215,9 @@ impl Args {
     fn patience(&self) -> Patience {
         Patience {
             wait: Duration::from_secs(self.patience_s),
-            // Longer than MIGRATE's own timeout for a batch (10 s).
-            reply: Duration::from_secs(15),
+            // Longer than MIGRATE's own timeout for a batch (10 s), but
+            // never past the patience: a node has that long in all.
+            reply: Duration::from_secs(self.patience_s.clamp(1, 15)),
         }
     }
 
