@@ -150,9 +150,9 @@ fn counted_all(con: &mut Connection) -> bool {
 }
 
 /// Where counting every command fits the tracker's budget (the release
-/// module at 10,000 commands a second does, on an idle machine: `make bench`
-/// measures it) the counts are exact; a machine short of CPU samples
-/// instead, and the counts stay within the sampled spread.
+/// module at ~5,000 commands a second does on a 2-core VM; at 10,000 it may
+/// keep one access in two) the counts are exact; a machine short of CPU
+/// samples instead, and the counts stay within the sampled spread.
 /// What the tracker says of its sampling, for a failure's message.
 fn tracker_state(con: &mut Connection) -> String {
     [
