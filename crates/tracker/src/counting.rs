@@ -14,6 +14,7 @@
 use crate::access::Access;
 use crate::coalescer::{Coalesced, Coalescer, HARD_MAX_KEYS};
 use crate::hash_slot::hash_slot;
+use crate::insert::Insert;
 use crate::insert_allowance::InsertAllowance;
 use crate::key_batch::{split_item, BatchAccess, KeyBatch};
 use crate::key_tracker::KeyTracker;
@@ -28,23 +29,6 @@ pub const STEP: usize = 256;
 /// inserts: a key with more than this share of the horizon's accesses is
 /// never thinned.
 pub const MIN_INSERTS: usize = 256;
-
-/// One insert into the sketches: a key's accesses over a horizon, thinned
-/// or not.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Insert<'a> {
-    pub item: &'a [u8],
-    pub hash: ItemHash,
-    pub access: Access,
-    /// The accesses it stands for.
-    pub weight: u64,
-    /// What one access seen stood for: HeavyKeeper's decay plays in the
-    /// sample's own units (see the sketch's `add_sampled`).
-    pub scale: f64,
-    pub time_ms: i64,
-    /// The variance of `weight` as an estimate of the true accesses.
-    pub variance: f64,
-}
 
 /// Where counted accesses go: the tracker's sketches (or, in tests, exact
 /// sums).

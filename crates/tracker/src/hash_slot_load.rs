@@ -5,8 +5,8 @@
 
 use crate::access::Access;
 use crate::hash_slot::SLOTS;
-use crate::key_tracker::Tally;
 use crate::sampled_counters::{Estimate, SampledCounters};
+use crate::tally::Tally;
 use crate::time_slot::TimeSlot;
 
 /// One hash slot's faded counts now.

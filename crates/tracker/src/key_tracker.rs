@@ -5,48 +5,15 @@
 //! Nothing here knows how accesses are observed.
 
 use crate::access::Access;
-use crate::counting::Insert;
-use crate::error_bar::{bounds, undercount, Bounds};
+use crate::error_bar::undercount;
 use crate::hash_slot_load::{HashSlotLoad, HashSlotRate};
+use crate::insert::Insert;
 use crate::member_spread::{Inserted, MemberSpread};
 use crate::sampled_counters::{Estimate, SampledCounters};
+use crate::tally::Tally;
 use crate::time_slot::TimeSlot;
 use heavykeeper_sketch::{HeavyKeeper, ItemHash, Params};
 use std::collections::HashSet;
-
-/// One kind of access to a key (or a hash slot, or the node): its faded
-/// count and its rate now, and what its error bar is made of.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Tally {
-    pub count: f64,
-    pub per_second: f64,
-    /// The count's sampling variance (0: every access counted).
-    pub variance: f64,
-    /// HeavyKeeper's undercount of it, at 95% (0 for exact counters).
-    pub undercount: f64,
-}
-
-impl Tally {
-    /// The rate's 95% interval ([`crate::error_bar`]).
-    pub fn bounds(&self) -> Bounds {
-        let count = bounds(self.count, self.variance, self.undercount);
-        if self.count > 0.0 {
-            count.scaled(self.per_second / self.count)
-        } else {
-            Bounds::default()
-        }
-    }
-
-    /// Two tallies of independent estimates, added.
-    pub fn plus(self, other: Tally) -> Tally {
-        Tally {
-            count: self.count + other.count,
-            per_second: self.per_second + other.per_second,
-            variance: self.variance + other.variance,
-            undercount: self.undercount + other.undercount,
-        }
-    }
-}
 
 /// One hot key as listed.
 #[derive(Clone, Debug, PartialEq)]

@@ -40,7 +40,13 @@ fn main() -> ExitCode {
         }
     };
     match cli.action() {
-        Action::Rebalance(args) => rebalance::run(args, &o),
+        Action::Rebalance(args) => {
+            let cluster = rebalance::Cluster {
+                address: &o.address,
+                connection: &o.connection,
+            };
+            rebalance::run(args, &cluster)
+        }
         Action::Prometheus(listen) => serve(listen, &o),
         Action::Snapshot { json } => snapshot(&cli, &o, json),
         Action::Live => live_view(&cli, &o),

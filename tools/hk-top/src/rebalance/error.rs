@@ -10,8 +10,9 @@ pub enum Error {
     /// The cluster is not fit to move slots in (a node down, a slot
     /// half-migrated by someone else, ...): nothing was done.
     Unfit(String),
-    /// Another run holds the cluster's lease: nothing was done.
-    Held(String),
+    /// Another run holds the cluster's lease (it lapses `lapses_s` after
+    /// its holder's last renewal): nothing was done.
+    Held { holder: String, lapses_s: u64 },
     /// The plan file fails its check: nothing was done.
     Plan(Vec<PlanProblem>),
     /// The command line asks for something that cannot be done.
@@ -53,7 +54,7 @@ impl Error {
     /// 2 for a command line that cannot be; 1 for a run that stopped.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            Error::Unfit(_) | Error::Held(_) | Error::Plan(_) => ExitCode::from(3),
+            Error::Unfit(_) | Error::Held { .. } | Error::Plan(_) => ExitCode::from(3),
             Error::Usage(_) => ExitCode::from(2),
             _ => ExitCode::FAILURE,
         }
@@ -64,10 +65,9 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Unfit(why) => write!(f, "refusing to move slots: {why}"),
-            Error::Held(holder) => write!(
+            Error::Held { holder, lapses_s } => write!(
                 f,
-                "refusing to move slots: another rebalance holds this cluster: {holder}; its lease lapses {} s after its last renewal if it died",
-                super::lease::TTL.as_secs()
+                "refusing to move slots: another rebalance holds this cluster: {holder}; its lease lapses {lapses_s} s after its last renewal if it died"
             ),
             Error::Plan(problems) => {
                 let said: Vec<String> = problems.iter().map(ToString::to_string).collect();

@@ -149,8 +149,8 @@ impl Lease {
                         return Lease::take(connection, views);
                     }
                 }
-                Some(h) => return Err(Error::Held(h.describe())),
-                None => return Err(Error::Held(format!("a holder that is not hk-top ({held})"))),
+                Some(h) => return Err(held_by(h.describe())),
+                None => return Err(held_by(format!("a holder that is not hk-top ({held})"))),
             }
         }
         let shared = Arc::new(Shared {
@@ -344,6 +344,14 @@ fn process_alive(pid: u32) -> bool {
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
         Err(nix::errno::Errno::ESRCH)
     )
+}
+
+/// The refusal of a run that finds the lease held by `holder`.
+fn held_by(holder: String) -> Error {
+    Error::Held {
+        holder,
+        lapses_s: TTL.as_secs(),
+    }
 }
 
 #[cfg(test)]

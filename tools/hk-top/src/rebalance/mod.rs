@@ -31,7 +31,6 @@ mod watching;
 
 use crate::connection::settings::ConnectionSettings;
 use crate::export::snapshot::put;
-use crate::options::Options;
 use apply::{Method, MoveMade, Report, Run, Settings};
 use clap::builder::PossibleValuesParser;
 use clap::ArgAction;
@@ -231,7 +230,14 @@ fn log(line: String) {
     eprintln!("{line}");
 }
 
-pub fn run(args: &Args, o: &Options) -> ExitCode {
+/// The cluster to balance: the node named on the command line, and how to
+/// reach it and the others.
+pub struct Cluster<'a> {
+    pub address: &'a str,
+    pub connection: &'a ConnectionSettings,
+}
+
+pub fn run(args: &Args, o: &Cluster<'_>) -> ExitCode {
     let result = args.action().and_then(|action| {
         // Signals are taken by a thread of their own before any other
         // starts, when slots may move (`interrupt.rs`).
@@ -259,8 +265,8 @@ fn interrupted(stop: &Stop) -> ExitCode {
 }
 
 /// Plan, apply or roll back once.
-fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, health) = apply::settled(&o.connection, &o.address)?;
+fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<ExitCode, Error> {
+    let (views, health) = apply::settled(o.connection, o.address)?;
     if action == Action::Plan {
         let (plan, source) = measured_plan(args, o, &views, action, &Cooldown::new(0, []), stop)?;
         print_plan(args, &plan, source, &health.problems);
@@ -268,15 +274,15 @@ fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let mut journal = open_journal(args, &views)?;
-    let lease = Lease::take(&o.connection, &views)?;
-    let mut link = Pool::new(&o.connection, args.patience())
+    let lease = Lease::take(o.connection, &views)?;
+    let mut link = Pool::new(o.connection, args.patience())
         .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")));
-    let settings = args.settings(&o.connection);
+    let settings = args.settings(o.connection);
     let mut on_move = |_: &MoveMade| {};
     let mut say = log;
     let mut run = Run {
         link: &mut link,
-        connection: &o.connection,
+        connection: o.connection,
         views,
         journal: &mut journal,
         settings: &settings,
@@ -293,7 +299,7 @@ fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let (views, health) = if run.report.resumed + run.report.rolled_back > 0 {
-        apply::settled(&o.connection, &o.address)?
+        apply::settled(o.connection, o.address)?
     } else {
         (run.views.clone(), health)
     };
@@ -318,7 +324,7 @@ fn once(args: &Args, o: &Options, action: Action, stop: &Stop) -> Result<ExitCod
         && args.plan.is_none()
         && (later.len() as u64) + 1 < passes
     {
-        let (views, _) = apply::settled(&o.connection, &o.address)?;
+        let (views, _) = apply::settled(o.connection, o.address)?;
         run.views = views.clone();
         let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
         let (again, _) = measured_plan(args, o, &views, action, &cooldown, stop)?;
@@ -362,14 +368,14 @@ fn carry_out(
 /// A plan from the cluster's load now, slots in their cooldown frozen.
 fn measured_plan(
     args: &Args,
-    o: &Options,
+    o: &Cluster<'_>,
     views: &topology::Views,
     action: Action,
     cooldown: &Cooldown,
     stop: &Stop,
 ) -> Result<(Plan, &'static str), Error> {
     let primaries = views.primaries();
-    let source = measure::choose_source(&o.connection, &primaries, Source::parse(&args.source))?;
+    let source = measure::choose_source(o.connection, &primaries, Source::parse(&args.source))?;
     let measure = args.measure_for(source)?;
     let mut meter = Meter::new(source, Duration::from_secs(args.window_s));
     if source == Source::SlotStats {
@@ -378,7 +384,7 @@ fn measured_plan(
             args.window_s
         ));
     }
-    let input = meter.input(&o.connection, &primaries, &|| stop.asked())?;
+    let input = meter.input(o.connection, &primaries, &|| stop.asked())?;
     let mut options = args.planner_options(measure, action);
     options.frozen = cooldown.frozen(apply::now_ms());
     Ok((heavykeeper_rebalance::plan(&input, &options), source.name()))

@@ -15,8 +15,7 @@ use super::interrupt::Stop;
 use super::lease::Lease;
 use super::link::Pool;
 use super::measure::{self, Meter, Source};
-use super::{interrupted, log, open_journal, report_json, Action, Args};
-use crate::options::Options;
+use super::{interrupted, log, open_journal, report_json, Action, Args, Cluster};
 use heavykeeper_rebalance::{Cooldown, Plan, Verdict, Watch};
 use serde_json::json;
 use std::cell::Cell;
@@ -26,26 +25,26 @@ use std::time::{Duration, Instant};
 /// Rounds in a row whose moves failed before the watch gives up.
 const FAILED_ROUNDS: u32 = 3;
 
-pub fn watch(args: &Args, o: &Options, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, health) = apply::settled(&o.connection, &o.address)?;
+pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Error> {
+    let (views, health) = apply::settled(o.connection, o.address)?;
     let source = measure::choose_source(
-        &o.connection,
+        o.connection,
         &views.primaries(),
         Source::parse(&args.source),
     )?;
     let measure = args.measure_for(source)?;
     let mut journal = open_journal(args, &views)?;
-    let lease = Lease::take(&o.connection, &views)?;
-    let mut link = Pool::new(&o.connection, args.patience())
+    let lease = Lease::take(o.connection, &views)?;
+    let mut link = Pool::new(o.connection, args.patience())
         .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")));
-    let settings = args.settings(&o.connection);
+    let settings = args.settings(o.connection);
     let round = Cell::new(0u64);
     let json = args.json;
     let mut on_move = |m: &MoveMade| print_move(json, round.get(), m);
     let mut say = log;
     let mut run = Run {
         link: &mut link,
-        connection: &o.connection,
+        connection: o.connection,
         views,
         journal: &mut journal,
         settings: &settings,
@@ -121,25 +120,25 @@ pub fn watch(args: &Args, o: &Options, stop: &Stop) -> Result<ExitCode, Error> {
 /// Measures and plans; the plan to carry out, if the round acts.
 fn one_round(
     run: &mut Run<'_>,
-    o: &Options,
+    o: &Cluster<'_>,
     meter: &mut Meter,
     options: &mut heavykeeper_rebalance::Options,
     cpu: &mut CpuWatch,
     watch: &mut Watch,
     args: &Args,
 ) -> Result<Option<Plan>, Error> {
-    let (views, health) = apply::settled(&o.connection, &o.address)?;
+    let (views, health) = apply::settled(o.connection, o.address)?;
     run.views = views;
     if !health.problems.is_empty() || !health.open.is_empty() {
         run.recover(&health)?;
     }
     let primaries = run.views.primaries();
-    let input = meter.input(&o.connection, &primaries, &|| run.stop.asked())?;
+    let input = meter.input(o.connection, &primaries, &|| run.stop.asked())?;
     let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
     options.frozen = cooldown.frozen(apply::now_ms());
     let plan = heavykeeper_rebalance::plan(&input, options);
     let addresses: Vec<String> = primaries.iter().map(|n| n.address().to_string()).collect();
-    let busy = cpu.sample(&o.connection, &addresses);
+    let busy = cpu.sample(o.connection, &addresses);
     let verdict = watch.observe(&plan, |node| busy.get(node).copied());
     print_round(args.json, run, &plan, &verdict, options.frozen.len());
     Ok((verdict == Verdict::Act).then_some(plan))
