@@ -212,40 +212,63 @@ fn applied_summary(applied: &Json) -> String {
     )
 }
 
+/// Runs hk-top over `scene` (with `extra` flags, pausing `pause_ms` before
+/// each slot), stalls the hot source for `seconds` (`DEBUG SLEEP`) once
+/// the first slot has moved, and waits for the run to end: its status,
+/// what it said on stderr, and its last JSON report.
+fn run_through_a_stall(
+    scene: &Scene,
+    extra: &[&str],
+    pause_ms: &str,
+    seconds: u64,
+) -> (std::process::ExitStatus, String, Json) {
+    let source = scene.cluster.nodes[0].client();
+    let mut child = scene.spawn(extra, &[("HK_TOP_TEST_SLOT_PAUSE_MS", pause_ms)]);
+    let err = Lines::of(child.stderr.take().unwrap());
+    let out = Lines::of(child.stdout.take().unwrap());
+    err.wait_for("[1/", Duration::from_secs(60));
+    let stall = std::thread::spawn(move || {
+        let mut source = source;
+        let _: redis::RedisResult<()> = redis::cmd("DEBUG")
+            .arg("SLEEP")
+            .arg(seconds)
+            .query(&mut source);
+    });
+    let status = wait_exit(&mut child, Duration::from_secs(120));
+    stall.join().unwrap();
+    let said = err.all().join("\n");
+    let report = parse_json_lines(&out.all())
+        .pop()
+        .unwrap_or_else(|| panic!("no JSON: {said}"));
+    (status, said, report)
+}
+
+/// Every move the plan lists was made.
+fn assert_every_move_made(report: &Json, said: &str) {
+    assert_eq!(
+        report["applied"]["moves_done"],
+        report["moves"].as_array().unwrap().len(),
+        "{said}"
+    );
+}
+
 /// A source that stops answering for 20 s mid-run (past hk-top's 15 s
 /// reply timeout, within its 60 s patience) is waited for: the run goes
-/// on and finishes, no slot is left half-way. With less patience than
-/// the stall, the run ends with the node named, and no slot half-way.
+/// on and finishes, no slot is left half-way.
 #[test]
 fn a_stalled_source_is_waited_out_within_the_patience() {
     // The other nodes give a node 60 s before they call it failed (the
     // default 15 s would take the cluster down under the clients: that is
     // the stall's doing, not the rebalance's).
     let scene = Scene::with(60, 100, false, &["--cluster-node-timeout", "60000"]);
-    let source = scene.cluster.nodes[0].client();
-    let mut child = scene.spawn(&[], &[("HK_TOP_TEST_SLOT_PAUSE_MS", "100")]);
-    let err = Lines::of(child.stderr.take().unwrap());
-    let out = Lines::of(child.stdout.take().unwrap());
-    err.wait_for("[1/", Duration::from_secs(60));
-    let stall = std::thread::spawn(move || {
-        let mut source = source;
-        let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(20).query(&mut source);
-    });
-    let status = wait_exit(&mut child, Duration::from_secs(120));
-    stall.join().unwrap();
-    let said = err.all().join("\n");
+    let (status, said, report) = run_through_a_stall(&scene, &[], "100", 20);
     assert!(status.success(), "{said}");
     assert!(said.contains("waiting for it"), "the wait is said: {said}");
-    let report = parse_json_lines(&out.all());
-    let applied = &report.last().unwrap()["applied"];
-    assert_eq!(
-        applied["moves_done"],
-        report.last().unwrap()["moves"].as_array().unwrap().len()
-    );
+    assert_every_move_made(&report, &said);
     let seen = scene.assert_intact();
     eprintln!(
         "fault figures (source stalled 20 s): {}; clients {}",
-        applied_summary(applied),
+        applied_summary(&report["applied"]),
         seen.summary()
     );
 }
@@ -259,21 +282,7 @@ fn a_stalled_source_is_waited_out_within_the_patience() {
 fn a_stall_past_the_patience_within_a_slot_is_named_and_the_slot_finished() {
     let scene = Scene::with(60, 100, false, &["--cluster-node-timeout", "60000"]);
     let stalled = scene.cluster.nodes[0].address();
-    let source = scene.cluster.nodes[0].client();
-    let mut child = scene.spawn(
-        &["--patience-s", "2"],
-        &[("HK_TOP_TEST_SLOT_PAUSE_MS", "300")],
-    );
-    let err = Lines::of(child.stderr.take().unwrap());
-    let out = Lines::of(child.stdout.take().unwrap());
-    err.wait_for("[1/", Duration::from_secs(60));
-    let stall = std::thread::spawn(move || {
-        let mut source = source;
-        let _: redis::RedisResult<()> = redis::cmd("DEBUG").arg("SLEEP").arg(8).query(&mut source);
-    });
-    let status = wait_exit(&mut child, Duration::from_secs(120));
-    stall.join().unwrap();
-    let said = err.all().join("\n");
+    let (status, said, report) = run_through_a_stall(&scene, &["--patience-s", "2"], "300", 8);
     assert!(status.success(), "{said}");
     // The call gave up at the patience (2 s, not the 15 s a reply may
     // otherwise take) and said which node and which slot.
@@ -282,18 +291,12 @@ fn a_stall_past_the_patience_within_a_slot_is_named_and_the_slot_finished() {
         .find(|l| l.contains("is half-way") && l.contains(&stalled))
         .unwrap_or_else(|| panic!("the stalled node is named: {said}"));
     assert!(named.contains("trying again to finish it"), "{named}");
-    let report = parse_json_lines(&out.all());
-    let applied = &report.last().unwrap_or_else(|| panic!("no JSON: {said}"))["applied"];
-    assert_eq!(applied["interrupted"], false);
-    assert_eq!(
-        applied["moves_done"],
-        report.last().unwrap()["moves"].as_array().unwrap().len(),
-        "{said}"
-    );
+    assert_eq!(report["applied"]["interrupted"], false);
+    assert_every_move_made(&report, &said);
     let seen = scene.assert_intact();
     eprintln!(
         "fault figures (source stalled 8 s mid-slot, --patience-s 2): {}; clients {}",
-        applied_summary(applied),
+        applied_summary(&report["applied"]),
         seen.summary()
     );
 }

@@ -211,6 +211,12 @@ impl Args {
         }
     }
 
+    /// The link to the nodes, saying in the log whenever it waits for one.
+    fn link(&self, connection: &ConnectionSettings) -> Pool {
+        Pool::new(connection, self.patience())
+            .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")))
+    }
+
     fn patience(&self) -> Patience {
         Patience {
             wait: Duration::from_secs(self.patience_s),
@@ -275,8 +281,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
     }
     let mut journal = open_journal(args, &views)?;
     let lease = Lease::take(o.connection, &views)?;
-    let mut link = Pool::new(o.connection, args.patience())
-        .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")));
+    let mut link = args.link(o.connection);
     let settings = args.settings(o.connection);
     let mut on_move = |_: &MoveMade| {};
     let mut say = log;

@@ -13,7 +13,6 @@ use super::cpu::CpuWatch;
 use super::error::Error;
 use super::interrupt::Stop;
 use super::lease::Lease;
-use super::link::Pool;
 use super::measure::{self, Meter, Source};
 use super::{interrupted, log, open_journal, report_json, Action, Args, Cluster};
 use heavykeeper_rebalance::{Cooldown, Plan, Verdict, Watch};
@@ -35,8 +34,7 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
     let measure = args.measure_for(source)?;
     let mut journal = open_journal(args, &views)?;
     let lease = Lease::take(o.connection, &views)?;
-    let mut link = Pool::new(o.connection, args.patience())
-        .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")));
+    let mut link = args.link(o.connection);
     let settings = args.settings(o.connection);
     let round = Cell::new(0u64);
     let json = args.json;
