@@ -210,16 +210,15 @@ impl Run<'_> {
                 ));
             }
             if self.settings.roll_back && !given {
-                let back = migrate::roll_back(
-                    self.link,
-                    open.slot,
-                    &source,
-                    &target,
-                    &self.settings.login,
-                )?;
+                // Keys only ever travel the way clients' `ASK` points: the
+                // move is finished, then made the other way. Serving the
+                // slot from the source again while the target still held
+                // keys answered reads of those keys with nothing.
+                self.move_slot(open.slot, source.clone(), target.clone())?;
+                let (back, _) = self.move_slot(open.slot, target, source.clone())?;
                 (self.log)(format!(
-                    "rolled back slot {} to {} ({back} keys back)",
-                    open.slot, source.address
+                    "rolled back slot {} to {} ({} keys back)",
+                    open.slot, source.address, back.keys
                 ));
                 self.report.rolled_back += 1;
                 self.journal.end(open.slot).map_err(Error::Local)?;

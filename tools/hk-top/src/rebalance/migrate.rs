@@ -4,8 +4,8 @@
 //! to the target on the target, the source and every other primary. While
 //! it runs, clients of a key already moved are sent on with `ASK`; once
 //! done, with `MOVED`. Every step can be run again: a slot left half-way
-//! (an interrupted run) is finished by running them all again, or rolled
-//! back ([`roll_back`]).
+//! (an interrupted run) is finished by running them all again; rolling it
+//! back is finishing it, then moving the slot back the same way.
 
 use super::error::Error;
 use super::link::Link;
@@ -103,33 +103,6 @@ fn finish(
         let _ = setslot(link, &node.address, slot, "NODE", Some(&target.id));
     }
     Ok(())
-}
-
-/// Undoes a half-done move: the source serves the slot again (`STABLE`:
-/// no more `ASK` to the target), the keys already on the target come back,
-/// and the target forgets the import.
-pub fn roll_back(
-    link: &mut dyn Link,
-    slot: u16,
-    source: &Endpoint,
-    target: &Endpoint,
-    login: &Login,
-) -> Result<u64, Error> {
-    setslot(link, &source.address, slot, "STABLE", None)
-        .map_err(|e| Error::node(&source.address, "SETSLOT STABLE", e))?;
-    let mut back = 0;
-    loop {
-        let keys = keys_in_slot(link, &target.address, slot)?;
-        if keys.is_empty() {
-            break;
-        }
-        // Back where clients wrote them: the target's copies are the newer.
-        migrate_keys(link, target, source, &keys, login, true)?;
-        back += keys.len() as u64;
-    }
-    setslot(link, &target.address, slot, "STABLE", None)
-        .map_err(|e| Error::node(&target.address, "SETSLOT STABLE", e))?;
-    Ok(back)
 }
 
 /// `SETSLOT IMPORTING` on a target that serves the slot already: an
@@ -336,30 +309,6 @@ mod tests {
                 "CLUSTER SETSLOT 7 IMPORTING S",
                 "CLUSTER SETSLOT 7 NODE T",
                 "CLUSTER SETSLOT 7 NODE T"
-            ]
-        );
-    }
-
-    #[test]
-    fn rolling_back_serves_from_the_source_first_then_brings_keys_back() {
-        let mut link = Script {
-            sent: Vec::new(),
-            replies: VecDeque::from([Ok(Value::Okay), keys(&["k"]), Ok(Value::Okay), keys(&[])]),
-        };
-        let (s, t) = (node("S", "h:1"), node("T", "h:2"));
-        assert_eq!(
-            roll_back(&mut link, 9, &s, &t, &Login::default()).unwrap(),
-            1
-        );
-        let sent: Vec<String> = link.sent.iter().map(|(a, c)| format!("{a} {c}")).collect();
-        assert_eq!(
-            sent,
-            [
-                "h:1 CLUSTER SETSLOT 9 STABLE",
-                "h:2 CLUSTER GETKEYSINSLOT 9 100",
-                "h:2 MIGRATE h 1  0 10000 REPLACE KEYS k",
-                "h:2 CLUSTER GETKEYSINSLOT 9 100",
-                "h:2 CLUSTER SETSLOT 9 STABLE",
             ]
         );
     }
