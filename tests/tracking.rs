@@ -263,8 +263,12 @@ fn a_select_between_counting_windows_still_moves_the_client() {
 }
 
 /// `track-sample 16`: windows covering a sixteenth of the time, each access
-/// in them counting 16. Steady traffic for four seconds (~25 windows): the
-/// count is the number sent, within what the windows' random spacing allows.
+/// in them counting 16. Traffic for four seconds (~25 windows): the count
+/// is the number sent, within what its own error bar says. (Within a fixed
+/// 25% it failed about one run in eight on a busy machine: a client and a
+/// server that share two cores with other tests send in clumps, and 25
+/// windows of clumpy traffic spread further; the bar, worked out from the
+/// windows counted, widens with them.)
 #[test]
 fn sampling_a_sixteenth_of_the_time_keeps_counts_right() {
     let server = Server::start_configured(
@@ -280,9 +284,27 @@ fn sampling_a_sixteenth_of_the_time_keeps_counts_right() {
     );
     let mut con = server.client();
     let sent = for_a_while(&mut con, 4_000, &["GET", "hot"]) as f64;
-    let rows = hotkeys(&mut con, &[]);
-    let count = rows[0].3 as f64;
-    assert!((count - sent).abs() < 0.25 * sent, "{count} for {sent}");
+    let row: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("WITHBOUNDS")
+        .query(&mut con)
+        .expect("HK.HOTKEYS WITHBOUNDS");
+    let f = |i: usize| -> f64 { redis::from_redis_value(&row[i]).expect("a number") };
+    let (rate, count, low, high) = (f(2), f(3), f(4) * f(3) / f(2), f(5) * f(3) / f(2));
+    assert!(
+        rate > 0.0 && low <= count && count <= high,
+        "{low} {count} {high}"
+    );
+    // Within twice the 95% bar (about four standard errors: a true bar
+    // fails this once in ten thousand readings).
+    let bar = if sent < count {
+        count - low
+    } else {
+        high - count
+    };
+    assert!(
+        (count - sent).abs() <= 2.0 * bar,
+        "{count} for {sent}: bar [{low}, {high}]"
+    );
     // The filter saw a small share of the commands: between windows it is
     // not there at all. (About a sixteenth of the time; fewer commands than
     // that where the filter's own cost slows the server, as in a debug

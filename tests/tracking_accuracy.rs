@@ -284,6 +284,102 @@ fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() 
     assert!(cost > 0.0, "the tracker says what it spent");
 }
 
+/// `track-sample 1` counts every command: a burst of ~105,000 `GET`s over
+/// 400 keys (Zipf), sent as fast as one client can, is counted whole, every
+/// key exactly, although taking it in costs the worker more than its share
+/// for a moment (its share is a bound over seconds: a burst is taken whole).
+#[test]
+fn counting_every_command_takes_a_burst_whole() {
+    let _alone = alone();
+    let server = Server::start_configured(
+        &[
+            "track",
+            "yes",
+            "track-halflife",
+            "86400",
+            "track-sample",
+            "1",
+        ],
+        &[],
+    );
+    let mut con = server.client();
+    let sent: Vec<(String, usize)> = (0..400)
+        .map(|i| (format!("burst:{i}"), 16_000 / (i + 1)))
+        .collect();
+    // Interleaved, as a Zipf stream comes: round r reads every key sent
+    // more than r times.
+    let mut order = Vec::new();
+    for round in 0..16_000 {
+        order.extend(sent.iter().filter(|(_, n)| *n > round).map(|(k, _)| k));
+    }
+    for chunk in order.chunks(1000) {
+        let mut pipe = redis::pipe();
+        for key in chunk {
+            pipe.cmd("GET").arg(key.as_str()).ignore();
+        }
+        let _: () = pipe.query(&mut con).expect("GETs");
+    }
+    assert!(counted_all(&mut con), "{}", tracker_state(&mut con));
+    let counts = listed(&mut con);
+    for (key, n) in sent.iter().take(100) {
+        let listed = counts.get(key).map_or(0.0, |l| l.count);
+        assert_eq!(
+            listed.round() as usize,
+            *n,
+            "{key}: {}",
+            tracker_state(&mut con)
+        );
+    }
+}
+
+/// A lasting flood at `track-sample 1` is thinned to the worker's share
+/// (accesses kept one in `n`, each standing for `n`), and once it is gone
+/// every access is kept again.
+#[test]
+fn a_lasting_flood_is_thinned_to_the_workers_share_and_thinning_ends_with_it() {
+    let _alone = alone();
+    let server = Server::start_configured(
+        &[
+            "track",
+            "yes",
+            "track-halflife",
+            "86400",
+            "track-sample",
+            "1",
+        ],
+        &[],
+    );
+    let mut flood = std::process::Command::new("redis-benchmark")
+        .args(["-p", &server.port.to_string(), "-q", "-t", "get"])
+        .args(["-n", "100000000", "-P", "16", "-c", "8", "-r", "100000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-benchmark");
+    let mut con = server.client();
+    let kept = |con: &mut Connection| -> f64 {
+        info_field(
+            con,
+            "heavykeeper",
+            "heavykeeper_tracker_accesses_kept_share",
+        )
+        .and_then(|v| v.parse().ok())
+        .expect("tracker_accesses_kept_share")
+    };
+    common::wait_until(
+        "the worker thins the flood",
+        Duration::from_secs(20),
+        || kept(&mut con) < 1.0,
+    );
+    let _ = flood.kill();
+    let _ = flood.wait();
+    common::wait_until("every access kept again", Duration::from_secs(30), || {
+        kept(&mut con) == 1.0
+    });
+    // Every slot of time was counted throughout: the share is fixed.
+    assert_eq!(share_counted(&mut con), 1.0);
+}
+
 /// `HK.HOTKEYS`'s rate of `key` (0 where not listed).
 fn rate_of(con: &mut Connection, key: &str) -> f64 {
     let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")

@@ -424,7 +424,10 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
         }
         if let Some(extra) = i.share_of_all(i.added_all(Mode::Every)) {
             let worker = i.at(Mode::Every).map_or(String::new(), |m| {
-                format!(" (worker {:.0} per GET)", m.worker)
+                let kept = m
+                    .kept_share
+                    .map_or(String::new(), |k| format!(", accesses kept {k:.3}"));
+                format!(" (worker {:.0} per GET{kept})", m.worker)
             });
             goals.push(Goal::new(
                 format!(

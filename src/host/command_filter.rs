@@ -1,5 +1,6 @@
-//! The command filter as a port: a feature registers one hook, and the
-//! server calls it with every command a client sends, before it runs
+//! The command filter as a port: a feature registers one hook (a type, so
+//! that the server's call reaches it without a call through a pointer),
+//! and the server calls it with every command a client sends, before it runs
 //! (before ACL, arity, authentication and cluster redirection: the hook
 //! must judge for itself what the server will refuse). The hook reads the
 //! command through [`FilterCall`]; everything the server is asked on the
@@ -28,29 +29,29 @@ pub enum KeyUse {
 }
 
 /// The hook: called with every command while the filter is registered.
-pub type Hook = fn(&FilterCall);
+pub trait Hook {
+    fn on_command(command: &FilterCall);
+}
 
-static HOOK: OnceLock<Hook> = OnceLock::new();
+/// The server functions a filter call uses (`None`: a server too old to
+/// have them), looked up at the first registration.
+static API: OnceLock<Option<FilterApi>> = OnceLock::new();
 static FILTER: AtomicPtr<raw::RedisModuleCommandFilter> = AtomicPtr::new(null_mut());
 
 const WRITE_FLAGS: u32 =
     raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_RM;
-
-/// Sets the hook (once, at load; a second is ignored).
-pub fn set_hook(hook: Hook) {
-    let _ = HOOK.set(hook);
-}
 
 /// Does the server's filter say which client sent a command (7.2+)?
 pub fn names_clients() -> bool {
     crate::server_api!(RedisModule_CommandFilterGetClientId).is_some()
 }
 
-/// Registers the filter (`on`) or removes it. Registering is the whole
-/// cost switch: while unregistered the server calls nothing per command.
-pub fn set_registered(on: bool) {
+/// Registers the filter calling `H` (`on`) or removes it. Registering is
+/// the whole cost switch: while unregistered the server calls nothing per
+/// command. One hook at a time: the module has one filter.
+pub fn set_registered<H: Hook>(on: bool) {
     let ctx = module_context::raw();
-    if ctx.is_null() {
+    if ctx.is_null() || API.get_or_init(FilterApi::look_up).is_none() {
         return;
     }
     let current = FILTER.load(Ordering::Relaxed);
@@ -58,7 +59,7 @@ pub fn set_registered(on: bool) {
         if let Some(register) = crate::server_api!(RedisModule_RegisterCommandFilter) {
             let flags = raw::REDISMODULE_CMDFILTER_NOSELF as c_int;
             // SAFETY: main thread; `ctx` is the module's detached context.
-            let filter = unsafe { register(ctx, Some(on_command), flags) };
+            let filter = unsafe { register(ctx, Some(on_command::<H>), flags) };
             FILTER.store(filter, Ordering::Relaxed);
         }
     } else if !on && !current.is_null() {
@@ -88,26 +89,23 @@ struct FilterApi {
     client_id: Option<unsafe extern "C" fn(*mut raw::RedisModuleCommandFilterCtx) -> u64>,
 }
 
-static API: OnceLock<Option<FilterApi>> = OnceLock::new();
-
-fn api() -> Option<&'static FilterApi> {
-    API.get_or_init(|| {
+impl FilterApi {
+    fn look_up() -> Option<Self> {
         Some(FilterApi {
             args_count: crate::server_api!(RedisModule_CommandFilterArgsCount)?,
             arg_get: crate::server_api!(RedisModule_CommandFilterArgGet)?,
             ptr_len: crate::server_api!(RedisModule_StringPtrLen)?,
             client_id: crate::server_api!(RedisModule_CommandFilterGetClientId),
         })
-    })
-    .as_ref()
+    }
 }
 
-unsafe extern "C" fn on_command(fctx: *mut raw::RedisModuleCommandFilterCtx) {
+unsafe extern "C" fn on_command<H: Hook>(fctx: *mut raw::RedisModuleCommandFilterCtx) {
     // A panic must not unwind into the server; a lost count is harmless,
     // an unseen bug is not: it is logged and counted.
     panic_guard::or_fallback("the command filter", (), || {
-        if let (Some(api), Some(hook)) = (api(), HOOK.get()) {
-            hook(&FilterCall { fctx, api });
+        if let Some(Some(api)) = API.get() {
+            H::on_command(&FilterCall { fctx, api });
         }
     });
 }

@@ -8,7 +8,8 @@ use super::config::Sampling;
 use super::routing::Routing;
 use crate::host::clock;
 use crate::host::module_context;
-use heavykeeper_tracker::access_thinning::{keep, keep_one_in_within};
+use heavykeeper_tracker::access_coins::AccessCoins;
+use heavykeeper_tracker::access_thinning::ThinningWithinShare;
 use heavykeeper_tracker::client_table::{ClientTable, Db, Trust};
 use heavykeeper_tracker::command_table::{Args, CommandTable, KeyUse};
 use heavykeeper_tracker::cost_meter::{CostMeter, Spent};
@@ -63,8 +64,8 @@ struct OpenTimeSlot {
     counted: Option<TimeSlot>,
     /// Counted slots so far (numbers each).
     seq: u32,
-    /// The coins of accesses kept one in `n` (xorshift).
-    coins: u64,
+    /// The coins of accesses kept one in `n`.
+    coins: AccessCoins,
     opened: Option<Instant>,
     /// Counted time since the last tick.
     counted_ns: u64,
@@ -127,15 +128,11 @@ pub struct Tracking {
     /// What the last tick's period cost, by part, and how long it was.
     recent: Spent,
     recent_elapsed_ns: u64,
-    /// The share of a core the worker spends taking accesses in, a running
-    /// mean over ticks (one busy tick does not thin a fixed share's
-    /// accesses).
-    absorb_share: f64,
+    /// Where the share of time counted is fixed: what taking every access
+    /// in costs the worker, over the last seconds, and so how thinly
+    /// accesses are kept.
+    thinning: ThinningWithinShare,
 }
-
-/// How much of each tick the running mean of the worker's absorb share
-/// takes (about a second's memory).
-const ABSORB_FOLLOW: f64 = 0.1;
 
 /// A worker counting afresh: each slot's load too in a cluster.
 fn fresh_worker(shape: TrackerShape, in_cluster: bool, prefixes: Option<PrefixRule>) -> Worker {
@@ -179,7 +176,7 @@ impl Tracking {
             keep_one_in: 1,
             time_slot: OpenTimeSlot {
                 counted: Some(TimeSlot::WHOLE),
-                coins: rand::random::<u64>() | 1,
+                coins: AccessCoins::new(rand::random()),
                 ..OpenTimeSlot::default()
             },
             batch: KeyBatch::default(),
@@ -200,7 +197,7 @@ impl Tracking {
             ticks: 0,
             recent: Spent::default(),
             recent_elapsed_ns: 0,
-            absorb_share: 0.0,
+            thinning: ThinningWithinShare::default(),
         }
     }
 
@@ -270,12 +267,14 @@ impl Tracking {
         self.worker.set_cpu_share(self.worker_share());
     }
 
-    /// What the worker may take before it thins: its part of the budget,
-    /// or a fixed bound where the share of time counted is fixed.
+    /// What the worker may take before it thins: its part of the budget;
+    /// where the share of time counted is fixed, a fixed bound, or the
+    /// budget if an operator allowed more (to count every access of a
+    /// saturated node).
     fn worker_share(&self) -> f64 {
         match self.sampling {
             Sampling::Budgeted => self.budget.worker_share(),
-            Sampling::Fixed(_) => worker::WORKER_CPU_SHARE,
+            Sampling::Fixed(_) => worker::WORKER_CPU_SHARE.max(self.budget.budget()),
         }
     }
 
@@ -424,7 +423,7 @@ impl Tracking {
             return;
         };
         self.figures.misses_seen += 1;
-        if !keep(&mut self.time_slot.coins, slot.keep_one_in) {
+        if !self.time_slot.coins.keep(slot.keep_one_in) {
             return;
         }
         // Where the filter cannot say whose command it is (Redis 7.0), reads
@@ -562,7 +561,6 @@ impl Tracking {
         self.recent = spent;
         self.recent_elapsed_ns = elapsed_ns;
         let absorb = spent.worker_absorb_ns as f64 / elapsed_ns.max(1) as f64;
-        self.absorb_share += ABSORB_FOLLOW * (absorb - self.absorb_share);
         let cost = TickCost {
             calls_ns: spent.calls_ns,
             worker_ns: spent.worker_ns,
@@ -574,7 +572,7 @@ impl Tracking {
         if self.sampling == Sampling::Budgeted {
             self.coverage.set_every(self.budget.every());
         }
-        self.thin_accesses();
+        self.thin_accesses(absorb, elapsed_ns);
         if !self.uses_time_slots() && !self.batch.is_empty() {
             self.submit();
         }
@@ -583,16 +581,18 @@ impl Tracking {
 
     /// How thinly accesses are kept within counted slots: what the budget
     /// says; where the share of time counted is fixed (`track-sample N`),
-    /// what keeps the worker taking them in within its fixed share.
-    fn thin_accesses(&mut self) {
+    /// what keeps the worker taking them in within its fixed share, from
+    /// what that cost in the last tick (`absorb`, a share of one core, over
+    /// `elapsed_ns`).
+    fn thin_accesses(&mut self, absorb: f64, elapsed_ns: u64) {
         let before = self.time_slot_keep_one_in();
+        let share = self.worker_share() * ABSORB_PART;
         let keep_one_in = match self.sampling {
             Sampling::Budgeted => self.budget.keep_one_in(),
-            Sampling::Fixed(_) => keep_one_in_within(
-                self.absorb_share,
-                worker::WORKER_CPU_SHARE * ABSORB_PART,
-                before,
-            ),
+            Sampling::Fixed(_) => {
+                let elapsed_s = elapsed_ns as f64 / 1e9;
+                self.thinning.observe(absorb, elapsed_s, before, share)
+            }
         };
         self.keep_one_in = keep_one_in;
         if keep_one_in != before && !self.uses_time_slots() {
@@ -855,10 +855,10 @@ fn push_keys<'a>(
     args: &Args<'a>,
     db: u16,
     slot: TimeSlot,
-    coins: &mut u64,
+    coins: &mut AccessCoins,
 ) {
     if let Some(access) = key_use.single_key() {
-        if keep(coins, slot.keep_one_in) {
+        if coins.keep(slot.keep_one_in) {
             batch.push(db, cmd.arg(1), access, slot, clock::cached_now_ms);
         }
     } else {
@@ -875,13 +875,13 @@ fn push_many_keys<'a>(
     args: &Args<'a>,
     db: u16,
     slot: TimeSlot,
-    coins: &mut u64,
+    coins: &mut AccessCoins,
 ) {
     let now = clock::cached_now_ms;
     if key_use.positions_known() {
         key_use.for_each_key(args, cmd.argc(), |position, access| {
             if let Some(key) = args(position) {
-                if keep(coins, slot.keep_one_in) {
+                if coins.keep(slot.keep_one_in) {
                     batch.push(db, key, access, slot, now);
                 }
             }
@@ -890,7 +890,7 @@ fn push_many_keys<'a>(
         for (position, access) in cmd.server_keys() {
             let access = access.unwrap_or_else(|| key_use.access(args, position));
             if let Some(key) = args(position) {
-                if keep(coins, slot.keep_one_in) {
+                if coins.keep(slot.keep_one_in) {
                     batch.push(db, key, access, slot, now);
                 }
             }

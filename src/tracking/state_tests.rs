@@ -247,3 +247,18 @@ fn a_cluster_node_counts_only_the_keys_it_serves() {
     assert_eq!(reads(&mut t), [((0, "b".into()), 2.0)]);
     assert_eq!(t.figures().commands_redirected, 2);
 }
+
+#[test]
+fn a_fixed_share_of_time_lets_the_worker_take_more_only_when_allowed() {
+    let mut t = tracking(false, false);
+    // The default budget (1% of a core) leaves the fixed bound as it is.
+    t.configure(Sampling::Fixed(1), 0.01, false, None);
+    assert_eq!(t.worker_share(), worker::WORKER_CPU_SHARE);
+    // An operator who allows a whole core lets the worker take it before
+    // it thins: every access of a saturated node is counted.
+    t.configure(Sampling::Fixed(1), 1.0, false, None);
+    assert_eq!(t.worker_share(), 1.0);
+    // Sampling by the budget: the worker's part of it, as before.
+    t.configure(Sampling::Budgeted, 1.0, false, None);
+    assert!(t.worker_share() < 1.0);
+}

@@ -160,6 +160,11 @@ impl CostBudget {
         self.budget = budget.clamp(1e-6, 1.0);
     }
 
+    /// The CPU allowed, a share of one core.
+    pub fn budget(&self) -> f64 {
+        self.budget
+    }
+
     /// One slot in `every` to count now.
     pub fn every(&self) -> u32 {
         self.every

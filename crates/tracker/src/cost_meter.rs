@@ -17,7 +17,7 @@ use crate::thread_clock::thread_cpu_ns;
 use std::time::Instant;
 
 /// Mean spacing of timed calls.
-pub const TIMED_ONE_IN: u32 = 32;
+pub const TIMED_ONE_IN: u32 = 64;
 /// The most one timed call is taken to cost (a command with thousands of
 /// keys, or a client's first command, which asks the server its database,
 /// takes microseconds; a descheduled thread loses milliseconds).

@@ -6,7 +6,8 @@
 //! - [`KeptTimeSlots`]: counted slots discarded for a refusal (Redis 7.0), and
 //!   what the kept ones stand for;
 //! - [`access_thinning`]: within counted slots, one access in `n` kept (by
-//!   a coin each) when counting every one would cost more than the budget;
+//!   a coin each, [`access_coins`]) when counting every one would cost more
+//!   than the budget, or than the worker's fixed share;
 //! - [`KeyBatch`]: the accesses of counted time, gathered cheaply;
 //! - [`Coalescer`]: a key's accesses over a horizon summed into one insert,
 //!   with the variance the slots of time give it;
@@ -21,6 +22,7 @@
 //! Plain Rust: nothing here knows about Redis.
 
 pub mod access;
+pub mod access_coins;
 pub mod access_thinning;
 pub mod client_table;
 pub mod coalescer;

@@ -21,7 +21,7 @@
     clippy::indexing_slicing
 )]
 
-use heavykeeper_tracker::access_thinning::keep;
+use heavykeeper_tracker::access_coins::AccessCoins;
 use heavykeeper_tracker::counting::Sink;
 use heavykeeper_tracker::{
     Access, Counting, Coverage, Insert, KeyBatch, KeyTracker, Ranking, TimeSlot, TrackerShape,
@@ -149,7 +149,7 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
     let (mut slot_end, mut next_read) = (0i64, feeding.read_every_ms);
     let mut slot: Option<TimeSlot> = None;
     let mut seq = 0u32;
-    let mut coins = rng.random::<u64>() | 1;
+    let mut coins = AccessCoins::new(rng.random::<u64>());
     for &(t, key) in events {
         while t >= slot_end {
             hand_over(&mut batch, &mut counting, slot_end);
@@ -172,7 +172,7 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
             counting.current();
             next_read += feeding.read_every_ms;
         }
-        if let Some(slot) = slot.filter(|s| keep(&mut coins, s.keep_one_in)) {
+        if let Some(slot) = slot.filter(|s| coins.keep(s.keep_one_in)) {
             batch.push(0, &key.to_be_bytes(), Access::Read, slot, || t);
             if batch.len() >= 512 {
                 hand_over(&mut batch, &mut counting, t);

@@ -1,0 +1,120 @@
+//! The coins that keep one access in `n` within counted time
+//! ([`crate::access_thinning`] says which `n`).
+
+/// The coins that keep one access in `n`: each access kept on its own with
+/// probability `1/n`, drawn as the gap to the next kept access (a run of
+/// independent coins is a geometric gap, whatever came before: a gap may
+/// be drawn afresh at any point). So an access that is not kept costs a
+/// decrement, and a draw is paid once per kept access, not per access.
+#[derive(Clone, Debug)]
+pub struct AccessCoins {
+    /// xorshift state (never 0).
+    rng: u64,
+    /// Accesses until the next kept one (1: this one).
+    gap: u32,
+    /// The `n` the gap was drawn for.
+    one_in: u32,
+}
+
+impl Default for AccessCoins {
+    /// Fixed coins (seed them with [`AccessCoins::new`] where runs must
+    /// differ).
+    fn default() -> Self {
+        Self::new(0x9e37_79b9_7f4a_7c15)
+    }
+}
+
+impl AccessCoins {
+    pub fn new(seed: u64) -> Self {
+        Self {
+            rng: seed | 1,
+            gap: 1,
+            one_in: 1,
+        }
+    }
+
+    /// Keep this access, one in `keep_one_in`?
+    #[inline(always)]
+    pub fn keep(&mut self, keep_one_in: u32) -> bool {
+        if keep_one_in <= 1 {
+            return true;
+        }
+        if keep_one_in != self.one_in {
+            self.redraw(keep_one_in);
+        }
+        self.gap -= 1;
+        if self.gap > 0 {
+            return false;
+        }
+        self.gap = self.draw_gap();
+        true
+    }
+
+    /// A new `n`: the gap to the next kept access is drawn for it.
+    #[cold]
+    #[inline(never)]
+    fn redraw(&mut self, keep_one_in: u32) {
+        self.one_in = keep_one_in;
+        self.gap = self.draw_gap();
+    }
+
+    /// Geometric with success `1/n`: the least `g >= 1` with
+    /// `(1 - 1/n)^g < u`, `u` uniform in (0, 1].
+    #[inline(never)]
+    fn draw_gap(&mut self) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        // 53 random bits, shifted off zero: `u` in (0, 1].
+        let u = ((self.rng >> 11) as f64 + 1.0) * (1.0 / (1u64 << 53) as f64);
+        let fail = 1.0 - 1.0 / f64::from(self.one_in.max(2));
+        let gap = (u.ln() / fail.ln()).floor() + 1.0;
+        // At most 2^31: a gap past it is as good as never within a slot.
+        gap.clamp(1.0, f64::from(1u32 << 31)) as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coins_keep_one_in_n() {
+        let mut coins = AccessCoins::new(0x1234_5678_9abc_def1);
+        for n in [2u32, 4, 16] {
+            let kept = (0..160_000).filter(|_| coins.keep(n)).count();
+            let expected = 160_000.0 / f64::from(n);
+            // Five standard deviations of a binomial count.
+            let sd = (expected * (1.0 - 1.0 / f64::from(n))).sqrt();
+            assert!((kept as f64 - expected).abs() < 5.0 * sd, "{n}: {kept}");
+        }
+        assert!((0..100).all(|_| coins.keep(1)));
+    }
+
+    #[test]
+    fn each_access_is_kept_on_its_own() {
+        // Independent coins: the gaps between kept accesses are geometric,
+        // so a kept access says nothing of the next (its chance stays 1/n),
+        // and no position in a cycle is favoured.
+        let mut coins = AccessCoins::new(7);
+        let n = 4;
+        let kept: Vec<bool> = (0..400_000).map(|_| coins.keep(n)).collect();
+        let after_kept = kept.windows(2).filter(|w| w[0]).count();
+        let both = kept.windows(2).filter(|w| w[0] && w[1]).count();
+        let p = both as f64 / after_kept as f64;
+        assert!((p - 0.25).abs() < 0.01, "{p}");
+        for phase in 0..4 {
+            let share = kept.iter().skip(phase).step_by(4).filter(|&&k| k).count() as f64
+                / (kept.len() / 4) as f64;
+            assert!((share - 0.25).abs() < 0.01, "phase {phase}: {share}");
+        }
+    }
+
+    #[test]
+    fn a_new_n_takes_effect_at_once() {
+        let mut coins = AccessCoins::new(11);
+        let _ = (0..1000).filter(|_| coins.keep(16)).count();
+        let kept = (0..100_000).filter(|_| coins.keep(2)).count();
+        assert!((kept as f64 / 50_000.0 - 1.0).abs() < 0.02, "{kept}");
+    }
+}
