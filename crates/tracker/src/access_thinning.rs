@@ -24,7 +24,7 @@ const FOLLOW: f64 = 0.1;
 /// seconds of its share. The fixed share is a bound over seconds, not over
 /// a tick: a flood of 300,000 commands at a million a second is counted
 /// whole, a saturation that lasts is thinned within a second or so.
-pub const BURST_SECONDS: f64 = 5.0;
+pub const BURST_SECONDS: f64 = 10.0;
 
 /// Where the share of time counted is fixed (`track-sample N`): one access
 /// in how many to keep so that taking them in fits the worker's share.
@@ -149,8 +149,8 @@ mod tests {
     #[test]
     fn a_lasting_saturation_is_thinned_within_a_second_or_so() {
         let (mut t, mut n) = (ThinningWithinShare::default(), 1);
-        // Ten times the share: the credit (5 s of the share) lasts about
-        // half a second, then 1 in 16 fits (1 in 8 would take 1.25x).
+        // Ten times the share: the credit (10 s of the share) lasts about
+        // a second, then 1 in 16 fits (1 in 8 would take 1.25x).
         run(&mut t, &mut n, 0.18, 5);
         assert_eq!(n, 1);
         run(&mut t, &mut n, 0.18, 15);
@@ -166,9 +166,9 @@ mod tests {
     #[test]
     fn thinning_does_not_feed_on_itself() {
         let (mut t, mut n) = (ThinningWithinShare::default(), 1);
-        // Twice the share, lasting: once the credit is spent, 1 in 2 fits
-        // and stays.
-        run(&mut t, &mut n, 0.036, 100);
+        // Twice the share, lasting: once the credit is spent (after
+        // BURST_SECONDS), 1 in 2 fits and stays.
+        run(&mut t, &mut n, 0.036, 150);
         assert_eq!(n, 2);
         run(&mut t, &mut n, 0.036, 400);
         assert_eq!(n, 2);

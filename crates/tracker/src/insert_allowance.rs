@@ -6,8 +6,10 @@
 //! whole, key by key, and only load that lasts is thinned, at the rate the
 //! budget leaves.
 
-/// Seconds of the insert rate the bucket holds.
-pub const BURST_S: f64 = 1.5;
+/// Seconds of the insert rate the bucket holds: as many as the accesses'
+/// own burst ([`crate::access_thinning::BURST_SECONDS`]), so that a burst
+/// taken in whole is inserted whole too.
+pub const BURST_S: f64 = crate::access_thinning::BURST_SECONDS;
 
 #[derive(Clone, Debug, Default)]
 pub struct InsertAllowance {
@@ -63,20 +65,18 @@ mod tests {
         let mut a = InsertAllowance::default();
         assert_eq!(a.available(0), None, "no rate yet: every key");
         a.set_rate(Some(1000.0));
-        assert_eq!(a.available(0), Some(1500.0), "full at first");
-        a.spend(1500);
+        let full = 1000.0 * BURST_S;
+        assert_eq!(a.available(0), Some(full), "full at first");
+        a.spend(full as u64);
         assert_eq!(a.available(100), Some(100.0), "refilled at the rate");
         a.spend(100);
-        assert_eq!(
-            a.available(10_000),
-            Some(1500.0),
-            "never more than the burst"
-        );
+        let later = (1000.0 * (BURST_S + 1.0)) as i64;
+        assert_eq!(a.available(later), Some(full), "never more than the burst");
         // A lower rate caps what is held.
         a.set_rate(Some(100.0));
-        assert_eq!(a.available(10_000), Some(150.0));
+        assert_eq!(a.available(later), Some(100.0 * BURST_S));
         // Time never runs back.
-        a.spend(150);
-        assert_eq!(a.available(5_000), Some(0.0));
+        a.spend((100.0 * BURST_S) as u64);
+        assert_eq!(a.available(later / 2), Some(0.0));
     }
 }

@@ -49,7 +49,7 @@ pub const QUEUE: usize = 64;
 const IDLE_WAKE: Duration = Duration::from_millis(100);
 /// The most of one core the worker takes before it thins, where the share
 /// of time counted is fixed (`track-sample N`).
-pub const WORKER_CPU_SHARE: f64 = 0.03;
+pub const WORKER_CPU_SHARE: f64 = 0.015;
 /// How often the worker weighs its own CPU time.
 const BRAKE_PERIOD: Duration = Duration::from_millis(50);
 
