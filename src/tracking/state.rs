@@ -9,11 +9,12 @@ use super::routing::Routing;
 use crate::host::clock;
 use crate::host::module_context;
 use heavykeeper_tracker::access_coins::AccessCoins;
-use heavykeeper_tracker::access_thinning::ThinningWithinShare;
+use heavykeeper_tracker::access_thinning::{self, ThinningWithinShare};
 use heavykeeper_tracker::client_table::{ClientTable, Db, Trust};
 use heavykeeper_tracker::command_table::{Args, CommandTable, KeyUse};
 use heavykeeper_tracker::cost_meter::{CostMeter, Spent};
 use heavykeeper_tracker::hash_slot_map::Request;
+use heavykeeper_tracker::insert_allowance;
 use heavykeeper_tracker::name_effect::NameEffect;
 use heavykeeper_tracker::script_watch::ScriptWatch;
 use heavykeeper_tracker::worker::{self, Worker};
@@ -205,7 +206,7 @@ impl Tracking {
     /// the slots, the share counted, what is known of clients go on.
     pub fn reset(&mut self) {
         self.worker = fresh_worker(self.shape, self.in_cluster, self.prefixes.clone());
-        self.worker.set_cpu_share(self.worker_share());
+        self.tell_worker_its_share();
         self.batch.clear();
         self.auth.held().clear();
         self.notified.clear();
@@ -264,7 +265,19 @@ impl Tracking {
             self.coverage.set_every(n);
         }
         self.misses = misses;
+        self.tell_worker_its_share();
+    }
+
+    /// The worker's share, and how long a burst of inserts it may take:
+    /// where the share is fixed, a burst taken in whole is inserted whole
+    /// too; under a budget, bursts are what the budget's sampling answers,
+    /// and inserts keep to it closely.
+    fn tell_worker_its_share(&self) {
         self.worker.set_cpu_share(self.worker_share());
+        self.worker.set_insert_burst(match self.sampling {
+            Sampling::Fixed(_) => access_thinning::BURST_SECONDS,
+            Sampling::Budgeted => insert_allowance::BURST_S,
+        });
     }
 
     /// What the worker may take before it thins: its part of the budget;
@@ -504,7 +517,12 @@ impl Tracking {
             return self.submit();
         }
         let kept = !self.time_slot.overflowed && self.auth.slot_clean(ctx);
-        self.kept.closed(kept);
+        // Its length (the slot has not ended yet: `began` is still set).
+        let length_ms = self
+            .time_slot
+            .began
+            .map_or(0.0, |b| b.elapsed().as_secs_f64() * 1000.0);
+        self.kept.closed(kept, length_ms);
         if kept {
             return self.submit();
         }

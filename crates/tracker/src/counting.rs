@@ -143,6 +143,11 @@ impl<S: Sink> Counting<S> {
 
     /// How many inserts a second the sketches may take from now on
     /// (`None`: as many as there are keys).
+    /// How many seconds of the insert rate a burst may take at once.
+    pub fn set_insert_burst(&mut self, seconds: f64) {
+        self.allowance.set_burst(seconds);
+    }
+
     pub fn set_insert_rate(&mut self, rate: Option<f64>) {
         self.allowance.set_rate(rate);
     }

@@ -6,30 +6,51 @@
 //! whole, key by key, and only load that lasts is thinned, at the rate the
 //! budget leaves.
 
-/// Seconds of the insert rate the bucket holds: as many as the accesses'
-/// own burst ([`crate::access_thinning::BURST_SECONDS`]), so that a burst
-/// taken in whole is inserted whole too.
-pub const BURST_S: f64 = crate::access_thinning::BURST_SECONDS;
+/// Seconds of the insert rate the bucket holds unless told otherwise
+/// ([`InsertAllowance::set_burst`]: where the worker's share is fixed, as
+/// long as the accesses' own burst, so that a burst taken in whole is
+/// inserted whole too).
+pub const BURST_S: f64 = 1.5;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct InsertAllowance {
     /// Inserts a second (`None`: not known yet, every key is inserted).
     rate: Option<f64>,
     tokens: f64,
     /// The time (ms, of the accesses) it was last refilled at.
     last_ms: Option<i64>,
+    /// Seconds of the rate the bucket holds.
+    burst_s: f64,
+}
+
+impl Default for InsertAllowance {
+    fn default() -> Self {
+        Self {
+            rate: None,
+            tokens: 0.0,
+            last_ms: None,
+            burst_s: BURST_S,
+        }
+    }
 }
 
 impl InsertAllowance {
+    /// How many seconds of the rate the bucket holds from now on.
+    pub fn set_burst(&mut self, seconds: f64) {
+        if seconds.is_finite() && seconds > 0.0 {
+            self.burst_s = seconds;
+        }
+    }
+
     /// The rate from now on; the bucket starts full the first time.
     pub fn set_rate(&mut self, rate: Option<f64>) {
         let rate = rate.filter(|r| r.is_finite() && *r > 0.0);
         if self.rate.is_none() {
-            self.tokens = rate.map_or(0.0, |r| r * BURST_S);
+            self.tokens = rate.map_or(0.0, |r| r * self.burst_s);
         }
         self.rate = rate;
         if let Some(r) = rate {
-            self.tokens = self.tokens.min(r * BURST_S);
+            self.tokens = self.tokens.min(r * self.burst_s);
         }
     }
 
@@ -42,7 +63,7 @@ impl InsertAllowance {
         let rate = self.rate?;
         if let Some(last) = self.last_ms {
             let seconds = (now_ms - last).max(0) as f64 / 1000.0;
-            self.tokens = (self.tokens + rate * seconds).min(rate * BURST_S);
+            self.tokens = (self.tokens + rate * seconds).min(rate * self.burst_s);
         }
         self.last_ms = Some(self.last_ms.map_or(now_ms, |l| l.max(now_ms)));
         Some(self.tokens)

@@ -122,6 +122,12 @@ impl Worker {
             .store(share.clamp(1e-6, 1.0).to_bits(), Ordering::Relaxed);
     }
 
+    /// How many seconds of its insert rate a burst may take at once (set
+    /// when the settings change: it waits for the sketches).
+    pub fn set_insert_burst(&self, seconds: f64) {
+        lock(&self.shared.counting).set_insert_burst(seconds);
+    }
+
     /// Counts key prefixes by `rule` from now on (`None`: not at all).
     pub fn set_prefixes(&self, rule: Option<PrefixRule>) {
         lock(&self.shared.counting).set_prefixes(rule);
