@@ -338,13 +338,15 @@ fn a_stranger_sending_all_along_skews_no_one_elses_count() {
     // says something. (Within a fixed 20% it failed 1-3 runs in 8: kept
     // slots were weighed by their number, not their time, and read
     // 0.74-0.92 of the truth; now 0.86-1.17, mean 1.00 over 12 runs.)
+    // (Where every access counted, as on 7.2+, low = count = high give or
+    // take a rounding: half an access is allowed for it.)
     let bar = if truth < count {
         count - low
     } else {
         high - count
     };
     assert!(
-        (count - truth).abs() <= 2.0 * bar && high - low < count,
+        (count - truth).abs() <= 2.0 * bar.max(0.0) + 0.5 && high - low < count,
         "real:steady counted {count} of {truth} sent, bar [{low}, {high}] (slots discarded: {discarded:?})"
     );
 }
