@@ -284,27 +284,18 @@ fn sampling_a_sixteenth_of_the_time_keeps_counts_right() {
     );
     let mut con = server.client();
     let sent = for_a_while(&mut con, 4_000, &["GET", "hot"]) as f64;
-    let row: Vec<Value> = redis::cmd("HK.HOTKEYS")
-        .arg("WITHBOUNDS")
-        .query(&mut con)
-        .expect("HK.HOTKEYS WITHBOUNDS");
-    let f = |i: usize| -> f64 { redis::from_redis_value(&row[i]).expect("a number") };
-    let (rate, count, low, high) = (f(2), f(3), f(4) * f(3) / f(2), f(5) * f(3) / f(2));
+    let hot = common::hotkeys_with_bounds(&mut con, 10)
+        .into_iter()
+        .find_map(|(k, b)| (k == "hot").then_some(b))
+        .unwrap_or_default();
+    let (count, low, high) = (hot.count, hot.low, hot.high);
     assert!(
-        rate > 0.0 && low <= count && count <= high,
+        hot.rate > 0.0 && low <= count && count <= high,
         "{low} {count} {high}"
     );
     // Within twice the 95% bar (about four standard errors: a true bar
     // fails this once in ten thousand readings).
-    let bar = if sent < count {
-        count - low
-    } else {
-        high - count
-    };
-    assert!(
-        (count - sent).abs() <= 2.0 * bar.max(0.0) + 0.5,
-        "{count} for {sent}: bar [{low}, {high}]"
-    );
+    assert!(hot.holds(sent), "{count} for {sent}: bar [{low}, {high}]");
     // The filter saw a small share of the commands: between windows it is
     // not there at all. (About a sixteenth of the time; fewer commands than
     // that where the filter's own cost slows the server, as in a debug

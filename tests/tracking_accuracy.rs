@@ -16,7 +16,7 @@
 
 use test_harness as common;
 
-use common::{info_field, Server};
+use common::{info_field, CountBounds, Server};
 use redis::Connection;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -32,38 +32,32 @@ fn alone() -> std::sync::MutexGuard<'static, ()> {
 
 /// The defaults, with a half-life long enough that counts are totals.
 const DEFAULTS: &[&str] = &["track", "yes", "track-halflife", "86400"];
+/// The same, counting every command (`track-sample 1`).
+const EVERY_COMMAND: &[&str] = &[
+    "track",
+    "yes",
+    "track-halflife",
+    "86400",
+    "track-sample",
+    "1",
+];
 
-/// A listed key's count, and its count's 95% bounds.
-#[derive(Clone, Copy, Debug)]
-struct Listed {
-    count: f64,
-    low: f64,
-    high: f64,
+/// `GET`s at saturation (`redis-benchmark -P 16 -c 8` over 100,000 keys)
+/// until killed.
+fn flood(server: &Server) -> std::process::Child {
+    std::process::Command::new("redis-benchmark")
+        .args(["-p", &server.port.to_string(), "-q", "-t", "get"])
+        .args(["-n", "100000000", "-P", "16", "-c", "8", "-r", "100000"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-benchmark")
 }
 
 /// `HK.HOTKEYS COUNT 1000 WITHBOUNDS`, by key: the rates' bounds turned
 /// into the counts'.
-fn listed(con: &mut Connection) -> HashMap<String, Listed> {
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg("COUNT")
-        .arg(1000)
-        .arg("WITHBOUNDS")
-        .query(con)
-        .expect("HK.HOTKEYS");
-    flat.chunks(6)
-        .map(|row| {
-            let key: String = redis::from_redis_value(&row[0]).expect("a key");
-            let f = |i: usize| -> f64 { redis::from_redis_value(&row[i]).expect("a number") };
-            let (rate, count) = (f(2), f(3));
-            let per = if rate > 0.0 { count / rate } else { 0.0 };
-            let listed = Listed {
-                count,
-                low: f(4) * per,
-                high: f(5) * per,
-            };
-            (key, listed)
-        })
-        .collect()
+fn listed(con: &mut Connection) -> HashMap<String, CountBounds> {
+    common::hotkeys_with_bounds(con, 1000).into_iter().collect()
 }
 
 /// The truth `sent` of `key` is where its count says: exact where every
@@ -71,7 +65,7 @@ fn listed(con: &mut Connection) -> HashMap<String, Listed> {
 /// 95% bar (about four standard errors: a true bar fails this once in ten
 /// thousand readings).
 fn assert_count_holds(
-    counts: &HashMap<String, Listed>,
+    counts: &HashMap<String, CountBounds>,
     sent: &traffic::Sent,
     key: &str,
     exact: bool,
@@ -124,7 +118,7 @@ fn mix(scale: usize) -> Vec<Shape> {
     ]
 }
 
-fn ratio(counts: &HashMap<String, Listed>, sent: &traffic::Sent, key: &str) -> f64 {
+fn ratio(counts: &HashMap<String, CountBounds>, sent: &traffic::Sent, key: &str) -> f64 {
     counts.get(key).map_or(0.0, |l| l.count) / sent.of(key).max(1) as f64
 }
 
@@ -250,21 +244,7 @@ fn reading_twenty_times_a_second_and_resetting_change_no_count() {
 fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() {
     let _alone = alone();
     let server = Server::start_configured(DEFAULTS, &[]);
-    let mut flood = std::process::Command::new("redis-benchmark")
-        .args([
-            "-p",
-            &server.port.to_string(),
-            "-q",
-            "-t",
-            "get",
-            "-n",
-            "100000000",
-        ])
-        .args(["-P", "16", "-c", "8", "-r", "100000"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redis-benchmark");
+    let mut flood = flood(&server);
     let mut con = server.client();
     common::wait_until(
         "the tracker samples the flood",
@@ -291,17 +271,7 @@ fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() 
 #[test]
 fn counting_every_command_takes_a_burst_whole() {
     let _alone = alone();
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-halflife",
-            "86400",
-            "track-sample",
-            "1",
-        ],
-        &[],
-    );
+    let server = Server::start_configured(EVERY_COMMAND, &[]);
     let mut con = server.client();
     let sent: Vec<(String, usize)> = (0..400)
         .map(|i| (format!("burst:{i}"), 16_000 / (i + 1)))
@@ -338,24 +308,8 @@ fn counting_every_command_takes_a_burst_whole() {
 #[test]
 fn a_lasting_flood_is_thinned_to_the_workers_share_and_thinning_ends_with_it() {
     let _alone = alone();
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-halflife",
-            "86400",
-            "track-sample",
-            "1",
-        ],
-        &[],
-    );
-    let mut flood = std::process::Command::new("redis-benchmark")
-        .args(["-p", &server.port.to_string(), "-q", "-t", "get"])
-        .args(["-n", "100000000", "-P", "16", "-c", "8", "-r", "100000"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("redis-benchmark");
+    let server = Server::start_configured(EVERY_COMMAND, &[]);
+    let mut flood = flood(&server);
     let mut con = server.client();
     let kept = |con: &mut Connection| -> f64 {
         info_field(

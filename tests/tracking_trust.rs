@@ -258,17 +258,7 @@ fn refused_commands_neither_count_nor_skew_the_others() {
     let _alone = alone();
     // Every command counted (a sampled budget in a debug build spread the
     // count past 5%).
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-halflife",
-            "3600",
-        ],
-        &[],
-    );
+    let server = Server::start_configured(common::TRACK_EVERY_COMMAND, &[]);
     let url = server.url();
     let shapes = [
         traffic::Shape::Steady {
@@ -328,44 +318,24 @@ fn a_stranger_sending_all_along_skews_no_one_elses_count() {
     let keys = listed(&mut admin);
     assert!(keys.iter().all(|(k, _)| k != "planted:along"), "{keys:?}");
     let truth = sent.of("real:steady") as f64;
-    let (count, low, high) = count_and_bounds(&mut admin, "real:steady");
+    let steady = common::hotkeys_with_bounds(&mut admin, 100)
+        .into_iter()
+        .find_map(|(k, b)| (k == "real:steady").then_some(b))
+        .unwrap_or_default();
     let discarded = info_field(
         &mut admin,
         "heavykeeper",
         "heavykeeper_tracker_slots_discarded",
     );
-    // Within twice its 95% bar (about four standard errors), and the bar
-    // says something. (Within a fixed 20% it failed 1-3 runs in 8: kept
-    // slots were weighed by their number, not their time, and read
-    // 0.74-0.92 of the truth; now 0.86-1.17, mean 1.00 over 12 runs.)
-    // (Where every access counted, as on 7.2+, low = count = high give or
-    // take a rounding: half an access is allowed for it.)
-    let bar = if truth < count {
-        count - low
-    } else {
-        high - count
-    };
+    // Within twice its 95% bar, and the bar says something. (Within a
+    // fixed 20% it failed 1-3 runs in 8: kept slots were weighed by their
+    // number, not their time, and read 0.74-0.92 of the truth; now
+    // 0.86-1.17, mean 1.00 over 12 runs.)
     assert!(
-        (count - truth).abs() <= 2.0 * bar.max(0.0) + 0.5 && high - low < count,
-        "real:steady counted {count} of {truth} sent, bar [{low}, {high}] (slots discarded: {discarded:?})"
+        steady.holds(truth) && steady.high - steady.low < steady.count,
+        "real:steady counted {} of {truth} sent, bar [{}, {}] (slots discarded: {discarded:?})",
+        steady.count,
+        steady.low,
+        steady.high
     );
-}
-
-/// `key`'s count and its count's 95% bounds (`HK.HOTKEYS WITHBOUNDS`:
-/// the rate's bounds turned into the count's); zeros where not listed.
-fn count_and_bounds(con: &mut Connection, key: &str) -> (f64, f64, f64) {
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg("COUNT")
-        .arg(100)
-        .arg("WITHBOUNDS")
-        .query(con)
-        .expect("HK.HOTKEYS WITHBOUNDS");
-    flat.chunks(6)
-        .find(|row| redis::from_redis_value::<String>(&row[0]).is_ok_and(|k| k == key))
-        .map_or((0.0, 0.0, 0.0), |row| {
-            let f = |i: usize| -> f64 { redis::from_redis_value(&row[i]).expect("a number") };
-            let (rate, count) = (f(2), f(3));
-            let per = if rate > 0.0 { count / rate } else { 0.0 };
-            (count, f(4) * per, f(5) * per)
-        })
 }

@@ -382,6 +382,57 @@ pub fn wait_until(what: &str, limit: Duration, mut condition: impl FnMut() -> bo
     }
 }
 
+/// A listed key's rate and count, and its count's 95% bounds (the rate's
+/// bounds `WITHBOUNDS` gives, turned into the count's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CountBounds {
+    pub rate: f64,
+    pub count: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl CountBounds {
+    /// Is `truth` within twice the 95% bar on its side (about four
+    /// standard errors: a true bar fails this once in ten thousand
+    /// readings)? Where every access counted, low = count = high give or
+    /// take a rounding: half an access is allowed for it.
+    pub fn holds(&self, truth: f64) -> bool {
+        let bar = if truth < self.count {
+            self.count - self.low
+        } else {
+            self.high - self.count
+        };
+        (self.count - truth).abs() <= 2.0 * bar.max(0.0) + 0.5
+    }
+}
+
+/// `HK.HOTKEYS COUNT count WITHBOUNDS`: each key listed, in order, with its
+/// rate, count and bounds.
+pub fn hotkeys_with_bounds(con: &mut Connection, count: usize) -> Vec<(String, CountBounds)> {
+    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("COUNT")
+        .arg(count)
+        .arg("WITHBOUNDS")
+        .query(con)
+        .expect("HK.HOTKEYS WITHBOUNDS");
+    flat.chunks(6)
+        .map(|row| {
+            let key: String = redis::from_redis_value(&row[0]).expect("a key");
+            let f = |i: usize| -> f64 { redis::from_redis_value(&row[i]).expect("a number") };
+            let (rate, count) = (f(2), f(3));
+            let per = if rate > 0.0 { count / rate } else { 0.0 };
+            let bounds = CountBounds {
+                rate,
+                count,
+                low: f(4) * per,
+                high: f(5) * per,
+            };
+            (key, bounds)
+        })
+        .collect()
+}
+
 /// A field of `INFO section`.
 pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<String> {
     let info: String = redis::cmd("INFO").arg(section).query(con).ok()?;
