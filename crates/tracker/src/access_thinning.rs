@@ -71,11 +71,6 @@ impl ThinningWithinShare {
         }
         keep_one_in_within(self.whole, share, current)
     }
-
-    /// The running cost of taking in every access, a share of one core.
-    pub fn whole(&self) -> f64 {
-        self.whole
-    }
 }
 
 /// The least `n` at which taking accesses in fits `share` of a core, when
