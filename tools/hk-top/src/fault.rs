@@ -30,11 +30,24 @@ pub fn stop_if_asked(place: &str) {
 /// `HK_TOP_TEST_SLOT_PAUSE_MS=n` waits `n` ms before each slot's move, so
 /// that the tests can land a fault between two slots, or in one.
 pub fn pause_before_slot() {
+    pause_as_asked("HK_TOP_TEST_SLOT_PAUSE_MS");
+}
+
+/// `HK_TOP_TEST_LEASE_PAUSE_MS=n` waits `n` ms between the run's first
+/// reading of the cluster and its taking the lease, so that the tests can
+/// let another run move slots in between.
+pub fn pause_before_lease() {
+    pause_as_asked("HK_TOP_TEST_LEASE_PAUSE_MS");
+}
+
+fn pause_as_asked(variable: &str) {
     #[cfg(debug_assertions)]
-    if let Some(ms) = std::env::var("HK_TOP_TEST_SLOT_PAUSE_MS")
+    if let Some(ms) = std::env::var(variable)
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
+    #[cfg(not(debug_assertions))]
+    let _ = variable;
 }

@@ -493,6 +493,64 @@ fn two_runs_at_once_never_both_move_slots() {
     );
 }
 
+/// A run that read the cluster, then waited while another took the lease,
+/// moved the planned slots and let go, checks its plan against the cluster
+/// as it is once it holds the lease: the plan is stale, nothing is moved
+/// twice.
+#[test]
+fn a_run_that_waited_for_the_lease_checks_its_plan_on_the_cluster_as_it_is_then() {
+    let scene = Scene::new(10, 20, false);
+    let ids: Vec<String> = scene.cluster.nodes.iter().map(|n| n.address()).collect();
+    let moves: Vec<Json> = (scene.keys.iter())
+        .filter(|k| k.1 == 0)
+        .map(|k| slot_of(&k.0))
+        .collect::<std::collections::BTreeSet<u16>>()
+        .into_iter()
+        .take(3)
+        .map(|s| serde_json::json!({"slot": s, "from": ids[0], "to": ids[1]}))
+        .collect();
+    let plan = scene.dir.path().join("plan.json");
+    std::fs::write(&plan, serde_json::json!({ "moves": moves }).to_string()).unwrap();
+    let args = |journal: &str| -> Vec<String> {
+        let journal = scene.dir.path().join(journal);
+        [
+            "-p",
+            &scene.port(),
+            "rebalance",
+            "--json",
+            "--apply",
+            "--migration",
+            "standard",
+            "--plan",
+            plan.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let late_args = args("late.json");
+    let late_args: Vec<&str> = late_args.iter().map(String::as_str).collect();
+    let late = hk_top_spawn(&late_args, &[("HK_TOP_TEST_LEASE_PAUSE_MS", "3000")]);
+    sleep(Duration::from_millis(500));
+    let first_args = args("first.json");
+    let first_args: Vec<&str> = first_args.iter().map(String::as_str).collect();
+    let first = hk_top_spawn(&first_args, &[]).wait_with_output().unwrap();
+    assert!(first.status.success(), "{}", text(&first));
+    assert_eq!(
+        json_of(&first)["applied"]["moves_done"],
+        3,
+        "{}",
+        text(&first)
+    );
+    let late = late.wait_with_output().unwrap();
+    assert_eq!(late.status.code(), Some(3), "{}", text(&late));
+    let said = String::from_utf8_lossy(&late.stderr);
+    assert!(said.contains("stale"), "{said}");
+    assert_no_slot_half_way(&scene.cluster);
+    scene.assert_intact();
+}
+
 /// A plan file that lists a slot twice, or sends one to a node that is not
 /// a primary, is refused whole (exit 3) with nothing moved.
 #[test]

@@ -280,7 +280,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         return Ok(ExitCode::SUCCESS);
     }
     let mut journal = open_journal(args, &views)?;
-    let lease = Lease::take(o.connection, &views)?;
+    let (lease, views, health) = hold_cluster(o, &views)?;
     let mut link = args.link(o.connection);
     let settings = args.settings(o.connection);
     let mut on_move = |_: &MoveMade| {};
@@ -403,6 +403,20 @@ fn reviewed_plan(path: &std::path::Path, views: &topology::Views) -> Result<Plan
         plan_file::parse(&text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
     plan_file::check(&plan, views)?;
     Ok(plan)
+}
+
+/// Takes the cluster's lease, then reads the cluster again under it: a run
+/// that held the lease until a moment ago may have moved slots since the
+/// first reading, and a plan checked against that reading would pass
+/// stale (seen: a second run "moving" five slots already moved).
+fn hold_cluster(
+    o: &Cluster<'_>,
+    first: &topology::Views,
+) -> Result<(Lease, topology::Views, health::Health), Error> {
+    crate::fault::pause_before_lease();
+    let lease = Lease::take(o.connection, first)?;
+    let (views, health) = apply::settled(o.connection, o.address)?;
+    Ok((lease, views, health))
 }
 
 fn open_journal(args: &Args, views: &topology::Views) -> Result<Journal, Error> {

@@ -12,9 +12,8 @@ use super::apply::{self, MoveMade, Report, Run};
 use super::cpu::CpuWatch;
 use super::error::Error;
 use super::interrupt::Stop;
-use super::lease::Lease;
 use super::measure::{self, Meter, Source};
-use super::{interrupted, log, open_journal, report_json, Action, Args, Cluster};
+use super::{hold_cluster, interrupted, log, open_journal, report_json, Action, Args, Cluster};
 use heavykeeper_rebalance::{Cooldown, Plan, Verdict, Watch};
 use serde_json::json;
 use std::cell::Cell;
@@ -25,7 +24,7 @@ use std::time::{Duration, Instant};
 const FAILED_ROUNDS: u32 = 3;
 
 pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, health) = apply::settled(o.connection, o.address)?;
+    let (views, _) = apply::settled(o.connection, o.address)?;
     let source = measure::choose_source(
         o.connection,
         &views.primaries(),
@@ -33,7 +32,7 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
     )?;
     let measure = args.measure_for(source)?;
     let mut journal = open_journal(args, &views)?;
-    let lease = Lease::take(o.connection, &views)?;
+    let (lease, views, health) = hold_cluster(o, &views)?;
     let mut link = args.link(o.connection);
     let settings = args.settings(o.connection);
     let round = Cell::new(0u64);
