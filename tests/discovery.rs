@@ -12,7 +12,7 @@
 
 use test_harness as common;
 
-use common::{info_field, value, Server};
+use common::{info_field, value, wait_for_lazy_frees, Server};
 use redis::Value;
 use std::collections::HashMap;
 
@@ -111,6 +111,7 @@ fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
     assert_eq!(field(&mut con, "sketches"), 3);
     let _: () = redis::cmd("DEL").arg("a").query(&mut con).unwrap();
     let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    wait_for_lazy_frees(&mut con);
     assert_eq!(field(&mut con, "sketches"), 2);
     let memory = field(&mut con, "sketch_memory_bytes");
     let both = usage(&mut con, "b") + usage(&mut con, "c");

@@ -442,6 +442,21 @@ pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<St
     })
 }
 
+/// Waits until the server's background thread has freed what it was handed
+/// (`lazyfree_pending_objects` 0): Valkey frees a large value apart from the
+/// command that dropped it (`DEL`, a flush, `DEBUG RELOAD`), and the
+/// module's figures count a sketch until its free callback ran.
+pub fn wait_for_lazy_frees(con: &mut Connection) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while info_field(con, "memory", "lazyfree_pending_objects").is_some_and(|n| n != "0") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lazy frees still pending after 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Does the server's command filter say which client sent a command
 /// (Redis 7.2+, Valkey)? Redis 7.0's does not: the tracker then counts
 /// every key in database 0.
