@@ -68,6 +68,11 @@ impl Scene {
     /// `rebalance --json --apply --migration standard` with this scene's
     /// journal and no cooldown, then `extra`.
     fn apply_args(&self, extra: &[&str]) -> Vec<String> {
+        self.apply_args_with(&self.journal(), extra)
+    }
+
+    /// The same with the journal at `journal` (a second run of its own).
+    fn apply_args_with(&self, journal: &std::path::Path, extra: &[&str]) -> Vec<String> {
         let mut args: Vec<String> = [
             "-p",
             &self.port(),
@@ -79,7 +84,7 @@ impl Scene {
             "--cooldown-s",
             "0",
             "--journal",
-            self.journal().to_str().unwrap(),
+            journal.to_str().unwrap(),
         ]
         .iter()
         .map(|s| s.to_string())
@@ -95,9 +100,40 @@ impl Scene {
     }
 
     fn spawn(&self, extra: &[&str], env: &[(&str, &str)]) -> std::process::Child {
-        let args = self.apply_args(extra);
+        self.spawn_with(&self.journal(), extra, env)
+    }
+
+    fn spawn_with(
+        &self,
+        journal: &std::path::Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> std::process::Child {
+        let args = self.apply_args_with(journal, extra);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         hk_top_spawn(&args, env)
+    }
+
+    /// The first `n` slots of the first node's keys.
+    fn first_nodes_slots(&self, n: usize) -> Vec<u16> {
+        (self.keys.iter())
+            .filter(|k| k.1 == 0)
+            .map(|k| slot_of(&k.0))
+            .collect::<std::collections::BTreeSet<u16>>()
+            .into_iter()
+            .take(n)
+            .collect()
+    }
+
+    /// A plan file named `name` moving `slots` from `from` to `to`; its
+    /// `--plan` argument.
+    fn write_plan(&self, name: &str, slots: &[u16], from: &str, to: &str) -> String {
+        let moves: Vec<Json> = (slots.iter())
+            .map(|s| serde_json::json!({"slot": s, "from": from, "to": to}))
+            .collect();
+        let plan = self.dir.path().join(name);
+        std::fs::write(&plan, serde_json::json!({ "moves": moves }).to_string()).unwrap();
+        plan.to_str().unwrap().to_string()
     }
 
     /// The clients saw no failure, every key is where and what it should
@@ -409,13 +445,7 @@ fn a_run_killed_at_any_step_is_finished_or_rolled_back_by_the_next() {
 fn two_runs_at_once_never_both_move_slots() {
     let scene = Scene::new(30, 50, false);
     let ids: Vec<String> = scene.cluster.nodes.iter().map(|n| n.address()).collect();
-    let slots: Vec<u16> = (scene.keys.iter())
-        .filter(|k| k.1 == 0)
-        .map(|k| slot_of(&k.0))
-        .collect::<std::collections::BTreeSet<u16>>()
-        .into_iter()
-        .take(5)
-        .collect();
+    let slots = scene.first_nodes_slots(5);
     let mut held = 0;
     for pair in 0..30 {
         let (from, to) = if pair % 2 == 0 {
@@ -423,35 +453,13 @@ fn two_runs_at_once_never_both_move_slots() {
         } else {
             (&ids[1], &ids[0])
         };
-        let moves: Vec<Json> = (slots.iter())
-            .map(|s| serde_json::json!({"slot": s, "from": from, "to": to}))
-            .collect();
-        let plan = scene.dir.path().join(format!("plan{pair}.json"));
-        std::fs::write(&plan, serde_json::json!({ "moves": moves }).to_string()).unwrap();
+        let plan = scene.write_plan(&format!("plan{pair}.json"), &slots, from, to);
         let journals = [
             scene.dir.path().join("a.json"),
             scene.dir.path().join("b.json"),
         ];
         let children: Vec<std::process::Child> = (journals.iter())
-            .map(|j| {
-                let port = scene.port();
-                hk_top_spawn(
-                    &[
-                        "-p",
-                        &port,
-                        "rebalance",
-                        "--json",
-                        "--apply",
-                        "--migration",
-                        "standard",
-                        "--plan",
-                        plan.to_str().unwrap(),
-                        "--journal",
-                        j.to_str().unwrap(),
-                    ],
-                    &[],
-                )
-            })
+            .map(|j| scene.spawn_with(j, &["--plan", &plan], &[]))
             .collect();
         let outs: Vec<std::process::Output> = children
             .into_iter()
@@ -501,41 +509,21 @@ fn two_runs_at_once_never_both_move_slots() {
 fn a_run_that_waited_for_the_lease_checks_its_plan_on_the_cluster_as_it_is_then() {
     let scene = Scene::new(10, 20, false);
     let ids: Vec<String> = scene.cluster.nodes.iter().map(|n| n.address()).collect();
-    let moves: Vec<Json> = (scene.keys.iter())
-        .filter(|k| k.1 == 0)
-        .map(|k| slot_of(&k.0))
-        .collect::<std::collections::BTreeSet<u16>>()
-        .into_iter()
-        .take(3)
-        .map(|s| serde_json::json!({"slot": s, "from": ids[0], "to": ids[1]}))
-        .collect();
-    let plan = scene.dir.path().join("plan.json");
-    std::fs::write(&plan, serde_json::json!({ "moves": moves }).to_string()).unwrap();
-    let args = |journal: &str| -> Vec<String> {
-        let journal = scene.dir.path().join(journal);
-        [
-            "-p",
-            &scene.port(),
-            "rebalance",
-            "--json",
-            "--apply",
-            "--migration",
-            "standard",
-            "--plan",
-            plan.to_str().unwrap(),
-            "--journal",
-            journal.to_str().unwrap(),
-        ]
-        .map(String::from)
-        .to_vec()
-    };
-    let late_args = args("late.json");
-    let late_args: Vec<&str> = late_args.iter().map(String::as_str).collect();
-    let late = hk_top_spawn(&late_args, &[("HK_TOP_TEST_LEASE_PAUSE_MS", "3000")]);
+    let plan = scene.write_plan("plan.json", &scene.first_nodes_slots(3), &ids[0], &ids[1]);
+    let late = scene.spawn_with(
+        &scene.dir.path().join("late.json"),
+        &["--plan", &plan],
+        &[("HK_TOP_TEST_LEASE_PAUSE_MS", "3000")],
+    );
     sleep(Duration::from_millis(500));
-    let first_args = args("first.json");
-    let first_args: Vec<&str> = first_args.iter().map(String::as_str).collect();
-    let first = hk_top_spawn(&first_args, &[]).wait_with_output().unwrap();
+    let first = scene
+        .spawn_with(
+            &scene.dir.path().join("first.json"),
+            &["--plan", &plan],
+            &[],
+        )
+        .wait_with_output()
+        .unwrap();
     assert!(first.status.success(), "{}", text(&first));
     assert_eq!(
         json_of(&first)["applied"]["moves_done"],
