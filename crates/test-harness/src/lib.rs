@@ -447,14 +447,9 @@ pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<St
 /// command that dropped it (`DEL`, a flush, `DEBUG RELOAD`), and the
 /// module's figures count a sketch until its free callback ran.
 pub fn wait_for_lazy_frees(con: &mut Connection) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while info_field(con, "memory", "lazyfree_pending_objects").is_some_and(|n| n != "0") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "lazy frees still pending after 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until("the lazy frees", Duration::from_secs(10), || {
+        info_field(con, "memory", "lazyfree_pending_objects").is_none_or(|n| n == "0")
+    });
 }
 
 /// Does the server's command filter say which client sent a command
