@@ -192,7 +192,7 @@ impl Tracking {
             in_cluster,
             routing: Routing::default(),
             names_clients,
-            kept: KeptTimeSlots::new(rand::random()),
+            kept: KeptTimeSlots::new(),
             figures: Figures::default(),
             notified: HashSet::new(),
             ticks: 0,
@@ -465,9 +465,7 @@ impl Tracking {
         self.conclude_check();
         let was_counted = self.time_slot.counted.is_some();
         self.end_time_slot(ctx);
-        let checked = self.auth.checks_slots(self.names_clients);
-        let weight =
-            (self.coverage.next_time_slot()).map(|w| if checked { self.kept.weight(w) } else { w });
+        let weight = self.coverage.next_time_slot();
         let keep_one_in = self.keep_one_in;
         self.time_slot.counted = weight.map(|w| {
             self.time_slot.seq = self.time_slot.seq.wrapping_add(1);
@@ -522,8 +520,9 @@ impl Tracking {
             .time_slot
             .began
             .map_or(0.0, |b| b.elapsed().as_secs_f64() * 1000.0);
-        self.kept.closed(kept, length_ms);
-        if kept {
+        let weight = self.time_slot.counted.map_or(1, |s| s.weight);
+        if let Some(stands_for) = self.kept.closed(kept, length_ms, weight) {
+            self.batch.stand_for(stands_for);
             return self.submit();
         }
         self.figures.time_slots_discarded += 1;

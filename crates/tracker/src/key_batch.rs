@@ -136,6 +136,12 @@ impl KeyBatch {
         self.time_slot.access_weight()
     }
 
+    /// The slot they were gathered in was kept standing for `weight`
+    /// slots: its own and those discarded ([`crate::KeptTimeSlots`]).
+    pub fn stand_for(&mut self, weight: u32) {
+        self.time_slot = self.time_slot.standing_for(weight);
+    }
+
     /// The slot of time the accesses were gathered in.
     pub fn time_slot(&self) -> TimeSlot {
         self.time_slot

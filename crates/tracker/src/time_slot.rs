@@ -56,6 +56,14 @@ impl TimeSlot {
         }
     }
 
+    /// The same slot standing for `weight` slots.
+    pub fn standing_for(self, weight: u32) -> Self {
+        Self {
+            weight: weight.max(1),
+            ..self
+        }
+    }
+
     /// What one access kept stands for.
     pub fn access_weight(self) -> u64 {
         u64::from(self.weight.max(1)) * u64::from(self.keep_one_in.max(1))
@@ -99,6 +107,7 @@ mod tests {
     fn an_access_kept_one_in_n_stands_for_n_more() {
         let slot = TimeSlot::new(1, 4).keeping_one_in(8);
         assert_eq!(slot.access_weight(), 32);
+        assert_eq!(slot.standing_for(12).access_weight(), 96);
         assert_eq!(slot.thinning_variance(), 32.0 * 28.0);
         // Every slot counted, one access in 8 kept: Bernoulli's w (w - 1).
         assert_eq!(
