@@ -113,9 +113,12 @@ pub fn reset() -> bool {
 pub fn hottest(ranking: Ranking, count: usize) -> Option<Vec<HotKey>> {
     let now = clock::now_ms();
     with_state(|state| {
-        state
-            .as_mut()
-            .map(|t| t.current().tracker().hottest(ranking, count, now))
+        state.as_mut().map(|t| {
+            // Time discarded whose weight no kept slot carries yet.
+            let carried = t.carried_seconds();
+            let rows = t.current().tracker().hottest(ranking, count, now);
+            rows.into_iter().map(|r| r.allowing_for(carried)).collect()
+        })
     })
     .flatten()
 }
@@ -125,9 +128,11 @@ pub fn hottest(ranking: Ranking, count: usize) -> Option<Vec<HotKey>> {
 pub fn hottest_hash_slots(by: Option<Access>, count: usize) -> Option<Option<Vec<HashSlotRate>>> {
     let now = clock::now_ms();
     with_state(|state| {
-        state
-            .as_mut()
-            .map(|t| t.current().tracker().hottest_hash_slots(by, count, now))
+        state.as_mut().map(|t| {
+            let carried = t.carried_seconds();
+            let rows = t.current().tracker().hottest_hash_slots(by, count, now);
+            rows.map(|rows| rows.into_iter().map(|r| r.allowing_for(carried)).collect())
+        })
     })
     .flatten()
 }

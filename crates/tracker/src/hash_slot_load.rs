@@ -32,6 +32,16 @@ pub struct HashSlotRate {
 }
 
 impl HashSlotRate {
+    /// Both tallies' upper ends also allowing for `seconds` of the slot's
+    /// accesses ([`Tally::allowing_for`]).
+    pub fn allowing_for(self, seconds: f64) -> HashSlotRate {
+        HashSlotRate {
+            reads: self.reads.allowing_for(seconds),
+            writes: self.writes.allowing_for(seconds),
+            ..self
+        }
+    }
+
     /// Requests a second, reads and writes together.
     pub fn total(&self) -> f64 {
         self.reads.per_second + self.writes.per_second

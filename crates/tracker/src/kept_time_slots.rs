@@ -29,15 +29,25 @@
 const CLASS_RATIO: f64 = 1.25;
 /// Classes (the last takes every longer slot: ~170 ms and more).
 const CLASSES: usize = 24;
+/// What a slot of unknown length is taken to last (the tracker's mean).
+const USUAL_SLOT_MS: f64 = 10.0;
 /// At most this many times its own weight is carried onto one kept slot:
 /// where fewer than one slot in 16 is kept, counts fall short.
 pub const MAX_STANDS_FOR: u32 = 16;
 
 #[derive(Clone, Debug)]
 pub struct KeptTimeSlots {
-    /// Per length class: the weight of the slots discarded since the last
-    /// one kept.
-    carried: [u32; CLASSES],
+    /// Per length class: the slots discarded since the last one kept.
+    carried: [Carried; CLASSES],
+}
+
+/// Slots discarded and not yet stood for.
+#[derive(Clone, Copy, Debug, Default)]
+struct Carried {
+    /// Their weight.
+    weight: u32,
+    /// The time they stand for, ms (each slot's length times its weight).
+    ms: f64,
 }
 
 impl Default for KeptTimeSlots {
@@ -49,7 +59,7 @@ impl Default for KeptTimeSlots {
 impl KeptTimeSlots {
     pub fn new() -> Self {
         Self {
-            carried: [0; CLASSES],
+            carried: [Carried::default(); CLASSES],
         }
     }
 
@@ -62,16 +72,33 @@ impl KeptTimeSlots {
             return kept.then_some(weight);
         };
         if kept {
-            return Some(weight.saturating_add(std::mem::take(carried)));
+            return Some(weight.saturating_add(std::mem::take(carried).weight));
         }
-        let most = weight.saturating_mul(MAX_STANDS_FOR - 1);
-        *carried = carried.saturating_add(weight).min(most);
+        if carried.weight < weight.saturating_mul(MAX_STANDS_FOR - 1) {
+            carried.weight = carried.weight.saturating_add(weight);
+            carried.ms += f64::from(weight) * known_length_ms(length_ms);
+        }
         None
     }
 
     /// Weight carried and not yet set on a kept slot.
     pub fn pending(&self) -> u64 {
-        self.carried.iter().map(|&w| u64::from(w)).sum()
+        self.carried.iter().map(|c| u64::from(c.weight)).sum()
+    }
+
+    /// The time carried and not yet stood for, in seconds: what the counts
+    /// miss until it is (a key's rate times it, on average).
+    pub fn pending_seconds(&self) -> f64 {
+        self.carried.iter().map(|c| c.ms).sum::<f64>() / 1000.0
+    }
+}
+
+/// A slot's length, or a usual one's if unknown.
+fn known_length_ms(length_ms: f64) -> f64 {
+    if length_ms.is_finite() && length_ms > 0.0 {
+        length_ms
+    } else {
+        USUAL_SLOT_MS
     }
 }
 
@@ -180,11 +207,14 @@ mod tests {
         for _ in 0..1_000 {
             assert_eq!(kept.closed(false, 10.0, 2), None);
         }
+        assert!((kept.pending_seconds() - 2.0 * 15.0 * 0.010).abs() < 1e-9);
         assert_eq!(kept.closed(true, 10.0, 2), Some(2 * MAX_STANDS_FOR));
+        assert_eq!(kept.pending_seconds(), 0.0);
         // Another length's weight is not carried here.
         kept.closed(false, 5.0, 2);
         assert_eq!(kept.closed(true, 10.0, 2), Some(2));
         assert_eq!(kept.pending(), 2);
+        assert!((kept.pending_seconds() - 0.010).abs() < 1e-9);
     }
 
     #[test]

@@ -29,6 +29,18 @@ pub struct HotKey {
 }
 
 impl HotKey {
+    /// Each tally's upper end also allowing for `seconds` of its accesses
+    /// ([`Tally::allowing_for`]).
+    pub fn allowing_for(self, seconds: f64) -> HotKey {
+        HotKey {
+            reads: self.reads.allowing_for(seconds),
+            writes: self.writes.allowing_for(seconds),
+            misses: self.misses.allowing_for(seconds),
+            under: self.under.allowing_for(seconds),
+            ..self
+        }
+    }
+
     /// Reads and writes together.
     pub fn total(&self) -> Tally {
         self.reads.plus(self.writes)

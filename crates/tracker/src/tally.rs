@@ -27,6 +27,17 @@ impl Tally {
         }
     }
 
+    /// The same tally, its upper end also allowing for what `seconds` of
+    /// its accesses at its rate would add (time counted whose weight is
+    /// not set yet: [`crate::KeptTimeSlots::pending_seconds`]).
+    pub fn allowing_for(self, seconds: f64) -> Tally {
+        let missed = self.per_second * seconds;
+        Tally {
+            undercount: self.undercount + if missed > 0.0 { missed } else { 0.0 },
+            ..self
+        }
+    }
+
     /// Two tallies of independent estimates, added.
     pub fn plus(self, other: Tally) -> Tally {
         Tally {
@@ -35,5 +46,25 @@ impl Tally {
             variance: self.variance + other.variance,
             undercount: self.undercount + other.undercount,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_not_yet_stood_for_raises_the_upper_end_by_the_rate_times_it() {
+        let t = Tally {
+            count: 1_000.0,
+            per_second: 100.0,
+            variance: 0.0,
+            undercount: 5.0,
+        };
+        let wider = t.allowing_for(0.5);
+        assert_eq!(wider.undercount, 55.0);
+        assert_eq!((wider.count, wider.variance), (t.count, t.variance));
+        assert_eq!(t.allowing_for(0.0), t);
+        assert_eq!(t.allowing_for(f64::NAN), t);
     }
 }
