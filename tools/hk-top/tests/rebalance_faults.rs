@@ -477,12 +477,20 @@ fn two_runs_at_once_never_both_move_slots() {
         assert_eq!(
             moved.iter().filter(|&&m| m > 0).count(),
             1,
-            "pair {pair}: {}\n{}",
+            "pair {pair}: {}\n{}\n{}",
             text(&outs[0]),
-            text(&outs[1])
+            text(&outs[1]),
+            listings(&scene.cluster)
         );
         for o in outs.iter().filter(|o| !o.status.success()) {
-            assert_eq!(o.status.code(), Some(3), "pair {pair}: {}", text(o));
+            let cluster = || listings(&scene.cluster);
+            assert_eq!(
+                o.status.code(),
+                Some(3),
+                "pair {pair}: {}\n{}",
+                text(o),
+                cluster()
+            );
             let said = String::from_utf8_lossy(&o.stderr);
             if said.contains("holds this cluster") {
                 held += 1;

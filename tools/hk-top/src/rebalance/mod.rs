@@ -26,6 +26,7 @@ mod migrate;
 mod output;
 mod plan_file;
 mod slot_stats;
+mod stale_views;
 mod topology;
 mod watching;
 
@@ -272,7 +273,7 @@ fn interrupted(stop: &Stop) -> ExitCode {
 
 /// Plan, apply or roll back once.
 fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, health) = apply::settled(o.connection, o.address)?;
+    let (views, health) = apply::settled(o.connection, o.address, apply::Lagging::Wait)?;
     if action == Action::Plan {
         let (plan, source) = measured_plan(args, o, &views, action, &Cooldown::new(0, []), stop)?;
         print_plan(args, &plan, source, &health.problems);
@@ -304,7 +305,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         return Ok(ExitCode::SUCCESS);
     }
     let (views, health) = if run.report.resumed + run.report.rolled_back > 0 {
-        apply::settled(o.connection, o.address)?
+        apply::settled(o.connection, o.address, apply::Lagging::Mend)?
     } else {
         (run.views.clone(), health)
     };
@@ -329,7 +330,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         && args.plan.is_none()
         && (later.len() as u64) + 1 < passes
     {
-        let (views, _) = apply::settled(o.connection, o.address)?;
+        let (views, _) = apply::settled(o.connection, o.address, apply::Lagging::Mend)?;
         run.views = views.clone();
         let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
         let (again, _) = measured_plan(args, o, &views, action, &cooldown, stop)?;
@@ -415,7 +416,7 @@ fn hold_cluster(
 ) -> Result<(Lease, topology::Views, health::Health), Error> {
     crate::fault::pause_before_lease();
     let lease = Lease::take(o.connection, first)?;
-    let (views, health) = apply::settled(o.connection, o.address)?;
+    let (views, health) = apply::settled(o.connection, o.address, apply::Lagging::Mend)?;
     Ok((lease, views, health))
 }
 

@@ -198,6 +198,21 @@ impl Views {
         }))
     }
 
+    /// Views as given (`address`, its `CLUSTER NODES`), each `cluster_state:ok`.
+    #[cfg(test)]
+    pub fn from_listings(listings: &[(&str, &str)]) -> Views {
+        let views = (listings.iter())
+            .map(|&(address, listing)| {
+                let view = View {
+                    nodes: parse_nodes(listing, address),
+                    state_ok: true,
+                };
+                (address.to_string(), Ok(view))
+            })
+            .collect();
+        Views { views }
+    }
+
     /// Every node address the views name.
     pub fn addresses(&self) -> Vec<String> {
         self.views.keys().cloned().collect()
@@ -245,6 +260,16 @@ impl Views {
         self.by_id(now.replicates()?).filter(|p| p.is_primary())
     }
 
+    /// A node id as its address, where a node answered for it.
+    fn name(&self, id: Option<&str>) -> String {
+        match id {
+            None => "nobody".to_string(),
+            Some(id) => self
+                .by_id(id)
+                .map_or_else(|| id.to_string(), |n| n.address().to_string()),
+        }
+    }
+
     /// The slot map the primaries agree on (per slot, the owner's id), if
     /// they do, ignoring `except` (slots whose move is under way).
     pub fn agreed_map(&self, except: &[u16]) -> Result<Vec<Option<String>>, String> {
@@ -263,11 +288,17 @@ impl Views {
                 None => agreed = Some((address.clone(), map)),
                 Some((first, seen)) => {
                     let differs = (seen.iter().zip(&map).enumerate())
-                        .find(|&(s, (a, b))| a != b && !except.contains(&(s as u16)))
-                        .map(|(s, _)| s);
-                    if let Some(slot) = differs {
+                        .find(|&(s, (a, b))| a != b && !except.contains(&(s as u16)));
+                    if let Some((slot, (a, b))) = differs {
+                        let claimed: Vec<&str> = (self.primaries().into_iter())
+                            .filter(|n| n.owns(slot as u16))
+                            .map(ClusterNode::address)
+                            .collect();
                         return Err(format!(
-                            "{first} and {address} disagree on who serves slot {slot}"
+                            "{first} and {address} disagree on who serves slot {slot} ({} and {}; it is served by {}, as they say)",
+                            self.name(a.as_deref()),
+                            self.name(b.as_deref()),
+                            if claimed.is_empty() { "none".to_string() } else { claimed.join(" and ") }
                         ));
                     }
                 }

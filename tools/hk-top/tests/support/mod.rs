@@ -514,6 +514,19 @@ pub fn assert_every_key_intact(
 }
 
 /// No slot half-migrated on any primary.
+/// Each node's `CLUSTER NODES`, for a failure's message.
+pub fn listings(cluster: &Cluster) -> String {
+    (cluster.nodes.iter())
+        .map(|node| {
+            let listing: String = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query(&mut node.client())
+                .unwrap_or_else(|e| e.to_string());
+            format!("--- as {} sees it:\n{listing}", node.address())
+        })
+        .collect()
+}
+
 pub fn assert_no_slot_half_way(cluster: &Cluster) {
     for node in &cluster.nodes {
         let listing: String = redis::cmd("CLUSTER")
