@@ -198,7 +198,10 @@ impl Server {
 
     /// The server's log, for failure messages.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+        // Lossy: one odd byte (a key name the server logged) must not hide
+        // the whole log.
+        let bytes = std::fs::read(self.dir.path().join("server.log")).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
     }
 
     fn launch(&mut self) {

@@ -437,22 +437,33 @@ fn a_run_killed_at_any_step_is_finished_or_rolled_back_by_the_next() {
     );
 }
 
-/// Two `--apply` at once, 30 times, with the same reviewed plan (moving
-/// five slots one way, then the next pair back): never both move; the
-/// other is refused, named who holds the cluster (or finds the plan
-/// stale), and no key is lost.
+/// Two `--apply` at once, 30 times, with the same reviewed plan (five
+/// slots of the first node's, one of them holding keys while any are
+/// left, to the second): never both move; the other is refused, named who
+/// holds the cluster (or finds the plan stale), and no key is lost.
+///
+/// Each slot moves once. Moving the same slots back and forth (as this
+/// test once did) makes Redis 7.0.13-7.0.15 itself drop a slot and delete
+/// its keys now and then (redis/redis#12564: a primary keeps a slot it has
+/// just been given "unclaimed" and yields it, keys and all, to a stale
+/// claim; 4 runs in 91 of 30 pairs ended with a slot no primary served,
+/// and in the one whose keys were counted its 50 keys were gone). That is the server's, and
+/// [rebalance.md](../../../docs/rebalance.md) says what it means for a
+/// rebalance; this test is about two runs at once.
 #[test]
 fn two_runs_at_once_never_both_move_slots() {
     let scene = Scene::new(30, 50, false);
     let ids: Vec<String> = scene.cluster.nodes.iter().map(|n| n.address()).collect();
-    let slots = scene.first_nodes_slots(5);
+    let keyed = scene.first_nodes_slots(usize::MAX);
+    let owners = owner_map(&scene.cluster);
+    let mut empty = (0..16384u16).filter(|&s| owners[s as usize] == ids[0] && !keyed.contains(&s));
     let mut held = 0;
     for pair in 0..30 {
-        let (from, to) = if pair % 2 == 0 {
-            (&ids[0], &ids[1])
-        } else {
-            (&ids[1], &ids[0])
-        };
+        let slots: Vec<u16> = (keyed.get(pair).copied().into_iter())
+            .chain(empty.by_ref())
+            .take(5)
+            .collect();
+        let (from, to) = (&ids[0], &ids[1]);
         let plan = scene.write_plan(&format!("plan{pair}.json"), &slots, from, to);
         let journals = [
             scene.dir.path().join("a.json"),
@@ -480,10 +491,10 @@ fn two_runs_at_once_never_both_move_slots() {
             "pair {pair}: {}\n{}\n{}",
             text(&outs[0]),
             text(&outs[1]),
-            listings(&scene.cluster)
+            listings(&scene.cluster) + &keys_in(&scene.cluster, &slots)
         );
         for o in outs.iter().filter(|o| !o.status.success()) {
-            let cluster = || listings(&scene.cluster);
+            let cluster = || listings(&scene.cluster) + &keys_in(&scene.cluster, &slots);
             assert_eq!(
                 o.status.code(),
                 Some(3),

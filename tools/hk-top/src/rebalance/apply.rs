@@ -19,7 +19,6 @@ use super::journal::{Done, Entry, Journal};
 use super::lease::Lease;
 use super::link::Link;
 use super::migrate::{self, Endpoint, Login, Moved};
-use super::stale_views::{stale_views, StaleView};
 use super::topology::{ClusterNode, Views};
 use crate::connection::settings::ConnectionSettings;
 use heavykeeper_rebalance::Move;
@@ -128,72 +127,22 @@ enum Trace {
 /// How long the primaries get to agree on the slot map (gossip after a
 /// move) before a disagreement counts as a problem.
 const SETTLE: Duration = Duration::from_secs(10);
-/// How long a primary may name the wrong owner of a slot (gossip after a
-/// move normally mends it within a second) before it is told.
-const STALE_AFTER: Duration = Duration::from_secs(3);
 /// A slot whose nodes fail over again and again is given up after this
 /// many.
 const FAILOVERS_PER_SLOT: usize = 3;
 
 /// The cluster's views and health once the primaries agree, or after
-/// [`SETTLE`] with whatever problems are left. Under the lease, a primary
-/// that still names the wrong owner of a slot after [`STALE_AFTER`] is
-/// told the owner ([`stale_views`]); a run that only reads never writes.
-pub fn settled(
-    connection: &ConnectionSettings,
-    first: &str,
-    lagging: Lagging,
-) -> Result<(Views, Health), Error> {
-    let started = Instant::now();
-    let mut told: Vec<(String, u16)> = Vec::new();
+/// [`SETTLE`] with whatever problems are left.
+pub fn settled(connection: &ConnectionSettings, first: &str) -> Result<(Views, Health), Error> {
+    let deadline = Instant::now() + SETTLE;
     loop {
         let views =
             Views::read(connection, first).map_err(|e| Error::node(first, "CLUSTER NODES", e))?;
         let health = health::check(&views);
-        if health.problems.is_empty() || started.elapsed() > SETTLE {
+        if health.problems.is_empty() || Instant::now() > deadline {
             return Ok((views, health));
         }
-        if lagging == Lagging::Mend && started.elapsed() > STALE_AFTER {
-            let moving: Vec<u16> = health.open.iter().map(|o| o.slot).collect();
-            for stale in stale_views(&views, &moving) {
-                let key = (stale.address.clone(), stale.slot);
-                if !told.contains(&key) {
-                    tell_owner(connection, &stale);
-                    told.push(key);
-                }
-            }
-        }
         std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// What [`settled`] does about a primary that names the wrong owner.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lagging {
-    /// Waits for gossip to mend it (a run without the lease).
-    Wait,
-    /// Tells it the owner (a run holding the lease).
-    Mend,
-}
-
-/// Tells a primary that lags who serves a slot (what a move's last step
-/// does); it reads again after, whatever the reply.
-fn tell_owner(connection: &ConnectionSettings, stale: &StaleView) {
-    let named = stale.named.as_deref().unwrap_or("nobody");
-    eprintln!(
-        "slot {}: {} still names {named} as its owner, while {} says it serves it; telling it so",
-        stale.slot, stale.address, stale.owner
-    );
-    let told = connection.connect(&stale.address).and_then(|mut con| {
-        redis::cmd("CLUSTER")
-            .arg("SETSLOT")
-            .arg(stale.slot)
-            .arg("NODE")
-            .arg(&stale.owner)
-            .query::<()>(&mut con)
-    });
-    if let Err(e) = told {
-        eprintln!("slot {}: {} refused: {e}", stale.slot, stale.address);
     }
 }
 

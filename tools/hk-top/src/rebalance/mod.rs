@@ -26,7 +26,6 @@ mod migrate;
 mod output;
 mod plan_file;
 mod slot_stats;
-mod stale_views;
 mod topology;
 mod watching;
 
@@ -273,7 +272,7 @@ fn interrupted(stop: &Stop) -> ExitCode {
 
 /// Plan, apply or roll back once.
 fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, health) = apply::settled(o.connection, o.address, apply::Lagging::Wait)?;
+    let (views, health) = apply::settled(o.connection, o.address)?;
     if action == Action::Plan {
         let (plan, source) = measured_plan(args, o, &views, action, &Cooldown::new(0, []), stop)?;
         print_plan(args, &plan, source, &health.problems);
@@ -305,7 +304,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         return Ok(ExitCode::SUCCESS);
     }
     let (views, health) = if run.report.resumed + run.report.rolled_back > 0 {
-        apply::settled(o.connection, o.address, apply::Lagging::Mend)?
+        apply::settled(o.connection, o.address)?
     } else {
         (run.views.clone(), health)
     };
@@ -330,7 +329,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         && args.plan.is_none()
         && (later.len() as u64) + 1 < passes
     {
-        let (views, _) = apply::settled(o.connection, o.address, apply::Lagging::Mend)?;
+        let (views, _) = apply::settled(o.connection, o.address)?;
         run.views = views.clone();
         let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
         let (again, _) = measured_plan(args, o, &views, action, &cooldown, stop)?;
@@ -416,7 +415,7 @@ fn hold_cluster(
 ) -> Result<(Lease, topology::Views, health::Health), Error> {
     crate::fault::pause_before_lease();
     let lease = Lease::take(o.connection, first)?;
-    let (views, health) = apply::settled(o.connection, o.address, apply::Lagging::Mend)?;
+    let (views, health) = apply::settled(o.connection, o.address)?;
     Ok((lease, views, health))
 }
 

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 
 pub const SLOTS: usize = 16384;
 
+/// What a slot no primary serves may mean.
+const DROPPED_SLOT: &str = "Redis 7.0.13-7.0.15 and 7.2.0-7.2.3 can drop a slot (deleting its keys) that was moved back onto a primary it had left, redis/redis#12564; see where its keys are (CLUSTER COUNTKEYSINSLOT) before giving it to a primary with CLUSTER SETSLOT <slot> NODE";
+
 /// One line of `CLUSTER NODES`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterNode {
@@ -198,21 +201,6 @@ impl Views {
         }))
     }
 
-    /// Views as given (`address`, its `CLUSTER NODES`), each `cluster_state:ok`.
-    #[cfg(test)]
-    pub fn from_listings(listings: &[(&str, &str)]) -> Views {
-        let views = (listings.iter())
-            .map(|&(address, listing)| {
-                let view = View {
-                    nodes: parse_nodes(listing, address),
-                    state_ok: true,
-                };
-                (address.to_string(), Ok(view))
-            })
-            .collect();
-        Views { views }
-    }
-
     /// Every node address the views name.
     pub fn addresses(&self) -> Vec<String> {
         self.views.keys().cloned().collect()
@@ -294,11 +282,15 @@ impl Views {
                             .filter(|n| n.owns(slot as u16))
                             .map(ClusterNode::address)
                             .collect();
+                        let served = if claimed.is_empty() {
+                            format!("no primary says it serves it: {DROPPED_SLOT}")
+                        } else {
+                            format!("served by {}, as they say", claimed.join(" and "))
+                        };
                         return Err(format!(
-                            "{first} and {address} disagree on who serves slot {slot} ({} and {}; it is served by {}, as they say)",
+                            "{first} and {address} disagree on who serves slot {slot} ({} and {}; {served})",
                             self.name(a.as_deref()),
                             self.name(b.as_deref()),
-                            if claimed.is_empty() { "none".to_string() } else { claimed.join(" and ") }
                         ));
                     }
                 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 const FAILED_ROUNDS: u32 = 3;
 
 pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, _) = apply::settled(o.connection, o.address, apply::Lagging::Wait)?;
+    let (views, _) = apply::settled(o.connection, o.address)?;
     let source = measure::choose_source(
         o.connection,
         &views.primaries(),
@@ -124,7 +124,7 @@ fn one_round(
     watch: &mut Watch,
     args: &Args,
 ) -> Result<Option<Plan>, Error> {
-    let (views, health) = apply::settled(o.connection, o.address, apply::Lagging::Mend)?;
+    let (views, health) = apply::settled(o.connection, o.address)?;
     run.views = views;
     if !health.problems.is_empty() || !health.open.is_empty() {
         run.recover(&health)?;
