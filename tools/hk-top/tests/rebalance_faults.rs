@@ -447,9 +447,9 @@ fn a_run_killed_at_any_step_is_finished_or_rolled_back_by_the_next() {
 /// its keys now and then (redis/redis#12564: a primary keeps a slot it has
 /// just been given "unclaimed" and yields it, keys and all, to a stale
 /// claim; 4 runs in 91 of 30 pairs ended with a slot no primary served,
-/// and in the one whose keys were counted its 50 keys were gone). That is the server's, and
-/// [rebalance.md](../../../docs/rebalance.md) says what it means for a
-/// rebalance; this test is about two runs at once.
+/// and in the one whose keys were counted its 50 keys were gone). That is
+/// the server's, and [rebalance.md](../../../docs/rebalance.md) says what
+/// it means for a rebalance; this test is about two runs at once.
 #[test]
 fn two_runs_at_once_never_both_move_slots() {
     let scene = Scene::new(30, 50, false);
@@ -476,6 +476,8 @@ fn two_runs_at_once_never_both_move_slots() {
             .into_iter()
             .map(|c| c.wait_with_output().unwrap())
             .collect();
+        // What the cluster looks like, for a failure's message.
+        let cluster = || listings(&scene.cluster) + &keys_in(&scene.cluster, &slots);
         let moved: Vec<u64> = (outs.iter())
             .map(|o| {
                 if o.status.success() {
@@ -491,10 +493,9 @@ fn two_runs_at_once_never_both_move_slots() {
             "pair {pair}: {}\n{}\n{}",
             text(&outs[0]),
             text(&outs[1]),
-            listings(&scene.cluster) + &keys_in(&scene.cluster, &slots)
+            cluster()
         );
         for o in outs.iter().filter(|o| !o.status.success()) {
-            let cluster = || listings(&scene.cluster) + &keys_in(&scene.cluster, &slots);
             assert_eq!(
                 o.status.code(),
                 Some(3),

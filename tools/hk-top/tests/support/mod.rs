@@ -513,7 +513,6 @@ pub fn assert_every_key_intact(
     assert_eq!(total, keys.len() as i64, "no key left twice or lost");
 }
 
-/// No slot half-migrated on any primary.
 /// Each node's `CLUSTER NODES` and what its log says of epochs and slots,
 /// for a failure's message.
 pub fn listings(cluster: &Cluster) -> String {
@@ -559,6 +558,7 @@ pub fn keys_in(cluster: &Cluster, slots: &[u16]) -> String {
         .collect()
 }
 
+/// No slot half-migrated on any primary.
 pub fn assert_no_slot_half_way(cluster: &Cluster) {
     for node in &cluster.nodes {
         let listing: String = redis::cmd("CLUSTER")
