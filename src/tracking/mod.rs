@@ -91,9 +91,9 @@ pub fn apply_configs() {
                 config::prefix_rule(),
             );
             t.refresh_users(&ctx);
-            if !t.uses_time_slots() && !t.is_counting() {
-                // Sampling ended between slots: the slot timers restart
-                // below, but none is needed to count every command again.
+            if !t.wants_time_slots() && !t.is_counting() {
+                // Sampling ended between slots: every command is counted
+                // from now (a counted slot open goes on to its end first).
                 t.count_everything(&ctx);
             }
         }

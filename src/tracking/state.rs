@@ -17,6 +17,7 @@ use heavykeeper_tracker::hash_slot_map::Request;
 use heavykeeper_tracker::insert_allowance;
 use heavykeeper_tracker::name_effect::NameEffect;
 use heavykeeper_tracker::script_watch::ScriptWatch;
+use heavykeeper_tracker::slot_stretch::SlotStretch;
 use heavykeeper_tracker::worker::{self, Worker};
 use heavykeeper_tracker::{
     hash_slot, Access, CostBudget, Counting, Coverage, HashSlotMap, KeptTimeSlots, KeyBatch,
@@ -26,6 +27,7 @@ use redis_module::Context;
 use std::collections::HashSet;
 use std::sync::MutexGuard;
 use std::time::Instant;
+use time_slots::Schedule;
 
 /// Of the worker's fixed share (`track-sample N`), what taking accesses in
 /// may use: the rest is for its inserts.
@@ -70,8 +72,12 @@ struct OpenTimeSlot {
     opened: Option<Instant>,
     /// Counted time since the last tick.
     counted_ns: u64,
-    /// When the current slot began (counted or not).
+    /// When the current counted slot began.
     began: Option<Instant>,
+    /// When the uncounted time before the next counted slot began.
+    gap_began: Option<Instant>,
+    /// How long the open counted slot was planned to last, ms.
+    planned_ms: Option<u64>,
     /// It held too much to be kept: it counts nothing more and is discarded.
     overflowed: bool,
 }
@@ -100,6 +106,10 @@ pub struct Tracking {
     shape: TrackerShape,
     sampling: Sampling,
     coverage: Coverage,
+    /// Where the slots of time stand, and when the slot timer is due.
+    schedule: Schedule,
+    /// How much longer counted slots last than planned: what they weigh.
+    stretch: SlotStretch,
     budget: CostBudget,
     /// Within counted slots, one access in how many is kept.
     keep_one_in: u32,
@@ -173,6 +183,8 @@ impl Tracking {
             shape,
             sampling,
             coverage: Coverage::new(every, rand::random()),
+            schedule: Schedule::Whole,
+            stretch: SlotStretch::new(rand::random()),
             budget: CostBudget::new(budget, heavykeeper_tracker::coverage::MAX_EVERY),
             keep_one_in: 1,
             time_slot: OpenTimeSlot {
@@ -262,7 +274,10 @@ impl Tracking {
         self.sampling = sampling;
         self.budget.set_budget(budget);
         if let Sampling::Fixed(n) = sampling {
-            self.coverage.set_every(n);
+            if n != self.coverage.every() {
+                self.coverage.set_every(n);
+                self.replan_time_slots();
+            }
         }
         self.misses = misses;
         self.tell_worker_its_share();
@@ -291,20 +306,9 @@ impl Tracking {
         }
     }
 
-    /// How long the next slot lasts (ms, at random around `mean_ms`).
-    pub fn time_slot_length_ms(&mut self, mean_ms: u64) -> u64 {
-        self.coverage.time_slot_length_ms(mean_ms)
-    }
-
     /// Is the filter to be registered now?
     pub fn is_counting(&self) -> bool {
         self.time_slot.counted.is_some()
-    }
-
-    /// Is time cut into slots (sampling, or Redis 7.0 checking each slot
-    /// for refused commands), or is every command counted?
-    pub fn uses_time_slots(&self) -> bool {
-        self.coverage.every() > 1 || self.auth.checks_slots(self.names_clients)
     }
 
     // --- Commands -------------------------------------------------------
@@ -454,95 +458,6 @@ impl Tracking {
 
     pub fn forget_client(&mut self, id: u64) {
         self.clients.remove(id);
-    }
-
-    // --- Time -----------------------------------------------------------
-
-    /// A slot ends and the next begins: the ended one's accesses go to the
-    /// worker (or are discarded, see [`super::auth`]); a coin says whether
-    /// the next one is counted. Returns whether it is.
-    pub fn next_time_slot(&mut self, ctx: &Context) -> bool {
-        self.conclude_check();
-        let was_counted = self.time_slot.counted.is_some();
-        self.end_time_slot(ctx);
-        let weight = self.coverage.next_time_slot();
-        let keep_one_in = self.keep_one_in;
-        self.time_slot.counted = weight.map(|w| {
-            self.time_slot.seq = self.time_slot.seq.wrapping_add(1);
-            TimeSlot::new(self.time_slot.seq, w).keeping_one_in(keep_one_in)
-        });
-        self.time_slot.began = Some(Instant::now());
-        self.figures.time_slots += 1;
-        self.figures.time_slots_counted += u64::from(self.time_slot.counted.is_some());
-        self.time_slot.overflowed = false;
-        if self.time_slot.counted.is_some() {
-            self.time_slot.opened = Some(Instant::now());
-            if !was_counted {
-                // Commands went by unseen: a SELECT, a script's start.
-                self.clients.new_epoch();
-                self.scripts.commands_unseen();
-            }
-            if self.auth.checks_slots(self.names_clients) {
-                self.auth.slot_opened(ctx);
-            }
-        }
-        self.is_counting()
-    }
-
-    /// The current slot ends: its accesses go to the worker, or are
-    /// discarded; what it covered is recorded.
-    fn end_time_slot(&mut self, ctx: &Context) {
-        if let Some(opened) = self.time_slot.opened.take() {
-            self.time_slot.counted_ns += opened.elapsed().as_nanos() as u64;
-        }
-        self.close_time_slot(ctx);
-        if let Some(began) = self.time_slot.began.take() {
-            let ns = began.elapsed().as_nanos() as u64;
-            self.figures.time_slot_ns += ns;
-            if self.time_slot.counted.is_some() {
-                self.figures.counted_time_slot_ns += ns;
-            }
-        }
-    }
-
-    /// Hands a counted slot's accesses over, or discards them (the slots
-    /// kept stand for the discarded ones: [`KeptTimeSlots`]).
-    fn close_time_slot(&mut self, ctx: &Context) {
-        if self.time_slot.counted.is_none() {
-            return;
-        }
-        if !self.auth.checks_slots(self.names_clients) {
-            return self.submit();
-        }
-        let kept = !self.time_slot.overflowed && self.auth.slot_clean(ctx);
-        // Its length (the slot has not ended yet: `began` is still set).
-        let length_ms = self
-            .time_slot
-            .began
-            .map_or(0.0, |b| b.elapsed().as_secs_f64() * 1000.0);
-        let weight = self.time_slot.counted.map_or(1, |s| s.weight);
-        if let Some(stands_for) = self.kept.closed(kept, length_ms, weight) {
-            self.batch.stand_for(stands_for);
-            return self.submit();
-        }
-        self.figures.time_slots_discarded += 1;
-        self.auth.dropped(self.batch.weighted_len());
-        self.batch.clear();
-    }
-
-    /// Counted time discarded (Redis 7.0 with a password) that no kept
-    /// slot stands for yet, in seconds: the counts miss it until one does.
-    pub fn carried_seconds(&self) -> f64 {
-        self.kept.pending_seconds()
-    }
-
-    /// Counting every command from now on (no slots).
-    pub fn count_everything(&mut self, ctx: &Context) {
-        self.end_time_slot(ctx);
-        self.time_slot.counted = Some(TimeSlot::WHOLE.keeping_one_in(self.keep_one_in));
-        self.time_slot.overflowed = false;
-        self.clients.new_epoch();
-        self.scripts.commands_unseen();
     }
 
     /// The periodic tick (`elapsed_ns` since the last): what counting cost,
@@ -920,6 +835,9 @@ fn push_many_keys<'a>(
         }
     }
 }
+
+#[path = "state_time_slots.rs"]
+mod time_slots;
 
 #[cfg(test)]
 #[path = "state_tests.rs"]

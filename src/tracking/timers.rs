@@ -2,9 +2,9 @@
 //! - the tick, every [`TICK_MS`]: what counting cost and so what share of
 //!   time to count ([`heavykeeper_tracker::CostBudget`]), who is let in, the
 //!   `hot`/`cool` events;
-//! - the slots, every [`SLOT_MS`] while time is sampled: a fresh coin per
-//!   slot says whether the filter is registered for it
-//!   ([`heavykeeper_tracker::Coverage`]). Between counted slots the filter is
+//! - the slots, while time is sampled: the timer wakes at the edges of the
+//!   counted slots only (which those are: [`heavykeeper_tracker::Coverage`]),
+//!   and the filter is registered for those slots only. Between them it is
 //!   not there at all, so it costs nothing.
 //!
 //! A config change starts a new generation; a timer of an older one does
@@ -22,12 +22,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub const TICK_MS: u64 = 100;
-/// A slot's mean length: short enough that a burst is a few slots, not one,
-/// and that a slot's share of the work stays small; each counted slot costs
-/// a filter registration and, on 7.2+, one database question per client
-/// seen in it. Each slot's own length is drawn around it (no beat with a
-/// periodic client).
-pub const SLOT_MS: u64 = 10;
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// The slot timer of the current generation is armed.
@@ -42,7 +36,11 @@ fn is_current(generation: u64) -> bool {
 pub fn restart() {
     let generation = GENERATION.fetch_add(1, Ordering::Relaxed) + 1;
     SLOTS_RUNNING.store(false, Ordering::Relaxed);
-    let on = with_state(|s| s.as_ref().map(|t| (t.is_counting(), t.uses_time_slots()))).flatten();
+    let on = with_state(|s| {
+        s.as_ref()
+            .map(|t| (t.is_counting(), t.wants_time_slots() || t.uses_time_slots()))
+    })
+    .flatten();
     let Some((counting, slots)) = on else {
         filter::set_registered(false);
         return;
@@ -61,17 +59,42 @@ pub fn restart() {
     }
 }
 
+/// Time is cut into slots from now, unless it already is (the schedule
+/// in the state goes on): the slot timer of this generation is armed.
 fn start_slots(ctx: &Context, generation: u64) {
-    if !SLOTS_RUNNING.swap(true, Ordering::Relaxed) {
-        ctx.create_timer(Duration::from_millis(SLOT_MS), on_slot, generation);
+    if SLOTS_RUNNING.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let started = thread_cpu_ns();
+    let due = with_state(|s| {
+        let t = s.as_mut()?;
+        let due = t.begin_time_slots(ctx);
+        t.meter().timed_timer(started);
+        Some((due, t.is_counting()))
+    })
+    .flatten();
+    after_slot_edge(ctx, generation, due);
+}
+
+/// The filter as the state wants it, and the slot timer armed for the
+/// next edge (none: every command is counted, or tracking is off).
+fn after_slot_edge(ctx: &Context, generation: u64, due: Option<(Option<Instant>, bool)>) {
+    let Some((due, counting)) = due else {
+        SLOTS_RUNNING.store(false, Ordering::Relaxed);
+        return;
+    };
+    filter::set_registered(counting);
+    match due {
+        Some(at) => arm_slot_timer(ctx, generation, at),
+        None => SLOTS_RUNNING.store(false, Ordering::Relaxed),
     }
 }
 
-fn next_slot_length() -> Duration {
-    let ms = with_state(|s| s.as_mut().map(|t| t.time_slot_length_ms(SLOT_MS)))
-        .flatten()
-        .unwrap_or(SLOT_MS);
-    Duration::from_millis(ms)
+/// The server's timers take whole milliseconds: the nearest to `at`.
+fn arm_slot_timer(ctx: &Context, generation: u64, at: Instant) {
+    let wait = at.saturating_duration_since(Instant::now());
+    let ms = (wait.as_micros() as u64 + 500) / 1000;
+    ctx.create_timer(Duration::from_millis(ms), on_slot, generation);
 }
 
 fn on_tick(ctx: &Context, (generation, last): (u64, Instant)) {
@@ -97,7 +120,7 @@ fn tick(ctx: &Context, elapsed: Duration) -> Option<bool> {
     let slots = with_state(|state| {
         let t = state.as_mut()?;
         t.tick(ctx, elapsed.as_nanos() as u64);
-        Some(t.uses_time_slots())
+        Some(t.wants_time_slots())
     })
     .flatten()?;
     if publish::announces(ctx) {
@@ -111,30 +134,19 @@ fn on_slot(ctx: &Context, generation: u64) {
     if !is_current(generation) {
         return;
     }
-    let next = or_fallback("a tracking slot", None, || slot(ctx));
-    match next {
-        Some(true) => {
-            ctx.create_timer(next_slot_length(), on_slot, generation);
-        }
-        Some(false) => SLOTS_RUNNING.store(false, Ordering::Relaxed),
-        None => {}
-    }
+    let due = or_fallback("a tracking slot", None, || slot_edge(ctx));
+    after_slot_edge(ctx, generation, due);
 }
 
-/// A slot boundary; whether slots go on (`None`: tracking is off).
-fn slot(ctx: &Context) -> Option<bool> {
+/// A counted slot's edge: when the next is due, and whether the filter is
+/// to be registered (`None`: tracking is off).
+fn slot_edge(ctx: &Context) -> Option<(Option<Instant>, bool)> {
     let started = thread_cpu_ns();
-    let (counting, slots) = with_state(|state| {
+    with_state(|state| {
         let t = state.as_mut()?;
-        if !t.uses_time_slots() {
-            t.count_everything(ctx);
-            return Some((true, false));
-        }
-        let counting = t.next_time_slot(ctx);
+        let due = t.time_slot_due_now(ctx);
         t.meter().timed_timer(started);
-        Some((counting, true))
+        Some((due, t.is_counting()))
     })
-    .flatten()?;
-    filter::set_registered(counting);
-    Some(slots)
+    .flatten()
 }

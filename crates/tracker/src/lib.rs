@@ -2,7 +2,8 @@
 //!
 //! The pieces, in the order an access meets them:
 //! - [`Coverage`]: which slots of time are counted (one chosen at random in
-//!   each block), each a [`TimeSlot`];
+//!   each block), each a [`TimeSlot`], weighed by how long counted slots
+//!   really last ([`slot_stretch`]);
 //! - [`KeptTimeSlots`]: counted slots discarded for a refusal (Redis 7.0), and
 //!   what the kept ones stand for;
 //! - [`access_thinning`]: within counted slots, one access in `n` kept (by
@@ -50,6 +51,7 @@ pub mod name_effect;
 pub mod prefixes;
 pub mod sampled_counters;
 pub mod script_watch;
+pub mod slot_stretch;
 pub mod tally;
 pub mod thinning;
 pub mod thread_clock;

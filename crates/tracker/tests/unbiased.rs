@@ -23,6 +23,7 @@
 
 use heavykeeper_tracker::access_coins::AccessCoins;
 use heavykeeper_tracker::counting::Sink;
+use heavykeeper_tracker::slot_stretch::SlotStretch;
 use heavykeeper_tracker::{
     Access, Counting, Coverage, Insert, KeyBatch, KeyTracker, Ranking, TimeSlot, TrackerShape,
 };
@@ -146,24 +147,17 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
         counting.absorb(batch);
         batch.clear();
     };
-    let (mut slot_end, mut next_read) = (0i64, feeding.read_every_ms);
+    let mut next_read = feeding.read_every_ms;
+    let mut clock = SlotClock::new(&mut coverage, &mut rng);
     let mut slot: Option<TimeSlot> = None;
     let mut seq = 0u32;
     let mut coins = AccessCoins::new(rng.random::<u64>());
     for &(t, key) in events {
-        while t >= slot_end {
-            hand_over(&mut batch, &mut counting, slot_end);
-            let counted = coverage.next_time_slot();
-            // Each block's length at random around 10 ms, as the server's
-            // slots are, some stretched by a late timer.
-            let length = coverage.time_slot_length_ms(10) as i64
-                + if rng.random_bool(0.2) {
-                    rng.random_range(1..15)
-                } else {
-                    0
-                };
-            slot_end += length;
-            slot = counted.map(|w| {
+        while t >= clock.edge {
+            if slot.is_some() {
+                hand_over(&mut batch, &mut counting, clock.edge);
+            }
+            slot = clock.step(&mut coverage, &mut rng).map(|w| {
                 seq = seq.wrapping_add(1);
                 TimeSlot::new(seq, w).keeping_one_in(feeding.keep_one_in)
             });
@@ -182,9 +176,91 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
             counting.step(t);
         }
     }
-    hand_over(&mut batch, &mut counting, slot_end);
+    hand_over(&mut batch, &mut counting, clock.edge);
     counting.current();
     counting
+}
+
+/// The server's slot timer, as the tracker arms it: it wakes at the edges
+/// of counted slots only, each edge due at a planned instant (the last one
+/// planned plus a length), and fires late: an opening by a millisecond one
+/// time in four, a closing (in counted time, when the event loop's passes
+/// are longer) by one or two one time in two, as the server's do; only a
+/// stall past [`STALL_MS`] re-plans from when it fired. Each counted slot
+/// weighs what the slots before it say counted slots really last
+/// ([`SlotStretch`]).
+struct SlotClock {
+    /// When the timer fires next (ms).
+    edge: i64,
+    /// When it was planned to.
+    planned: i64,
+    /// The awaited slot's length and share (`None`: one is open).
+    awaited: Option<(i64, u32)>,
+    /// The open slot's planned length and when it opened.
+    open: Option<(i64, i64)>,
+    stretch: SlotStretch,
+}
+
+impl SlotClock {
+    /// Slots begin a second before the traffic (a tracker that has been
+    /// counting a while has learnt how long its slots last).
+    fn new(coverage: &mut Coverage, rng: &mut ChaCha8Rng) -> Self {
+        let next = coverage.next_counted();
+        let planned = next.wait_ms as i64 - 1_000;
+        Self {
+            edge: planned + late_opening(rng),
+            planned,
+            awaited: Some((next.length_ms as i64, next.weight)),
+            open: None,
+            stretch: SlotStretch::new(rng.random()),
+        }
+    }
+
+    /// The timer fires: a slot opens (`Some(weight)`) or closes (`None`;
+    /// the next opens at once if it follows without a gap).
+    fn step(&mut self, coverage: &mut Coverage, rng: &mut ChaCha8Rng) -> Option<u32> {
+        let now = self.edge;
+        if let Some((length, every)) = self.awaited.take() {
+            let from = if now > self.planned + STALL_MS {
+                now
+            } else {
+                self.planned
+            };
+            self.planned = from + length;
+            self.edge = self.planned.max(now + 1) + late_closing(rng);
+            self.open = Some((length, now));
+            return Some(self.stretch.weight(every));
+        }
+        if let Some((length, opened)) = self.open.take() {
+            self.stretch.observe(length as f64, (now - opened) as f64);
+        }
+        let next = coverage.next_counted();
+        let at = self.planned + next.wait_ms as i64;
+        self.planned = if now > at + STALL_MS { now } else { at };
+        self.awaited = Some((next.length_ms as i64, next.weight));
+        if next.wait_ms == 0 {
+            return self.step(coverage, rng);
+        }
+        self.edge = self.planned.max(now) + late_opening(rng);
+        None
+    }
+}
+
+/// A timer later than this is a stall: the tracker plans from then.
+const STALL_MS: i64 = 100;
+
+/// An opening timer's lateness, ms.
+fn late_opening(rng: &mut ChaCha8Rng) -> i64 {
+    i64::from(rng.random_bool(0.25))
+}
+
+/// A closing timer's lateness, ms.
+fn late_closing(rng: &mut ChaCha8Rng) -> i64 {
+    if rng.random_bool(0.5) {
+        rng.random_range(1..=2)
+    } else {
+        0
+    }
 }
 
 const RUNS: u64 = 300;
