@@ -511,7 +511,10 @@ impl Tracking {
             self.coverage.set_every(self.budget.every());
         }
         self.thin_accesses(absorb, elapsed_ns);
-        if !self.uses_time_slots() && !self.batch.is_empty() {
+        if !self.uses_time_slots() && !self.wants_time_slots() && !self.batch.is_empty() {
+            // Counting every command, nothing to check: handed over each
+            // tick. (Slots wanted, they begin after this tick, and the
+            // first closes what every command gathered, checked as a slot.)
             self.submit();
         }
         self.note_rates();
