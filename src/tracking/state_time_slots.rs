@@ -7,9 +7,12 @@
 //! plus a length), never at "now plus a length": a timer fires late by what
 //! the event loop was busy with, and lateness added to each wait and each
 //! counted slot would make counted time longer than its share (by about the
-//! lateness over a slot's length, a few percent with 1 ms slots). Planned,
-//! a late opening shortens the slot and a late closing lengthens it, alike
-//! on average.
+//! lateness over a slot's length). Planned, a late opening shortens the
+//! slot and a late closing lengthens it; what does not cancel (a closing
+//! falls in counted time, when the event loop's passes are longer) the
+//! slots' weights allow for ([`SlotStretch`]).
+//!
+//! [`SlotStretch`]: heavykeeper_tracker::slot_stretch::SlotStretch
 
 use super::Tracking;
 use heavykeeper_tracker::coverage::CountedSlot;
