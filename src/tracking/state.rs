@@ -76,8 +76,6 @@ struct OpenTimeSlot {
     began: Option<Instant>,
     /// When the uncounted time before the next counted slot began.
     gap_began: Option<Instant>,
-    /// How long the open counted slot was planned to last, ms.
-    planned_ms: Option<u64>,
     /// It held too much to be kept: it counts nothing more and is discarded.
     overflowed: bool,
 }

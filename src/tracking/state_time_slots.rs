@@ -28,8 +28,8 @@ pub(super) enum Schedule {
     Whole,
     /// Between counted slots: the next opens at `at`.
     Waiting { at: Instant, slot: CountedSlot },
-    /// A counted slot is open until `until`.
-    Open { until: Instant },
+    /// A counted slot, planned to last `planned_ms`, is open until `until`.
+    Open { until: Instant, planned_ms: u64 },
 }
 
 /// A timer this late means the server stalled (a long command, a fork):
@@ -66,7 +66,7 @@ impl Tracking {
         match self.schedule {
             Schedule::Whole => None,
             Schedule::Waiting { at, .. } => Some(at),
-            Schedule::Open { until } => Some(until),
+            Schedule::Open { until, .. } => Some(until),
         }
     }
 
@@ -99,9 +99,11 @@ impl Tracking {
         match self.schedule {
             Schedule::Whole => None,
             Schedule::Waiting { at, slot } => self.open_time_slot(ctx, at, slot),
-            Schedule::Open { until } => {
+            Schedule::Open { until, planned_ms } => {
                 self.conclude_check();
-                self.end_time_slot(ctx);
+                if let Some(ns) = self.end_time_slot(ctx) {
+                    self.stretch.observe(planned_ms as f64, ns as f64 / 1e6);
+                }
                 let next = self.coverage.next_counted();
                 if next.wait_ms == 0 {
                     return self.open_time_slot(ctx, until, next);
@@ -139,7 +141,6 @@ impl Tracking {
         let weight = self.stretch.weight(slot.weight);
         self.time_slot.counted =
             Some(TimeSlot::new(self.time_slot.seq, weight).keeping_one_in(self.keep_one_in));
-        self.time_slot.planned_ms = Some(slot.length_ms);
         self.time_slot.began = Some(now);
         self.time_slot.opened = Some(now);
         self.time_slot.overflowed = false;
@@ -153,27 +154,29 @@ impl Tracking {
             self.auth.slot_opened(ctx);
         }
         let until = anchored(at, now) + Duration::from_millis(slot.length_ms);
-        self.schedule = Schedule::Open { until };
+        self.schedule = Schedule::Open {
+            until,
+            planned_ms: slot.length_ms,
+        };
         Some(until)
     }
 
     /// The current slot (counted, or counting every command) ends: its
     /// accesses go to the worker, or are discarded; what it covered is
-    /// recorded.
-    fn end_time_slot(&mut self, ctx: &Context) {
+    /// recorded. Returns how long a counted slot lasted, ns.
+    fn end_time_slot(&mut self, ctx: &Context) -> Option<u64> {
         if let Some(opened) = self.time_slot.opened.take() {
             self.time_slot.counted_ns += opened.elapsed().as_nanos() as u64;
         }
         self.close_time_slot(ctx);
-        if let Some(began) = self.time_slot.began.take() {
+        let lasted = self.time_slot.began.take().map(|began| {
             let ns = began.elapsed().as_nanos() as u64;
             self.figures.time_slot_ns += ns;
             self.figures.counted_time_slot_ns += ns;
-            if let Some(planned) = self.time_slot.planned_ms.take() {
-                self.stretch.observe(planned as f64, ns as f64 / 1e6);
-            }
-        }
+            ns
+        });
         self.time_slot.counted = None;
+        lasted
     }
 
     /// Counting every command ends (time is cut into slots from now).
@@ -223,6 +226,7 @@ impl Tracking {
 
     /// Counting every command from now on (no slots).
     pub fn count_everything(&mut self, ctx: &Context) {
+        // A slot cut short here says nothing of how long slots last.
         self.end_time_slot(ctx);
         self.time_slot.gap_began = None;
         self.schedule = Schedule::Whole;

@@ -13,6 +13,7 @@
 //! generation's timers; the log and `INFO`'s `panics_contained` say so; any
 //! tracking config change restarts them).
 
+use super::state::Tracking;
 use super::{filter, notify, with_state};
 use crate::host::panic_guard::or_fallback;
 use crate::host::{module_context, publish};
@@ -65,14 +66,7 @@ fn start_slots(ctx: &Context, generation: u64) {
     if SLOTS_RUNNING.swap(true, Ordering::Relaxed) {
         return;
     }
-    let started = thread_cpu_ns();
-    let due = with_state(|s| {
-        let t = s.as_mut()?;
-        let due = t.begin_time_slots(ctx);
-        t.meter().timed_timer(started);
-        Some((due, t.is_counting()))
-    })
-    .flatten();
+    let due = slot_edge(ctx, Tracking::begin_time_slots);
     after_slot_edge(ctx, generation, due);
 }
 
@@ -134,19 +128,25 @@ fn on_slot(ctx: &Context, generation: u64) {
     if !is_current(generation) {
         return;
     }
-    let due = or_fallback("a tracking slot", None, || slot_edge(ctx));
+    let due = slot_edge(ctx, Tracking::time_slot_due_now);
     after_slot_edge(ctx, generation, due);
 }
 
-/// A counted slot's edge: when the next is due, and whether the filter is
-/// to be registered (`None`: tracking is off).
-fn slot_edge(ctx: &Context) -> Option<(Option<Instant>, bool)> {
-    let started = thread_cpu_ns();
-    with_state(|state| {
-        let t = state.as_mut()?;
-        let due = t.time_slot_due_now(ctx);
-        t.meter().timed_timer(started);
-        Some((due, t.is_counting()))
+/// A slot edge (`step`: slots begun, or a counted slot's edge come), timed
+/// as the tracker's clocks: when the next is due, and whether the filter
+/// is to be registered (`None`: tracking is off, or the step panicked).
+fn slot_edge(
+    ctx: &Context,
+    step: fn(&mut Tracking, &Context) -> Option<Instant>,
+) -> Option<(Option<Instant>, bool)> {
+    or_fallback("a tracking slot", None, || {
+        let started = thread_cpu_ns();
+        with_state(|state| {
+            let t = state.as_mut()?;
+            let due = step(t, ctx);
+            t.meter().timed_timer(started);
+            Some((due, t.is_counting()))
+        })
+        .flatten()
     })
-    .flatten()
 }

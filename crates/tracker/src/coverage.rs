@@ -147,6 +147,7 @@ impl Coverage {
 pub fn mean_length_ms(every: u32) -> f64 {
     (LONGEST_BLOCK_MS / f64::from(every.max(1))).clamp(SHORTEST_MS as f64, LONGEST_MEAN_MS)
 }
+
 /// A uniform draw in [0, 1) (xorshift64*).
 pub(crate) fn uniform(state: &mut u64) -> f64 {
     *state ^= *state >> 12;
