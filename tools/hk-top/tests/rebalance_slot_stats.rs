@@ -134,6 +134,38 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
     assert_eq!(json_of(&network)["measure"], "network");
 }
 
+/// A cluster serving a few reads a second is "unbalanced" by chance: by its
+/// own statistics too, it is too light to balance and nothing moves.
+#[test]
+fn a_cluster_without_the_module_serving_almost_nothing_is_not_balanced() {
+    let cluster = bare_cluster(true);
+    let keys = distinct_slot_keys(&cluster, 30);
+    load_keys(&cluster, &keys);
+    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], 5.0);
+    sleep(Duration::from_secs(1));
+    let port = cluster.nodes[0].port.to_string();
+    let out = hk_top(
+        &[
+            "-p",
+            &port,
+            "rebalance",
+            "--json",
+            "--window-s",
+            "2",
+            "--tolerance",
+            "0.05",
+        ],
+        &[],
+    );
+    let (seen, _) = traffic.stop();
+    assert!(out.status.success(), "{}", text(&out));
+    let plan = json_of(&out);
+    assert_eq!(plan["source"], "slot-stats", "{plan}");
+    assert_eq!(plan["too_light"], true, "{plan}");
+    assert_eq!(plan["moves"].as_array().unwrap().len(), 0, "{plan}");
+    assert_eq!(seen.failures(), (0, 0, 0));
+}
+
 /// With `cluster-slot-stats-enabled no` the run says what to enable, and
 /// moves nothing; the module's measures are refused for slot-stats.
 #[test]
