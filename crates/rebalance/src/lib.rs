@@ -60,6 +60,11 @@
 //! of what is too much. Without bounds (counted exactly, or a measurement
 //! that gives none) the estimates are taken as they are.
 //!
+//! And a sampled rate is shrunk toward its primary's mean by its own noise
+//! before the slots are ranked and accounted (`shrinkage`): the slots
+//! measured hottest among alike ones are those whose noise ran high, and
+//! moving them would carry less than planned (the winner's curse).
+//!
 //! # Not on a whim: floor, cooldown, hysteresis
 //!
 //! Under [`Options::min_total`] (the cluster's whole load) nothing moves:
@@ -88,6 +93,7 @@ mod load;
 mod outcome;
 mod plan;
 mod plan_check;
+mod shrinkage;
 mod target;
 mod watch;
 

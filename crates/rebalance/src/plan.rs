@@ -69,6 +69,9 @@ impl Plan {
 /// The moves that bring every primary to the target (or as near as slot
 /// moves can), and the advice for the rest.
 pub fn plan(input: &Input, options: &Options) -> Plan {
+    // Sampled rates shrunk toward their primary's mean: see `shrinkage`.
+    let shrunk = crate::shrinkage::shrink(input);
+    let input = &shrunk;
     let total = input.total(options.measure);
     let target = options.target(total, input.nodes.len());
     let too_light = total < options.min_total;

@@ -19,6 +19,7 @@ mod support;
 
 use redis::Connection;
 use serde_json::Value as Json;
+use std::collections::HashMap;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 use support::common::{self, wait_until, Cluster};
@@ -484,4 +485,189 @@ fn a_reviewed_plan_is_carried_out_as_printed_and_refused_once_stale() {
         text(&again)
     );
     assert_every_key_intact(&cluster, &keys, &Default::default());
+}
+
+/// A node on fire: the first primary saturated by a client sending it, in
+/// pipelines, `GET`s of a key it does not serve (each answered `MOVED`: they
+/// count nowhere and load no slot of its, but its tracker can then afford to
+/// count only a part of the time) while the 60/20/20 reads go on. At
+/// the defaults the plan is the one counting every command makes: it
+/// reaches the target, it moves slots of the first node only, each one the
+/// clients truly read (none on noise), and what it moves is enough in truth
+/// to bring the first node under 45% of the reads.
+#[test]
+fn a_node_on_fire_is_planned_as_when_every_command_is_counted() {
+    let cluster = Cluster::start(&["track", "yes", "track-halflife", "3"]);
+    let keys = distinct_slot_keys(&cluster, 1000);
+    load_keys(&cluster, &keys);
+    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate());
+    let elsewhere = keys.iter().find(|k| k.1 == 1).unwrap();
+    let fire = OnFire::start(cluster.nodes[0].port, &elsewhere.0);
+    let port = cluster.nodes[1].port.to_string();
+    let first = cluster.nodes[0].address();
+    let mut plans = Vec::new();
+    for every_command in [false, true] {
+        if every_command {
+            for node in &cluster.nodes {
+                let _: () = redis::cmd("CONFIG")
+                    .arg("SET")
+                    .arg("heavykeeper.track-sample")
+                    .arg(1)
+                    .query(&mut node.client())
+                    .unwrap();
+            }
+        }
+        // Three half-lives: what was counted before weighs 1/8.
+        sleep(Duration::from_secs(9));
+        let counted = counted_share(&cluster.nodes[0]);
+        let out = hk_top(&["-p", &port, "rebalance", "--json"], &[]);
+        assert!(out.status.success(), "{}", text(&out));
+        plans.push((counted, json_of(&out)));
+    }
+    drop(fire);
+    let (seen, _) = traffic.stop();
+    assert_eq!(seen.failures(), (0, 0, 0), "{seen:?}");
+    let truth = true_reads_per_slot(&keys, &[0.6, 0.2, 0.2]);
+    for (counted, plan) in &plans {
+        let moves = plan["moves"].as_array().unwrap();
+        let shed: f64 = (moves.iter())
+            .map(|m| {
+                truth
+                    .get(&(m["slot"].as_u64().unwrap() as u16))
+                    .copied()
+                    .unwrap_or(0.0)
+            })
+            .sum();
+        eprintln!(
+            "on fire: first node counted {counted:.3} of the time; {} moves, shedding {shed:.3} of the reads in truth; shares {}",
+            moves.len(),
+            node_shares(plan)
+        );
+        assert_eq!(plan["reaches_target"], true, "{plan}");
+        assert!(!moves.is_empty(), "{plan}");
+        for m in moves {
+            assert_eq!(m["from"], first.as_str(), "{m}");
+            let slot = m["slot"].as_u64().unwrap() as u16;
+            assert!(
+                truth.contains_key(&slot),
+                "slot {slot} has no reads: {plan}"
+            );
+        }
+        let before = (plan["nodes"].as_array().unwrap().iter())
+            .find(|n| n["node"] == first.as_str())
+            .unwrap()["share_before"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (0.5..0.7).contains(&before),
+            "the first node measured at {before}: {plan}"
+        );
+        assert!(
+            0.6 - shed <= 0.45,
+            "the moves shed {shed} of the reads in truth: {plan}"
+        );
+    }
+    // The fire was real: at the defaults the first node counted a share of
+    // its time, and every moment once told to.
+    assert!(
+        plans[0].0 < 0.5,
+        "the first node counted {} of the time",
+        plans[0].0
+    );
+    assert!(
+        plans[1].0 > 0.99,
+        "every command: {} of the time",
+        plans[1].0
+    );
+}
+
+/// Clients sending one node pipelines of `GET key` as fast as it answers
+/// them, until dropped (`redis-benchmark` would stop at the first `MOVED`).
+struct OnFire {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl OnFire {
+    fn start(port: u16, key: &str) -> OnFire {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let get = format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len());
+        let pipeline = get.repeat(64).into_bytes();
+        let threads = (0..2)
+            .map(|_| {
+                let (stop, pipeline) = (stop.clone(), pipeline.clone());
+                std::thread::spawn(move || fire(port, &pipeline, 64, &stop))
+            })
+            .collect();
+        OnFire { stop, threads }
+    }
+}
+
+/// Sends `pipeline` (`commands` commands) and reads their replies, again
+/// and again.
+fn fire(port: u16, pipeline: &[u8], commands: usize, stop: &std::sync::atomic::AtomicBool) {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut buffer = vec![0u8; 1 << 16];
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        socket.write_all(pipeline).unwrap();
+        // Every reply (an error line) ends in one CRLF.
+        let mut lines = 0;
+        while lines < commands {
+            let n = match socket.read(&mut buffer) {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => panic!("{e}"),
+            };
+            lines += buffer[..n].iter().filter(|&&b| b == b'\n').count();
+        }
+    }
+}
+
+impl Drop for OnFire {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The share of the last second the node's tracker counted.
+fn counted_share(node: &common::Server) -> f64 {
+    let read = |con: &mut Connection| {
+        common::info_field(con, "heavykeeper", "heavykeeper_tracker_seconds_counted")
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap()
+    };
+    let mut con = node.client();
+    let (start, at) = (read(&mut con), Instant::now());
+    sleep(Duration::from_secs(1));
+    (read(&mut con) - start) / at.elapsed().as_secs_f64()
+}
+
+/// Each slot's true share of the reads the traffic sends.
+fn true_reads_per_slot(keys: &[(String, usize)], weights: &[f64]) -> HashMap<u16, f64> {
+    let mut per_slot = HashMap::new();
+    for (node, weight) in weights.iter().enumerate() {
+        let mine: Vec<&String> = keys.iter().filter(|k| k.1 == node).map(|k| &k.0).collect();
+        for key in &mine {
+            *per_slot.entry(slot_of(key)).or_insert(0.0) += weight / mine.len() as f64;
+        }
+    }
+    per_slot
+}
+
+fn node_shares(plan: &Json) -> String {
+    (plan["nodes"].as_array().unwrap().iter())
+        .map(|n| {
+            format!(
+                "{:.3}->{:.3}",
+                n["share_before"].as_f64().unwrap(),
+                n["share_after"].as_f64().unwrap()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
