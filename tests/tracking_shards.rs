@@ -264,10 +264,12 @@ fn a_tenant_spread_over_many_keys_comes_first_among_prefixes() {
     );
     assert!(prefixes[1].2 < prefixes[0].2 / 5.0, "{prefixes:?}");
     // No key of it is hot on its own (a sampled access stands for several,
-    // so a key read once or twice may count for tens).
+    // so a key read once or twice may count for tens). None may be listed
+    // at all: a key read once has faded under one access by the time it is
+    // read, and a listing holds keys worth at least one.
     let keys = hotkeys(&mut con, &["COUNT", "1"]);
     assert!(
-        keys[0].3 < prefixes[0].3 / 10,
+        keys.iter().all(|key| key.3 < prefixes[0].3 / 10),
         "{keys:?} against {prefixes:?}"
     );
 
