@@ -2,7 +2,8 @@
 //! cluster under live traffic (a plan, then `--apply`: no key lost or
 //! changed, no client error but MOVED/ASK, no node above 45% of the reads
 //! afterwards), a key no move can fix, a cluster not fit to move slots in,
-//! and a run interrupted half-way that the next run finishes. Run on
+//! a run interrupted half-way that the next run finishes, and a node on
+//! fire planned as when every command is counted. Run on
 //! Redis 7.0 (the standard migration) and, with `REDIS_SERVER` set to a
 //! Valkey 9 binary, on its own atomic slot migration.
 

@@ -160,6 +160,10 @@ fn a_cluster_without_the_module_serving_almost_nothing_is_not_balanced() {
     let (seen, _) = traffic.stop();
     assert!(out.status.success(), "{}", text(&out));
     let plan = json_of(&out);
+    eprintln!(
+        "an idle cluster's slot-stats: {} CPU µs/s",
+        plan["total_per_second"]
+    );
     assert_eq!(plan["source"], "slot-stats", "{plan}");
     assert_eq!(plan["too_light"], true, "{plan}");
     assert_eq!(plan["moves"].as_array().unwrap().len(), 0, "{plan}");

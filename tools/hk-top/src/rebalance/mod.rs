@@ -80,7 +80,7 @@ pub struct Args {
     /// At most this many slot moves in one run (with --watch: in one round) [--watch: 32]
     #[arg(long)]
     max_moves: Option<usize>,
-    /// The least cluster-wide load worth balancing, in the measure's unit [100 commands/s; cpu: 25 µs/s; network: 6000 bytes/s: about 100 simple commands a second]
+    /// The least cluster-wide load worth balancing, in the measure's unit [100 commands/s; cpu: 250 µs/s, ~1,000 GETs a second of a busy node; network: 6000 bytes/s, ~100 GETs]
     #[arg(long)]
     min_load: Option<f64>,
     /// A slot moved is not moved again within this many seconds (remembered in the journal)
@@ -177,10 +177,12 @@ impl Args {
     }
 
     fn planner_options(&self, measure: Measure, action: Action) -> heavykeeper_rebalance::Options {
-        // About 100 commands a second in each measure: a simple command
-        // costs Valkey ~0.25 µs of a slot's CPU and ~60 bytes in and out.
+        // A simple command costs a busy Valkey ~0.25 µs of a slot's CPU
+        // and an idle one several µs (a single command of 40 µs has read
+        // as 22 µs/s over 2 s on an idle cluster), and ~60 bytes in and
+        // out: ~1,000 GETs a second of CPU, ~100 commands of network.
         let min_total = self.min_load.unwrap_or(match measure {
-            Measure::Cpu => 25.0,
+            Measure::Cpu => 250.0,
             Measure::Network => 6_000.0,
             _ => 100.0,
         });
