@@ -651,11 +651,8 @@ fn counted_share(node: &common::Server) -> f64 {
 /// Each slot's true share of the reads the traffic sends.
 fn true_reads_per_slot(keys: &[(String, usize)], weights: &[f64]) -> HashMap<u16, f64> {
     let mut per_slot = HashMap::new();
-    for (node, weight) in weights.iter().enumerate() {
-        let mine: Vec<&String> = keys.iter().filter(|k| k.1 == node).map(|k| &k.0).collect();
-        for key in &mine {
-            *per_slot.entry(slot_of(key)).or_insert(0.0) += weight / mine.len() as f64;
-        }
+    for (key, weight) in key_weights(keys, weights) {
+        *per_slot.entry(slot_of(&key)).or_insert(0.0) += weight;
     }
     per_slot
 }

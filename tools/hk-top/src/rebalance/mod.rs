@@ -178,9 +178,10 @@ impl Args {
 
     fn planner_options(&self, measure: Measure, action: Action) -> heavykeeper_rebalance::Options {
         // A simple command costs a busy Valkey ~0.25 µs of a slot's CPU
-        // and an idle one several µs (a single command of 40 µs has read
-        // as 22 µs/s over 2 s on an idle cluster), and ~60 bytes in and
-        // out: ~1,000 GETs a second of CPU, ~100 commands of network.
+        // (4,000 a second read ~900 µs/s) and an idle one more (5 GETs a
+        // second read 4-9 µs/s, once 26, 22 of it in one slot, over 2 s),
+        // and ~60 bytes in and out: ~1,000 busy GETs a second of CPU, ~100
+        // commands of network.
         let min_total = self.min_load.unwrap_or(match measure {
             Measure::Cpu => 250.0,
             Measure::Network => 6_000.0,

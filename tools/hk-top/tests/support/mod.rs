@@ -209,14 +209,7 @@ impl Traffic {
         per_second: f64,
         write_share: f64,
     ) -> Traffic {
-        let mut weighted: Vec<(String, f64)> = Vec::new();
-        for (i, w) in weights.iter().enumerate() {
-            let mine: Vec<&(String, usize)> = keys.iter().filter(|k| k.1 == i).collect();
-            for (key, _) in &mine {
-                weighted.push((key.clone(), w / mine.len().max(1) as f64));
-            }
-        }
-        Self::start_weighted(cluster, weighted, per_second, write_share)
+        Self::start_weighted(cluster, key_weights(keys, weights), per_second, write_share)
     }
 
     /// Each key with its weight.
@@ -281,6 +274,19 @@ impl Traffic {
         let seen = self.seen.lock().unwrap().clone();
         (seen, expected)
     }
+}
+
+/// Each key's part of the traffic: `weights[i]` split evenly over the keys
+/// of node `i`.
+pub fn key_weights(keys: &[(String, usize)], weights: &[f64]) -> Vec<(String, f64)> {
+    let mut weighted = Vec::new();
+    for (i, w) in weights.iter().enumerate() {
+        let mine: Vec<&(String, usize)> = keys.iter().filter(|k| k.1 == i).collect();
+        for (key, _) in &mine {
+            weighted.push((key.clone(), w / mine.len().max(1) as f64));
+        }
+    }
+    weighted
 }
 
 /// A small xorshift: no rand dependency, the same run every time.
