@@ -10,8 +10,10 @@
 //! Each key also keeps what its error bar needs: the variance its sum has
 //! from the slots of time it was counted in (each slot's share of the sum
 //! squared, see [`TimeSlot::variance_of`], and each kept access's coin,
-//! [`TimeSlot::thinning_variance`]), and how many accesses were seen (the
-//! sample's own size, which is what HeavyKeeper's decay plays on).
+//! [`TimeSlot::thinning_variance`]), how much of its sum sampled accesses
+//! stand for (the rest, counted one by one, has no error: see
+//! [`crate::error_bar`]), and how many accesses were seen (the sample's own
+//! size, which is what HeavyKeeper's decay plays on).
 
 use crate::access::Access;
 use crate::time_slot::TimeSlot;
@@ -32,6 +34,9 @@ pub struct Coalesced<'a> {
     pub access: Access,
     /// The accesses they stand for (the sum of their weights).
     pub weight: u64,
+    /// Of `weight`, what sampled accesses stand for (the rest were counted
+    /// one by one).
+    pub sampled: u64,
     /// The accesses seen (counted ones, each standing for its weight).
     pub seen: u64,
     /// The middle of the horizon they came in.
@@ -46,6 +51,7 @@ struct Entry {
     hash: ItemHash,
     access: Access,
     weight: u64,
+    sampled: u64,
     seen: u32,
     /// The slot of time the last accesses came in, and their weight there.
     slot: TimeSlot,
@@ -97,6 +103,7 @@ impl Coalescer {
         time_ms: i64,
     ) {
         let weight = slot.access_weight();
+        let sampled = if weight > 1 { weight } else { 0 };
         let coin = slot.thinning_variance();
         self.base_ms.get_or_insert(time_ms);
         self.last_ms = self.last_ms.max(time_ms);
@@ -107,6 +114,7 @@ impl Coalescer {
         let found = self.index.find(key, |&i| key_of(entries, i) == Some(key));
         if let Some(entry) = found.and_then(|&i| entries.get_mut(i as usize)) {
             entry.weight = entry.weight.saturating_add(weight);
+            entry.sampled = entry.sampled.saturating_add(sampled);
             entry.seen = entry.seen.saturating_add(1);
             if entry.slot.seq != slot.seq {
                 entry.variance = entry.variance();
@@ -124,6 +132,7 @@ impl Coalescer {
             hash,
             access,
             weight,
+            sampled,
             seen: 1,
             slot,
             in_slot: weight,
@@ -192,6 +201,7 @@ impl Coalescer {
                 hash: entry.hash,
                 access: entry.access,
                 weight: entry.weight,
+                sampled: entry.sampled,
                 seen: u64::from(entry.seen),
                 time_ms: time,
                 variance: entry.variance(),
@@ -280,6 +290,29 @@ mod tests {
             whole.add(b"k", hash, Access::Read, TimeSlot::WHOLE, t);
         }
         assert_eq!(drained(&whole)[0].5, 0.0);
+    }
+
+    #[test]
+    fn what_sampled_accesses_stand_for_is_kept_apart_from_the_exact() {
+        let mut c = Coalescer::new(1_000);
+        let hash = ItemHash::of(b"k", 1);
+        for t in 0..10 {
+            c.add(b"k", hash, Access::Read, TimeSlot::WHOLE, t);
+        }
+        // Two accesses in a slot counted one in 4, one kept one in 2 of a
+        // slot every one of which is counted.
+        c.add(b"k", hash, Access::Read, TimeSlot::new(1, 4), 20);
+        c.add(b"k", hash, Access::Read, TimeSlot::new(1, 4), 21);
+        c.add(
+            b"k",
+            hash,
+            Access::Read,
+            TimeSlot::WHOLE.keeping_one_in(2),
+            30,
+        );
+        let mut got = Vec::new();
+        c.drain(0, usize::MAX, |e| got.push((e.weight, e.sampled)));
+        assert_eq!(got, vec![(20, 10)]);
     }
 
     #[test]

@@ -354,6 +354,12 @@ fn insert_thinned<S: Sink>(
         hash: key.hash,
         access: key.access,
         weight: kept.weight,
+        // Thinned, the whole weight is a coin's.
+        sampled: if kept.weight > key.weight {
+            kept.weight
+        } else {
+            key.sampled
+        },
         scale,
         time_ms: key.time_ms,
         variance: kept.variance,
@@ -508,6 +514,18 @@ mod tests {
         for i in 0..4 {
             let hot = now.key(0, format!("hot{i}").as_bytes(), 0).reads;
             assert_eq!(hot.count, 1_000.0, "hot{i}");
+            assert_eq!((hot.sampled, hot.variance), (0.0, 0.0), "hot{i}");
+        }
+        // A tail key listed was kept by a coin: its whole count is sampled.
+        let tail: Vec<_> = now
+            .hottest(Ranking::Reads, 20, 0)
+            .into_iter()
+            .filter(|k| k.key.starts_with(b"tail"))
+            .collect();
+        assert!(!tail.is_empty());
+        for k in tail {
+            assert!((k.reads.sampled - k.reads.count).abs() < 1e-6, "{k:?}");
+            assert!(k.reads.variance > 0.0, "{k:?}");
         }
         let work = c.take_work();
         assert!(work.inserts < 400 && work.thinned > 3_600, "{work:?}");

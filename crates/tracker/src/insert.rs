@@ -13,6 +13,9 @@ pub struct Insert<'a> {
     pub access: Access,
     /// The accesses it stands for.
     pub weight: u64,
+    /// Of `weight`, what sampled accesses stand for (the rest were counted
+    /// one by one).
+    pub sampled: u64,
     /// What one access seen stood for: HeavyKeeper's decay plays in the
     /// sample's own units (see the sketch's `add_sampled`).
     pub scale: f64,

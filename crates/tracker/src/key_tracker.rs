@@ -201,6 +201,9 @@ impl KeyTracker {
         Tally {
             count: estimate.count,
             per_second: self.per_second(estimate.count, now_ms),
+            // Every counter's estimate is taken as sampled whole (its
+            // exact part is not kept apart).
+            sampled: estimate.count,
             variance: estimate.variance,
             undercount: 0.0,
         }
@@ -264,6 +267,7 @@ impl KeyTracker {
         );
         if arrived.member.is_some() || arrived.expelled.is_some() {
             let inserted = Inserted {
+                sampled: insert.sampled as f64,
                 variance: insert.variance,
                 scale: insert.scale,
                 time_ms: insert.time_ms,
@@ -338,6 +342,7 @@ impl KeyTracker {
             hash,
             access,
             weight,
+            sampled: 0,
             scale: weight as f64,
             time_ms,
             variance: 0.0,
@@ -410,10 +415,9 @@ impl KeyTracker {
     fn tally(&self, access: Access, item: &[u8], hash: ItemHash, now_ms: i64) -> Tally {
         let counted = self.counted(access);
         let count = counted.sketch.count(item, now_ms);
-        let (variance, scale) = counted
-            .spread
-            .of(hash.value(), now_ms)
-            .unwrap_or((0.0, 1.0));
+        let spread = counted.spread.of(hash.value(), now_ms);
+        let (variance, sampled, scale) =
+            spread.map_or((0.0, 0.0, 1.0), |s| (s.variance, s.sampled, s.scale));
         let params = counted.sketch.params();
         let claim = if count > 0.0 {
             counted.sketch.claim_cost(item, scale, now_ms)
@@ -431,6 +435,7 @@ impl KeyTracker {
         Tally {
             count,
             per_second: self.per_second(count, now_ms),
+            sampled,
             variance,
             undercount: missed,
         }

@@ -1,6 +1,7 @@
-//! What a sketch's members' counts are made of, beside the sketch: the
-//! variance of each listed key's count (its sampling error, see
-//! [`crate::error_bar`]) and what one of its accesses last stood for. Kept
+//! What a sketch's members' counts are made of, beside the sketch: how much
+//! of each listed key's count was sampled and that part's variance (its
+//! sampling error, see [`crate::error_bar`]), and what one of its accesses
+//! last stood for. Kept
 //! for members only (at most `k`), so it follows the top-k as arrivals
 //! change it: a key that enters starts with the variance of the count it
 //! enters with, a key pushed out is forgotten.
@@ -13,6 +14,8 @@ use heavykeeper_sketch::Arrived;
 struct Spread {
     /// The variance as of `at_ms` (it fades at twice the counts' rate).
     variance: f64,
+    /// The sampled part of the count as of `at_ms` (it fades as counts do).
+    sampled: f64,
     at_ms: i64,
     /// What one access of its last insert stood for.
     scale: f64,
@@ -27,9 +30,22 @@ pub struct MemberSpread {
 /// One insert as the spread sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct Inserted {
+    /// What its sampled accesses stand for.
+    pub sampled: f64,
     pub variance: f64,
     pub scale: f64,
     pub time_ms: i64,
+}
+
+/// A member's spread now.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemberSpreadNow {
+    /// The variance of its sampled part.
+    pub variance: f64,
+    /// Of its count, what was sampled.
+    pub sampled: f64,
+    /// What an access of it stands for.
+    pub scale: f64,
 }
 
 impl MemberSpread {
@@ -60,11 +76,13 @@ impl MemberSpread {
         let faded = self.fade_factor();
         let entry = self.by_hash.entry(arrived.hash).or_insert(Spread {
             variance: 0.0,
+            sampled: 0.0,
             at_ms: insert.time_ms,
             scale: insert.scale,
         });
         let elapsed = insert.time_ms.saturating_sub(entry.at_ms).max(0) as f64;
         entry.variance = entry.variance * (-elapsed * faded).exp2() + added;
+        entry.sampled = entry.sampled * (-elapsed * faded / 2.0).exp2() + insert.sampled * share;
         entry.at_ms = entry.at_ms.max(insert.time_ms);
         entry.scale = insert.scale;
     }
@@ -74,12 +92,15 @@ impl MemberSpread {
         2.0 / self.half_life_ms
     }
 
-    /// Member `hash`'s variance at `now_ms`, and what an access of it
-    /// stands for (`None`: not a member, or never sampled).
-    pub fn of(&self, hash: u64, now_ms: i64) -> Option<(f64, f64)> {
+    /// Member `hash`'s spread at `now_ms` (`None`: not a member).
+    pub fn of(&self, hash: u64, now_ms: i64) -> Option<MemberSpreadNow> {
         let s = self.by_hash.get(&hash)?;
-        let elapsed = now_ms.saturating_sub(s.at_ms).max(0) as f64;
-        Some((s.variance * (-elapsed * self.fade_factor()).exp2(), s.scale))
+        let fades = now_ms.saturating_sub(s.at_ms).max(0) as f64 * self.fade_factor();
+        Some(MemberSpreadNow {
+            variance: s.variance * (-fades).exp2(),
+            sampled: s.sampled * (-fades / 2.0).exp2(),
+            scale: s.scale,
+        })
     }
 
     pub fn clear(&mut self) {
@@ -97,6 +118,7 @@ mod tests {
 
     fn insert(variance: f64, time_ms: i64) -> Inserted {
         Inserted {
+            sampled: 10.0,
             variance,
             scale: 4.0,
             time_ms,
@@ -115,7 +137,8 @@ mod tests {
         // It enters with a count of 40 on an insert of 20: its whole count
         // is taken to be sampled alike.
         s.arrived(&entered, insert(100.0, 0));
-        assert_eq!(s.of(7, 0), Some((200.0, 4.0)));
+        let now = |s: &MemberSpread, t| s.of(7, t).map(|v| (v.variance, v.sampled, v.scale));
+        assert_eq!(now(&s, 0), Some((200.0, 20.0, 4.0)));
         let raised = Arrived {
             hash: 7,
             expelled: None,
@@ -123,9 +146,10 @@ mod tests {
             mass: 20.0,
         };
         s.arrived(&raised, insert(50.0, 0));
-        assert_eq!(s.of(7, 0).map(|v| v.0), Some(250.0));
-        // One half-life on, a quarter.
-        assert_eq!(s.of(7, 1_000).map(|v| v.0), Some(62.5));
+        assert_eq!(now(&s, 0), Some((250.0, 30.0, 4.0)));
+        // One half-life on, a quarter of the variance and half the part
+        // sampled (it fades as the count does).
+        assert_eq!(now(&s, 1_000), Some((62.5, 15.0, 4.0)));
         let pushed_out = Arrived {
             hash: 8,
             expelled: Some((b"k".to_vec().into_boxed_slice(), 7, 60.0)),
@@ -134,6 +158,9 @@ mod tests {
         };
         s.arrived(&pushed_out, insert(0.0, 1_000));
         assert_eq!(s.of(7, 1_000), None);
-        assert_eq!(s.of(8, 1_000), Some((0.0, 4.0)));
+        assert_eq!(
+            s.of(8, 1_000).map(|v| (v.variance, v.scale)),
+            Some((0.0, 4.0))
+        );
     }
 }

@@ -10,7 +10,9 @@ use crate::error_bar::{bounds, Bounds};
 pub struct Tally {
     pub count: f64,
     pub per_second: f64,
-    /// The count's sampling variance (0: every access counted).
+    /// Of `count`, what was sampled (the rest was counted access by access).
+    pub sampled: f64,
+    /// The sampled part's variance (0: every access counted).
     pub variance: f64,
     /// HeavyKeeper's undercount of it, at 95% (0 for exact counters).
     pub undercount: f64,
@@ -19,7 +21,7 @@ pub struct Tally {
 impl Tally {
     /// The rate's 95% interval ([`crate::error_bar`]).
     pub fn bounds(&self) -> Bounds {
-        let count = bounds(self.count, self.variance, self.undercount);
+        let count = bounds(self.count, self.sampled, self.variance, self.undercount);
         if self.count > 0.0 {
             count.scaled(self.per_second / self.count)
         } else {
@@ -43,6 +45,7 @@ impl Tally {
         Tally {
             count: self.count + other.count,
             per_second: self.per_second + other.per_second,
+            sampled: self.sampled + other.sampled,
             variance: self.variance + other.variance,
             undercount: self.undercount + other.undercount,
         }
@@ -58,6 +61,7 @@ mod tests {
         let t = Tally {
             count: 1_000.0,
             per_second: 100.0,
+            sampled: 0.0,
             variance: 0.0,
             undercount: 5.0,
         };

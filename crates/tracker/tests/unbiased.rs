@@ -492,6 +492,7 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
             estimates.entry(key).or_default().push(reads.count);
             let b = heavykeeper_tracker::error_bar::bounds(
                 reads.count,
+                reads.sampled,
                 reads.variance,
                 reads.undercount,
             );
@@ -512,7 +513,8 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
         }
         let (reads, _) = tracker.rates(end);
         totals.push(reads.count);
-        let b = heavykeeper_tracker::error_bar::bounds(reads.count, reads.variance, 0.0);
+        let b =
+            heavykeeper_tracker::error_bar::bounds(reads.count, reads.sampled, reads.variance, 0.0);
         totals_covered += u64::from(holds(b, total));
     }
     for &key in &hot {
