@@ -61,8 +61,8 @@ const COUNTED_MEMORY_NS: f64 = 1e9;
 /// trusted: less would be a slot or two.
 const MIN_COUNTED_NS: f64 = 20e6;
 /// And wall time: the first ticks after tracking starts would otherwise
-/// decide alone (one slow timed call in the first tick read as 2.7
-/// budgets). A flood meanwhile is cut as an overshoot.
+/// decide alone (a load of 0.6 budgets with one slow timed call in its
+/// first tick reads as 2.7). A flood meanwhile is cut as an overshoot.
 const MIN_ELAPSED_NS: f64 = 400e6;
 /// A share changes only when the new one differs by more than this factor
 /// (no flapping around a boundary), unless the cost overshoots the budget.
