@@ -499,6 +499,7 @@ impl Tracking {
         let absorb = spent.worker_absorb_ns as f64 / elapsed_ns.max(1) as f64;
         let cost = TickCost {
             calls_ns: spent.calls_ns,
+            largest_call_ns: spent.largest_call_ns,
             worker_ns: spent.worker_ns,
             worker_absorb_ns: spent.worker_absorb_ns,
             clocks_ns: spent.timers_ns,

@@ -28,6 +28,9 @@ pub const LONGEST_CALL_NS: u64 = 20_000;
 pub struct Spent {
     /// Filter calls and key-miss events (estimated).
     pub calls_ns: u64,
+    /// Of that, the largest one timed call stood for (a slow call, cache-cold
+    /// or descheduled, stands for [`TIMED_ONE_IN`] like any other).
+    pub largest_call_ns: u64,
     /// Ticks, slots and what they ask the server.
     pub timers_ns: u64,
     /// The worker thread's CPU time.
@@ -87,10 +90,9 @@ impl CostMeter {
         let ns = (start.elapsed().as_nanos() as u64)
             .saturating_sub(clock_cost_ns())
             .min(LONGEST_CALL_NS);
-        self.spent.calls_ns = self
-            .spent
-            .calls_ns
-            .saturating_add(ns.saturating_mul(u64::from(TIMED_ONE_IN)));
+        let stands_for = ns.saturating_mul(u64::from(TIMED_ONE_IN));
+        self.spent.calls_ns = self.spent.calls_ns.saturating_add(stands_for);
+        self.spent.largest_call_ns = self.spent.largest_call_ns.max(stands_for);
     }
 
     /// A timer, timed whole on the thread's CPU clock from `start_cpu_ns`
@@ -154,6 +156,29 @@ mod tests {
         let timed = (0..calls).filter(|_| m.times_this_call()).count();
         let share = timed as f64 * f64::from(TIMED_ONE_IN) / calls as f64;
         assert!((share - 1.0).abs() < 0.03, "{share}");
+    }
+
+    #[test]
+    fn the_largest_timed_call_is_known_apart() {
+        let mut m = CostMeter::default();
+        let ago = |us| Instant::now() - std::time::Duration::from_micros(us);
+        m.timed_call(ago(2));
+        m.timed_call(ago(15));
+        m.timed_call(ago(3));
+        // A preemption: capped.
+        let mut n = CostMeter::default();
+        n.timed_call(ago(5_000));
+        let spent = m.take(None, 0);
+        let one = u64::from(TIMED_ONE_IN);
+        assert!(
+            (14_000 * one..=LONGEST_CALL_NS * one).contains(&spent.largest_call_ns),
+            "{spent:?}"
+        );
+        assert!(
+            spent.calls_ns >= spent.largest_call_ns + 4_000 * one,
+            "{spent:?}"
+        );
+        assert_eq!(n.take(None, 0).largest_call_ns, LONGEST_CALL_NS * one);
     }
 
     #[test]
