@@ -221,15 +221,7 @@ fn snapshot_at(con: &mut Connection, key: &str, at: i64) -> (String, Vec<Value>)
 
 #[test]
 fn a_fading_sketch_survives_reload_restart_and_aof_replay() {
-    // Every write on disk before its reply: the restart is after a kill.
-    let mut server = simulation_server(&[
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-        "--appendfsync",
-        "always",
-    ]);
+    let mut server = simulation_server(common::AOF_OF_COMMANDS);
     let mut con = server.client();
     fill_fading(&mut con, "f");
     let at = simulated_start() + 120_000;

@@ -93,15 +93,7 @@ fn a_restart_from_rdb_gives_back_the_same_sketch() {
 
 #[test]
 fn an_aof_replay_without_preamble_gives_back_the_same_sketch() {
-    // Every write on disk before its reply: the restart is after a kill.
-    let mut server = Server::start_with(&[
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-        "--appendfsync",
-        "always",
-    ]);
+    let mut server = Server::start_with(common::AOF_OF_COMMANDS);
     let mut con = server.client();
     fill(&mut con, "replayed");
     let replayed = snapshot(&mut con, "replayed");
@@ -651,23 +643,13 @@ fn a_fixed_command_sequence_gives_the_recorded_dump_on_every_host() {
 /// A big sketch through the AOF, then a restart with a lower cap: the
 /// server's own log is applied verbatim, never refused.
 fn big_sketch_survives_restart(raise_by_config_set: bool) {
-    // Every write on disk before its reply: the stop is a kill (Valkey 9.1
-    // at `everysec` replied before writing, and the restart missed the
-    // last command 1 run in 40).
-    let aof = [
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        "no",
-        "--appendfsync",
-        "always",
-    ];
+    let aof = common::AOF_OF_COMMANDS;
     let module_args: &[&str] = if raise_by_config_set {
         &["max-sketch-bytes", "4096"]
     } else {
         &[]
     };
-    let mut server = Server::start_configured(module_args, &aof);
+    let mut server = Server::start_configured(module_args, aof);
     let mut con = server.client();
     if raise_by_config_set {
         // Raised at run time, never written to the config file.
@@ -679,7 +661,7 @@ fn big_sketch_survives_restart(raise_by_config_set: bool) {
     value(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "20000"]);
     value(&mut con, &["HK.ADD", "big", "a", "b", "a"]);
     let before = digest(&mut con, "big");
-    server.restart_configured(&["max-sketch-bytes", "4096"], &aof);
+    server.restart_configured(&["max-sketch-bytes", "4096"], aof);
     let mut con = server.client();
     assert_eq!(digest(&mut con, "big"), before, "{}", server.log());
     // The same after the AOF is rewritten (HK.LOADSTATE per key).
@@ -689,7 +671,7 @@ fn big_sketch_survives_restart(raise_by_config_set: bool) {
         info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
             && info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
     });
-    server.restart_configured(&["max-sketch-bytes", "4096"], &aof);
+    server.restart_configured(&["max-sketch-bytes", "4096"], aof);
     let mut con = server.client();
     assert_eq!(digest(&mut con, "big"), before, "{}", server.log());
     assert_eq!(list_with_count(&mut con, "big")[0], (b"a".to_vec(), 2));

@@ -22,6 +22,19 @@ use tempfile::TempDir;
 
 /// Module arguments for a tracker that counts every command (no sampling)
 /// and keeps rates for an hour: what a test sends is what it lists.
+/// An append-only file of commands (no RDB preamble), every command on disk
+/// before its reply: a story that restarts after a kill finds everything
+/// that was acknowledged (at `everysec`, Valkey 9.1 replied to an `HK.ADD`
+/// before writing it, and the restart missed it 1 run in 40).
+pub const AOF_OF_COMMANDS: &[&str] = &[
+    "--appendonly",
+    "yes",
+    "--aof-use-rdb-preamble",
+    "no",
+    "--appendfsync",
+    "always",
+];
+
 pub const TRACK_EVERY_COMMAND: &[&str] = &[
     "track",
     "yes",
