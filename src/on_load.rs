@@ -49,6 +49,7 @@ pub fn load(context: &Context, args: &[&[u8]]) -> Result<(), String> {
     host::module_context::attach(context);
     data_type::lifecycle::register(watching::KEY_HOOKS);
     tracking::filter::attach(context)?;
+    tracking::timers::attach()?;
     if let Err(why) = tracking::config_events::subscribe(context) {
         context.log_warning(&format!(
             "heavykeeper: {why}; a password set by CONFIG SET between counted slots is noticed within a second"

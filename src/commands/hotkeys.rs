@@ -6,7 +6,10 @@
 //! `PREFIXES`: hot tenants, each row's key a `SCAN MATCH` pattern such as
 //! `tenant:7:*`, ranked by the reads and writes of every key under it),
 //! each followed with `WITHBOUNDS` by its rate's 95% bounds (`low, high`).
-//! `HK.HOTKEYS RESET` forgets every count.
+//! A row the noise of what the node serves could have made (sampled, the
+//! luckiest of many cool keys) is left out, so a list may be shorter than
+//! `COUNT`; `WITHNOISE` lists those rows too, each row then ending with `1`
+//! if it is such a row, else `0`. `HK.HOTKEYS RESET` forgets every count.
 
 use crate::callback;
 use crate::host::args::{err, integer, is_keyword};
@@ -15,7 +18,7 @@ use crate::host::options::Options;
 use crate::host::reply;
 use crate::tracking;
 use heavykeeper_tracker::prefixes::as_pattern;
-use heavykeeper_tracker::{HotKey, Ranking};
+use heavykeeper_tracker::{HotKey, Picked, Ranking};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OFF: &str = "key tracking is off: CONFIG SET heavykeeper.track yes";
@@ -36,6 +39,7 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ranking,
         count,
         with_bounds,
+        with_noise,
     } = parse(args.get(1..).unwrap_or_default())?;
     if ranking == Ranking::Misses && !tracking::config::misses_on() {
         return Err(err(if tracking::counting() {
@@ -57,14 +61,14 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     } else {
         count
     };
-    let mut hottest = tracking::hottest(ranking, candidates).ok_or_else(|| err(OFF))?;
+    let mut hottest = tracking::hottest(ranking, candidates, with_noise).ok_or_else(|| err(OFF))?;
     if ranking == Ranking::Misses {
-        hottest.retain(|hot| !exists(ctx, hot));
+        hottest.retain(|hot| !exists(ctx, &hot.row));
         hottest.truncate(count);
     }
     let rows = hottest
         .into_iter()
-        .map(|hot| {
+        .map(|Picked { row: hot, noise }| {
             let tally = hot.ranked(ranking);
             let name = if ranking == Ranking::Prefixes {
                 as_pattern(&hot.key)
@@ -81,6 +85,9 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 let bounds = tally.bounds();
                 row.push(RedisValue::Float(bounds.low));
                 row.push(RedisValue::Float(bounds.high));
+            }
+            if with_noise {
+                row.push(RedisValue::Integer(i64::from(noise)));
             }
             row
         })
@@ -99,6 +106,7 @@ struct Query {
     ranking: Ranking,
     count: usize,
     with_bounds: bool,
+    with_noise: bool,
 }
 
 fn parse(args: &[RedisString]) -> Result<Query, RedisError> {
@@ -106,11 +114,17 @@ fn parse(args: &[RedisString]) -> Result<Query, RedisError> {
         ranking: Ranking::Total,
         count: usize::MAX,
         with_bounds: false,
+        with_noise: false,
     };
     let mut options = Options::new(
         args,
-        &["READS|WRITES|MISSES|PREFIXES", "COUNT", "WITHBOUNDS"],
-        "READS, WRITES, MISSES or PREFIXES, COUNT n, WITHBOUNDS, or RESET alone",
+        &[
+            "READS|WRITES|MISSES|PREFIXES",
+            "COUNT",
+            "WITHBOUNDS",
+            "WITHNOISE",
+        ],
+        "READS, WRITES, MISSES or PREFIXES, COUNT n, WITHBOUNDS, WITHNOISE, or RESET alone",
     );
     while let Some(option) = options.next_option()? {
         match option {
@@ -119,6 +133,7 @@ fn parse(args: &[RedisString]) -> Result<Query, RedisError> {
             "MISSES" => query.ranking = Ranking::Misses,
             "PREFIXES" => query.ranking = Ranking::Prefixes,
             "WITHBOUNDS" => query.with_bounds = true,
+            "WITHNOISE" => query.with_noise = true,
             _ => query.count = integer(options.value()?, "COUNT", 1, 1_000_000)? as usize,
         }
     }
@@ -134,7 +149,7 @@ pub static SPEC: CommandSpec = CommandSpec {
     // It names keys of every database, whatever the caller's key patterns.
     acl: "read slow dangerous",
     summary:
-        "Lists the server's hottest keys now (needs heavykeeper.track), its hottest missing keys (MISSES, needs track-misses) or key prefixes (PREFIXES: hot tenants), or RESET forgets them.",
+        "Lists the server's hottest keys now (needs heavykeeper.track), its hottest missing keys (MISSES, needs track-misses) or key prefixes (PREFIXES: hot tenants), leaving out rows its sampling's noise could have made (WITHNOISE: marked), or RESET forgets them.",
     complexity: "O(track-k)",
     since: "1.0.0",
     args: &[Arg::one_of(
@@ -156,6 +171,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                     .optional(),
                     Arg::integer("n").token("COUNT").optional(),
                     Arg::flag("withbounds", "WITHBOUNDS").optional(),
+                    Arg::flag("withnoise", "WITHNOISE").optional(),
                 ],
             ),
         ],

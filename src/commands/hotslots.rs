@@ -5,7 +5,10 @@
 //! 95% bounds of both rates (`reads low, reads high, writes low, writes
 //! high`). Every key access counted by the tracker is in its hash slot's
 //! load, hot key or not, so the rows add up to the node's load (`INFO`:
-//! `tracker_reads_per_second`): what a load-aware rebalance moves.
+//! `tracker_reads_per_second`): what a load-aware rebalance moves. With a
+//! `COUNT` under the slots with load the list picks: a slot the other
+//! slots' noise could have made is left out (`WITHNOISE`: listed, its row
+//! ending with `1`, others with `0`), and each row is bounded as picked.
 
 use crate::callback;
 use crate::host::args::{err, integer};
@@ -14,7 +17,7 @@ use crate::host::options::Options;
 use crate::host::reply;
 use crate::tracking;
 use heavykeeper_tracker::hash_slot::SLOTS;
-use heavykeeper_tracker::Access;
+use heavykeeper_tracker::{Access, Picked};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OFF: &str = "key tracking is off: CONFIG SET heavykeeper.track yes";
@@ -22,12 +25,12 @@ const NOT_CLUSTER: &str = "HK.HOTSLOTS needs cluster mode: it lists the slots th
 
 pub fn hotslots(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let query = parse(args.get(1..).unwrap_or_default())?;
-    let slots = tracking::hottest_hash_slots(query.by, query.count)
+    let slots = tracking::hottest_hash_slots(query.by, query.count, query.with_noise)
         .ok_or_else(|| err(OFF))?
         .ok_or_else(|| err(NOT_CLUSTER))?;
     let rows = slots
         .into_iter()
-        .map(|slot| {
+        .map(|Picked { row: slot, noise }| {
             let mut row = vec![
                 RedisValue::Integer(i64::from(slot.slot)),
                 RedisValue::Float(slot.reads.per_second),
@@ -40,6 +43,9 @@ pub fn hotslots(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                     row.push(RedisValue::Float(bounds.high));
                 }
             }
+            if query.with_noise {
+                row.push(RedisValue::Integer(i64::from(noise)));
+            }
             row
         })
         .collect();
@@ -51,6 +57,7 @@ struct Query {
     by: Option<Access>,
     count: usize,
     with_bounds: bool,
+    with_noise: bool,
 }
 
 fn parse(args: &[RedisString]) -> Result<Query, RedisError> {
@@ -58,17 +65,19 @@ fn parse(args: &[RedisString]) -> Result<Query, RedisError> {
         by: None,
         count: SLOTS,
         with_bounds: false,
+        with_noise: false,
     };
     let mut options = Options::new(
         args,
-        &["READS|WRITES", "COUNT", "WITHBOUNDS"],
-        "READS or WRITES, COUNT n, WITHBOUNDS",
+        &["READS|WRITES", "COUNT", "WITHBOUNDS", "WITHNOISE"],
+        "READS or WRITES, COUNT n, WITHBOUNDS, WITHNOISE",
     );
     while let Some(option) = options.next_option()? {
         match option {
             "READS" => query.by = Some(Access::Read),
             "WRITES" => query.by = Some(Access::Write),
             "WITHBOUNDS" => query.with_bounds = true,
+            "WITHNOISE" => query.with_noise = true,
             _ => query.count = integer(options.value()?, "COUNT", 1, SLOTS as u64)? as usize,
         }
     }
@@ -93,5 +102,6 @@ pub static SPEC: CommandSpec = CommandSpec {
         .optional(),
         Arg::integer("n").token("COUNT").optional(),
         Arg::flag("withbounds", "WITHBOUNDS").optional(),
+        Arg::flag("withnoise", "WITHNOISE").optional(),
     ],
 };

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod command_filter;
 pub mod command_spec;
 pub mod config;
+pub mod event_loop;
 pub mod events;
 pub mod fault;
 pub mod info;

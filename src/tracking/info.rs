@@ -23,7 +23,6 @@ struct Figures {
     refused: u64,
     time_slots_discarded: u64,
     time_slots: (u64, u64, u64, u64),
-    slot_stretch: f64,
     misses_seen: u64,
     thinned_ms: u64,
     rates: (Tally, Tally),
@@ -61,7 +60,6 @@ fn figures(for_crash_report: bool) -> Figures {
                     f.time_slot_ns,
                     f.counted_time_slot_ns,
                 ),
-                slot_stretch: t.slot_stretch(),
                 misses_seen: f.misses_seen,
                 thinned_ms: t.thinned_ms(),
                 rates,
@@ -215,7 +213,6 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
                 mean_ms(f.time_slots.3, f.time_slots.1),
             )
         })
-        .and_then(|s| s.field("tracker_slot_stretch", format!("{:.4}", f.slot_stretch)))
         .and_then(|s| s.field("tracker_slots_discarded", number(f.time_slots_discarded)))
         .and_then(|s| s.build_section())
         .and_then(|b| b.build_info());

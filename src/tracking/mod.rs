@@ -31,7 +31,7 @@ pub mod timers;
 
 use crate::host::clock;
 use crate::host::main_thread_cell::MainThreadCell;
-use heavykeeper_tracker::{Access, HashSlotRate, HotKey, Ranking};
+use heavykeeper_tracker::{Access, HashSlotRate, HotKey, Picked, Ranking};
 use redis_module::ContextFlags;
 use state::Tracking;
 
@@ -109,29 +109,47 @@ pub fn reset() -> bool {
 }
 
 /// The `count` hottest keys now by `ranking` (every access so far
-/// counted); `None` while tracking is off.
-pub fn hottest(ranking: Ranking, count: usize) -> Option<Vec<HotKey>> {
+/// counted), only those the noise of what the node serves could not have
+/// made unless `noise` (then those too, marked); `None` while tracking is
+/// off.
+pub fn hottest(ranking: Ranking, count: usize, noise: bool) -> Option<Vec<Picked<HotKey>>> {
     let now = clock::now_ms();
     with_state(|state| {
         state.as_mut().map(|t| {
             // Time discarded whose weight no kept slot carries yet.
             let carried = t.carried_seconds();
-            let rows = t.current().tracker().hottest(ranking, count, now);
-            rows.into_iter().map(|r| r.allowing_for(carried)).collect()
+            let rows = t.current().tracker().listed(ranking, count, now, noise);
+            let allow = |p: Picked<HotKey>| Picked {
+                row: p.row.allowing_for(carried),
+                ..p
+            };
+            rows.into_iter().map(allow).collect()
         })
     })
     .flatten()
 }
 
 /// The `count` hottest cluster slots now (by `by`, or reads and writes
-/// together): `None` while tracking is off, `Some(None)` outside a cluster.
-pub fn hottest_hash_slots(by: Option<Access>, count: usize) -> Option<Option<Vec<HashSlotRate>>> {
+/// together; see [`hottest`] for `noise`): `None` while tracking is off,
+/// `Some(None)` outside a cluster.
+pub fn hottest_hash_slots(
+    by: Option<Access>,
+    count: usize,
+    noise: bool,
+) -> Option<Option<Vec<Picked<HashSlotRate>>>> {
     let now = clock::now_ms();
     with_state(|state| {
         state.as_mut().map(|t| {
             let carried = t.carried_seconds();
-            let rows = t.current().tracker().hottest_hash_slots(by, count, now);
-            rows.map(|rows| rows.into_iter().map(|r| r.allowing_for(carried)).collect())
+            let rows = t
+                .current()
+                .tracker()
+                .hottest_hash_slots(by, count, now, noise);
+            let allow = |p: Picked<HashSlotRate>| Picked {
+                row: p.row.allowing_for(carried),
+                ..p
+            };
+            rows.map(|rows| rows.into_iter().map(allow).collect())
         })
     })
     .flatten()

@@ -17,7 +17,6 @@ use heavykeeper_tracker::hash_slot_map::Request;
 use heavykeeper_tracker::insert_allowance;
 use heavykeeper_tracker::name_effect::NameEffect;
 use heavykeeper_tracker::script_watch::ScriptWatch;
-use heavykeeper_tracker::slot_stretch::SlotStretch;
 use heavykeeper_tracker::worker::{self, Worker};
 use heavykeeper_tracker::{
     hash_slot, Access, CostBudget, Counting, Coverage, HashSlotMap, KeptTimeSlots, KeyBatch,
@@ -106,8 +105,6 @@ pub struct Tracking {
     coverage: Coverage,
     /// Where the slots of time stand, and when the slot timer is due.
     schedule: Schedule,
-    /// How much longer counted slots last than planned: what they weigh.
-    stretch: SlotStretch,
     budget: CostBudget,
     /// Within counted slots, one access in how many is kept.
     keep_one_in: u32,
@@ -182,7 +179,6 @@ impl Tracking {
             sampling,
             coverage: Coverage::new(every, rand::random()),
             schedule: Schedule::Whole,
-            stretch: SlotStretch::new(rand::random()),
             budget: CostBudget::new(budget, heavykeeper_tracker::coverage::MAX_EVERY),
             keep_one_in: 1,
             time_slot: OpenTimeSlot {

@@ -1,18 +1,13 @@
-//! The slots of time, as the tracker's state keeps them: when the slot
-//! timer is next due, and what a counted slot's opening and closing do.
+//! The slots of time, as the tracker's state keeps them: when the next
+//! slot edge is due, and what a counted slot's opening and closing do.
 //!
-//! The timer wakes only at the edges of counted slots: the uncounted ones
-//! between them pass in one wait ([`Coverage::next_counted`]), the filter
-//! not registered. Every edge is due at a planned instant (the previous one
-//! plus a length), never at "now plus a length": a timer fires late by what
-//! the event loop was busy with, and lateness added to each wait and each
-//! counted slot would make counted time longer than its share (by about the
-//! lateness over a slot's length). Planned, a late opening shortens the
-//! slot and a late closing lengthens it; what does not cancel (a closing
-//! falls in counted time, when the event loop's passes are longer) the
-//! slots' weights allow for ([`SlotStretch`]).
-//!
-//! [`SlotStretch`]: heavykeeper_tracker::slot_stretch::SlotStretch
+//! The edges are due at planned instants (the previous one plus a length),
+//! never at "now plus a length", and are made at the start of the first
+//! pass of the event loop at or after them (`super::timers`): the
+//! uncounted slots between counted ones pass in one wait
+//! ([`Coverage::next_counted`]), the filter not registered, and a counted
+//! slot holds exactly the passes that begin within its planned span, so
+//! each access counted stands for the share counted, exactly.
 
 use super::Tracking;
 use heavykeeper_tracker::coverage::CountedSlot;
@@ -28,8 +23,8 @@ pub(super) enum Schedule {
     Whole,
     /// Between counted slots: the next opens at `at`.
     Waiting { at: Instant, slot: CountedSlot },
-    /// A counted slot, planned to last `planned_ms`, is open until `until`.
-    Open { until: Instant, planned_ms: u64 },
+    /// A counted slot is open until `until`.
+    Open { until: Instant },
 }
 
 /// A timer this late means the server stalled (a long command, a fork):
@@ -99,11 +94,9 @@ impl Tracking {
         match self.schedule {
             Schedule::Whole => None,
             Schedule::Waiting { at, slot } => self.open_time_slot(ctx, at, slot),
-            Schedule::Open { until, planned_ms } => {
+            Schedule::Open { until } => {
                 self.conclude_check();
-                if let Some(ns) = self.end_time_slot(ctx) {
-                    self.stretch.observe(planned_ms as f64, ns as f64 / 1e6);
-                }
+                self.end_time_slot(ctx);
                 let next = self.coverage.next_counted();
                 if next.wait_ms == 0 {
                     return self.open_time_slot(ctx, until, next);
@@ -138,9 +131,8 @@ impl Tracking {
         }
         let was_counted = self.time_slot.counted.is_some();
         self.time_slot.seq = self.time_slot.seq.wrapping_add(1);
-        let weight = self.stretch.weight(slot.weight);
         self.time_slot.counted =
-            Some(TimeSlot::new(self.time_slot.seq, weight).keeping_one_in(self.keep_one_in));
+            Some(TimeSlot::new(self.time_slot.seq, slot.weight).keeping_one_in(self.keep_one_in));
         self.time_slot.began = Some(now);
         self.time_slot.opened = Some(now);
         self.time_slot.overflowed = false;
@@ -154,10 +146,7 @@ impl Tracking {
             self.auth.slot_opened(ctx);
         }
         let until = anchored(at, now) + Duration::from_millis(slot.length_ms);
-        self.schedule = Schedule::Open {
-            until,
-            planned_ms: slot.length_ms,
-        };
+        self.schedule = Schedule::Open { until };
         Some(until)
     }
 
@@ -210,12 +199,6 @@ impl Tracking {
         self.figures.time_slots_discarded += 1;
         self.auth.dropped(self.batch.weighted_len());
         self.batch.clear();
-    }
-
-    /// How many times their planned length counted slots last, on average
-    /// (what their weight allows for).
-    pub fn slot_stretch(&self) -> f64 {
-        self.stretch.mean()
     }
 
     /// Counted time discarded (Redis 7.0 with a password) that no kept

@@ -250,10 +250,11 @@ impl Server {
         cmd.args(&self.extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null());
+        let readies_before = self.readies();
         let child = cmd.spawn().expect("spawn redis-server");
         self.child = Some(child);
         self.port = port;
-        if self.wait_ready() {
+        if self.wait_ready(readies_before) {
             true
         } else {
             self.stop();
@@ -261,7 +262,13 @@ impl Server {
         }
     }
 
-    fn wait_ready(&mut self) -> bool {
+    /// How many times the log says a server got ready (a restarted
+    /// server appends to the same log).
+    fn readies(&self) -> usize {
+        self.log().matches("Ready to accept connections").count()
+    }
+
+    fn wait_ready(&mut self, readies_before: usize) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if let Some(child) = self.child.as_mut() {
@@ -271,13 +278,23 @@ impl Server {
             }
             let ready = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
                 .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
-                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-            // A server that wants a password answers, and that is enough.
-            let answered = match &ready {
-                Ok(_) => true,
-                Err(e) => e.code() == Some("NOAUTH") || e.to_string().contains("NOAUTH"),
+                .and_then(|mut c| redis::cmd("INFO").arg("server").query::<String>(&mut c));
+            // The server that answers must be this one: another test's may
+            // have taken the port between `free_port` and this server's
+            // bind (then this one exits, and another port is tried). A
+            // server that wants a password answers NOAUTH: its log says
+            // whether it is listening.
+            let ours = match &ready {
+                Ok(info) => self.child.as_ref().is_some_and(|c| {
+                    info.lines()
+                        .any(|l| l.trim() == format!("process_id:{}", c.id()))
+                }),
+                Err(e) => {
+                    (e.code() == Some("NOAUTH") || e.to_string().contains("NOAUTH"))
+                        && self.readies() > readies_before
+                }
             };
-            if answered {
+            if ours {
                 return true;
             }
             sleep(Duration::from_millis(20));

@@ -9,6 +9,7 @@ use crate::error_bar::undercount;
 use crate::hash_slot_load::{HashSlotLoad, HashSlotRate};
 use crate::insert::Insert;
 use crate::member_spread::{Inserted, MemberSpread};
+use crate::noise_floor::{Background, StreamMakeup};
 use crate::sampled_counters::{Estimate, SampledCounters};
 use crate::tally::Tally;
 use crate::time_slot::TimeSlot;
@@ -41,6 +42,35 @@ impl HotKey {
         }
     }
 
+    /// The same key as a list by `ranking` picked it out of `background`:
+    /// the tallies it is ranked by are bounded as picked.
+    fn picked_from(self, ranking: Ranking, background: Option<Background>) -> HotKey {
+        let pick = |tally: Tally| tally.picked_from(background);
+        match ranking {
+            Ranking::Reads => HotKey {
+                reads: pick(self.reads),
+                ..self
+            },
+            Ranking::Writes => HotKey {
+                writes: pick(self.writes),
+                ..self
+            },
+            Ranking::Total => HotKey {
+                reads: pick(self.reads),
+                writes: pick(self.writes),
+                ..self
+            },
+            Ranking::Misses => HotKey {
+                misses: pick(self.misses),
+                ..self
+            },
+            Ranking::Prefixes => HotKey {
+                under: pick(self.under),
+                ..self
+            },
+        }
+    }
+
     /// Reads and writes together.
     pub fn total(&self) -> Tally {
         self.reads.plus(self.writes)
@@ -70,6 +100,37 @@ pub enum Ranking {
     Prefixes,
 }
 
+/// A row a list picked, and whether the noise of the stream it was picked
+/// from could have made it ([`crate::noise_floor`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Picked<T> {
+    pub row: T,
+    pub noise: bool,
+}
+
+/// The first `count` of `rows` (hottest first) that `background`'s noise
+/// could not have made, by what each is `ranked` by; with `noise`, the
+/// others too, marked.
+fn pick<T>(
+    rows: Vec<T>,
+    ranked: impl Fn(&T) -> Tally,
+    background: Option<Background>,
+    count: usize,
+    noise: bool,
+) -> Vec<Picked<T>> {
+    rows.into_iter()
+        .map(|row| {
+            let told_apart = background.is_none_or(|b| b.tells_apart(&ranked(&row)));
+            Picked {
+                row,
+                noise: !told_apart,
+            }
+        })
+        .filter(|picked| noise || !picked.noise)
+        .take(count)
+        .collect()
+}
+
 /// The tracker's shape: how many keys it keeps and how fast counts fade.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrackerShape {
@@ -77,12 +138,13 @@ pub struct TrackerShape {
     pub half_life_ms: f64,
 }
 
-/// One of the tracker's sketches, with its members' spread and the faded
-/// total of what it was given (its stream, for the undercount's bound).
+/// One of the tracker's sketches, with its members' spread and what its
+/// stream is made of (for the rows a list of it picks).
 #[derive(Debug)]
 struct Counted {
     sketch: HeavyKeeper,
     spread: MemberSpread,
+    makeup: StreamMakeup,
 }
 
 impl Counted {
@@ -90,6 +152,7 @@ impl Counted {
         Self {
             sketch: HeavyKeeper::new(params, now_ms),
             spread: MemberSpread::new(half_life_ms),
+            makeup: StreamMakeup::new(half_life_ms, now_ms),
         }
     }
 }
@@ -206,6 +269,7 @@ impl KeyTracker {
             sampled: estimate.count,
             variance: estimate.variance,
             undercount: 0.0,
+            picked_from: None,
         }
     }
 
@@ -215,24 +279,51 @@ impl KeyTracker {
         (rate(0), rate(1))
     }
 
-    /// The hottest hash slots (`None` outside a cluster).
+    /// The hottest hash slots (`None` outside a cluster). Asked for fewer
+    /// than the slots with load, the list picks them: only slots the other
+    /// slots' noise could not have made (with `noise`, those too, marked),
+    /// each bounded as picked ([`crate::noise_floor`]). Asked for all, every
+    /// slot with load, each with its own bounds (nothing is picked: they add
+    /// up to the node).
     pub fn hottest_hash_slots(
         &self,
         by: Option<Access>,
         count: usize,
         now_ms: i64,
-    ) -> Option<Vec<HashSlotRate>> {
-        let slots = self.slots.as_ref()?.hottest(by, count, now_ms);
-        Some(
-            slots
-                .into_iter()
-                .map(|s| HashSlotRate {
-                    slot: s.slot,
-                    reads: self.tally_of(s.reads, now_ms),
-                    writes: self.tally_of(s.writes, now_ms),
-                })
-                .collect(),
-        )
+        noise: bool,
+    ) -> Option<Vec<Picked<HashSlotRate>>> {
+        let slots = self.slots.as_ref()?.hottest(by, usize::MAX, now_ms);
+        let rows: Vec<HashSlotRate> = slots
+            .into_iter()
+            .map(|s| HashSlotRate {
+                slot: s.slot,
+                reads: self.tally_of(s.reads, now_ms),
+                writes: self.tally_of(s.writes, now_ms),
+            })
+            .collect();
+        if count >= rows.len() {
+            let all = rows.into_iter().map(|row| Picked { row, noise: false });
+            return Some(all.collect());
+        }
+        let ranked = |row: &HashSlotRate| match by {
+            Some(Access::Read) => row.reads,
+            Some(Access::Write) => row.writes,
+            _ => row.reads.plus(row.writes),
+        };
+        let background = Background::among(rows.iter().map(|row| {
+            let tally = ranked(row);
+            (tally.sampled, tally.variance)
+        }));
+        let rows = rows
+            .into_iter()
+            .filter(|row| ranked(row).count > 0.0)
+            .map(|row| HashSlotRate {
+                reads: row.reads.picked_from(background),
+                writes: row.writes.picked_from(background),
+                ..row
+            })
+            .collect();
+        Some(pick(rows, ranked, background, count, noise))
     }
 
     pub fn shape(&self) -> TrackerShape {
@@ -258,6 +349,9 @@ impl KeyTracker {
             return;
         }
         let counted = self.counted_mut(insert.access);
+        counted
+            .makeup
+            .record(insert.sampled as f64, insert.variance, insert.time_ms);
         let arrived = counted.sketch.add_sampled(
             insert.item,
             insert.hash,
@@ -355,23 +449,35 @@ impl KeyTracker {
     }
 
     /// The `count` hottest keys at `now_ms` by `ranking`, hottest first
-    /// (ties by database and key).
+    /// (ties by database and key): only rows the stream's noise could not
+    /// have made, each bounded as picked out of it ([`crate::noise_floor`]),
+    /// so a list may be shorter than `count`.
     pub fn hottest(&self, ranking: Ranking, count: usize, now_ms: i64) -> Vec<HotKey> {
-        let [reads, writes, misses, prefixes] = &self.sketches;
-        let sketches: &[&Counted] = match ranking {
-            Ranking::Reads => &[reads],
-            Ranking::Writes => &[writes],
-            Ranking::Total => &[reads, writes],
-            Ranking::Misses => &[misses],
-            Ranking::Prefixes => &[prefixes],
-        };
-        let items: HashSet<&[u8]> = sketches
+        self.listed(ranking, count, now_ms, false)
+            .into_iter()
+            .map(|picked| picked.row)
+            .collect()
+    }
+
+    /// [`Self::hottest`], with `noise` also the rows the stream's noise
+    /// could have made, each marked as such.
+    pub fn listed(
+        &self,
+        ranking: Ranking,
+        count: usize,
+        now_ms: i64,
+        noise: bool,
+    ) -> Vec<Picked<HotKey>> {
+        let background = self.background(ranking, now_ms);
+        let items: HashSet<&[u8]> = self
+            .ranked_by(ranking)
             .iter()
             .flat_map(|s| s.sketch.ranked(now_ms).into_iter().map(|r| r.item))
             .collect();
         let mut hot: Vec<HotKey> = items
             .into_iter()
             .filter_map(|item| self.hot_key(item, now_ms))
+            .map(|key| key.picked_from(ranking, background))
             .collect();
         hot.sort_by(|a, b| {
             b.ranked(ranking)
@@ -380,8 +486,29 @@ impl KeyTracker {
                 .then_with(|| a.db.cmp(&b.db))
                 .then_with(|| a.key.cmp(&b.key))
         });
-        hot.truncate(count);
-        hot
+        pick(hot, |key| key.ranked(ranking), background, count, noise)
+    }
+
+    /// The sketches a list by `ranking` picks from.
+    fn ranked_by(&self, ranking: Ranking) -> Vec<&Counted> {
+        let [reads, writes, misses, prefixes] = &self.sketches;
+        match ranking {
+            Ranking::Reads => vec![reads],
+            Ranking::Writes => vec![writes],
+            Ranking::Total => vec![reads, writes],
+            Ranking::Misses => vec![misses],
+            Ranking::Prefixes => vec![prefixes],
+        }
+    }
+
+    /// The stream a list by `ranking` picks from, in outline (`None`:
+    /// nothing sampled in it).
+    pub fn background(&self, ranking: Ranking, now_ms: i64) -> Option<Background> {
+        match self.ranked_by(ranking).as_slice() {
+            [one] => one.makeup.background(now_ms),
+            [one, other] => one.makeup.plus_background(Some(&other.makeup), now_ms),
+            _ => None,
+        }
     }
 
     /// One key's tallies now, listed or not.
@@ -438,6 +565,7 @@ impl KeyTracker {
             sampled,
             variance,
             undercount: missed,
+            picked_from: None,
         }
     }
 
@@ -549,5 +677,54 @@ mod tests {
         // Once the stream stops, its rate fades with its count.
         let rate = t.key(0, b"k", now + 10_000).reads.per_second;
         assert!((rate / 50.0 - 1.0).abs() < 0.01, "{rate}");
+    }
+
+    #[test]
+    fn a_short_list_of_hash_slots_holds_only_slots_told_apart_from_the_rest() {
+        // 400 counted slots of time, one in 16: 200 kept accesses spread
+        // over every hash slot each (~5 a hash slot in all, the luckiest
+        // ~15), and 20 in hash slot 7. Counts do not fade.
+        let shape = TrackerShape {
+            k: 10,
+            half_life_ms: 1e12,
+        };
+        let mut t = KeyTracker::new(shape, 1, 0);
+        t.count_hash_slots(0);
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for seq in 1..=400u32 {
+            let time = i64::from(seq) * 10;
+            let (_, slots) = t.loads(TimeSlot::new(seq, 16), time, time);
+            let slots = slots.unwrap();
+            let unit = slots.unit_at(time);
+            for _ in 0..200 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                slots.add((rng % 16_384) as u16, Access::Read, 1.0, 16.0 * unit);
+            }
+            slots.add(7, Access::Read, 20.0, 320.0 * unit);
+        }
+        let now = 4_010;
+        // Every slot with load: nothing picked, each with its own bounds.
+        let all = t.hottest_hash_slots(None, 16_384, now, false).unwrap();
+        assert!(all.len() > 10_000, "{}", all.len());
+        assert!(all
+            .iter()
+            .all(|r| r.row.reads.picked_from.is_none() && !r.noise));
+        // The twenty hottest: the one slot the noise cannot have made.
+        let picked = t.hottest_hash_slots(None, 20, now, false).unwrap();
+        assert_eq!(picked.iter().map(|r| r.row.slot).collect::<Vec<_>>(), [7]);
+        let reads = picked[0].row.reads;
+        let b = reads.bounds().scaled(reads.count / reads.per_second);
+        assert!(b.low <= 8_000.0 * 16.0 && 8_000.0 * 16.0 <= b.high, "{b:?}");
+        assert_eq!(
+            t.hottest_hash_slots(Some(Access::Write), 20, now, false)
+                .unwrap(),
+            vec![]
+        );
+        // With the noise: twenty rows, all but slot 7 marked as noise.
+        let noisy = t.hottest_hash_slots(None, 20, now, true).unwrap();
+        assert_eq!(noisy.len(), 20);
+        assert!(noisy.iter().all(|r| r.noise == (r.row.slot != 7)));
     }
 }

@@ -2,8 +2,7 @@
 //!
 //! The pieces, in the order an access meets them:
 //! - [`Coverage`]: which slots of time are counted (one chosen at random in
-//!   each block), each a [`TimeSlot`], weighed by how long counted slots
-//!   really last ([`slot_stretch`]);
+//!   each block of about 20 ms), each a [`TimeSlot`];
 //! - [`KeptTimeSlots`]: counted slots discarded for a refusal (Redis 7.0), and
 //!   what the kept ones stand for;
 //! - [`access_thinning`]: within counted slots, one access in `n` kept (by
@@ -18,6 +17,8 @@
 //!   and prefixes, each member's spread beside them, and the node's and
 //!   each cluster hash slot's load;
 //! - [`error_bar`]: every estimate's 95% interval;
+//! - [`noise_floor`]: the rows a list picks out of many, told apart from the
+//!   background's noise and bounded as picked;
 //! - [`CostBudget`]: how much time to count, from what counting costs.
 //!
 //! Plain Rust: nothing here knows about Redis.
@@ -48,10 +49,10 @@ pub mod key_spec;
 pub mod key_tracker;
 pub mod member_spread;
 pub mod name_effect;
+pub mod noise_floor;
 pub mod prefixes;
 pub mod sampled_counters;
 pub mod script_watch;
-pub mod slot_stretch;
 pub mod tally;
 pub mod thinning;
 pub mod thread_clock;
@@ -72,7 +73,7 @@ pub use insert::Insert;
 pub use insert_budget::{InsertBudget, PeriodCost};
 pub use kept_time_slots::KeptTimeSlots;
 pub use key_batch::{split_item, BatchAccess, KeyBatch};
-pub use key_tracker::{item_of, HotKey, KeyTracker, Ranking, TrackerShape};
+pub use key_tracker::{item_of, HotKey, KeyTracker, Picked, Ranking, TrackerShape};
 pub use prefixes::PrefixRule;
 pub use tally::Tally;
 pub use thinning::Thinning;

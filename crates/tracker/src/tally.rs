@@ -3,6 +3,7 @@
 //! undercount). Keys, hash slots and the node's totals all read as tallies.
 
 use crate::error_bar::{bounds, Bounds};
+use crate::noise_floor::Background;
 
 /// One kind of access to a key (or a hash slot, or the node): its faded
 /// count and its rate now, and what its error bar is made of.
@@ -16,12 +17,21 @@ pub struct Tally {
     pub variance: f64,
     /// HeavyKeeper's undercount of it, at 95% (0 for exact counters).
     pub undercount: f64,
+    /// Where a list picked it out of a stream: that stream's outline, which
+    /// lowers its lower bound for the keys it was picked from
+    /// ([`crate::noise_floor`]). `None` for a count read by name.
+    pub picked_from: Option<Background>,
 }
 
 impl Tally {
     /// The rate's 95% interval ([`crate::error_bar`]).
     pub fn bounds(&self) -> Bounds {
-        let count = bounds(self.count, self.sampled, self.variance, self.undercount);
+        let mut count = bounds(self.count, self.sampled, self.variance, self.undercount);
+        if let Some(background) = self.picked_from {
+            let sampled = self.sampled.clamp(0.0, self.count.max(0.0));
+            let exact = self.count.max(0.0) - sampled;
+            count.low = count.low.min(exact + background.lowest_truth(sampled));
+        }
         if self.count > 0.0 {
             count.scaled(self.per_second / self.count)
         } else {
@@ -40,7 +50,16 @@ impl Tally {
         }
     }
 
-    /// Two tallies of independent estimates, added.
+    /// The same tally, picked by a list out of `background`.
+    pub fn picked_from(self, background: Option<Background>) -> Tally {
+        Tally {
+            picked_from: background,
+            ..self
+        }
+    }
+
+    /// Two tallies of independent estimates, added (picked from the
+    /// stream either was).
     pub fn plus(self, other: Tally) -> Tally {
         Tally {
             count: self.count + other.count,
@@ -48,6 +67,7 @@ impl Tally {
             sampled: self.sampled + other.sampled,
             variance: self.variance + other.variance,
             undercount: self.undercount + other.undercount,
+            picked_from: self.picked_from.or(other.picked_from),
         }
     }
 }
@@ -64,6 +84,7 @@ mod tests {
             sampled: 0.0,
             variance: 0.0,
             undercount: 5.0,
+            picked_from: None,
         };
         let wider = t.allowing_for(0.5);
         assert_eq!(wider.undercount, 55.0);

@@ -166,10 +166,6 @@ const INFO_SERIES: &[(&str, &str)] = &[
         "heavykeeper_tracker_counted_slot_mean_seconds",
     ),
     (
-        "tracker_slot_stretch",
-        "heavykeeper_tracker_slot_stretch_ratio",
-    ),
-    (
         "tracker_slots_discarded",
         "heavykeeper_tracker_slots_discarded_total",
     ),

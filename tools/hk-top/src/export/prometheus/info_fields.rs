@@ -357,12 +357,6 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "Mean length of a counted slot of time, since tracking started",
     )
     .milliseconds(),
-    gauge(
-        "tracker_slot_stretch",
-        "heavykeeper_tracker_slot_stretch",
-        "How many times their planned length counted slots of time last, on average (what their weight allows for)",
-    )
-    .in_unit(Unit::Ratio),
     counter(
         "tracker_slots_discarded",
         "heavykeeper_tracker_slots_discarded",
