@@ -688,12 +688,15 @@ fn backgrounds(per_ms: u32) -> Vec<Shape> {
     ]
 }
 
-/// Hot keys of three shapes, each 2-4% of the accesses.
+/// Hot keys of three shapes, each 2-4% of the accesses. (The bursts come
+/// every 10 ms: a key seen only in `B` bursts of a millisecond is missed
+/// whole with probability `(1 − 1/N)^B`, 0.6% for 80 bursts at one slot in
+/// 16, and a test of every reading must not fail for that.)
 fn hot_keys() -> Vec<Shape> {
     vec![
         Shape::Bursty {
-            size: 400,
-            every_ms: 50,
+            size: 100,
+            every_ms: 10,
         },
         Shape::Steady { per_ms: 2 },
         Shape::OnOff {
@@ -725,10 +728,11 @@ fn every_row_a_list_picks_holds_its_truth_within_its_bounds() {
 /// Where one kept access stands for hundreds (a saturated node, a small
 /// budget), the luckiest of 100,000 keys read a few times each are what a
 /// list used to show below the hot keys, tens of times their truth. (With
-/// 2,000 accesses kept in all, a key of 1% has twenty of its own, which the
-/// luckiest of the keys at a third of its rate can match: the keys looked
-/// for here have 2% and more; a node that saturates keeps tens of
-/// thousands.)
+/// 2,000 accesses kept in all, about 1,000 independent events once each
+/// access's two coins are counted, a key of 2% has some forty of its own,
+/// which the luckiest of the keys at a third of its rate can nearly match:
+/// the keys looked for here have 3% and more. A node that saturates keeps
+/// tens of thousands in a reading.)
 #[test]
 fn no_phantom_row_where_one_kept_access_stands_for_hundreds() {
     for (i, background) in backgrounds(100).into_iter().enumerate() {
@@ -738,7 +742,7 @@ fn no_phantom_row_where_one_kept_access_stands_for_hundreds() {
             thinned(feeding(16, Some(2_000.0), 100_000), 8),
             thinned(feeding(32, None, 100_000), 8),
         ] {
-            assert_every_row_honest(&shapes, feeding, 800 + i as u64, 0.02);
+            assert_every_row_honest(&shapes, feeding, 800 + i as u64, 0.03);
         }
     }
 }
