@@ -175,10 +175,12 @@ fn sketch_goals(m: &Measurements) -> Vec<Goal> {
     goals
 }
 
-/// Issue 33's targets for every reading: per server and load, every key of
-/// the four shapes listed in every run, the steady one within ±40% in each
-/// run and ±20% over the runs, the truth inside the bounds in at least 90%
-/// of the readings, no phantom row above any of them.
+/// Issues 33 and 44's targets for every reading: per server and load, every
+/// key of the six shapes listed in every run, the steady one within ±40% in
+/// each run and ±20% over the runs, the truth inside the bounds in at least
+/// 90% of the readings, no phantom row above any of them; and of every row
+/// of `HK.HOTKEYS READS COUNT 20`, hot or not, at least 90% within their
+/// bounds and within three times their truth.
 fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
     use crate::tracking_bounds::{KEYS, LOADS};
     for s in &t.bounds {
@@ -201,7 +203,7 @@ fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
             let least = shares.clone().fold(f64::INFINITY, f64::min);
             let most = shares.fold(0.0, f64::max);
             goals.push(Goal::new(
-                what("every key of the four shapes (steady, bursty, on-off, many clients) listed"),
+                what("every key of the six shapes (steady, ten bursts a second, three large bursts, on-off, many clients, MGET) listed"),
                 "in every reading",
                 format!(
                     "{listed} of {readings} (each {:.2}-{:.2}% of the node's commands)",
@@ -254,6 +256,23 @@ fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 "none",
                 format!("{phantoms}"),
                 phantoms == 0,
+            ));
+            let rows = runs.iter().map(|r| &r.rows);
+            let listed: usize = rows.clone().map(|r| r.listed).sum();
+            let held: usize = rows.clone().map(|r| r.held).sum();
+            let within: usize = rows.clone().map(|r| r.within_three).sum();
+            let share = |n: usize| n as f64 / listed.max(1) as f64;
+            goals.push(Goal::new(
+                what("every row of HK.HOTKEYS READS COUNT 20: the truth inside its 95% bounds"),
+                ">= 90% of all rows listed",
+                format!("{held} of {listed} ({:.3})", share(held)),
+                share(held) >= 0.9,
+            ));
+            goals.push(Goal::new(
+                what("every row of HK.HOTKEYS READS COUNT 20: its count within 3 times its truth"),
+                ">= 90% of all rows listed",
+                format!("{within} of {listed} ({:.3})", share(within)),
+                share(within) >= 0.9,
             ));
         }
     }

@@ -1,14 +1,17 @@
 //! The tracker's counts and their error bars by traffic shape, at the
-//! default settings, on every server: four keys of four shapes at once
-//! (steady, in bursts, on and off, from many clients), beside background
-//! reads over 10,000 keys, at ~20k commands a second and beside a
-//! saturating `redis-benchmark` (with the keys then scaled up so that each
-//! has more than 1% of what the node serves). Each run reads `HK.HOTKEYS
-//! WITHBOUNDS` once and holds every key's count and 95% bounds against
-//! what was sent: how far off, whether listed, whether the truth lay inside
-//! its bounds, and whether any key was listed above it that truly had a
-//! third of its accesses or fewer (a phantom row). And what `WITHBOUNDS`
-//! costs a reader.
+//! default settings, on every server: six keys of six shapes at once
+//! (steady, ten bursts a second, three large bursts in the run, on and off,
+//! from many clients, by `MGET`), beside background reads over 10,000 keys,
+//! at ~20k commands a second and beside a saturating `redis-benchmark` over
+//! 100,000 keys (with the keys then scaled up so that each has about 1% or
+//! more of what the node serves). Each run reads `HK.HOTKEYS WITHBOUNDS`
+//! once and holds every key's count and 95% bounds against what was sent:
+//! how far off, whether listed, whether the truth lay inside its bounds,
+//! and whether any key was listed above it that truly had a third of its
+//! accesses or fewer (a phantom row); and `HK.HOTKEYS READS COUNT 20
+//! WITHBOUNDS`, every row of it, hot or not, against its truth (what was
+//! sent of it, or for a `redis-benchmark` key its share of what the
+//! benchmark sent). And what `WITHBOUNDS` costs a reader.
 
 use crate::redis_phase::Server;
 use crate::tracker_settings::info_f64;
@@ -21,7 +24,7 @@ use std::time::{Duration, Instant};
 use traffic::Shape;
 
 /// The keys held against what was sent, by shape.
-pub const KEYS: [&str; 4] = ["steady", "bursty", "onoff", "many"];
+pub const KEYS: [&str; 6] = ["steady", "bursty", "bursts3", "onoff", "many", "mget"];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Load {
@@ -39,11 +42,12 @@ impl Load {
         }
     }
 
-    /// The four shapes and the background, at `scale` (1: ~20k/s).
-    fn shapes(self) -> Vec<Shape> {
+    /// The six shapes and the background, for a run of `seconds`, at
+    /// `scale` (1: ~20k/s).
+    fn shapes(self, seconds: u64) -> Vec<Shape> {
         let scale = match self {
             Load::Medium => 1,
-            Load::Saturating => 10,
+            Load::Saturating => 15,
         };
         let ms = Duration::from_millis;
         let mut shapes = vec![
@@ -58,12 +62,28 @@ impl Load {
                 max: 240 * scale,
                 every: ms(100),
             },
+            // Three pipelines in the run, each a third of what the steady
+            // key sends in it: each the steady key's share of the run.
+            Shape::Bursty {
+                key: "bursts3".into(),
+                min: 12 * scale * 100 * seconds as usize / 3,
+                max: 12 * scale * 100 * seconds as usize / 3,
+                every: ms(seconds * 1000 / 3),
+            },
             Shape::OnOff {
                 key: "onoff".into(),
                 per: 24 * scale,
                 every: ms(10),
                 on: ms(300),
                 off: ms(300),
+            },
+            Shape::Mget {
+                key: "mget".into(),
+                prefix: "bg:".into(),
+                keys: 10_000,
+                width: 4,
+                per: 12 * scale,
+                every: ms(10),
             },
             Shape::Background {
                 prefix: "bg:".into(),
@@ -102,10 +122,25 @@ pub struct KeyReading {
     pub phantoms_above: usize,
 }
 
+/// Every row of one `HK.HOTKEYS READS COUNT 20 WITHBOUNDS`, against the
+/// truth.
+#[derive(Clone, Debug, Default)]
+pub struct ListedRows {
+    pub listed: usize,
+    /// The truth within the row's 95% bounds.
+    pub held: usize,
+    /// The count within three times the truth, either way.
+    pub within_three: usize,
+    /// The largest count over its truth of a row that was no key of the
+    /// shapes (a background or benchmark key); 0 if none was listed.
+    pub worst_background: f64,
+}
+
 #[derive(Clone, Debug)]
 pub struct Run {
     pub load: Load,
     pub keys: Vec<KeyReading>,
+    pub rows: ListedRows,
     pub share_counted: f64,
     pub kept_share: f64,
     pub server_rate: f64,
@@ -119,12 +154,20 @@ pub struct ServerBounds {
     pub error: Option<String>,
 }
 
-/// `HK.HOTKEYS COUNT 200 WITHBOUNDS`, in order: key, count, low and high
-/// counts (RESP2 rows of six).
-fn listed(con: &mut redis::Connection) -> Result<Vec<(String, f64, f64, f64)>, String> {
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
+/// `HK.HOTKEYS [READS] COUNT count WITHBOUNDS`, in order: key, count, low
+/// and high counts (RESP2 rows of six).
+fn listed(
+    con: &mut redis::Connection,
+    reads: bool,
+    count: usize,
+) -> Result<Vec<(String, f64, f64, f64)>, String> {
+    let mut cmd = redis::cmd("HK.HOTKEYS");
+    if reads {
+        cmd.arg("READS");
+    }
+    let flat: Vec<redis::Value> = cmd
         .arg("COUNT")
-        .arg(200)
+        .arg(count)
         .arg("WITHBOUNDS")
         .query(con)
         .map_err(|e| e.to_string())?;
@@ -161,15 +204,26 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
     let commands = commands_processed(&mut con);
     let started = Instant::now();
     let url = format!("redis://127.0.0.1:{}/", server.port);
-    let sent = traffic::send(&url, &load.shapes(), Duration::from_secs(seconds));
-    let rows = listed(&mut con);
+    let sent = traffic::send(&url, &load.shapes(seconds), Duration::from_secs(seconds));
+    let rows = listed(&mut con, false, 200);
+    let twenty = listed(&mut con, true, 20);
     let wall = started.elapsed().as_secs_f64();
     let ran = commands_processed(&mut con) - commands;
     if let Some(child) = benchmark.as_mut() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    let (sent, rows) = (sent.map_err(|e| e.to_string())?, rows?);
+    let (sent, rows, twenty) = (sent.map_err(|e| e.to_string())?, rows?, twenty?);
+    // What each of redis-benchmark's 100,000 keys was read: the commands
+    // the node ran that the shapes did not send (an MGET is one command of
+    // several reads), shared out.
+    let mgets = sent.of("mget") as f64;
+    let shape_commands = sent.total() as f64 - 3.0 * mgets;
+    let per_benchmark_key = match load {
+        Load::Saturating => (ran - shape_commands).max(0.0) / 100_000.0,
+        Load::Medium => 0.0,
+    };
+    let rows_figures = listed_rows(&twenty, &sent, per_benchmark_key);
     let place: HashMap<&str, usize> = rows
         .iter()
         .enumerate()
@@ -211,10 +265,34 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
     Ok(Run {
         load,
         keys,
+        rows: rows_figures,
         share_counted: info_f64(&mut con, "tracker_share_counted").unwrap_or(f64::NAN),
         kept_share: info_f64(&mut con, "tracker_accesses_kept_share").unwrap_or(f64::NAN),
         server_rate: ran / wall,
     })
+}
+
+/// Every row of a list against its truth.
+fn listed_rows(
+    rows: &[(String, f64, f64, f64)],
+    sent: &traffic::Sent,
+    per_benchmark_key: f64,
+) -> ListedRows {
+    let mut figures = ListedRows::default();
+    for (key, count, low, high) in rows {
+        let truth = match sent.of(key) {
+            0 => per_benchmark_key,
+            n => n as f64,
+        };
+        figures.listed += 1;
+        figures.held += usize::from(*low <= truth * (1.0 + 1e-9) && truth <= high * (1.0 + 1e-9));
+        let ratio = count / truth.max(1e-9);
+        figures.within_three += usize::from((1.0 / 3.0..=3.0).contains(&ratio));
+        if !KEYS.contains(&key.as_str()) {
+            figures.worst_background = figures.worst_background.max(ratio);
+        }
+    }
+    figures
 }
 
 /// µs per `HK.HOTKEYS COUNT 100`, without and with `WITHBOUNDS`, the best
@@ -266,7 +344,7 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
                 for load in LOADS {
                     let r = one_run(&server, load, seconds)?;
                     eprintln!(
-                        "  {} {}: {} (share counted {:.4}, kept {:.4}, {:.0} commands/s)",
+                        "  {} {}: {} (share counted {:.4}, kept {:.4}, {:.0} commands/s; rows {:?})",
                         out.server,
                         load.label(),
                         KEYS.iter()
@@ -287,7 +365,8 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
                             .join(", "),
                         r.share_counted,
                         r.kept_share,
-                        r.server_rate
+                        r.server_rate,
+                        r.rows
                     );
                     out.runs.push(r);
                 }
@@ -345,6 +424,36 @@ pub fn markdown(servers: &[ServerBounds]) -> String {
                     readings.iter().map(|r| r.phantoms_above).sum::<usize>()
                 );
             }
+        }
+    }
+    md.push_str("\nEvery row of `HK.HOTKEYS READS COUNT 20 WITHBOUNDS` (the list an operator reads), hot key or not, against its truth: what was sent of it, or for one of `redis-benchmark`'s keys its share of what the benchmark sent. Rows listed over the runs (a list is shorter than 20 where the rest cannot be told from the noise), how many held their truth within their bounds, how many read within three times it, and the largest count over its truth of a row that was no key of the shapes:\n\n| server | load | rows listed | truth inside bounds | within 3x | worst background row |\n|---|---|---|---|---|---|\n");
+    for s in servers {
+        for load in LOADS {
+            let runs: Vec<&Run> = s.runs.iter().filter(|r| r.load == load).collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let sum =
+                |f: &dyn Fn(&ListedRows) -> usize| runs.iter().map(|r| f(&r.rows)).sum::<usize>();
+            let listed = sum(&|r| r.listed);
+            let worst = runs
+                .iter()
+                .map(|r| r.rows.worst_background)
+                .fold(0.0, f64::max);
+            let share = |n: usize| n as f64 / listed.max(1) as f64;
+            let _ = writeln!(
+                md,
+                "| {} | {} | {listed} | {:.3} | {:.3} | {} |",
+                s.server,
+                load.label(),
+                share(sum(&|r| r.held)),
+                share(sum(&|r| r.within_three)),
+                if worst > 0.0 {
+                    format!("{worst:.2}")
+                } else {
+                    "none listed".into()
+                }
+            );
         }
     }
     md.push_str("\nHow the tracker ran (means over the runs): the share of time counted and of accesses kept, and what the node ran:\n\n| server | load | share of time counted | share of accesses kept | node commands/s |\n|---|---|---|---|---|\n");

@@ -12,33 +12,41 @@
 //! key's:
 //!
 //! - **Told from the background, or not listed.** The stream a list picks
-//!   from is known in outline ([`StreamMakeup`]): its sampled mass and how
-//!   finely it was sampled, so how many independent kept events `S` it is
-//!   made of, each standing for `U` accesses. A key whose truth is at most
-//!   a third of a row's estimate (a phantom, as far as the row is read)
-//!   needed the row's `x = s / U` events from a mean of
-//!   `μ = (estimate / 3 − exact) / U`, which happens with probability
-//!   `P(Pois(μ) ≥ x)`; at most `S / μ` keys of the stream can be that hot,
-//!   and at most as many as it had keys (`M`). When
+//!   from is known in outline ([`StreamMakeup`]): its events by size, each
+//!   insert of a key not listed yet making `s / U` independent kept events
+//!   of `U` accesses (`U` its variance over its sampled weight: one kept
+//!   access in a counted slot, one key kept by the worker's thinning, a
+//!   burst in a slot). A row is held against the background's events of
+//!   its own grain (the size of its own events, `U`, or coarser: `S` of
+//!   them, carried by `M` inserts): a key whose truth is at most a third of
+//!   the row's estimate (a phantom, as far as the row is read) needed the
+//!   row's `x = s / U` events from a mean of `μ = (estimate / 3 − exact) /
+//!   U`, which happens with probability `P(Pois(μ) ≥ x)`; at most `S / μ`
+//!   keys of that grain can be that hot, and no more than `M`. When
 //!   `min(M, S / μ) · P(Pois(μ) ≥ x)` passes [`NOISE`], the background could
 //!   have made the row by luck: it is not listed (a list may be shorter than
-//!   asked). A count made of many kept accesses, a burst's (a few events of
-//!   many accesses, each far above `U`) or one counted access by access
-//!   (exact, no noise at all) is told apart at once.
+//!   asked). A count made of many events, of a burst's events (far coarser
+//!   than any of the background's), or counted access by access (no noise
+//!   at all) is told apart at once. Why by grain: the sampling changes
+//!   within a reading (every command counted for a second, then one slot in
+//!   16 and the worker's thinning once a load comes), and a background
+//!   summed over both read the coarse stretch's phantoms (two thinned
+//!   events of 45) against the fine stretch's events of 2: beside a reading
+//!   at ~20,000 commands a second, keys read 9 to 16 times were listed at
+//!   90 to 150 as told apart.
 //! - **Bounds as picked.** A listed row's lower bound is the least truth for
-//!   which the keys that could have it (again `min(M, S / μ)`) would still
-//!   put one at the row's count with probability 2.5%: the union over every
-//!   key the list could have picked instead, not the chance of one key named
-//!   in advance. Where the row's own spread is wider (a burst seen in a few
-//!   counted slots), its own bound stands. The upper bound needs no change:
-//!   picking favours rows that read high.
+//!   which the keys that could have it (again `min(M, S / μ)`, of its
+//!   grain) would still put one at the row's count with probability 2.5%:
+//!   the union over every key the list could have picked instead, not the
+//!   chance of one key named in advance. Where the row's own spread is
+//!   wider (a burst seen in a few counted slots), its own bound stands. The
+//!   upper bound needs no change: picking favours rows that read high.
 //!
-//! The background's event `U` is the typical one of the stream (the
-//! geometric mean, over its inserts, of each insert's variance over its
-//! sampled weight: one kept access in a counted slot, or one key kept by the
-//! worker's thinning), so a few hot keys with huge events do not move it.
+//! Only the inserts of keys not listed yet make the background: a hot key's
+//! inserts are not noise that could make another row.
 
 use crate::error_bar::positive;
+use crate::fading_counters::FadingCounters;
 use crate::tally::Tally;
 
 /// A row is left out when the background makes one like it by luck with at
@@ -51,19 +59,33 @@ const LOW_TAIL: f64 = 0.025;
 /// Past this many events a row's own bound is the background's too (the
 /// adjustment is a few tenths of a percent, and the tail's series long).
 const MANY_EVENTS: f64 = 20_000.0;
+/// Event sizes are kept in classes a power of two apart: 2^0 (an access
+/// that stands for itself) up to 2^63.
+const CLASSES: usize = 64;
 
-/// The stream a list picks from, in outline: what its noise can do.
+/// The class of events of size `unit` (accesses an event stands for).
+fn class(unit: f64) -> usize {
+    if unit < 2.0 {
+        return 0;
+    }
+    (unit.log2().floor() as usize).min(CLASSES - 1)
+}
+
+/// What the stream a list picks from could make by luck, for one row: the
+/// background's events of the row's own grain (the size of its events or
+/// coarser), how many there were, and how many keys they could belong to.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Background {
-    /// What one kept event of it typically stands for (`U`).
+pub struct Outline {
+    /// What one event of the row stands for (`U`: its variance over its
+    /// sampled part).
     pub unit: f64,
-    /// Its sampled mass, in events (`S`).
+    /// The background's events of that grain or coarser (`S`).
     pub events: f64,
-    /// How many keys it could have held at most (`M`).
+    /// How many inserts, so keys at most, carried them (`M`).
     pub candidates: f64,
 }
 
-impl Background {
+impl Outline {
     /// Can the background not have made this row by luck?
     pub fn tells_apart(&self, tally: &Tally) -> bool {
         let (exact, sampled) = parts(tally);
@@ -78,7 +100,7 @@ impl Background {
 
     /// The least truth of a row's sampled part `sampled` that the keys the
     /// list could have picked instead leave possible (see the module's
-    /// text); `sampled` itself where nothing is known of them.
+    /// text); `sampled` itself where none could compete.
     pub fn lowest_truth(&self, sampled: f64) -> f64 {
         if sampled <= 0.0 || !self.is_known() {
             return sampled.max(0.0);
@@ -106,28 +128,19 @@ impl Background {
         low * self.unit
     }
 
-    /// The chance that some key of the stream whose mean is `mu` events
-    /// shows `x` or more (a union bound over the keys that can be that hot).
+    /// The chance that some key of the background whose mean is `mu`
+    /// events shows `x` or more (a union bound over the keys that can be
+    /// that hot; none where the background has no events of this grain).
     fn chance_one_reaches(&self, mu: f64, x: f64) -> f64 {
         if mu <= 0.0 {
             return 0.0;
         }
-        let keys = (self.events / mu).min(self.candidates).max(1.0);
+        let keys = (self.events / mu).min(self.candidates).max(0.0);
         (keys * poisson_tail(mu, x)).min(1.0)
     }
 
-    /// The background of a set of counters known one by one (a cluster
-    /// node's hash slots), each as its sampled estimate and variance.
-    pub fn among(counters: impl Iterator<Item = (f64, f64)>) -> Option<Background> {
-        let mut makeup = StreamMakeup::new(f64::MAX, 0);
-        for (sampled, variance) in counters {
-            makeup.record(sampled, variance, 0);
-        }
-        makeup.background(0)
-    }
-
     fn is_known(&self) -> bool {
-        self.unit.is_finite() && self.unit > 0.0 && self.events.is_finite() && self.events > 0.0
+        self.unit.is_finite() && positive(self.unit)
     }
 }
 
@@ -158,93 +171,128 @@ pub fn poisson_tail(mu: f64, x: f64) -> f64 {
     statrs::function::gamma::gamma_lr(x, mu).clamp(0.0, 1.0)
 }
 
-/// What a sketch's stream is made of, faded as its counts are: its sampled
-/// mass, and each insert's event size (variance over sampled weight), for
-/// the [`Background`] a list of it picks from.
+/// The stream a list picks from, at one moment: its events by size class
+/// (each insert's sampled weight over its event size is its number of
+/// events), and its inserts by class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Background {
+    events: [f64; CLASSES],
+    inserts: [f64; CLASSES],
+}
+
+impl Background {
+    fn empty() -> Self {
+        Self {
+            events: [0.0; CLASSES],
+            inserts: [0.0; CLASSES],
+        }
+    }
+
+    /// The background of a set of counters known one by one (a cluster
+    /// node's hash slots), each as its sampled estimate and variance.
+    pub fn among(counters: impl Iterator<Item = (f64, f64)>) -> Background {
+        let mut background = Background::empty();
+        for (sampled, variance) in counters {
+            background.add(sampled, variance, 1.0);
+        }
+        background
+    }
+
+    fn add(&mut self, sampled: f64, variance: f64, factor: f64) {
+        if !positive(sampled) || !positive(variance) || !variance.is_finite() {
+            return;
+        }
+        let unit = variance / sampled;
+        let c = class(unit);
+        if let (Some(events), Some(inserts)) = (self.events.get_mut(c), self.inserts.get_mut(c)) {
+            *events += sampled / unit * factor;
+            *inserts += factor;
+        }
+    }
+
+    /// What the background could make of `tally`'s grain (`None` for a
+    /// row counted access by access: no noise at all).
+    pub fn outline_for(&self, tally: &Tally) -> Option<Outline> {
+        let (_, sampled) = parts(tally);
+        if !positive(sampled) || !positive(tally.variance) || !tally.variance.is_finite() {
+            return None;
+        }
+        let unit = tally.variance / sampled;
+        // One class finer too: a class spans a factor of two.
+        let from = class(unit).saturating_sub(1);
+        let sum = |xs: &[f64; CLASSES]| xs.iter().skip(from).sum::<f64>();
+        Some(Outline {
+            unit,
+            events: sum(&self.events),
+            candidates: sum(&self.inserts),
+        })
+    }
+
+    /// Can the background not have made this row by luck?
+    pub fn tells_apart(&self, tally: &Tally) -> bool {
+        self.outline_for(tally)
+            .is_none_or(|outline| outline.tells_apart(tally))
+    }
+
+    /// This background and `other` together (a list of reads and writes).
+    pub fn plus(&self, other: &Background) -> Background {
+        let mut sum = self.clone();
+        for (mine, theirs) in sum.events.iter_mut().zip(other.events) {
+            *mine += theirs;
+        }
+        for (mine, theirs) in sum.inserts.iter_mut().zip(other.inserts) {
+            *mine += theirs;
+        }
+        sum
+    }
+}
+
+/// What a sketch's stream is made of, faded as its counts are: each
+/// insert's events by size class, for the [`Background`] a list of it
+/// picks from. Only the inserts of keys not listed yet: a listed key is not
+/// the background's noise.
 #[derive(Clone, Debug)]
 pub struct StreamMakeup {
-    half_life_ms: f64,
-    at_ms: i64,
-    /// Faded to `at_ms`: the sampled mass, the inserts with a spread, and
-    /// the sum of the logarithms of their event sizes.
-    sampled: f64,
-    inserts: f64,
-    log_units: f64,
+    /// Events of class `c` at `c`, inserts at `CLASSES + c`.
+    sums: FadingCounters,
 }
 
 impl StreamMakeup {
     pub fn new(half_life_ms: f64, now_ms: i64) -> Self {
         Self {
-            half_life_ms: half_life_ms.max(1.0),
-            at_ms: now_ms,
-            sampled: 0.0,
-            inserts: 0.0,
-            log_units: 0.0,
+            sums: FadingCounters::new(2 * CLASSES, half_life_ms, now_ms),
         }
     }
 
-    /// One insert: `sampled` of its weight sampled, with `variance`.
+    /// One insert of a key not listed: `sampled` of its weight sampled,
+    /// with `variance`.
     pub fn record(&mut self, sampled: f64, variance: f64, time_ms: i64) {
         if !positive(sampled) || !positive(variance) || !variance.is_finite() {
             return;
         }
-        let factor = self.bring_to(time_ms);
-        self.sampled += sampled * factor;
-        self.inserts += factor;
-        self.log_units += (variance / sampled).ln() * factor;
+        let unit = variance / sampled;
+        let c = class(unit);
+        let stored = self.sums.unit_at(time_ms);
+        self.sums.add_units(c, sampled / unit * stored);
+        self.sums.add_units(CLASSES + c, stored);
     }
 
-    /// Moves the sums to `time_ms` if it is later; what an addition at
-    /// `time_ms` weighs in them (less than 1 if it is earlier).
-    fn bring_to(&mut self, time_ms: i64) -> f64 {
-        if time_ms > self.at_ms {
-            let fade = self.fade(time_ms - self.at_ms);
-            self.sampled *= fade;
-            self.inserts *= fade;
-            self.log_units *= fade;
-            self.at_ms = time_ms;
-            1.0
-        } else {
-            self.fade(self.at_ms - time_ms)
+    /// The background now.
+    pub fn background(&self, now_ms: i64) -> Background {
+        let mut background = Background::empty();
+        for c in 0..CLASSES {
+            if let (Some(events), Some(inserts)) =
+                (background.events.get_mut(c), background.inserts.get_mut(c))
+            {
+                *events = self.sums.count(c, now_ms);
+                *inserts = self.sums.count(CLASSES + c, now_ms);
+            }
         }
+        background
     }
 
-    fn fade(&self, elapsed_ms: i64) -> f64 {
-        (-(elapsed_ms as f64) / self.half_life_ms).exp2()
-    }
-
-    /// The background now (`None`: nothing sampled yet).
-    pub fn background(&self, now_ms: i64) -> Option<Background> {
-        self.plus_background(None, now_ms)
-    }
-
-    /// The background of this stream and `other` together (a list of reads
-    /// and writes).
-    pub fn plus_background(&self, other: Option<&StreamMakeup>, now_ms: i64) -> Option<Background> {
-        let mut sums = self.sums_at(now_ms);
-        if let Some(other) = other {
-            let more = other.sums_at(now_ms);
-            sums = (sums.0 + more.0, sums.1 + more.1, sums.2 + more.2);
-        }
-        let (sampled, inserts, log_units) = sums;
-        if !positive(inserts) || !positive(sampled) {
-            return None;
-        }
-        let unit = (log_units / inserts).exp();
-        Some(Background {
-            unit,
-            events: sampled / unit,
-            candidates: inserts,
-        })
-    }
-
-    fn sums_at(&self, now_ms: i64) -> (f64, f64, f64) {
-        let fade = self.fade(now_ms.saturating_sub(self.at_ms).max(0));
-        (
-            self.sampled * fade,
-            self.inserts * fade,
-            self.log_units * fade,
-        )
+    pub fn heap_bytes(&self) -> usize {
+        self.sums.heap_bytes()
     }
 }
 
@@ -277,27 +325,36 @@ mod tests {
         assert_eq!(poisson_tail(3.0, f64::NAN), 1.0);
     }
 
-    /// 100,000 keys, 100,000 events of 100 accesses each in the stream.
+    /// 100,000 single-access events of 100 in the stream (one per key).
     fn wide_background() -> Background {
-        Background {
-            unit: 100.0,
-            events: 100_000.0,
-            candidates: 100_000.0,
+        let mut makeup = StreamMakeup::new(1e12, 0);
+        for _ in 0..100 {
+            // A thousand keys' inserts at once, as the worker makes them.
+            makeup.record(100_000.0, 10_000_000.0, 0);
         }
+        let mut b = makeup.background(0);
+        // 100,000 inserts (the 100 above stood for a thousand each).
+        b.inserts = b.inserts.map(|i| i * 1_000.0);
+        b
+    }
+
+    /// A row of `events` events of `unit` accesses each.
+    fn events(events: f64, unit: f64) -> Tally {
+        sampled(events * unit, events * unit * unit)
     }
 
     #[test]
     fn a_row_of_a_few_lucky_events_is_noise_and_a_hot_one_is_not() {
         let bg = wide_background();
         // Four events of 100 (each key's mean ~1): the luckiest of many.
-        assert!(!bg.tells_apart(&sampled(400.0, 40_000.0)));
+        assert!(!bg.tells_apart(&events(4.0, 100.0)));
         // Fifteen: a key at five could reach it, and 20,000 keys can be.
-        assert!(!bg.tells_apart(&sampled(1_500.0, 150_000.0)));
+        assert!(!bg.tells_apart(&events(15.0, 100.0)));
         // Forty events: no key at a third of that gets there.
-        assert!(bg.tells_apart(&sampled(4_000.0, 400_000.0)));
-        // A burst: three events of 5,000 accesses each (variance 3 · 5,000²)
-        // is 150 of the background's events.
-        assert!(bg.tells_apart(&sampled(15_000.0, 7.5e7)));
+        assert!(bg.tells_apart(&events(40.0, 100.0)));
+        // A burst: three events of 5,000 accesses each, a grain no event of
+        // the background has.
+        assert!(bg.tells_apart(&events(3.0, 5_000.0)));
         // Counted access by access: no noise at all.
         let exact = Tally {
             count: 300.0,
@@ -305,9 +362,31 @@ mod tests {
             ..Tally::default()
         };
         assert!(bg.tells_apart(&exact));
-        // Nothing known of the stream: nothing to tell it from.
-        let unknown = Background { unit: 0.0, ..bg };
-        assert!(unknown.tells_apart(&sampled(400.0, 40_000.0)));
+        // Nothing in the background: nothing to tell it from.
+        let none = Background::among(std::iter::empty());
+        assert!(none.tells_apart(&events(4.0, 100.0)));
+    }
+
+    #[test]
+    fn rows_are_told_from_the_background_events_of_their_own_grain() {
+        // A reading sampled finely for a while (10,000 events of 2) and
+        // coarsely later (2,000 events of 40: one slot in 16 and the
+        // worker's thinning): a row of two events of 40 is the coarse
+        // stretch's noise, however many fine events there were.
+        let mut makeup = StreamMakeup::new(1e12, 0);
+        for _ in 0..10_000 {
+            makeup.record(2.0, 4.0, 0);
+        }
+        for _ in 0..2_000 {
+            makeup.record(40.0, 1_600.0, 0);
+        }
+        let bg = makeup.background(0);
+        assert!(!bg.tells_apart(&events(2.4, 40.0)));
+        let outline = bg.outline_for(&events(2.4, 40.0)).unwrap();
+        assert!((outline.events - 2_000.0).abs() < 1e-6, "{outline:?}");
+        assert!((outline.candidates - 2_000.0).abs() < 1e-6, "{outline:?}");
+        // Forty events of 2: fine grain, told from both.
+        assert!(bg.tells_apart(&events(40.0, 2.0)));
     }
 
     #[test]
@@ -328,49 +407,39 @@ mod tests {
     #[test]
     fn the_lower_bound_of_a_picked_row_allows_for_the_keys_it_was_picked_from() {
         let bg = wide_background();
+        let outline = bg.outline_for(&events(25.0, 100.0)).unwrap();
         // 25 events: a key named in advance would have a lower bound of
         // ~16 events; picked out of 100,000 events' worth of keys, ~8.
-        let low = bg.lowest_truth(2_500.0) / 100.0;
+        let low = outline.lowest_truth(2_500.0) / 100.0;
         assert!((6.0..11.0).contains(&low), "{low}");
-        // Within it, the chance that a key at that truth gets there is
+        // At that truth, the chance that one of the keys gets there is
         // exactly the tail.
         let keys = (100_000.0 / low).min(100_000.0);
         let chance = keys * poisson_tail(low, 25.0);
         assert!((chance - LOW_TAIL).abs() < 1e-3, "{chance}");
         // A key with most of the stream: hardly any key could compete.
-        let hot = bg.lowest_truth(5_000_000.0) / 5_000_000.0;
+        let hot = outline.lowest_truth(5_000_000.0) / 5_000_000.0;
         assert!(hot > 0.98 && hot <= 1.0, "{hot}");
         // Nothing sampled: nothing below.
-        assert_eq!(bg.lowest_truth(0.0), 0.0);
+        assert_eq!(outline.lowest_truth(0.0), 0.0);
+        // A grain no event of the background has: no key to compete.
+        let burst = bg.outline_for(&events(3.0, 5_000.0)).unwrap();
+        assert_eq!(burst.lowest_truth(15_000.0), 15_000.0);
     }
 
     #[test]
-    fn the_streams_typical_event_is_not_moved_by_a_few_huge_ones() {
-        let mut makeup = StreamMakeup::new(1e12, 0);
-        // 1,000 inserts of one kept access of 50 (variance 50²), and 5 of a
-        // hot key's bursts of 10,000 (variance 10,000²).
-        for _ in 0..1_000 {
-            makeup.record(50.0, 2_500.0, 0);
-        }
-        for _ in 0..5 {
-            makeup.record(10_000.0, 1e8, 0);
-        }
-        let bg = makeup.background(0).unwrap();
-        assert!(bg.unit > 50.0 && bg.unit < 65.0, "{bg:?}");
-        assert!((bg.events - (50_000.0 + 50_000.0) / bg.unit).abs() < 1e-6);
-        assert!((bg.candidates - 1_005.0).abs() < 1e-9);
-        // It fades as counts do, and nothing unsampled is recorded.
-        let mut fading = StreamMakeup::new(1_000.0, 0);
-        fading.record(10.0, 100.0, 0);
-        fading.record(10.0, 0.0, 0);
-        let later = fading.background(1_000).unwrap();
-        assert!((later.candidates - 0.5).abs() < 1e-9 && (later.unit - 10.0).abs() < 1e-9);
-        assert_eq!(StreamMakeup::new(1.0, 0).background(0), None);
+    fn the_background_fades_as_counts_do_and_keeps_only_sampled_inserts() {
+        let mut makeup = StreamMakeup::new(1_000.0, 0);
+        makeup.record(10.0, 100.0, 0);
+        makeup.record(10.0, 0.0, 0);
+        let later = makeup.background(1_000);
+        let outline = later.outline_for(&events(1.0, 10.0)).unwrap();
+        assert!((outline.candidates - 0.5).abs() < 1e-9, "{outline:?}");
+        assert!((outline.events - 0.5).abs() < 1e-9, "{outline:?}");
         // Counters known one by one: the same outline.
-        let among = Background::among([(50.0, 2_500.0), (50.0, 2_500.0)].into_iter()).unwrap();
+        let among = Background::among([(50.0, 2_500.0), (50.0, 2_500.0)].into_iter());
+        let o = among.outline_for(&events(1.0, 50.0)).unwrap();
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        assert!(
-            close(among.unit, 50.0) && close(among.events, 2.0) && close(among.candidates, 2.0)
-        );
+        assert!(close(o.unit, 50.0) && close(o.events, 2.0) && close(o.candidates, 2.0));
     }
 }

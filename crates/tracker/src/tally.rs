@@ -3,7 +3,7 @@
 //! undercount). Keys, hash slots and the node's totals all read as tallies.
 
 use crate::error_bar::{bounds, Bounds};
-use crate::noise_floor::Background;
+use crate::noise_floor::Outline;
 
 /// One kind of access to a key (or a hash slot, or the node): its faded
 /// count and its rate now, and what its error bar is made of.
@@ -17,20 +17,20 @@ pub struct Tally {
     pub variance: f64,
     /// HeavyKeeper's undercount of it, at 95% (0 for exact counters).
     pub undercount: f64,
-    /// Where a list picked it out of a stream: that stream's outline, which
-    /// lowers its lower bound for the keys it was picked from
-    /// ([`crate::noise_floor`]). `None` for a count read by name.
-    pub picked_from: Option<Background>,
+    /// Where a list picked it out of a stream: what that stream could make
+    /// of its grain, which lowers its lower bound for the keys it was
+    /// picked from ([`crate::noise_floor`]). `None` for a count read by name.
+    pub picked_from: Option<Outline>,
 }
 
 impl Tally {
     /// The rate's 95% interval ([`crate::error_bar`]).
     pub fn bounds(&self) -> Bounds {
         let mut count = bounds(self.count, self.sampled, self.variance, self.undercount);
-        if let Some(background) = self.picked_from {
+        if let Some(outline) = self.picked_from {
             let sampled = self.sampled.clamp(0.0, self.count.max(0.0));
             let exact = self.count.max(0.0) - sampled;
-            count.low = count.low.min(exact + background.lowest_truth(sampled));
+            count.low = count.low.min(exact + outline.lowest_truth(sampled));
         }
         if self.count > 0.0 {
             count.scaled(self.per_second / self.count)
@@ -50,10 +50,10 @@ impl Tally {
         }
     }
 
-    /// The same tally, picked by a list out of `background`.
-    pub fn picked_from(self, background: Option<Background>) -> Tally {
+    /// The same tally, picked by a list out of a stream of `outline`.
+    pub fn picked_from(self, outline: Option<Outline>) -> Tally {
         Tally {
-            picked_from: background,
+            picked_from: outline,
             ..self
         }
     }

@@ -146,6 +146,9 @@ struct Feeding {
     insert_rate: Option<f64>,
     /// Counts read (everything held flushed) every this many ms.
     read_every_ms: i64,
+    /// From this ms on, one slot in `.1` counted and one access in `.2`
+    /// kept (the budget's answer to a load that came).
+    coarser_from: Option<(i64, u32, u32)>,
 }
 
 /// One run of the tracker's sampling over `events` into `sink`. Batches of
@@ -167,14 +170,21 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
     let mut slot: Option<TimeSlot> = None;
     let mut seq = 0u32;
     let mut coins = AccessCoins::new(rng.random::<u64>());
+    let mut keep_one_in = feeding.keep_one_in;
     for &(t, key) in events {
+        if let Some((from, every, keep)) = feeding.coarser_from {
+            if t >= from && keep_one_in != keep {
+                coverage.set_every(every);
+                keep_one_in = keep;
+            }
+        }
         while t >= clock.edge {
             if slot.is_some() {
                 hand_over(&mut batch, &mut counting, clock.edge);
             }
             slot = clock.step(&mut coverage).map(|w| {
                 seq = seq.wrapping_add(1);
-                TimeSlot::new(seq, w).keeping_one_in(feeding.keep_one_in)
+                TimeSlot::new(seq, w).keeping_one_in(keep_one_in)
             });
         }
         if t >= next_read {
@@ -349,7 +359,7 @@ proptest! {
         read_every_ms in prop_oneof![Just(50i64), Just(100_000i64)],
         seed in any::<u64>(),
     ) {
-        assert_unbiased(&shapes, Feeding { every, keep_one_in, insert_rate, read_every_ms }, seed);
+        assert_unbiased(&shapes, Feeding { every, keep_one_in, insert_rate, read_every_ms, coarser_from: None }, seed);
     }
 }
 
@@ -359,7 +369,15 @@ fn feeding(every: u32, insert_rate: Option<f64>, read_every_ms: i64) -> Feeding 
         keep_one_in: 1,
         insert_rate,
         read_every_ms,
+        coarser_from: None,
     }
+}
+
+/// `feeding` until `from_ms`, then one slot in `every` and one access in
+/// `keep_one_in`.
+fn coarser(mut feeding: Feeding, from_ms: i64, every: u32, keep_one_in: u32) -> Feeding {
+    feeding.coarser_from = Some((from_ms, every, keep_one_in));
+    feeding
 }
 
 fn thinned(mut feeding: Feeding, keep_one_in: u32) -> Feeding {
@@ -718,6 +736,10 @@ fn every_row_a_list_picks_holds_its_truth_within_its_bounds() {
             feeding(1, Some(3_000.0), 100_000),
             thinned(feeding(4, Some(2_000.0), 100_000), 4),
             thinned(feeding(16, None, 50), 2),
+            thinned(feeding(1, None, 100_000), 2),
+            // Every command counted, then sampled coarsely (a load came):
+            // the coarse half's noise is a coarse grain of its own.
+            coarser(thinned(feeding(1, Some(3_000.0), 100_000), 2), 2_000, 16, 4),
             feeding(1, None, 100_000),
         ] {
             assert_every_row_honest(&shapes, feeding, seed, 0.01);

@@ -51,6 +51,16 @@ pub enum Shape {
         per: usize,
         every: Duration,
     },
+    /// `per` `MGET key bg…` every `every`: each the key and `width - 1`
+    /// random keys `prefix0..prefix{keys-1}`.
+    Mget {
+        key: String,
+        prefix: String,
+        keys: usize,
+        width: usize,
+        per: usize,
+        every: Duration,
+    },
     /// `per` commands the server refuses before they run (unknown
     /// commands, `GET` with too many arguments), naming `key`, every `every`.
     Refused {
@@ -67,6 +77,7 @@ impl Shape {
             | Shape::Steady { every, .. }
             | Shape::OnOff { every, .. }
             | Shape::Background { every, .. }
+            | Shape::Mget { every, .. }
             | Shape::Refused { every, .. } => *every,
         }
     }
@@ -107,6 +118,24 @@ impl Shape {
                     let key = format!("{prefix}{}", rng.random_range(0..*keys));
                     pipe.cmd("GET").arg(&key);
                     read.push(key);
+                }
+            }
+            Shape::Mget {
+                key,
+                prefix,
+                keys,
+                width,
+                per,
+                ..
+            } => {
+                for _ in 0..*per {
+                    let cmd = pipe.cmd("MGET").arg(key);
+                    read.push(key.clone());
+                    for _ in 1..*width {
+                        let other = format!("{prefix}{}", rng.random_range(0..*keys));
+                        cmd.arg(&other);
+                        read.push(other);
+                    }
                 }
             }
             Shape::Refused { key, per, .. } => {
