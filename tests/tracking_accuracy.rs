@@ -258,6 +258,29 @@ fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() 
         Duration::from_secs(20),
         || share_counted(&mut con) == 1.0,
     );
+    // And they are: once the last block of slots has passed (no slot
+    // begins any more), every command counts (sampling once ended at an
+    // edge that left the filter out: every command "counted", none seen).
+    let slots = |con: &mut Connection| info_field(con, "heavykeeper", "heavykeeper_tracker_slots");
+    let mut last = slots(&mut con);
+    common::wait_until("no slot begins", Duration::from_secs(10), || {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = slots(&mut con);
+        std::mem::replace(&mut last, now.clone()) == now
+    });
+    let _: () = redis::cmd("HK.HOTKEYS")
+        .arg("RESET")
+        .query(&mut con)
+        .unwrap();
+    for _ in 0..100 {
+        let _: Option<String> = redis::cmd("GET").arg("after").query(&mut con).unwrap();
+    }
+    let after = listed(&mut con).get("after").copied().unwrap_or_default();
+    assert!(
+        after.count > 0.0 && after.holds(100.0),
+        "after the flood: {after:?} for 100 GETs; {}",
+        tracker_state(&mut con)
+    );
     let cost: f64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_cpu_seconds")
         .and_then(|v| v.parse().ok())
         .expect("tracker_cpu_seconds");

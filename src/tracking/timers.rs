@@ -146,17 +146,17 @@ fn on_pass(ctx: &Context) {
     }
     EDGE_AWAITED.store(0, Ordering::Relaxed);
     event_loop::hear_passes(ctx, false);
+    // What the last edge left: when the next is due, and whether the
+    // filter is to be registered (`None`: no edge made, or tracking off).
     let mut next = None;
     for _ in 0..MOST_EDGES_AT_ONCE {
-        match due() {
-            Some(at) if at <= now => next = slot_edge(ctx, Tracking::time_slot_due_now),
-            Some(_) => break,
-            None => {
-                next = None;
-                break;
-            }
+        if !due().is_some_and(|at| at <= now) {
+            break;
         }
-        if next.is_none() {
+        next = slot_edge(ctx, Tracking::time_slot_due_now);
+        if next.is_none_or(|(due, _)| due.is_none()) {
+            // Tracking off, or every command counted from now: no more
+            // edges.
             break;
         }
     }
