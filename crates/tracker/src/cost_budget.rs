@@ -77,6 +77,28 @@ const RETURN_TO_WHOLE: f64 = 0.9;
 /// on a saturated Valkey 9.1: a tick more counted whole each time the load
 /// came, in a bench that switches modes.)
 const OVERSHOOT: f64 = 3.0;
+/// Sampling this lightly (one slot in this many or fewer), counting every
+/// command is tried again now and then: its cost is then measured, not
+/// worked out from sampled time. Sampled, a counted second costs more than
+/// one counted whole (each slot's edges, a cold cache at each opening, a
+/// batch handed over per slot), so the cost of counting every command,
+/// worked out from it, read 1.0-1.5% of a core at ~20,000 commands a second
+/// where counting them all cost 0.35-0.5%: after a flood the tracker went
+/// on sampling one slot in three for good, and a key read in three bursts
+/// was missed whole two times in three.
+const PROBE_BELOW_EVERY: u32 = 4;
+/// ... where the cost worked out from sampled time is within this many
+/// times what fits (past it, the try would cost more than it can teach).
+const PROBE_BELOW_FITS: f64 = 3.0;
+/// How long sampling that lightly lasts before the first try, and after a
+/// try that counting every command passed; doubled after each try that
+/// failed, up to [`LONGEST_PROBE_WAIT_NS`] (a load at the boundary tries
+/// a few times a minute, not every few seconds).
+const PROBE_AFTER_NS: f64 = 3e9;
+const LONGEST_PROBE_WAIT_NS: f64 = 48e9;
+/// A try counted every command this long without going back to sampling:
+/// it passed.
+const PROBE_PASSED_NS: f64 = 2e9;
 
 use crate::access_thinning::MAX_KEEP_ONE_IN;
 
@@ -133,6 +155,30 @@ pub struct CostBudget {
     recent: Sums,
     /// Everything reported so far, for INFO.
     total: Sums,
+    /// Counting every command tried again now and then while sampling
+    /// lightly ([`PROBE_BELOW_EVERY`]).
+    probe: Probe,
+}
+
+/// When counting every command is next tried, and how the last try went.
+#[derive(Clone, Copy, Debug)]
+struct Probe {
+    /// Sampling lightly since the last try, ns.
+    waited_ns: f64,
+    /// How long to wait before the next.
+    wait_ns: f64,
+    /// A try in progress: how long it has counted every command, ns.
+    trying_ns: Option<f64>,
+}
+
+impl Default for Probe {
+    fn default() -> Self {
+        Self {
+            waited_ns: 0.0,
+            wait_ns: PROBE_AFTER_NS,
+            trying_ns: None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -175,6 +221,7 @@ impl CostBudget {
             max_every: max_every.max(1),
             recent: Sums::default(),
             total: Sums::default(),
+            probe: Probe::default(),
         }
     }
 
@@ -242,7 +289,37 @@ impl CostBudget {
             let cut = (f64::from(self.every) * overshoot).ceil();
             self.every = cut.clamp(1.0, f64::from(self.max_every)) as u32;
         }
+        self.try_counting_whole(tick.elapsed);
         self.every
+    }
+
+    /// Sampling lightly for a while, every command is counted again, the
+    /// recent sums forgotten: the next decision rests on what counting
+    /// every command costs now (cut at once if it floods, [`OVERSHOOT`]).
+    /// A try that goes back to sampling doubles the wait for the next.
+    fn try_counting_whole(&mut self, elapsed_ns: f64) {
+        let light = (2..=PROBE_BELOW_EVERY).contains(&self.every)
+            && self.fits().is_some_and(|fits| fits <= PROBE_BELOW_FITS);
+        let p = &mut self.probe;
+        if let Some(trying) = p.trying_ns {
+            if self.every > 1 {
+                p.trying_ns = None;
+                p.wait_ns = (2.0 * p.wait_ns).min(LONGEST_PROBE_WAIT_NS);
+            } else if trying + elapsed_ns >= PROBE_PASSED_NS {
+                p.trying_ns = None;
+                p.wait_ns = PROBE_AFTER_NS;
+            } else {
+                p.trying_ns = Some(trying + elapsed_ns);
+            }
+            return;
+        }
+        p.waited_ns = if light { p.waited_ns + elapsed_ns } else { 0.0 };
+        if p.waited_ns >= p.wait_ns {
+            p.waited_ns = 0.0;
+            p.trying_ns = Some(0.0);
+            self.every = 1;
+            self.recent = Sums::default();
+        }
     }
 
     /// How many times over counting every command (at the current
@@ -475,7 +552,9 @@ mod tests {
             changes += u32::from(b.every() != last);
             last = b.every();
         }
-        assert!(changes <= 1, "{changes} changes");
+        // Settled once; counting every command tried again at 3 s, 9 s,
+        // 21 s and 45 s (each try back to sampling: two changes).
+        assert!(changes <= 1 + 2 * 4, "{changes} changes");
     }
 
     #[test]
@@ -538,5 +617,34 @@ mod tests {
         }
         // Counting gets a quarter of the aim: 0.3 / (0.25 * 0.006) = 200.
         assert!((150..=250).contains(&b.every()), "{}", b.every());
+    }
+
+    #[test]
+    fn a_light_sampling_that_reads_dear_tries_counting_every_command_again() {
+        // Counting every command costs half the aim, but sampled, a counted
+        // second costs three times that (slot edges, cold caches): worked
+        // out from sampled time, counting all would not fit.
+        let mut b = CostBudget::new(0.01, 1024);
+        let period = 100_000_000u64;
+        let aim = 0.01 * AIM;
+        let mut whole_ticks = 0;
+        for tick in 0..400 {
+            let every = b.every();
+            let counted = period / u64::from(every);
+            let per_counted = if tick < 20 {
+                // A flood at first: sampling begins.
+                20.0 * aim
+            } else if every == 1 {
+                0.5 * aim
+            } else {
+                1.5 * aim
+            };
+            let cost = (counted as f64 * per_counted) as u64;
+            b.observe(period, counted, main_only(cost, 0));
+            if tick >= 300 && b.every() == 1 {
+                whole_ticks += 1;
+            }
+        }
+        assert_eq!(whole_ticks, 100, "every command counted again");
     }
 }
