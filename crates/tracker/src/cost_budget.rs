@@ -81,15 +81,16 @@ const OVERSHOOT: f64 = 3.0;
 /// command is tried again now and then: its cost is then measured, not
 /// worked out from sampled time. Sampled, a counted second costs more than
 /// one counted whole (each slot's edges, a cold cache at each opening, a
-/// batch handed over per slot), so the cost of counting every command,
-/// worked out from it, read 1.0-1.5% of a core at ~20,000 commands a second
-/// where counting them all cost 0.35-0.5%: after a flood the tracker went
-/// on sampling one slot in three for good, and a key read in three bursts
-/// was missed whole two times in three.
-const PROBE_BELOW_EVERY: u32 = 4;
+/// batch handed over per slot): at ~20,000 commands a second the main
+/// thread spent as much counting one slot in three as counting them all,
+/// so the cost of counting every command, worked out from sampled time,
+/// read 1.0-1.5% of a core where counting them all cost 0.35-0.5%: after a
+/// flood the tracker went on sampling one slot in three to six for good,
+/// and a key read in three bursts was missed whole two times in three.
+const PROBE_BELOW_EVERY: u32 = 8;
 /// ... where the cost worked out from sampled time is within this many
 /// times what fits (past it, the try would cost more than it can teach).
-const PROBE_BELOW_FITS: f64 = 3.0;
+const PROBE_BELOW_FITS: f64 = 8.0;
 /// How long sampling that lightly lasts before the first try, and after a
 /// try that counting every command passed; doubled after each try that
 /// failed, up to [`LONGEST_PROBE_WAIT_NS`] (a load at the boundary tries

@@ -79,6 +79,15 @@ impl FadingCounters {
         sum * (-self.exponent(now_ms)).exp2()
     }
 
+    /// Raises counter `i` to `weight` at `time_ms` if it is below: the
+    /// largest value seen, fading as counts do.
+    pub fn raise(&mut self, i: usize, weight: f64, time_ms: i64) {
+        let stored = weight * self.unit_at(time_ms);
+        if let Some(sum) = self.sums.get_mut(i) {
+            *sum = sum.max(stored);
+        }
+    }
+
     /// The counters that ever counted anything: (index, count now).
     pub fn nonzero(&self, now_ms: i64) -> impl Iterator<Item = (usize, f64)> + '_ {
         let scale = (-self.exponent(now_ms)).exp2();
@@ -107,6 +116,17 @@ mod tests {
         assert!((c.count(1, 3_000) - 3.0).abs() < 1e-9);
         assert_eq!(c.count(0, 3_000), 0.0);
         assert_eq!(c.nonzero(3_000).map(|(i, _)| i).collect::<Vec<_>>(), [1]);
+    }
+
+    #[test]
+    fn a_raised_counter_keeps_the_largest_value_and_fades() {
+        let mut c = FadingCounters::new(1, 1_000.0, 0);
+        c.raise(0, 8.0, 0);
+        c.raise(0, 2.0, 0);
+        assert!((c.count(0, 0) - 8.0).abs() < 1e-9);
+        // A half-life later 8 reads 4: a 5 then is larger.
+        c.raise(0, 5.0, 1_000);
+        assert!((c.count(0, 1_000) - 5.0).abs() < 1e-9);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use crate::access::Access;
 use crate::error_bar::undercount;
+use crate::fading_counters::FadingCounters;
 use crate::hash_slot_load::{HashSlotLoad, HashSlotRate};
 use crate::insert::Insert;
 use crate::member_spread::{Inserted, MemberSpread};
@@ -140,13 +141,15 @@ pub struct TrackerShape {
     pub half_life_ms: f64,
 }
 
-/// One of the tracker's sketches, with its members' spread and what its
-/// stream is made of (for the rows a list of it picks).
+/// One of the tracker's sketches, with its members' spread, what its
+/// stream is made of (for the rows a list of it picks), and what one kept
+/// access of it stood for at most lately (its rows' unseen allowance).
 #[derive(Debug)]
 struct Counted {
     sketch: HeavyKeeper,
     spread: MemberSpread,
     makeup: StreamMakeup,
+    unseen_unit: FadingCounters,
 }
 
 impl Counted {
@@ -155,6 +158,7 @@ impl Counted {
             sketch: HeavyKeeper::new(params, now_ms),
             spread: MemberSpread::new(half_life_ms),
             makeup: StreamMakeup::new(half_life_ms, now_ms),
+            unseen_unit: FadingCounters::new(1, half_life_ms, now_ms),
         }
     }
 }
@@ -271,6 +275,7 @@ impl KeyTracker {
             sampled: estimate.count,
             variance: estimate.variance,
             undercount: 0.0,
+            unseen_unit: 0.0,
             picked_from: None,
         }
     }
@@ -354,10 +359,15 @@ impl KeyTracker {
             return;
         }
         let counted = self.counted_mut(insert.access);
+        // The background's noise is the keys not listed: a listed key's
+        // inserts are no noise that could make another row.
         if !counted.sketch.is_member(insert.item, insert.hash) {
             counted
                 .makeup
                 .record(insert.sampled as f64, insert.variance, insert.time_ms);
+        }
+        if insert.sampled > 0 {
+            counted.unseen_unit.raise(0, insert.scale, insert.time_ms);
         }
         let arrived = counted.sketch.add_sampled(
             insert.item,
@@ -572,6 +582,7 @@ impl KeyTracker {
             sampled,
             variance,
             undercount: missed,
+            unseen_unit: counted.unseen_unit.count(0, now_ms),
             picked_from: None,
         }
     }
@@ -591,7 +602,12 @@ impl KeyTracker {
     pub fn memory_bytes(&self) -> usize {
         self.sketches
             .iter()
-            .map(|c| c.sketch.memory_bytes() + c.spread.heap_bytes() + c.makeup.heap_bytes())
+            .map(|c| {
+                c.sketch.memory_bytes()
+                    + c.spread.heap_bytes()
+                    + c.makeup.heap_bytes()
+                    + c.unseen_unit.heap_bytes()
+            })
             .sum::<usize>()
             + self.totals.heap_bytes()
             + self.slots.as_ref().map_or(0, HashSlotLoad::heap_bytes)

@@ -42,8 +42,12 @@
 //!   wider (a burst seen in a few counted slots), its own bound stands. The
 //!   upper bound needs no change: picking favours rows that read high.
 //!
-//! Only the inserts of keys not listed yet make the background: a hot key's
-//! inserts are not noise that could make another row.
+//! Only the inserts of keys not listed make the background: a hot key's
+//! inserts are no noise that could make another row. Its first inserts,
+//! before it was listed, are in it, so the keys a row competes with are the
+//! background's less one, itself (counted in, a key read in ten bursts a
+//! second competed with its own first bursts, and was left out of four
+//! readings in twelve beside a saturating load).
 
 use crate::error_bar::positive;
 use crate::fading_counters::FadingCounters;
@@ -128,14 +132,15 @@ impl Outline {
         low * self.unit
     }
 
-    /// The chance that some key of the background whose mean is `mu`
-    /// events shows `x` or more (a union bound over the keys that can be
-    /// that hot; none where the background has no events of this grain).
+    /// The chance that some other key of the background whose mean is
+    /// `mu` events shows `x` or more (a union bound over the keys that can
+    /// be that hot, the row's own first inserts aside; none where the
+    /// background has no other events of this grain).
     fn chance_one_reaches(&self, mu: f64, x: f64) -> f64 {
         if mu <= 0.0 {
             return 0.0;
         }
-        let keys = (self.events / mu).min(self.candidates).max(0.0);
+        let keys = (self.events / mu).min(self.candidates - 1.0).max(0.0);
         (keys * poisson_tail(mu, x)).min(1.0)
     }
 
@@ -249,8 +254,8 @@ impl Background {
 
 /// What a sketch's stream is made of, faded as its counts are: each
 /// insert's events by size class, for the [`Background`] a list of it
-/// picks from. Only the inserts of keys not listed yet: a listed key is not
-/// the background's noise.
+/// picks from. Only the inserts of keys not listed: a listed key is not the
+/// background's noise.
 #[derive(Clone, Debug)]
 pub struct StreamMakeup {
     /// Events of class `c` at `c`, inserts at `CLASSES + c`.

@@ -2,7 +2,10 @@
 //! error bar is made of (the sampling's variance, HeavyKeeper's
 //! undercount). Keys, hash slots and the node's totals all read as tallies.
 
-use crate::error_bar::{bounds, Bounds};
+use crate::error_bar::{bounds, positive, Bounds};
+
+/// The 97.5% upper bound of a Poisson mean when none was seen.
+const UNSEEN_95: f64 = 3.689;
 use crate::noise_floor::Outline;
 
 /// One kind of access to a key (or a hash slot, or the node): its faded
@@ -17,6 +20,12 @@ pub struct Tally {
     pub variance: f64,
     /// HeavyKeeper's undercount of it, at 95% (0 for exact counters).
     pub undercount: f64,
+    /// What one kept access stood for at most, lately, where time or
+    /// accesses were sampled (0: every access counted): a key may have had
+    /// accesses in sampled time none of which was kept, and its upper
+    /// bound allows for a few such accesses' worth, whatever it was seen
+    /// to have.
+    pub unseen_unit: f64,
     /// Where a list picked it out of a stream: what that stream could make
     /// of its grain, which lowers its lower bound for the keys it was
     /// picked from ([`crate::noise_floor`]). `None` for a count read by name.
@@ -27,10 +36,17 @@ impl Tally {
     /// The rate's 95% interval ([`crate::error_bar`]).
     pub fn bounds(&self) -> Bounds {
         let mut count = bounds(self.count, self.sampled, self.variance, self.undercount);
+        let sampled = self.sampled.clamp(0.0, self.count.max(0.0));
+        let exact = self.count.max(0.0) - sampled;
         if let Some(outline) = self.picked_from {
-            let sampled = self.sampled.clamp(0.0, self.count.max(0.0));
-            let exact = self.count.max(0.0) - sampled;
             count.low = count.low.min(exact + outline.lowest_truth(sampled));
+        }
+        if positive(self.unseen_unit) {
+            // None kept of a Poisson number of chances: at 97.5%, 3.69.
+            let unseen = UNSEEN_95 * self.unseen_unit;
+            count.high = count
+                .high
+                .max(self.count.max(0.0) + unseen + self.undercount.max(0.0));
         }
         if self.count > 0.0 {
             count.scaled(self.per_second / self.count)
@@ -67,6 +83,7 @@ impl Tally {
             sampled: self.sampled + other.sampled,
             variance: self.variance + other.variance,
             undercount: self.undercount + other.undercount,
+            unseen_unit: self.unseen_unit.max(other.unseen_unit),
             picked_from: self.picked_from.or(other.picked_from),
         }
     }
@@ -84,6 +101,7 @@ mod tests {
             sampled: 0.0,
             variance: 0.0,
             undercount: 5.0,
+            unseen_unit: 0.0,
             picked_from: None,
         };
         let wider = t.allowing_for(0.5);
