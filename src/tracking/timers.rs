@@ -150,7 +150,7 @@ fn on_pass(ctx: &Context) {
     // filter is to be registered (`None`: no edge made, or tracking off).
     let mut next = None;
     for _ in 0..MOST_EDGES_AT_ONCE {
-        if !due().is_some_and(|at| at <= now) {
+        if due().is_none_or(|at| at > now) {
             break;
         }
         next = slot_edge(ctx, Tracking::time_slot_due_now);
