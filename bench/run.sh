@@ -56,10 +56,10 @@ cargo run --release -q -p hk-bench -- --plot-watch "$out" --out bench/results
 
 # hk-top's Prometheus exporter: the time of one scrape, and the series and bytes it returns,
 # over clusters of 1, 3 and 10 primaries whose trackers hold full lists, at --count 20 and 100
-# (tools/hk-top/tests/exporter_cost.rs, run by name: it is a measurement, not a test), with the
+# (tools/hk-top/tests/stories/exporter_cost.rs, run by name: it is a measurement, not a test), with the
 # release module on Redis 7.0.
 out=bench/results/exporter.txt
 echo "== the exporter's scrape"
 REDIS_SERVER=redis-server HK_MODULE="$module" \
-  cargo test --release -q -p hk-top --test exporter_cost -- --ignored --nocapture 2>&1 \
+  cargo test --release -q -p hk-top --test stories exporter_cost -- --ignored --nocapture 2>&1 \
   | grep "exporter figures" | tee "$out"

@@ -16,8 +16,7 @@ use crate::host::command_spec::{Arg, CommandSpec, KeySpec, KEY_AND_ITEMS, WEIGHT
 use crate::host::{clock, fault, keyspace_event, reply};
 use crate::watching;
 use heavykeeper_sketch::Params;
-use redis_module::{raw, Context, RedisError, RedisResult, RedisString, RedisValue};
-use std::os::raw::{c_char, c_long};
+use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Largest increment: counts are exact integers up to 2^53.
@@ -237,7 +236,7 @@ pub(crate) fn count_arrivals(
         });
         ctx.reply(Ok(RedisValue::Array(items.collect())));
     } else {
-        reply_expelled(ctx, &expelled);
+        reply::items_or_nulls(ctx, &expelled);
     }
     if announcing {
         watching::publish(ctx, name, &mut sketch, &events);
@@ -269,18 +268,6 @@ fn check_weights(ctx: &Context, name: &RedisString, weights: &Weights) -> Result
         )));
     }
     Ok(())
-}
-
-fn reply_expelled(ctx: &Context, expelled: &[Option<Box<[u8]>>]) {
-    raw::reply_with_array(ctx.ctx, expelled.len() as c_long);
-    for out in expelled {
-        match out {
-            Some(out) => {
-                raw::reply_with_string_buffer(ctx.ctx, out.as_ptr().cast::<c_char>(), out.len())
-            }
-            None => raw::reply_with_null(ctx.ctx),
-        };
-    }
 }
 
 /// Replicates the first `applied` arrivals: verbatim when that is all of

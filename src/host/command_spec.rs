@@ -155,39 +155,51 @@ pub const KEY_AND_ITEMS: &[Arg] = &[Arg::key("key", 0), Arg::string("item").mult
 pub const WEIGHTED_ARRIVALS: Arg =
     Arg::block("arrival", &[Arg::string("item"), Arg::integer("increment")]).multiple();
 
-/// Generates the C entry point for a handler: arguments decoded, panics
-/// contained, the result written as the reply. `callback!(f)` hands `f` the
+/// A command's handler, as the server's entry point calls it.
+pub trait Handler {
+    fn run(ctx: &Context, args: ArgV) -> RedisResult;
+}
+
+/// The C entry point of every command: arguments decoded, panics contained,
+/// the result written as the reply. Generic over the handler, so the C
+/// side (and its `unsafe`) is written here once, never where a command is
+/// declared.
+pub(crate) extern "C" fn entry<H: Handler>(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: the server's own arguments, valid for the command.
+    let args = unsafe { ArgV::new(ctx, argv, argc) };
+    let context = args.context();
+    let reply = contain(&context, || H::run(&context, args));
+    context.reply(reply) as c_int
+}
+
+/// The entry point for a handler fn: `callback!(f)` hands `f` the
 /// arguments as retained strings, `callback!(argv f)` in place (the
-/// per-item commands, where a retained string per item costs).
+/// per-item commands, where a retained string per item costs). Expands to
+/// safe code only: a unit type naming the handler, and [`entry`] for it.
 #[macro_export]
 macro_rules! callback {
     (argv $handler:path) => {
         $crate::callback!(@entry |ctx, args| $handler(ctx, args))
     };
     ($handler:path) => {
-        $crate::callback!(@entry |ctx, args: $crate::host::argv::ArgV| $handler(ctx, args.strings()))
+        $crate::callback!(@entry |ctx, args| $handler(ctx, args.strings()))
     };
-    (@entry $run:expr) => {{
-        // The host's code, expanded where the command is declared (in a
-        // module that denies `unsafe` of its own).
-        #[allow(unsafe_code)]
-        extern "C" fn call(
-            ctx: *mut redis_module::raw::RedisModuleCtx,
-            argv: *mut *mut redis_module::raw::RedisModuleString,
-            argc: std::os::raw::c_int,
-        ) -> std::os::raw::c_int {
-            // SAFETY: the server's own arguments, valid for the command.
-            let args = unsafe { $crate::host::argv::ArgV::new(ctx, argv, argc) };
-            $crate::host::command_spec::dispatch(args, $run)
+    (@entry |$ctx:ident, $args:ident| $run:expr) => {{
+        struct ThisCommand;
+        impl $crate::host::command_spec::Handler for ThisCommand {
+            fn run(
+                $ctx: &redis_module::Context,
+                $args: $crate::host::argv::ArgV,
+            ) -> redis_module::RedisResult {
+                $run
+            }
         }
-        call as $crate::host::command_spec::Callback
+        $crate::host::command_spec::entry::<ThisCommand> as $crate::host::command_spec::Callback
     }};
-}
-
-pub fn dispatch(args: ArgV, handler: impl FnOnce(&Context, ArgV) -> RedisResult) -> c_int {
-    let context = args.context();
-    let reply = contain(&context, || handler(&context, args));
-    context.reply(reply) as c_int
 }
 
 /// What the server offers beyond creating a command.

@@ -1,6 +1,7 @@
 //! Reply shapes that differ between RESP2 and RESP3.
 
-use redis_module::{Context, ContextFlags, RedisValue};
+use redis_module::{raw, Context, ContextFlags, RedisValue};
+use std::os::raw::{c_char, c_long};
 
 pub fn is_resp3(ctx: &Context) -> bool {
     ctx.get_flags().contains(ContextFlags::FLAGS_RESP3)
@@ -32,6 +33,21 @@ pub fn redisbloom_item(item: &[u8]) -> RedisValue {
     match std::str::from_utf8(item) {
         Ok(text) if !text.contains(['\r', '\n', '\0']) => RedisValue::SimpleString(text.into()),
         _ => bytes(item),
+    }
+}
+
+/// An array of items or nulls (what each arrival expelled), written
+/// straight to the client: a `RedisValue` per arrival would allocate on the
+/// busiest path of all. The handler then returns `RedisValue::NoReply`.
+pub fn items_or_nulls(ctx: &Context, items: &[Option<Box<[u8]>>]) {
+    raw::reply_with_array(ctx.ctx, items.len() as c_long);
+    for item in items {
+        match item {
+            Some(item) => {
+                raw::reply_with_string_buffer(ctx.ctx, item.as_ptr().cast::<c_char>(), item.len())
+            }
+            None => raw::reply_with_null(ctx.ctx),
+        };
     }
 }
 

@@ -235,6 +235,9 @@ impl Server {
             .arg(self.dir.path())
             .args(["--logfile", "server.log", "--daemonize", "no"])
             .args(["--save", "", "--appendonly", "no"])
+            // A replica syncs at once: the default waits 5 s for more
+            // replicas to share the transfer, which only tests ever notice.
+            .args(["--repl-diskless-sync-delay", "0"])
             .args([
                 "--enable-debug-command",
                 "yes",
@@ -278,16 +281,20 @@ impl Server {
             }
             let ready = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
                 .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
-                .and_then(|mut c| redis::cmd("INFO").arg("server").query::<String>(&mut c));
+                .and_then(|mut c| {
+                    (redis::cmd("INFO").arg("server").arg("persistence")).query::<String>(&mut c)
+                });
             // The server that answers must be this one: another test's may
             // have taken the port between `free_port` and this server's
             // bind (then this one exits, and another port is tried). A
             // server that wants a password answers NOAUTH: its log says
-            // whether it is listening.
+            // whether it is listening. INFO answers while the server still
+            // loads its data (every other command is refused): ready is
+            // loaded.
             let ours = match &ready {
                 Ok(info) => self.child.as_ref().is_some_and(|c| {
-                    info.lines()
-                        .any(|l| l.trim() == format!("process_id:{}", c.id()))
+                    let line = |want: &str| info.lines().any(|l| l.trim() == want);
+                    line(&format!("process_id:{}", c.id())) && line("loading:0")
                 }),
                 Err(e) => {
                     (e.code() == Some("NOAUTH") || e.to_string().contains("NOAUTH"))

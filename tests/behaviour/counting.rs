@@ -1,0 +1,146 @@
+//! An app team counts what its users touch: reserve a sketch, add items one at
+//! a time or weighted, and ask which are in the top k and how often they came.
+
+use test_harness as common;
+
+use common::{list_with_count, value, Server};
+use redis::Value;
+
+#[test]
+fn an_app_team_finds_its_hottest_keys() {
+    let server = Server::start();
+    let mut con = server.client();
+    assert_eq!(value(&mut con, &["HK.RESERVE", "hot", "3"]), Value::Okay);
+    for _ in 0..50 {
+        value(&mut con, &["HK.ADD", "hot", "user:1", "user:2", "user:1"]);
+    }
+    value(
+        &mut con,
+        &["HK.ADD", "hot", "cart:9", "cart:9", "cart:9", "tiny"],
+    );
+
+    assert_eq!(
+        list_with_count(&mut con, "hot"),
+        vec![
+            (b"user:1".to_vec(), 100),
+            (b"user:2".to_vec(), 50),
+            (b"cart:9".to_vec(), 3)
+        ]
+    );
+    let listed: Vec<String> = redis::cmd("HK.LIST").arg("hot").query(&mut con).unwrap();
+    assert_eq!(listed, vec!["user:1", "user:2", "cart:9"]);
+    let present: Vec<i64> = redis::cmd("HK.QUERY")
+        .arg("hot")
+        .arg(&["user:1", "tiny", "never"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(present, vec![1, 0, 0]);
+    let counts: Vec<i64> = redis::cmd("HK.COUNT")
+        .arg("hot")
+        .arg(&["user:1", "cart:9", "never"])
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(counts, vec![100, 3, 0]);
+}
+
+#[test]
+fn add_reports_what_each_arrival_expelled() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "k", "2", "SEED", "1"]);
+    value(&mut con, &["HK.ADD", "k", "a", "a", "b"]);
+    // "c" reaches nmin + 1 = 2 only on its second arrival and pushes out "b".
+    let reply = value(&mut con, &["HK.ADD", "k", "c", "c"]);
+    assert_eq!(
+        reply,
+        Value::Array(vec![Value::Nil, Value::BulkString(b"b".to_vec())])
+    );
+}
+
+#[test]
+fn incrby_counts_weighted_arrivals_in_one_step() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "sql", "10"]);
+    let reply = value(
+        &mut con,
+        &[
+            "HK.INCRBY",
+            "sql",
+            "SELECT 1",
+            "5000000000",
+            "SELECT 2",
+            "7",
+        ],
+    );
+    assert_eq!(reply, Value::Array(vec![Value::Nil, Value::Nil]));
+    assert_eq!(
+        list_with_count(&mut con, "sql"),
+        vec![
+            (b"SELECT 1".to_vec(), 5_000_000_000),
+            (b"SELECT 2".to_vec(), 7)
+        ]
+    );
+}
+
+#[test]
+fn items_are_binary_safe_through_every_command() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "bin", "5"]);
+    let big = vec![0xAB_u8; 1 << 20];
+    let odd: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"nul\0inside".to_vec(),
+        b"crlf\r\n".to_vec(),
+        big,
+    ];
+    for item in &odd {
+        let _: Value = redis::cmd("HK.INCRBY")
+            .arg("bin")
+            .arg(item.as_slice())
+            .arg(3)
+            .query(&mut con)
+            .unwrap();
+    }
+    let mut expected = odd.clone();
+    expected.sort();
+    for reload in [false, true] {
+        if reload {
+            let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+        }
+        let mut listed: Vec<Vec<u8>> = redis::cmd("HK.LIST").arg("bin").query(&mut con).unwrap();
+        listed.sort();
+        assert_eq!(listed, expected, "after reload: {reload}");
+    }
+    for item in &odd {
+        let counts: Vec<i64> = redis::cmd("HK.COUNT")
+            .arg("bin")
+            .arg(item.as_slice())
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(counts, vec![3]);
+    }
+}
+
+#[test]
+fn counts_stop_at_two_to_the_53_through_every_command() {
+    let server = Server::start();
+    let mut con = server.client();
+    for key in ["k", "k2"] {
+        value(&mut con, &["HK.RESERVE", key, "3", "SEED", "1"]);
+    }
+    value(&mut con, &["HK.INCRBY", "k", "x", "9007199254740992"]);
+    value(
+        &mut con,
+        &["HK.INCRBY", "k", "x", "3", "x", "9007199254740992"],
+    );
+    value(&mut con, &["HK.INCRBY", "k2", "x", "10"]);
+    value(&mut con, &["HK.MERGE", "k", "k", "k2"]);
+    let counts: Vec<i64> = redis::cmd("HK.COUNT")
+        .arg("k")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(counts, vec![9_007_199_254_740_992]);
+}

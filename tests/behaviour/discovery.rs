@@ -1,0 +1,185 @@
+//! An operator or a developer finds out what the module offers the way they
+//! would for a built-in: `COMMAND DOCS`, `INFO`, and typed replies.
+
+use test_harness as common;
+
+use common::{info_field, value, wait_for_lazy_frees, Server};
+use redis::Value;
+use std::collections::HashMap;
+
+/// `COMMAND DOCS name` as a field map (RESP2 flat pairs).
+fn docs(con: &mut redis::Connection, name: &str) -> HashMap<String, Value> {
+    let reply: Vec<Value> = redis::cmd("COMMAND")
+        .arg("DOCS")
+        .arg(name)
+        .query(con)
+        .unwrap();
+    let Some(Value::Array(fields)) = reply.get(1) else {
+        panic!("no docs for {name}: {reply:?}");
+    };
+    fields
+        .chunks(2)
+        .map(|pair| (redis::from_redis_value(&pair[0]).unwrap(), pair[1].clone()))
+        .collect()
+}
+
+fn text(v: &Value) -> String {
+    redis::from_redis_value(v).unwrap()
+}
+
+#[test]
+fn every_command_is_documented() {
+    let server = Server::start();
+    let mut con = server.client();
+    let names: Vec<String> = redis::cmd("COMMAND")
+        .arg("LIST")
+        .arg("FILTERBY")
+        .arg("MODULE")
+        .arg("heavykeeper")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(names.len(), 16, "{names:?}");
+    for name in &names {
+        let d = docs(&mut con, name);
+        for field in ["summary", "since", "complexity", "group"] {
+            let v = d.get(field).map(text).unwrap_or_default();
+            assert!(!v.is_empty(), "{name}: no {field}");
+        }
+        assert_eq!(text(&d["group"]), "module", "{name}");
+        if name != "hk.hotkeys" {
+            let Some(Value::Array(args)) = d.get("arguments") else {
+                panic!("{name}: no arguments");
+            };
+            assert!(!args.is_empty(), "{name}");
+        }
+    }
+    // The arguments a client shows as hints.
+    let list = docs(&mut con, "hk.list");
+    let rendered = format!("{:?}", list["arguments"]);
+    for token in ["WITHCOUNT", "WITHRATE", "AT", "COUNT"] {
+        assert!(rendered.contains(token), "{token} in {rendered}");
+    }
+}
+
+#[test]
+fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
+    let server = Server::start();
+    let mut con = server.client();
+    let field = |con: &mut redis::Connection, f: &str| -> i64 {
+        info_field(con, "heavykeeper", &format!("heavykeeper_{f}"))
+            .unwrap_or_else(|| panic!("INFO heavykeeper has no {f}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(field(&mut con, "sketches"), 0);
+    value(&mut con, &["HK.RESERVE", "a", "100"]);
+    value(&mut con, &["HK.RESERVE", "b", "10"]);
+    value(&mut con, &["HK.ADD", "a", "x", "y", "x"]);
+    value(
+        &mut con,
+        &["HK.INCRBY", "b", "long-item-name-of-some-length", "40"],
+    );
+    assert_eq!(field(&mut con, "sketches"), 2);
+    assert_eq!(field(&mut con, "arrivals_counted"), 43);
+    let usage = |con: &mut redis::Connection, key: &str| -> i64 {
+        redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(key)
+            .query(con)
+            .unwrap()
+    };
+    let memory = field(&mut con, "sketch_memory_bytes");
+    let both = usage(&mut con, "a") + usage(&mut con, "b");
+    // MEMORY USAGE adds the key's own overhead (name, object) to the sketch.
+    assert!(memory <= both && memory > both - 200, "{memory} vs {both}");
+
+    // Copies, restores, deletes and reloads keep the figures right.
+    let _: () = redis::cmd("COPY")
+        .arg("a")
+        .arg("c")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(field(&mut con, "sketches"), 3);
+    let _: () = redis::cmd("DEL").arg("a").query(&mut con).unwrap();
+    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    wait_for_lazy_frees(&mut con);
+    assert_eq!(field(&mut con, "sketches"), 2);
+    let memory = field(&mut con, "sketch_memory_bytes");
+    let both = usage(&mut con, "b") + usage(&mut con, "c");
+    assert!(memory <= both && memory > both - 200, "{memory} vs {both}");
+
+    let refused_before = field(&mut con, "commands_refused_by_limits");
+    let _ = redis::cmd("HK.RESERVE")
+        .arg("huge")
+        .arg(10_000_000)
+        .arg("WIDTH")
+        .arg(1 << 28)
+        .query::<Value>(&mut con);
+    let tomorrow = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        + 86_400_000;
+    let _ = redis::cmd("HK.ADDAT")
+        .arg("b")
+        .arg(tomorrow)
+        .arg("x")
+        .query::<Value>(&mut con);
+    assert_eq!(
+        field(&mut con, "commands_refused_by_limits"),
+        refused_before + 2
+    );
+    // The tracker's and watchers' sections are there too.
+    assert!(info_field(&mut con, "heavykeeper", "heavykeeper_watched_keys").is_some());
+    assert!(info_field(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen").is_some());
+}
+
+#[test]
+fn hk_info_answers_numbers_on_resp3_and_strings_on_resp2() {
+    let server = Server::start();
+    let mut con = server.client_resp3();
+    value(
+        &mut con,
+        &[
+            "HK.RESERVE",
+            "f",
+            "10",
+            "DECAY",
+            "0.925",
+            "HALFLIFE",
+            "30",
+            "SEED",
+            "18446744073709551615",
+        ],
+    );
+    value(&mut con, &["HK.ADD", "f", "a"]);
+    let Value::Map(pairs) = value(&mut con, &["HK.INFO", "f"]) else {
+        panic!("HK.INFO is a map on RESP3");
+    };
+    let info: HashMap<String, Value> = pairs
+        .into_iter()
+        .map(|(k, v)| (redis::from_redis_value(&k).unwrap(), v))
+        .collect();
+    assert_eq!(info["decay"], Value::Double(0.925));
+    assert_eq!(info["halflife"], Value::Double(30.0));
+    assert!(
+        matches!(info["lambda"], Value::Double(_)),
+        "{:?}",
+        info["lambda"]
+    );
+    assert_eq!(info["k"], Value::Int(10));
+    assert_eq!(info["arrivals"], Value::Int(1));
+    // Beyond a signed 64-bit integer: a big number.
+    assert!(
+        matches!(info["seed"], Value::BigNumber(_)),
+        "{:?}",
+        info["seed"]
+    );
+
+    let mut resp2 = server.client();
+    let flat = common::hk_info(&mut resp2, "f");
+    assert_eq!(text(&flat["decay"]), "0.925");
+    assert_eq!(text(&flat["halflife"]), "30");
+    assert_eq!(text(&flat["seed"]), "18446744073709551615");
+    assert_eq!(flat["k"], Value::Int(10));
+}

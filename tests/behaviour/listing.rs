@@ -1,0 +1,127 @@
+//! An app team reads what a sketch holds: the top k in a fixed order, as many
+//! as it asks for, as pairs on RESP3, and `HK.INFO` for the sketch itself.
+
+use test_harness as common;
+
+use common::{error, value, Server};
+use redis::Value;
+
+fn items(values: &[&str]) -> Vec<Value> {
+    values
+        .iter()
+        .map(|v| Value::BulkString(v.as_bytes().to_vec()))
+        .collect()
+}
+
+#[test]
+fn ties_are_listed_in_a_deterministic_order() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "t", "4"]);
+    value(&mut con, &["HK.ADD", "t", "d", "b", "c", "a"]);
+    let listed: Vec<String> = redis::cmd("HK.LIST").arg("t").query(&mut con).unwrap();
+    assert_eq!(listed, vec!["a", "b", "c", "d"]);
+}
+
+#[test]
+fn list_count_returns_the_n_highest_only() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "k", "50"]);
+    for (item, times) in [("a", 9), ("b", 7), ("c", 7), ("d", 3), ("e", 1)] {
+        value(&mut con, &["HK.INCRBY", "k", item, &times.to_string()]);
+    }
+    let full = value(&mut con, &["HK.LIST", "k", "WITHCOUNT"]);
+    let Value::Array(full) = full else { panic!() };
+    for n in 1..=6usize {
+        let head = value(
+            &mut con,
+            &["HK.LIST", "k", "WITHCOUNT", "COUNT", &n.to_string()],
+        );
+        let expected = full[..(2 * n).min(full.len())].to_vec();
+        assert_eq!(head, Value::Array(expected), "COUNT {n}");
+    }
+    let e = error(&mut con, &["HK.LIST", "k", "COUNT", "0"]);
+    assert!(e.starts_with("ERR COUNT"), "{e}");
+    let e = error(&mut con, &["HK.LIST", "k", "COUNT", "2", "COUNT", "3"]);
+    assert!(e.contains("repeated"), "{e}");
+}
+
+#[test]
+fn a_resp3_client_gets_the_list_as_pairs_and_info_as_a_map() {
+    let server = Server::start();
+    let mut con = server.client_resp3();
+    value(&mut con, &["HK.RESERVE", "r", "2", "SEED", "9"]);
+    value(&mut con, &["HK.INCRBY", "r", "x", "5", "y", "2"]);
+    let reply = value(&mut con, &["HK.LIST", "r", "WITHCOUNT"]);
+    assert_eq!(
+        reply,
+        Value::Array(vec![
+            Value::Array(vec![Value::BulkString(b"x".to_vec()), Value::Int(5)]),
+            Value::Array(vec![Value::BulkString(b"y".to_vec()), Value::Int(2)]),
+        ])
+    );
+    assert_eq!(
+        value(&mut con, &["HK.LIST", "r"]),
+        Value::Array(items(&["x", "y"]))
+    );
+    let Value::Map(info) = value(&mut con, &["HK.INFO", "r"]) else {
+        panic!("HK.INFO is not a map on RESP3");
+    };
+    let field = |name: &str| {
+        info.iter()
+            .find(|(k, _)| {
+                *k == Value::BulkString(name.as_bytes().to_vec())
+                    || *k == Value::SimpleString(name.into())
+            })
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(field("k"), Some(Value::Int(2)));
+    assert_eq!(field("members"), Some(Value::Int(2)));
+    let reply = value(&mut con, &["HK.ADD", "r", "z"]);
+    assert_eq!(reply, Value::Array(vec![Value::Nil]));
+}
+
+#[test]
+fn info_describes_the_sketchs_shape_contents_and_memory() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(
+        &mut con,
+        &[
+            "hk.reserve",
+            "i",
+            "7",
+            "width",
+            "100",
+            "DEPTH",
+            "4",
+            "Decay",
+            "0.8",
+            "SEED",
+            "42",
+        ],
+    );
+    value(&mut con, &["HK.INCRBY", "i", "a", "10"]);
+    let info = common::hk_info(&mut con, "i");
+    let text = |name: &str| -> String { redis::from_redis_value(&info[name]).unwrap() };
+    assert_eq!(text("k"), "7");
+    assert_eq!(text("width"), "100");
+    assert_eq!(text("depth"), "4");
+    assert_eq!(text("decay"), "0.8");
+    assert_eq!(text("seed"), "42");
+    assert_eq!(text("arrivals"), "10");
+    assert_eq!(text("members"), "1");
+    let memory: i64 = redis::from_redis_value(&info["memory"]).unwrap();
+    let usage: i64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("i")
+        .query(&mut con)
+        .unwrap();
+    assert!(
+        // 8 bytes a bucket without fading.
+        memory > 100 * 4 * 8 && usage >= memory,
+        "{memory} vs {usage}"
+    );
+    assert_eq!(info["halflife"], Value::Nil);
+}

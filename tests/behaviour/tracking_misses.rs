@@ -1,0 +1,214 @@
+//! Hot misses: the keys clients hammer that do not exist (cache
+//! penetration: every such read falls through to the database behind the
+//! cache), from the server's own key-miss events.
+
+use test_harness as common;
+
+use common::{error, info_field, Server};
+use redis::{Connection, Value};
+
+const MISSES_ON: &[&str] = &[
+    "track",
+    "yes",
+    "track-halflife",
+    "3600",
+    "track-misses",
+    "yes",
+];
+
+/// `HK.HOTKEYS MISSES` as (key, db, count) rows.
+fn misses(con: &mut Connection) -> Vec<(String, i64, i64)> {
+    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("MISSES")
+        .arg("COUNT")
+        .arg(50)
+        .query(con)
+        .expect("HK.HOTKEYS MISSES");
+    flat.chunks(4)
+        .map(|row| {
+            (
+                redis::from_redis_value(&row[0]).expect("a key"),
+                redis::from_redis_value(&row[1]).expect("a db"),
+                redis::from_redis_value(&row[3]).expect("a count"),
+            )
+        })
+        .collect()
+}
+
+fn gets(con: &mut Connection, key: &str, n: usize) {
+    let mut pipe = redis::pipe();
+    for _ in 0..n {
+        pipe.cmd("GET").arg(key);
+    }
+    let _: Vec<Value> = pipe.query(con).expect("GETs");
+}
+
+#[test]
+fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
+    let server = Server::start_configured(MISSES_ON, &[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SET")
+        .arg("present")
+        .arg("v")
+        .query(&mut con)
+        .unwrap();
+    gets(&mut con, "user:404", 300);
+    gets(&mut con, "present", 1_000);
+    gets(&mut con, "product:gone", 100);
+    let listed = misses(&mut con);
+    assert_eq!(
+        listed
+            .iter()
+            .map(|(k, db, n)| (k.as_str(), *db, *n))
+            .collect::<Vec<_>>(),
+        [("user:404", 0, 300), ("product:gone", 0, 100)],
+        "hottest first; a key that exists is never a miss"
+    );
+    // Every read counts as a read too, hit or miss.
+    let reads: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("READS")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(reads.len() / 4, 3);
+}
+
+#[test]
+fn a_missing_key_that_comes_into_being_leaves_the_list() {
+    let server = Server::start_configured(MISSES_ON, &[]);
+    let mut con = server.client();
+    gets(&mut con, "soon", 500);
+    gets(&mut con, "never", 50);
+    assert_eq!(misses(&mut con).len(), 2);
+    let _: () = redis::cmd("SET")
+        .arg("soon")
+        .arg("filled")
+        .query(&mut con)
+        .unwrap();
+    let listed = misses(&mut con);
+    assert_eq!(
+        listed.iter().map(|(k, ..)| k.as_str()).collect::<Vec<_>>(),
+        ["never"]
+    );
+}
+
+#[test]
+fn misses_are_per_database_and_binary_safe() {
+    let server = Server::start_configured(MISSES_ON, &[]);
+    let mut con = server.client();
+    let _: () = redis::cmd("SELECT").arg(3).query(&mut con).unwrap();
+    let key = b"bin\x00\xff:key";
+    let mut pipe = redis::pipe();
+    for _ in 0..40 {
+        pipe.cmd("MGET").arg(&key[..]).arg("other:missing");
+    }
+    let _: Vec<Value> = pipe.query(&mut con).unwrap();
+    // Present in database 5, missing in 3: missed in 3 only.
+    let mut five = server.client();
+    let _: () = redis::cmd("SELECT").arg(5).query(&mut five).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&key[..])
+        .arg("v")
+        .query(&mut five)
+        .unwrap();
+    let mut zero = server.client();
+    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("MISSES")
+        .query(&mut zero)
+        .unwrap();
+    let rows: Vec<(Vec<u8>, i64)> = flat
+        .chunks(4)
+        .map(|r| {
+            (
+                redis::from_redis_value(&r[0]).unwrap(),
+                redis::from_redis_value(&r[1]).unwrap(),
+            )
+        })
+        .collect();
+    // Counted in the client's database where the filter names clients
+    // (7.2+, Valkey); on Redis 7.0, in database 0 as the reads of the same
+    // key are: one key, one database in every row.
+    let db = if common::filter_names_clients(&mut zero) {
+        3
+    } else {
+        0
+    };
+    assert!(rows.contains(&(key.to_vec(), db)), "{rows:?}");
+    assert!(rows.contains(&(b"other:missing".to_vec(), db)), "{rows:?}");
+    let reads: Vec<Value> = redis::cmd("HK.HOTKEYS").query(&mut zero).unwrap();
+    let read_rows: Vec<(Vec<u8>, i64)> = reads
+        .chunks(4)
+        .map(|r| {
+            (
+                redis::from_redis_value(&r[0]).unwrap(),
+                redis::from_redis_value(&r[1]).unwrap(),
+            )
+        })
+        .collect();
+    assert!(read_rows.contains(&(key.to_vec(), db)), "{read_rows:?}");
+    // Under RESP3, one array per row.
+    let mut resp3 = server.client_resp3();
+    let nested: Vec<Value> = redis::cmd("HK.HOTKEYS")
+        .arg("MISSES")
+        .query(&mut resp3)
+        .unwrap();
+    assert!(
+        nested
+            .iter()
+            .all(|row| matches!(row, Value::Array(fields) if fields.len() == 4)),
+        "{nested:?}"
+    );
+}
+
+#[test]
+fn misses_are_counted_only_when_asked_for() {
+    let server = Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[]);
+    let mut con = server.client();
+    gets(&mut con, "missing", 100);
+    let e = error(&mut con, &["HK.HOTKEYS", "MISSES"]);
+    assert!(e.contains("track-misses"), "{e}");
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("heavykeeper.track-misses")
+        .arg("yes")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_misses").as_deref(),
+        Some("1")
+    );
+    gets(&mut con, "missing", 70);
+    assert_eq!(misses(&mut con), [("missing".to_string(), 0, 70)]);
+    // Off again: the list stops growing (and says it is off).
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("heavykeeper.track-misses")
+        .arg("no")
+        .query(&mut con)
+        .unwrap();
+    gets(&mut con, "missing", 70);
+    assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("track-misses"));
+    // Tracking off altogether: the usual error.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("heavykeeper.track")
+        .arg("no")
+        .query(&mut con)
+        .unwrap();
+    assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("heavykeeper.track yes"));
+}
+
+#[test]
+fn a_script_and_a_transaction_miss_like_any_client() {
+    let server = Server::start_configured(MISSES_ON, &[]);
+    let mut con = server.client();
+    for _ in 0..30 {
+        let _: Value = redis::cmd("EVAL")
+            .arg("return redis.call('GET', KEYS[1])")
+            .arg(1)
+            .arg("scripted:missing")
+            .query(&mut con)
+            .unwrap();
+    }
+    let listed = misses(&mut con);
+    assert_eq!(listed, [("scripted:missing".to_string(), 0, 30)]);
+}

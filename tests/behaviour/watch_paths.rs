@@ -1,0 +1,242 @@
+//! A gateway limits a client while it is hot and lets it back in when it
+//! cools. The `cool` must come whatever happened to the key in between:
+//! a reload, a restart, an AOF replay, a failover, `RESTORE`, `COPY`,
+//! `RENAME`, `MOVE`, `SWAPDB` or `HK.LOADSTATE`. Nothing arrives after the
+//! item turned hot: only fading (and the timer) can announce the `cool`.
+
+use test_harness as common;
+
+use common::{module_figure, now_ms, value, Server, Subscriber};
+use heavykeeper_sketch::{encode, HeavyKeeper, Params, WatchSpec};
+use redis::{Connection, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// Half-life 0.5 s, a hot line of 20 req/s (a count of 14.4): 400 arrivals
+/// now are 554 req/s. The item stays above the line for 2.4 s and cools
+/// below 16 req/s after 2.56 s, so a path taken within a second still finds
+/// it hot when the new place derives what is hot.
+const HALF_LIFE: &str = "0.5";
+const ARRIVALS: &str = "400";
+const CHANNEL: &str = "fade";
+
+fn hot_sketch(con: &mut Connection, key: &str) {
+    value(con, &["HK.RESERVE", key, "10", "HALFLIFE", HALF_LIFE]);
+    value(con, &["HK.WATCH", key, CHANNEL, "ABOVE", "20"]);
+    let now = now_ms().to_string();
+    value(con, &["HK.INCRBYAT", key, &now, "x", ARRIVALS]);
+}
+
+/// The keys whose `x` cooled within `window` (stops at `max` of them).
+fn cooled(sub: &mut Subscriber, window: Duration, max: usize) -> BTreeSet<String> {
+    let deadline = std::time::Instant::now() + window;
+    let mut keys = BTreeSet::new();
+    while keys.len() < max {
+        let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+            break;
+        };
+        for event in sub.events(left, 1) {
+            if event["event"] == "cool" && event["item"] == "x" {
+                keys.extend(event["key"].as_str().map(str::to_string));
+            }
+        }
+    }
+    keys
+}
+
+fn keys(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+const WAIT: Duration = Duration::from_secs(6);
+
+#[test]
+fn a_reloaded_sketch_still_cools() {
+    let server = Server::start();
+    let mut con = server.client();
+    let mut sub = Subscriber::new(&server, CHANNEL, false);
+    hot_sketch(&mut con, "limiter");
+    value(&mut con, &["DEBUG", "RELOAD"]);
+    assert_eq!(cooled(&mut sub, WAIT, 1), keys(&["limiter"]));
+}
+
+#[test]
+fn a_restarted_server_still_cools() {
+    let mut server = Server::start();
+    let mut con = server.client();
+    hot_sketch(&mut con, "limiter");
+    value(&mut con, &["SAVE"]);
+    server.restart();
+    let mut sub = Subscriber::new(&server, CHANNEL, false);
+    assert_eq!(cooled(&mut sub, WAIT, 1), keys(&["limiter"]));
+}
+
+#[test]
+fn an_aof_replay_still_cools() {
+    // Every write on disk before its reply, and the first AOF rewrite (the
+    // server makes one when AOF starts) finished: the stop is a kill, and
+    // what it finds on disk must be everything that was acknowledged.
+    let mut server = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut con = server.client();
+    common::wait_until("the first AOF rewrite", Duration::from_secs(30), || {
+        common::info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref()
+            == Some("0")
+            && common::info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref()
+                == Some("0")
+    });
+    hot_sketch(&mut con, "limiter");
+    server.restart();
+    let mut con = server.client();
+    assert_eq!(module_figure(&mut con, "watched_keys"), 1);
+    let mut sub = Subscriber::new(&server, CHANNEL, false);
+    assert_eq!(cooled(&mut sub, WAIT, 1), keys(&["limiter"]));
+}
+
+#[test]
+fn restore_copy_rename_move_and_swapdb_keep_the_watch() {
+    let server = Server::start();
+    let mut con = server.client();
+    let mut sub = Subscriber::new(&server, CHANNEL, false);
+    for key in [
+        "dumped",
+        "original",
+        "old-name",
+        "moved",
+        "replaced",
+        "copied-over",
+    ] {
+        hot_sketch(&mut con, key);
+    }
+    value(&mut con, &["SELECT", "1"]);
+    hot_sketch(&mut con, "swapped");
+    value(&mut con, &["SELECT", "0"]);
+
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("dumped").query(&mut con).unwrap();
+    value(&mut con, &["DEL", "dumped"]);
+    let _: Value = redis::cmd("RESTORE")
+        .arg("restored")
+        .arg(0)
+        .arg(dump)
+        .query(&mut con)
+        .unwrap();
+    // RESTORE ... REPLACE onto a watched key: the old value goes, the new one is followed.
+    let dump_again: Vec<u8> = redis::cmd("DUMP").arg("restored").query(&mut con).unwrap();
+    let _: Value = redis::cmd("RESTORE")
+        .arg("replaced")
+        .arg(0)
+        .arg(dump_again)
+        .arg("REPLACE")
+        .query(&mut con)
+        .unwrap();
+    value(&mut con, &["COPY", "original", "copy"]);
+    value(&mut con, &["COPY", "original", "copied-over", "REPLACE"]);
+    value(&mut con, &["RENAME", "old-name", "new-name"]);
+    value(&mut con, &["MOVE", "moved", "1"]);
+    value(&mut con, &["SWAPDB", "0", "1"]);
+
+    let expected = keys(&[
+        "restored",
+        "replaced",
+        "original",
+        "copy",
+        "copied-over",
+        "new-name",
+        "moved",
+        "swapped",
+    ]);
+    assert_eq!(cooled(&mut sub, WAIT, expected.len()), expected);
+    // Exactly those: the deleted and renamed-away names are forgotten.
+    assert_eq!(module_figure(&mut con, "watched_keys"), 8);
+}
+
+#[test]
+fn a_watched_payload_loaded_with_loadstate_announces() {
+    let server = Server::start();
+    let mut con = server.client();
+    let mut sub = Subscriber::new(&server, CHANNEL, false);
+    let now = now_ms();
+    let params = Params {
+        half_life_ms: Some(500.0),
+        ..Params::for_k(10, 7)
+    };
+    let mut sketch = HeavyKeeper::new(params, now);
+    sketch.add(b"x", 400, now);
+    sketch.set_watch(Some(WatchSpec {
+        channel: CHANNEL.as_bytes().to_vec(),
+        members: false,
+        above: Some(20.0),
+        below: None,
+    }));
+    let _: Value = redis::cmd("HK.LOADSTATE")
+        .arg("loaded")
+        .arg(encode(&sketch))
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(cooled(&mut sub, WAIT, 1), keys(&["loaded"]));
+}
+
+#[test]
+fn a_promoted_replica_announces_what_fading_does() {
+    let primary = Server::start();
+    let replica = Server::start();
+    let mut con = primary.client();
+    let mut replica_con = replica.client();
+    value(
+        &mut replica_con,
+        &["REPLICAOF", "127.0.0.1", &primary.port.to_string()],
+    );
+    common::wait_until("the replica's sync", Duration::from_secs(10), || {
+        common::info_field(&mut replica_con, "replication", "master_link_status").as_deref()
+            == Some("up")
+    });
+    let mut on_replica = Subscriber::new(&replica, CHANNEL, false);
+    // A half-life of 1 s and 4,000 arrivals: hot for 7.1 s, time to fail over.
+    value(&mut con, &["HK.RESERVE", "limiter", "10", "HALFLIFE", "1"]);
+    value(&mut con, &["HK.WATCH", "limiter", CHANNEL, "ABOVE", "20"]);
+    let now = now_ms().to_string();
+    value(&mut con, &["HK.INCRBYAT", "limiter", &now, "x", "4000"]);
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+    assert_eq!(acked, 1);
+    // A replica announces nothing of its own.
+    assert!(on_replica.events(Duration::from_millis(300), 1).is_empty());
+    value(&mut replica_con, &["REPLICAOF", "NO", "ONE"]);
+    let events = on_replica.events(Duration::from_secs(10), 1);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["event"], "cool");
+    assert_eq!(events[0]["key"], "limiter");
+}
+
+#[test]
+fn deleted_flushed_expired_and_overwritten_watches_are_forgotten() {
+    let server = Server::start();
+    let mut con = server.client();
+    for key in ["deleted", "expiring", "overwritten", "unwatched"] {
+        hot_sketch(&mut con, key);
+    }
+    value(&mut con, &["SELECT", "2"]);
+    hot_sketch(&mut con, "flushed");
+    value(&mut con, &["SELECT", "0"]);
+    let watched_after = |con: &mut Connection, command: &[&str], left: i64| {
+        value(con, command);
+        common::wait_until(
+            &format!("{command:?} forgotten"),
+            Duration::from_secs(3),
+            || module_figure(con, "watched_keys") == left,
+        );
+    };
+    watched_after(&mut con, &["PING"], 5);
+    watched_after(&mut con, &["DEL", "deleted"], 4);
+    watched_after(&mut con, &["PEXPIRE", "expiring", "50"], 3);
+    watched_after(&mut con, &["SET", "overwritten", "now a string"], 2);
+    watched_after(&mut con, &["HK.UNWATCH", "unwatched"], 1);
+    watched_after(&mut con, &["FLUSHALL"], 0);
+    // A key of the same name made afresh, unwatched, announces nothing.
+    let mut sub = Subscriber::new(&server, CHANNEL, false);
+    value(
+        &mut con,
+        &["HK.RESERVE", "deleted", "10", "HALFLIFE", HALF_LIFE],
+    );
+    let now = now_ms().to_string();
+    value(&mut con, &["HK.INCRBYAT", "deleted", &now, "x", ARRIVALS]);
+    assert!(sub.events(Duration::from_secs(3), 1).is_empty());
+}

@@ -1,0 +1,295 @@
+//! An operator leaves watches on in production: the watch timer must be
+//! invisible to every other client (their transactions, their caches, the
+//! keys' LRU/LFU), a watch may only publish where its user may publish,
+//! any bytes are a valid key and channel name, and a watch is paid for in
+//! `MEMORY USAGE` and the size cap like the rest of the sketch.
+
+use test_harness as common;
+
+use common::{error, now_ms, run, value, Server, Subscriber};
+use heavykeeper_sketch::{encode, HeavyKeeper, Params, WatchSpec};
+use redis::{Connection, Value};
+use std::time::Duration;
+
+/// A fading sketch watched on `channel`, made in one command (so that no
+/// command of the test touches the key after its creation): `x` is hot
+/// now (400 arrivals, half-life 0.2 s) and the timer announces its `cool`
+/// after ~1 s and its `leave` after ~1.7 s.
+fn load_hot_sketch(con: &mut Connection, key: &[u8], channel: &[u8]) {
+    let now = now_ms();
+    let params = Params {
+        half_life_ms: Some(200.0),
+        ..Params::for_k(10, 3)
+    };
+    let mut sketch = HeavyKeeper::new(params, now);
+    sketch.add(b"x", 400, now);
+    sketch.set_watch(Some(WatchSpec {
+        channel: channel.to_vec(),
+        members: true,
+        above: Some(20.0),
+        below: None,
+    }));
+    let _: Value = redis::cmd("HK.LOADSTATE")
+        .arg(key)
+        .arg(encode(&sketch))
+        .query(con)
+        .expect("HK.LOADSTATE");
+}
+
+/// Reads events until one of `kind` (at most 5 s).
+fn wait_for(sub: &mut Subscriber, kind: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut seen = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        let Some(event) = sub.events(left, 1).pop() else {
+            break;
+        };
+        if event["event"] == kind {
+            return;
+        }
+        seen.push(event);
+    }
+    panic!("no {kind} event; saw {seen:?}");
+}
+
+#[test]
+fn the_timer_never_aborts_another_clients_transaction() {
+    let server = Server::start_configured(&["watch-interval-ms", "10"], &[]);
+    let mut con = server.client();
+    for round in 0..5 {
+        let key = format!("limiter:{round}");
+        let mut sub = Subscriber::new(&server, "fade", false);
+        load_hot_sketch(&mut con, key.as_bytes(), b"fade");
+        value(&mut con, &["WATCH", &key]);
+        // The timer opens the sketch and announces while the key is watched.
+        wait_for(&mut sub, "cool");
+        value(&mut con, &["MULTI"]);
+        value(&mut con, &["HK.COUNT", &key, "x"]);
+        let exec = value(&mut con, &["EXEC"]);
+        assert!(
+            matches!(exec, Value::Array(_)),
+            "round {round}: EXEC aborted ({exec:?})"
+        );
+    }
+}
+
+#[test]
+fn the_timer_leaves_the_lfu_counter_alone() {
+    // No decay of the counter with time: across a minute boundary it would
+    // drop by one whatever the timer did.
+    let server =
+        Server::start_with(&["--maxmemory-policy", "allkeys-lfu", "--lfu-decay-time", "0"]);
+    let mut con = server.client();
+    let mut sub = Subscriber::new(&server, "fade", false);
+    load_hot_sketch(&mut con, b"lfu", b"fade");
+    let before: i64 = redis::cmd("OBJECT")
+        .arg("FREQ")
+        .arg("lfu")
+        .query(&mut con)
+        .unwrap();
+    wait_for(&mut sub, "cool");
+    wait_for(&mut sub, "leave");
+    let after: i64 = redis::cmd("OBJECT")
+        .arg("FREQ")
+        .arg("lfu")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(before, after, "the timer's visits counted as accesses");
+}
+
+#[test]
+fn the_timer_leaves_the_lru_clock_alone() {
+    let server = Server::start();
+    let mut con = server.client();
+    let mut sub = Subscriber::new(&server, "fade", false);
+    load_hot_sketch(&mut con, b"lru", b"fade");
+    wait_for(&mut sub, "cool");
+    wait_for(&mut sub, "leave");
+    // The leave was announced a moment ago, ~1.7 s after the key was made.
+    let idle: i64 = redis::cmd("OBJECT")
+        .arg("IDLETIME")
+        .arg("lru")
+        .query(&mut con)
+        .unwrap();
+    assert!(
+        idle >= 1,
+        "idle {idle} s: the timer's visit refreshed the LRU clock"
+    );
+}
+
+/// The keys invalidated for a client-side cache, as a thread reads them.
+fn invalidations(server: &Server) -> (i64, std::sync::mpsc::Receiver<Value>) {
+    let mut con = server.client();
+    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
+    let _: Value = redis::cmd("SUBSCRIBE")
+        .arg("__redis__:invalidate")
+        .query(&mut con)
+        .unwrap();
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(message) = con.recv_response() {
+            if send.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    (id, receive)
+}
+
+#[test]
+fn the_timer_sends_no_client_side_caching_invalidation() {
+    let server = Server::start();
+    let (id, invalidated) = invalidations(&server);
+    let mut cache = server.client();
+    let mut con = server.client();
+    let mut sub = Subscriber::new(&server, "fade", false);
+    load_hot_sketch(&mut con, b"cached", b"fade");
+    value(
+        &mut cache,
+        &["CLIENT", "TRACKING", "ON", "REDIRECT", &id.to_string()],
+    );
+    // The near cache reads the sketch: from now on a write invalidates it.
+    value(&mut cache, &["HK.COUNT", "cached", "x"]);
+    wait_for(&mut sub, "cool");
+    wait_for(&mut sub, "leave");
+    let got = invalidated.recv_timeout(Duration::from_millis(300));
+    assert!(got.is_err(), "the timer invalidated a cached key: {got:?}");
+    // A real write does invalidate: the subscription works.
+    value(&mut con, &["HK.ADD", "cached", "y"]);
+    let got = invalidated.recv_timeout(Duration::from_secs(2));
+    assert!(
+        format!("{got:?}").contains("cached"),
+        "no invalidation on a write: {got:?}"
+    );
+}
+
+#[test]
+fn a_watch_publishes_only_where_its_user_may_publish() {
+    let server = Server::start();
+    let mut admin = server.client();
+    value(&mut admin, &["HK.RESERVE", "k", "10"]);
+    value(
+        &mut admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "app",
+            "on",
+            ">pw",
+            "~*",
+            "+@all",
+            "resetchannels",
+            "&app:*",
+        ],
+    );
+    let mut app = server.client();
+    value(&mut app, &["AUTH", "app", "pw"]);
+    // PUBLISH and HK.WATCH agree, word for word.
+    let publish = error(&mut app, &["PUBLISH", "admin:control", "hello"]);
+    let watch = error(&mut app, &["HK.WATCH", "k", "admin:control", "MEMBERS"]);
+    assert!(watch.starts_with("NOPERM"), "{watch}");
+    assert_eq!(watch, publish);
+    let log: Vec<Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
+    assert!(
+        format!("{log:?}").contains("admin:control"),
+        "no ACL LOG entry: {log:?}"
+    );
+    // A payload carrying a watch is checked the same way.
+    let mut sketch = HeavyKeeper::new(Params::for_k(10, 1), now_ms());
+    sketch.set_watch(Some(WatchSpec {
+        channel: b"admin:control".to_vec(),
+        members: true,
+        above: None,
+        below: None,
+    }));
+    let loaded = run::<Value>(&mut app, &[b"HK.LOADSTATE", b"other", &encode(&sketch)]);
+    let e = loaded.expect_err("a payload watched on a forbidden channel");
+    assert_eq!(e.code(), Some("NOPERM"), "{e}");
+    assert_eq!(value(&mut admin, &["EXISTS", "other"]), Value::Int(0));
+    // Its own channels are fine.
+    assert_eq!(
+        value(&mut app, &["HK.WATCH", "k", "app:events", "MEMBERS"]),
+        Value::Okay
+    );
+}
+
+#[test]
+fn any_bytes_are_a_key_and_a_channel_name_for_the_watch() {
+    let server = Server::start_configured(&["topk-compat", "yes"], &[]);
+    let mut con = server.client();
+    let key: &[u8] = b"a\x00b\xff";
+    let channel: &[u8] = b"c\x00h\xfe";
+    let mut sub = Subscriber::on_bytes(&server, channel, false);
+    load_hot_sketch(&mut con, key, channel);
+    let events = sub.events(Duration::from_secs(5), 4);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(kinds, ["cool", "leave"], "{events:?}");
+    // Not UTF-8: the key travels base64-encoded.
+    assert_eq!(events[0]["key_base64"], "YQBi/w==");
+    for command in [
+        &[b"HK.WATCH", key, channel, b"MEMBERS"][..],
+        &[b"TOPK.COUNT", key, b"x"],
+        &[b"TOPK.LIST", key],
+        &[b"HK.UNWATCH", key],
+    ] {
+        run::<Value>(&mut con, command).unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    }
+    assert!(server_is_up(&server));
+}
+
+fn server_is_up(server: &Server) -> bool {
+    let mut con = server.client();
+    value(&mut con, &["PING"]) == Value::SimpleString("PONG".into())
+}
+
+#[test]
+fn a_watch_is_paid_for_in_memory_usage_and_the_size_cap() {
+    let server = Server::start();
+    let mut con = server.client();
+    value(&mut con, &["HK.RESERVE", "k", "10", "WIDTH", "64"]);
+    let usage = |con: &mut Connection| -> i64 {
+        redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg("k")
+            .query(con)
+            .unwrap()
+    };
+    let before = usage(&mut con);
+    let channel = "c".repeat(10_000);
+    value(&mut con, &["HK.WATCH", "k", &channel, "MEMBERS"]);
+    let after = usage(&mut con);
+    assert!(after >= before + 10_000, "{before} -> {after}");
+    value(&mut con, &["HK.UNWATCH", "k"]);
+    // A cap just above the sketch leaves no room for a 10 KB channel.
+    let cap = (before + 2_000).to_string();
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", &cap],
+    );
+    let refused = error(&mut con, &["HK.WATCH", "k", &channel, "MEMBERS"]);
+    assert!(refused.contains("max-sketch-bytes"), "{refused}");
+    assert_eq!(
+        value(&mut con, &["HK.WATCH", "k", "short", "MEMBERS"]),
+        Value::Okay
+    );
+    // So does a payload that carries such a watch.
+    let mut sketch = HeavyKeeper::new(
+        Params {
+            width: 64,
+            ..Params::for_k(10, 1)
+        },
+        now_ms(),
+    );
+    sketch.set_watch(Some(WatchSpec {
+        channel: channel.into_bytes(),
+        members: true,
+        above: None,
+        below: None,
+    }));
+    let loaded = run::<Value>(&mut con, &[b"HK.LOADSTATE", b"big", &encode(&sketch)]);
+    let e = loaded.expect_err("a payload whose watch passes the cap");
+    assert!(
+        common::server_error_text(&e).contains("max-sketch-bytes"),
+        "{e}"
+    );
+}

@@ -1,0 +1,29 @@
+//! hk-top as its users run it, against real servers and clusters: the live
+//! view, `--once` and `--json`, filters, misses, clusters, the Prometheus
+//! exporter and its series, the dashboard and the alert rules. One test
+//! binary (one build, one link) with a file per story.
+
+// A test: a panic is how it fails (clippy.toml allows these in test
+// functions; the stories' helpers are test code too).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod picture;
+mod promkit;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod alert_rules;
+mod cluster;
+mod console;
+mod dashboard;
+mod exporter_cost;
+mod exporter_series;
+mod filters;
+mod misses;
+mod prometheus;
+mod real_servers;

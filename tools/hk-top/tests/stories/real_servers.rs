@@ -1,0 +1,257 @@
+//! An operator points `hk-top` at a real server: one with a password, one
+//! where it logs in as an ACL user allowed `HK.HOTKEYS` and nothing else,
+//! one that speaks TLS (a CA made here, verified, wrong CA refused), always
+//! with `redis-cli`'s flags; and asks it for `--help` and `--version`.
+
+use test_harness as common;
+
+use common::{free_port, value, Server, TRACK_EVERY_COMMAND};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn hk_top_output(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hk-top"));
+    cmd.args(args).env_remove("REDISCLI_AUTH");
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    cmd.output().expect("run hk-top")
+}
+
+/// Runs `hk-top --once` with `args`; its table, or a panic with stderr.
+fn table(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut all = args.to_vec();
+    all.push("--once");
+    let out = hk_top_output(&all, env);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Refused: non-zero exit, and stderr says why.
+fn refused(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut all = args.to_vec();
+    all.push("--once");
+    let out = hk_top_output(&all, env);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Reads `key` a few times so that the tracker lists it.
+fn heat(con: &mut redis::Connection, key: &str) {
+    for _ in 0..5 {
+        value(con, &["GET", key]);
+    }
+}
+
+#[test]
+fn a_password_from_the_flag_the_environment_or_the_url() {
+    let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
+    let mut con = server.client();
+    heat(&mut con, "cart:7");
+    value(&mut con, &["CONFIG", "SET", "requirepass", "s3cret"]);
+    let port = server.port.to_string();
+    for (args, env) in [
+        (vec!["-p", &port, "-a", "s3cret"], vec![]),
+        (vec!["-p", &port, "--pass", "s3cret"], vec![]),
+        (vec!["-p", &port], vec![("REDISCLI_AUTH", "s3cret")]),
+    ] {
+        let listed = table(&args, &env);
+        assert!(listed.contains("cart:7"), "{args:?}: {listed}");
+    }
+    let url = format!("redis://:s3cret@127.0.0.1:{port}");
+    assert!(table(&["-u", &url], &[]).contains("cart:7"));
+    let e = refused(&["-p", &port, "-a", "wrong"], &[]);
+    assert!(e.contains("cannot reach") && e.contains("auth"), "{e}");
+    let e = refused(&["-p", &port], &[]);
+    assert!(e.contains("NOAUTH") || e.contains("auth"), "{e}");
+}
+
+#[test]
+fn an_acl_user_allowed_hk_hotkeys_only() {
+    let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
+    let mut con = server.client();
+    heat(&mut con, "user:42");
+    value(
+        &mut con,
+        &[
+            "ACL",
+            "SETUSER",
+            "watcher",
+            "on",
+            ">pw",
+            "-@all",
+            "+hk.hotkeys",
+        ],
+    );
+    let port = server.port.to_string();
+    let listed = table(&["-p", &port, "--user", "watcher", "--pass", "pw"], &[]);
+    assert!(listed.contains("user:42"), "{listed}");
+    let url = format!("redis://watcher:pw@127.0.0.1:{port}");
+    assert!(table(&["-u", &url], &[]).contains("user:42"));
+    // The user really is that narrow.
+    let mut narrow = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    assert!(redis::cmd("GET")
+        .arg("user:42")
+        .query::<Option<String>>(&mut narrow)
+        .is_err());
+}
+
+/// A test CA, and a certificate it signs for 127.0.0.1 and localhost.
+fn make_certificates(dir: &Path) {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl (make deps installs it)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // A self-signed CA: its key, its certificate.
+    let ca = |name: &str, subject: &str| {
+        let (key, crt) = (format!("{name}.key"), format!("{name}.crt"));
+        openssl(&[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &crt,
+            "-days", "2", "-subj", subject,
+        ]);
+    };
+    ca("ca", "/CN=hk-top test CA");
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    std::fs::write(
+        dir.join("san.cnf"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "san.cnf",
+    ]);
+    // Another CA, which signed nothing this server shows.
+    ca("other", "/CN=another CA");
+}
+
+#[test]
+fn a_tls_listener_verified_against_the_test_ca() {
+    let certs = tempfile::tempdir().unwrap();
+    make_certificates(certs.path());
+    let tls_port = free_port().to_string();
+    let file = |name: &str| certs.path().join(name).to_string_lossy().into_owned();
+    let server = Server::start_configured(
+        TRACK_EVERY_COMMAND,
+        &[
+            "--tls-port",
+            &tls_port,
+            "--tls-cert-file",
+            &file("server.crt"),
+            "--tls-key-file",
+            &file("server.key"),
+            "--tls-ca-cert-file",
+            &file("ca.crt"),
+            "--tls-auth-clients",
+            "no",
+        ],
+    );
+    let mut con = server.client();
+    heat(&mut con, "session:abc");
+    value(&mut con, &["CONFIG", "SET", "requirepass", "t1s"]);
+    let ca = file("ca.crt");
+    let listed = table(
+        &["-p", &tls_port, "--tls", "--cacert", &ca, "-a", "t1s"],
+        &[],
+    );
+    assert!(listed.contains("session:abc"), "{listed}");
+    let url = format!("rediss://default:t1s@localhost:{tls_port}");
+    assert!(table(&["-u", &url, "--cacert", &ca], &[]).contains("session:abc"));
+    // The whole address in the NODE column.
+    assert!(
+        listed.contains(&format!("127.0.0.1:{tls_port}")),
+        "{listed}"
+    );
+    // A certificate from a CA not asked for is refused, unless told not to check.
+    let e = refused(
+        &[
+            "-p",
+            &tls_port,
+            "--tls",
+            "--cacert",
+            &file("other.crt"),
+            "-a",
+            "t1s",
+        ],
+        &[],
+    );
+    assert!(e.to_lowercase().contains("certificate"), "{e}");
+    assert!(
+        table(&["-p", &tls_port, "--tls", "--insecure", "-a", "t1s"], &[]).contains("session:abc")
+    );
+    // Plain text to a TLS port gets nowhere.
+    refused(&["-p", &tls_port, "-a", "t1s"], &[]);
+}
+
+#[test]
+fn help_version_and_clear_errors() {
+    let out = hk_top_output(&["--help"], &[]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--host",
+        "--port",
+        "--url",
+        "--user",
+        "--pass",
+        "--tls",
+        "--cacert",
+        "--prometheus",
+        "REDISCLI_AUTH",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+    let out = hk_top_output(&["--version"], &[]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("hk-top "));
+    for bad in [
+        &["--port", "http"][..],
+        &["--count", "0"],
+        &["--frobnicate"],
+        &["--once", "--json"],
+    ] {
+        let out = hk_top_output(bad, &[]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.starts_with("error:"), "{bad:?}: {e}");
+    }
+}
