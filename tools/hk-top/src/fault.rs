@@ -33,9 +33,8 @@ pub fn pause_before_slot() {
     pause_as_asked("HK_TOP_TEST_SLOT_PAUSE_MS");
 }
 
-/// `HK_TOP_TEST_LEASE_PAUSE_MS=n` waits `n` ms between the run's first
-/// reading of the cluster and its taking the lease, so that the tests can
-/// let another run move slots in between.
+/// `HK_TOP_TEST_LEASE_PAUSE_MS=n` waits `n` ms before the run takes the
+/// lease, so that the tests can let another run move slots first.
 pub fn pause_before_lease() {
     pause_as_asked("HK_TOP_TEST_LEASE_PAUSE_MS");
 }

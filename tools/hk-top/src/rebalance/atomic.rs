@@ -15,7 +15,7 @@
 //! for it (`apply.rs`).
 
 use super::error::Error;
-use super::link::Link;
+use super::link::{has_command, Link};
 use super::migrate::Endpoint;
 use redis::Value;
 use std::time::{Duration, Instant};
@@ -45,14 +45,9 @@ impl Flavor {
 
 /// The node's own migration, if it has one.
 pub fn flavor(link: &mut dyn Link, address: &str) -> Option<Flavor> {
-    let has = |link: &mut dyn Link, name: &str| {
-        let mut cmd = redis::cmd("COMMAND");
-        cmd.arg("INFO").arg(name);
-        matches!(link.run(address, &cmd), Ok(Value::Array(items)) if items.first().is_some_and(|i| *i != Value::Nil))
-    };
-    if has(link, "CLUSTER|MIGRATESLOTS") {
+    if has_command(link, address, "CLUSTER|MIGRATESLOTS") {
         Some(Flavor::Valkey)
-    } else if has(link, "CLUSTER|MIGRATION") {
+    } else if has_command(link, address, "CLUSTER|MIGRATION") {
         Some(Flavor::Redis)
     } else {
         None
