@@ -157,7 +157,7 @@ const FAILOVERS_PER_SLOT: usize = 3;
 /// and health once the primaries agree, or after [`SETTLE`] with whatever
 /// problems are left.
 pub fn settled(link: &mut dyn Link, addresses: &[String]) -> Result<(Views, Health), Error> {
-    let deadline = Instant::now() + SETTLE;
+    let deadline = Instant::now() + crate::fault::settle_time(SETTLE);
     let first = addresses.first().map_or("", String::as_str);
     loop {
         let views = (Views::read_any(link, addresses))

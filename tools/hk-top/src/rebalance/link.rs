@@ -32,8 +32,8 @@ pub trait Link {
 }
 
 /// One node through a [`Link`] ([`Link::ask`]) as redis-rs's
-/// `ConnectionLike`: what reads a node with `cmd.query(con)` (and
-/// pipelines) reads it through the link.
+/// `ConnectionLike`: what reads a node with `cmd.query(con)` reads it
+/// through the link. Commands only: a pipeline (packed bytes) is refused.
 pub struct At<'a> {
     pub link: &'a mut dyn Link,
     pub address: &'a str,
@@ -44,31 +44,20 @@ impl ConnectionLike for At<'_> {
         self.link.ask(self.address, cmd)
     }
 
-    fn req_packed_command(&mut self, packed: &[u8]) -> RedisResult<Value> {
-        let mut replies = self.req_packed_commands(packed, 0, 1)?;
-        Ok(replies.pop().unwrap_or(Value::Nil))
+    fn req_packed_command(&mut self, _: &[u8]) -> RedisResult<Value> {
+        Err((
+            ErrorKind::ClientError,
+            "a Link sends commands, not pipelines",
+        )
+            .into())
     }
 
-    /// A pipeline, one command after the other.
-    fn req_packed_commands(
-        &mut self,
-        packed: &[u8],
-        offset: usize,
-        count: usize,
-    ) -> RedisResult<Vec<Value>> {
-        let mut reader = std::io::Cursor::new(packed);
-        let mut replies = Vec::new();
-        while (reader.position() as usize) < packed.len() {
-            let Value::Array(words) = redis::Parser::new().parse_value(&mut reader)? else {
-                return Err((ErrorKind::ClientError, "not a packed command").into());
-            };
-            let mut cmd = Cmd::new();
-            for word in words {
-                cmd.arg(redis::from_redis_value::<Vec<u8>>(&word)?);
-            }
-            replies.push(self.link.ask(self.address, &cmd)?);
-        }
-        Ok(replies.into_iter().skip(offset).take(count).collect())
+    fn req_packed_commands(&mut self, _: &[u8], _: usize, _: usize) -> RedisResult<Vec<Value>> {
+        Err((
+            ErrorKind::ClientError,
+            "a Link sends commands, not pipelines",
+        )
+            .into())
     }
 
     fn get_db(&self) -> i64 {

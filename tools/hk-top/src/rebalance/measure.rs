@@ -250,18 +250,13 @@ fn measured_totals(con: &mut dyn ConnectionLike) -> Option<Measured> {
     })
 }
 
-/// Every slot's key count, in one round trip.
+/// Every slot's key count.
 fn count_keys(con: &mut dyn ConnectionLike, slots: &mut [SlotLoad]) -> RedisResult<()> {
-    if slots.is_empty() {
-        return Ok(());
-    }
-    let mut pipe = redis::pipe();
-    for s in slots.iter() {
-        pipe.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(s.slot);
-    }
-    let counts: Vec<u64> = pipe.query(con)?;
-    for (s, n) in slots.iter_mut().zip(counts) {
-        s.keys = n;
+    for s in slots.iter_mut() {
+        s.keys = redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(s.slot)
+            .query(con)?;
     }
     Ok(())
 }

@@ -239,7 +239,7 @@ impl Args {
             wait: Duration::from_secs(self.patience_s),
             // Longer than MIGRATE's own timeout for a batch (10 s), but
             // never past the patience: a node has that long in all.
-            reply: Duration::from_secs(self.patience_s.clamp(1, 15)),
+            reply: crate::fault::reply_timeout(Duration::from_secs(self.patience_s.clamp(1, 15))),
         }
     }
 
@@ -437,7 +437,6 @@ fn hold_cluster(
     o: &Cluster<'_>,
     link: &mut dyn Link,
 ) -> Result<(Lease, topology::Views, health::Health), Error> {
-    crate::fault::pause_before_lease();
     let lease = Lease::take(args.lease_link(o.connection), o.address)?;
     let (views, health) = apply::settled(link, &[o.address.to_string()])?;
     Ok((lease, views, health))
