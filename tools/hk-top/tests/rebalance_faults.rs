@@ -42,9 +42,6 @@ impl Scene {
             // see the load a few seconds after it starts.
             module_args: &["track", "yes", "track-sample", "1", "track-halflife", "1"],
             replicas,
-            // A replica's first sync at once, not after Redis's 5 s wait
-            // for more replicas.
-            extra: &["--repl-diskless-sync-delay", "0"],
             ..ClusterOptions::default()
         });
         let keys = keys_per_slot(&cluster, slots, per_slot);
@@ -479,30 +476,40 @@ fn a_plan_file_is_checked_whole_before_the_first_move() {
 }
 
 /// hk-top killed mid-slot (as `kill -9` would, its lease left behind):
+/// a run with another journal refuses the slot as someone else's;
 /// `--roll-back` on its own takes the dead run's lease over, gives back
-/// what it left and moves nothing else; `--adopt` alone is refused as a
-/// usage error. (A kill at each of a move's four steps, finished or rolled
-/// back: apply.rs's a_move_killed_at_any_of_its_four_steps_...)
+/// what it left and moves nothing else; killed again, the next `--apply`
+/// finishes the slot and the plan; `--adopt` alone is a usage error. (A
+/// kill at each of a move's four steps, finished or rolled back: apply.rs's
+/// a_move_killed_at_any_of_its_four_steps_...)
 #[test]
-fn roll_back_is_an_action_of_its_own() {
+fn a_killed_run_is_refused_to_others_and_rolled_back_or_finished_by_the_next() {
     let scene = Scene::new(60, 20, false).measured();
-    let stopped = scene.run(&[], &[("HK_TOP_TEST_STOP", "keys")]);
-    assert_eq!(stopped.status.code(), Some(9), "{}", text(&stopped));
-    let port = scene.port();
-    let journal = scene.journal();
+    let killed = |at: &str| {
+        let out = scene.run(&[], &[("HK_TOP_TEST_STOP", at)]);
+        assert_eq!(out.status.code(), Some(9), "{}", text(&out));
+    };
+    killed("migrating");
+    let elsewhere = scene.dir.path().join("elsewhere.json");
+    let refused = scene
+        .spawn_with(&elsewhere, &[], &[])
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused));
+    assert!(text(&refused).contains("half-migrated by someone else"));
+    let (port, journal) = (scene.port(), scene.journal());
     let owners_before = owner_map(&scene.cluster);
-    let out = hk_top(
-        &[
-            "-p",
-            &port,
-            "rebalance",
-            "--json",
-            "--roll-back",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let journal = journal.to_str().unwrap();
+    let back = [
+        "-p",
+        &port,
+        "rebalance",
+        "--json",
+        "--roll-back",
+        "--journal",
+        journal,
+    ];
+    let out = hk_top(&back, &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(json_of(&out)["applied"]["rolled_back"], 1, "{}", text(&out));
     assert_eq!(
@@ -511,6 +518,16 @@ fn roll_back_is_an_action_of_its_own() {
         "nothing else moved"
     );
     assert_no_slot_half_way(&scene.cluster);
+    killed("keys");
+    let resumed = scene.run(&[], &[]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert_eq!(
+        json_of(&resumed)["applied"]["resumed"],
+        1,
+        "{}",
+        text(&resumed)
+    );
+    assert!(text(&resumed).contains("finished slot"));
     let adopt = hk_top(&["-p", &port, "rebalance", "--adopt"], &[]);
     assert_eq!(adopt.status.code(), Some(2), "{}", text(&adopt));
     scene.assert_intact();
@@ -518,7 +535,8 @@ fn roll_back_is_an_action_of_its_own() {
 
 /// A second run while one holds the cluster (two at once, from any host,
 /// with any journal) is refused before any move, told who holds it; the
-/// first carries its plan out.
+/// first carries its reviewed plan out as printed, and the same plan once
+/// more is stale (its slots have moved) and refused whole.
 #[test]
 fn a_second_run_is_refused_while_one_holds_the_cluster() {
     let scene = Scene::new(10, 20, false);
@@ -555,8 +573,21 @@ fn a_second_run_is_refused_while_one_holds_the_cluster() {
     );
     let first = first.wait_with_output().unwrap();
     assert!(first.status.success(), "{}", text(&first));
-    let planned = scene.first_nodes_slots(5).len();
-    assert_eq!(json_of(&first)["applied"]["moves_done"], planned);
+    let planned = scene.first_nodes_slots(5);
+    assert_eq!(json_of(&first)["applied"]["moves_done"], planned.len());
+    for slot in planned {
+        assert_eq!(
+            scene.cluster.owner_of_slot(slot).port,
+            scene.cluster.nodes[1].port
+        );
+    }
+    let again = scene.run(&["--plan", &plan], &[]);
+    assert_eq!(again.status.code(), Some(3), "{}", text(&again));
+    assert!(
+        text(&again).contains("the plan is stale"),
+        "{}",
+        text(&again)
+    );
     scene.assert_intact();
 }
 

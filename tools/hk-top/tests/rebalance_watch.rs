@@ -5,7 +5,8 @@
 //! failure and Ctrl-C ends it between slots. The rules it follows (act only
 //! on a confirmed imbalance, never a slot twice within its cooldown, follow
 //! a shift) are decisions, tested round by round on a simulated cluster in
-//! crates/rebalance/tests/watching.rs.
+//! crates/rebalance/tests/watching.rs. And `make bench`'s figures of a
+//! watch over a hot set that shifts (a measurement, run by name).
 
 // A test: a panic is how it fails (clippy.toml allows these in test
 // functions; this file's helpers are test code too).
@@ -19,9 +20,36 @@
 mod support;
 
 use serde_json::Value as Json;
+use std::process::Child;
 use std::time::Duration;
 use support::common::{wait_until, Cluster};
 use support::*;
+
+/// `rebalance --watch --json` on `cluster` with a journal in `dir`, then
+/// `extra`; its stdout's and stderr's lines.
+fn watch(cluster: &Cluster, dir: &tempfile::TempDir, extra: &[&str]) -> (Child, Lines, Lines) {
+    let port = cluster.nodes[0].port.to_string();
+    let journal = dir.path().join("journal.json");
+    let mut args = vec![
+        "-p",
+        &port,
+        "rebalance",
+        "--watch",
+        "--json",
+        "--migration",
+        "standard",
+    ];
+    args.extend(["--journal", journal.to_str().unwrap()]);
+    args.extend(extra);
+    let mut child = hk_top_spawn(&args, &[]);
+    let out = Lines::of(child.stdout.take().unwrap());
+    let err = Lines::of(child.stderr.take().unwrap());
+    (child, out, err)
+}
+
+fn events(lines: &[String]) -> Vec<Json> {
+    (lines.iter().filter_map(|l| serde_json::from_str(l).ok())).collect()
+}
 
 #[test]
 fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
@@ -30,36 +58,12 @@ fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
     load_keys(&cluster, &keys);
     let traffic = Traffic::start(&cluster, &keys, &[0.8, 0.1, 0.1], 4000.0);
     let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("journal.json");
-    let port = cluster.nodes[0].port.to_string();
-    let mut child = hk_top_spawn(
-        &[
-            "-p",
-            &port,
-            "rebalance",
-            "--watch",
-            "--json",
-            "--interval-s",
-            "1",
-            "--confirm",
-            "2",
-            "--migration",
-            "standard",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-        &[],
-    );
-    let out = Lines::of(child.stdout.take().unwrap());
-    let err = Lines::of(child.stderr.take().unwrap());
-    let events = |lines: Vec<String>| -> Vec<Json> {
-        (lines.iter().filter_map(|l| serde_json::from_str(l).ok())).collect()
-    };
+    let (mut child, out, err) = watch(&cluster, &dir, &["--interval-s", "1", "--confirm", "2"]);
     wait_until(
         "a round counting moved slots in their cooldown",
         Duration::from_secs(60),
         || {
-            (events(out.now()).iter())
+            (events(&out.now()).iter())
                 .any(|e| e["event"] == "round" && e["slots_in_cooldown"].as_u64() > Some(0))
         },
     );
@@ -67,7 +71,7 @@ fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
     let status = child.wait().unwrap();
     let said = err.all().join("\n");
     assert_eq!(status.code(), Some(130), "{said}");
-    let events = events(out.all());
+    let events = events(&out.all());
     let moves: Vec<&Json> = events.iter().filter(|e| e["event"] == "move").collect();
     assert!(!moves.is_empty(), "{said}");
     let hot = cluster.nodes[0].address();
@@ -77,4 +81,63 @@ fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
     assert_eq!(seen.failures(), (0, 0, 0), "{seen:?}");
     assert_no_slot_half_way(&cluster);
     assert_every_key_intact(&cluster, &keys, &expected);
+}
+
+/// `make bench`'s figures: a watch left running while the hot set moves
+/// from one primary to the next every 40 s, the largest node's share round
+/// by round as a `watch figures` line (bench/run.sh plots it). The phases
+/// are the measurement's length, not waits for a state.
+#[test]
+#[ignore = "a measurement for make bench (160 s): run by name with --ignored"]
+fn watch_figures_over_a_hot_set_that_shifts() {
+    let cluster = Cluster::start(TRACK_FAST);
+    let keys = distinct_slot_keys(&cluster, 300);
+    load_keys(&cluster, &keys);
+    let weighted: Vec<(String, f64)> = keys.iter().map(|k| (k.0.clone(), 1.0)).collect();
+    let traffic = Traffic::start_weighted(&cluster, weighted, 6000.0, 0.05);
+    let dir = tempfile::tempdir().unwrap();
+    let every = ["--interval-s", "3", "--confirm", "2", "--cooldown-s", "60"];
+    let (mut child, out, _err) = watch(
+        &cluster,
+        &dir,
+        &[&every[..], &["--max-moves", "64"]].concat(),
+    );
+    let moves = || {
+        events(&out.now())
+            .iter()
+            .filter(|e| e["event"] == "move")
+            .count()
+    };
+    let mut per_phase = Vec::new();
+    for phase in 0..4 {
+        let (hot_node, owners) = (cluster.nodes[phase % 3].address(), owner_map(&cluster));
+        let hot = (keys
+            .iter()
+            .filter(|k| owners[slot_of(&k.0) as usize] == hot_node))
+        .map(|k| k.0.clone())
+        .collect();
+        traffic.set_hot(hot, 0.6);
+        let before = moves();
+        std::thread::sleep(Duration::from_secs(40));
+        per_phase.push(moves() - before);
+    }
+    signal(&child, "INT");
+    child.wait().unwrap();
+    let rounds: Vec<Json> = (events(&out.all()).into_iter())
+        .filter(|e| e["event"] == "round")
+        .collect();
+    let t0 = rounds.first().map_or(0, |r| r["at_ms"].as_i64().unwrap());
+    let shares: Vec<String> = (rounds.iter())
+        .map(|r| {
+            let at = (r["at_ms"].as_i64().unwrap() - t0) as f64 / 1000.0;
+            format!("{at:.1}:{:.3}", r["largest_share"].as_f64().unwrap())
+        })
+        .collect();
+    let (seen, _) = traffic.stop();
+    eprintln!(
+        "watch figures: {} moves over 4 phases ({per_phase:?} per phase); largest share over time (s:share) {}; clients {}",
+        per_phase.iter().sum::<usize>(),
+        shares.join(" "),
+        seen.summary()
+    );
 }

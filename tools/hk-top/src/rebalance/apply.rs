@@ -183,6 +183,40 @@ fn endpoint(node: &ClusterNode) -> Endpoint {
     }
 }
 
+/// Where a move of `slot` goes on after a fault, as `views` show the
+/// cluster now: a failed-over node's part is its new primary's.
+fn next_pair(views: &Views, slot: u16, source: &Endpoint, target: &Endpoint) -> Next {
+    let successor = |e: &Endpoint| {
+        let node = views.by_id(&e.id)?;
+        views.successor(node).map(endpoint)
+    };
+    let (Some(new_target), Some(owner)) = (successor(target), views.owner_of(slot)) else {
+        return Next::Unknown;
+    };
+    if owner.id() == new_target.id {
+        // Given already: what is left is telling the others.
+        Next::Pair(source.clone(), new_target)
+    } else if successor(source).is_some_and(|s| s.id == owner.id()) {
+        Next::Pair(endpoint(owner), new_target)
+    } else {
+        Next::Stale {
+            owner: owner.address().to_string(),
+        }
+    }
+}
+
+/// What `views` show of a move of `slot` from `source`.
+fn trace(views: &Views, slot: u16, source: &Endpoint) -> Trace {
+    let open = health::check(views).open.iter().any(|o| o.slot == slot);
+    let served = views.owner_of(slot).is_some_and(|o| o.id() == source.id);
+    let all_answered = views.all().all(|(_, v)| v.is_ok());
+    match (open || !served, all_answered) {
+        (true, _) => Trace::Begun,
+        (false, true) => Trace::None,
+        (false, false) => Trace::NoneSeen,
+    }
+}
+
 impl<'a> Run<'a> {
     pub fn new(
         link: &'a mut dyn Link,
@@ -282,7 +316,7 @@ impl<'a> Run<'a> {
                 // slot from the source again while the target still held
                 // keys answered reads of those keys with nothing.
                 self.move_slot(open.slot, source.clone(), target.clone())?;
-                let (back, _) = self.move_slot(open.slot, target, source.clone())?;
+                let (back, ..) = self.move_slot(open.slot, target, source.clone())?;
                 (self.log)(format!(
                     "rolled back slot {} to {} ({} keys back)",
                     open.slot, source.address, back.keys
@@ -290,10 +324,10 @@ impl<'a> Run<'a> {
                 self.report.rolled_back += 1;
                 self.journal.end(open.slot).map_err(Error::Local)?;
             } else {
-                let moved = self.move_slot(open.slot, source, target)?;
+                let (moved, _, to) = self.move_slot(open.slot, source, target)?;
                 (self.log)(format!(
                     "finished slot {}: -> {} ({} keys)",
-                    open.slot, moved.1, moved.0.keys
+                    open.slot, to, moved.keys
                 ));
                 self.report.resumed += 1;
             }
@@ -301,14 +335,20 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    fn wait_for_servers_jobs(&mut self) -> Result<(), Error> {
+    /// The primaries' addresses, and the servers' own migration of each.
+    fn flavors(&mut self) -> (Vec<String>, Vec<Option<Flavor>>) {
         let addresses: Vec<String> = (self.views.primaries().iter())
             .map(|n| n.address().to_string())
             .collect();
-        let flavors: Vec<Flavor> = (addresses.iter())
-            .filter_map(|a| atomic::flavor(self.link, a))
+        let flavors = (addresses.iter())
+            .map(|a| atomic::flavor(self.link, a))
             .collect();
-        let Some(&flavor) = flavors.first() else {
+        (addresses, flavors)
+    }
+
+    fn wait_for_servers_jobs(&mut self) -> Result<(), Error> {
+        let (addresses, flavors) = self.flavors();
+        let Some(&flavor) = flavors.iter().flatten().next() else {
             return Ok(());
         };
         let log = &mut self.log;
@@ -329,12 +369,7 @@ impl<'a> Run<'a> {
     /// The method to use: the servers' own only where every primary has
     /// the same one.
     pub fn choose(&mut self) -> Result<Chosen, Error> {
-        let primaries: Vec<String> = (self.views.primaries().iter())
-            .map(|n| n.address().to_string())
-            .collect();
-        let flavors: Vec<Option<Flavor>> = (primaries.iter())
-            .map(|a| atomic::flavor(self.link, a))
-            .collect();
+        let (_, flavors) = self.flavors();
         let everywhere = match flavors.first() {
             Some(Some(first)) if flavors.iter().all(|f| *f == Some(*first)) => Some(*first),
             _ => None,
@@ -381,41 +416,23 @@ impl<'a> Run<'a> {
         Ok(true)
     }
 
-    /// The slot's source and target now: the plan's, or where one of
-    /// them failed over since, the primary that took over its part.
+    /// The slot's source and target as the run last read the cluster: the
+    /// plan's, or where one of them failed over since, the primary that
+    /// took over its part. A change not read yet is met at the slot's first
+    /// step, which the node refuses ([`Run::move_slot`]).
     fn pair(&mut self, m: &Move) -> Result<(Endpoint, Endpoint), Error> {
-        let primary_at = |views: &Views, address: &str| {
-            (views.by_address(address))
-                .filter(|n| n.is_primary())
-                .map(endpoint)
+        let views = &self.views;
+        let now = |address: &str| {
+            let node = views.by_address(address)?;
+            views.successor(node).map(endpoint)
         };
-        let serves =
-            |views: &Views, e: &Endpoint| views.owner_of(m.slot).is_some_and(|o| o.id() == e.id);
-        if let (Some(s), Some(t)) = (
-            primary_at(&self.views, &m.from),
-            primary_at(&self.views, &m.to),
-        ) {
-            if serves(&self.views, &s) {
-                return Ok((s, t));
-            }
-        }
-        // The cluster changed since it was read: read it again.
-        let (from, to) = (
-            self.views.by_address(&m.from).cloned(),
-            self.views.by_address(&m.to).cloned(),
-        );
-        let views = Views::read_any(self.link, &self.views.addresses())
-            .map_err(|e| Error::node(&m.from, "CLUSTER NODES", e))?;
-        let successor = |node: &Option<ClusterNode>| {
-            node.as_ref().and_then(|n| views.successor(n)).map(endpoint)
-        };
-        let (Some(source), Some(target)) = (successor(&from), successor(&to)) else {
+        let (Some(source), Some(target)) = (now(&m.from), now(&m.to)) else {
             return Err(Error::Unfit(format!(
                 "{} or {} is no longer a primary, and no primary took its part over",
                 m.from, m.to
             )));
         };
-        if !serves(&views, &source) {
+        if views.owner_of(m.slot).is_none_or(|o| o.id() != source.id) {
             return Err(Error::Unfit(format!(
                 "slot {} is no longer served by {} (or the primary that took over from it): plan again",
                 m.slot, m.from
@@ -427,7 +444,6 @@ impl<'a> Run<'a> {
                 m.slot, m.from, m.to, source.address, target.address
             ));
         }
-        self.views = views;
         Ok((source, target))
     }
 
@@ -439,8 +455,7 @@ impl<'a> Run<'a> {
             }
             let (source, target) = self.pair(m)?;
             let began = Instant::now();
-            let from = source.address.clone();
-            let (moved, to) = self.move_slot(m.slot, source, target)?;
+            let (moved, from, to) = self.move_slot(m.slot, source, target)?;
             let made = MoveMade {
                 slot: m.slot,
                 from,
@@ -466,8 +481,8 @@ impl<'a> Run<'a> {
     }
 
     /// One slot from `source` to `target`, whatever fails over on the way:
-    /// what it moved and to where (the target, or the primary that took
-    /// over from it). A slot begun is finished, not left: a step that
+    /// what it moved, from where and to where (the nodes it ended with:
+    /// primaries that took over, where any did). A slot begun is finished, not left: a step that
     /// fails is tried again (with the new primary where one took over)
     /// until the slot's `--timeout-s`; a slot the cluster shows no trace of
     /// is left alone and the run stops between slots.
@@ -476,7 +491,7 @@ impl<'a> Run<'a> {
         slot: u16,
         mut source: Endpoint,
         mut target: Endpoint,
-    ) -> Result<(Moved, String), Error> {
+    ) -> Result<(Moved, String, String), Error> {
         let deadline = Instant::now() + self.settings.timeout;
         let mut failovers = 0;
         loop {
@@ -500,11 +515,25 @@ impl<'a> Run<'a> {
             let cause = match tried {
                 Ok(moved) => {
                     self.made(slot, &source, &target)?;
-                    return Ok((moved, target.address));
+                    return Ok((moved, source.address, target.address));
                 }
                 Err(e) => e,
             };
-            let next = self.after_fault(slot, &source, &target);
+            // The cluster read once after the fault: where the move goes
+            // on, and what it shows of the move.
+            let mut ask = vec![target.address.clone(), source.address.clone()];
+            ask.extend(self.views.addresses());
+            let (next, trace) = match Views::read_any(self.link, &ask) {
+                Ok(views) => {
+                    let seen = (
+                        next_pair(&views, slot, &source, &target),
+                        trace(&views, slot, &source),
+                    );
+                    self.views = views;
+                    seen
+                }
+                Err(_) => (Next::Unknown, Trace::Begun),
+            };
             if let Next::Stale { owner } = next {
                 return Err(self.abandon(slot, &source, &target, &owner));
             }
@@ -523,7 +552,7 @@ impl<'a> Run<'a> {
                     continue;
                 }
             }
-            match self.trace_of(slot, &source) {
+            match trace {
                 Trace::None => {
                     let _ = self.journal.end(slot);
                     return Err(cause);
@@ -571,35 +600,6 @@ impl<'a> Run<'a> {
             .collect()
     }
 
-    /// The cluster read again after a failed step: the slot's source and
-    /// target now (a failed-over node's part is its new primary's).
-    fn after_fault(&mut self, slot: u16, source: &Endpoint, target: &Endpoint) -> Next {
-        let mut ask: Vec<String> = vec![target.address.clone(), source.address.clone()];
-        ask.extend(self.views.addresses());
-        let Ok(views) = Views::read_any(self.link, &ask) else {
-            return Next::Unknown;
-        };
-        let successor = |e: &Endpoint| {
-            let before = self.views.by_id(&e.id)?;
-            views.successor(before).map(endpoint)
-        };
-        let (Some(new_target), Some(owner)) = (successor(target), views.owner_of(slot)) else {
-            return Next::Unknown;
-        };
-        let next = if owner.id() == new_target.id {
-            // Given already: what is left is telling the others.
-            Next::Pair(source.clone(), new_target)
-        } else if successor(source).is_some_and(|s| s.id == owner.id()) {
-            Next::Pair(endpoint(owner), new_target)
-        } else {
-            Next::Stale {
-                owner: owner.address().to_string(),
-            }
-        };
-        self.views = views;
-        next
-    }
-
     /// A move begun on a stale view: the target's `IMPORTING` (this run's
     /// own, the only trace it left) is taken back, and the run stops.
     fn abandon(&mut self, slot: u16, source: &Endpoint, target: &Endpoint, owner: &str) -> Error {
@@ -612,25 +612,6 @@ impl<'a> Run<'a> {
             "slot {slot} is served by {owner}, not {} (nor a primary that took over from it): plan again",
             source.address
         ))
-    }
-
-    /// What the cluster shows of a move of `slot` from `source`.
-    fn trace_of(&mut self, slot: u16, source: &Endpoint) -> Trace {
-        let ask: Vec<String> = self.views.addresses();
-        let Ok(views) = Views::read_any(self.link, &ask) else {
-            return Trace::Begun;
-        };
-        let open = health::check(&views).open.iter().any(|o| o.slot == slot);
-        let served = (views.selves().into_iter())
-            .filter(|n| n.is_primary())
-            .find(|n| n.owns(slot))
-            .is_some_and(|o| o.id() == source.id);
-        let all_answered = views.all().all(|(_, v)| v.is_ok());
-        match (open || !served, all_answered) {
-            (true, _) => Trace::Begun,
-            (false, true) => Trace::None,
-            (false, false) => Trace::NoneSeen,
-        }
     }
 
     fn by_jobs(&mut self, moves: &[Move], flavor: Flavor) -> Result<(), Error> {
@@ -742,7 +723,7 @@ mod tests {
         lease.renew();
         let (views, health) = settled(cluster, &[address(0)]).unwrap();
         let mut journal = Journal::open(journal).unwrap();
-        let stop = Stop::never();
+        let stop = cluster.stop.clone();
         let (mut log, mut on_move) = (|_: String| {}, |_: &MoveMade| {});
         let hooks = Hooks {
             log: &mut log,
@@ -857,6 +838,27 @@ mod tests {
         );
         assert!(!cluster.half_way() && nothing_open(&journal));
         assert_eq!(report.moves_done, 0);
+    }
+
+    #[test]
+    fn a_signal_mid_slot_stops_the_run_once_the_slot_is_made() {
+        let mut cluster = FakeCluster::new(&[SLOT, 200], 150);
+        cluster.on("MIGRATE", Fault::Signal);
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.json");
+        let moves = [planned(SLOT, 0, 1), planned(200, 0, 2)];
+        let (result, report) = run_with(
+            &mut cluster,
+            &journal,
+            &settings(false, Duration::from_secs(5)),
+            1,
+            |run, _| run.execute(&moves, Chosen::Standard),
+        );
+        result.unwrap();
+        assert!(report.interrupted && report.moves_done == 1);
+        assert_eq!((cluster.owner_of(SLOT), cluster.owner_of(200)), (1, 0));
+        assert_eq!(cluster.holders(SLOT), [1]);
+        assert!(!cluster.half_way() && nothing_open(&journal));
     }
 
     #[test]

@@ -309,6 +309,7 @@ pub fn wait_running(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebalance::fake_cluster::words;
     use redis::{Cmd, RedisResult};
     use std::collections::VecDeque;
 
@@ -344,13 +345,7 @@ mod tests {
 
     impl Link for Server {
         fn run(&mut self, _address: &str, cmd: &Cmd) -> RedisResult<Value> {
-            let words: Vec<String> = (cmd.args_iter())
-                .map(|a| match a {
-                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).to_string(),
-                    redis::Arg::Cursor => String::new(),
-                })
-                .collect();
-            let line = words.join(" ");
+            let line = words(cmd).join(" ");
             self.sent.push(line.clone());
             if line != "CLUSTER GETSLOTMIGRATIONS" {
                 return Ok(Value::Okay);
@@ -429,13 +424,7 @@ mod tests {
 
     impl Link for Redis84 {
         fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
-            let line: Vec<String> = (cmd.args_iter())
-                .map(|a| match a {
-                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).to_string(),
-                    redis::Arg::Cursor => String::new(),
-                })
-                .collect();
-            let line = line.join(" ");
+            let line = words(cmd).join(" ");
             self.sent.push((address.to_string(), line.clone()));
             if line.starts_with("CLUSTER MIGRATION IMPORT") {
                 return Ok(Value::BulkString(b"task1".to_vec()));

@@ -4,9 +4,10 @@
 //! `SETSLOT`, `GETKEYSINSLOT`, `MIGRATE`, `COMMAND INFO`) as Redis 7 does,
 //! over one slot map every node agrees on. Faults are scripted to happen
 //! right after a command: a failover (`CLUSTER FAILOVER` on the replica:
-//! the old primary answers on, as a replica) or the run killed (every
-//! command after it refused, until [`FakeCluster::revive`]).
+//! the old primary answers on, as a replica), the run killed (every
+//! command after it refused, until [`FakeCluster::revive`]) or signalled.
 
+use super::interrupt::Stop;
 use super::link::Link;
 use redis::{Cmd, RedisError, RedisResult, Value};
 use std::collections::BTreeMap;
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 pub const SLOTS: usize = 16384;
 
 /// What happens once a command starting with a given text has run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Fault {
     /// The primary `node` (an index) fails over to its replica.
     FailOver(usize),
@@ -22,6 +23,8 @@ pub enum Fault {
     Kill,
     /// Someone else moves the slot (and its keys) to the node.
     Give(u16, usize),
+    /// Ctrl-C: [`FakeCluster::stop`] is asked.
+    Signal,
 }
 
 pub struct FakeCluster {
@@ -38,6 +41,8 @@ pub struct FakeCluster {
     killed: bool,
     /// What was sent, as `address command...`.
     pub sent: Vec<String>,
+    /// The flag a run over this cluster stops on.
+    pub stop: Stop,
 }
 
 pub fn address(node: usize) -> String {
@@ -69,6 +74,7 @@ impl FakeCluster {
             faults: Vec::new(),
             killed: false,
             sent: Vec::new(),
+            stop: Stop::never(),
         };
         for &slot in slots {
             let shard = cluster.owner_of(slot);
@@ -264,14 +270,19 @@ impl FakeCluster {
     }
 }
 
+/// A command's words, as text (the tests' Links read commands so).
+pub fn words(cmd: &Cmd) -> Vec<String> {
+    (cmd.args_iter())
+        .map(|a| match a {
+            redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).to_string(),
+            redis::Arg::Cursor => String::new(),
+        })
+        .collect()
+}
+
 impl Link for FakeCluster {
     fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
-        let words: Vec<String> = (cmd.args_iter())
-            .map(|a| match a {
-                redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).to_string(),
-                redis::Arg::Cursor => String::new(),
-            })
-            .collect();
+        let words = words(cmd);
         let line = words.join(" ");
         self.sent.push(format!("{address} {line}"));
         let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
@@ -288,6 +299,7 @@ impl Link for FakeCluster {
                 Fault::FailOver(primary) => self.fail_over(primary),
                 Fault::Kill => self.killed = true,
                 Fault::Give(slot, node) => self.give(slot, node),
+                Fault::Signal => self.stop.ask(2),
             }
         }
         reply

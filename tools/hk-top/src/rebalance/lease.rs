@@ -351,6 +351,7 @@ fn held_by(holder: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebalance::fake_cluster::words;
 
     #[test]
     fn a_holder_reads_back_from_its_value_and_is_described() {
@@ -378,14 +379,10 @@ mod tests {
 
     impl Link for Key {
         fn run(&mut self, address: &str, cmd: &redis::Cmd) -> RedisResult<Value> {
-            let word = |i: usize| match cmd.args_iter().nth(i) {
-                Some(redis::Arg::Simple(b)) => String::from_utf8_lossy(b).to_string(),
-                _ => String::new(),
-            };
             if address == "a:1" {
                 return Err((ErrorKind::Moved, "MOVED", "1 b:1".to_string()).into());
             }
-            Ok(match (word(0).as_str(), &self.held) {
+            Ok(match (words(cmd)[0].as_str(), &self.held) {
                 ("SET", None) => Value::Okay,
                 ("GET", Some(held)) => Value::BulkString(held.clone().into_bytes()),
                 // The swap of a dead holder's lease, and its release.

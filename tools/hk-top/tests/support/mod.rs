@@ -533,51 +533,6 @@ pub fn assert_every_key_intact(
     assert_eq!(total, keys.len() as i64, "no key left twice or lost");
 }
 
-/// Each node's `CLUSTER NODES` and what its log says of epochs and slots,
-/// for a failure's message.
-pub fn listings(cluster: &Cluster) -> String {
-    (cluster.nodes.iter())
-        .map(|node| {
-            let listing: String = redis::cmd("CLUSTER")
-                .arg("NODES")
-                .query(&mut node.client())
-                .unwrap_or_else(|e| e.to_string());
-            let log = node.log();
-            let said: Vec<&str> = (log.lines())
-                .filter(|l| {
-                    let l = l.to_ascii_lowercase();
-                    l.contains("epoch") || l.contains("slot") || l.contains("dirty")
-                })
-                .collect();
-            format!(
-                "--- as {} sees it:\n{listing}--- its log on epochs and slots:\n{}\n",
-                node.address(),
-                said.join("\n")
-            )
-        })
-        .collect()
-}
-
-/// How many keys each node holds in each of `slots`, for a failure's
-/// message.
-pub fn keys_in(cluster: &Cluster, slots: &[u16]) -> String {
-    (cluster.nodes.iter())
-        .map(|node| {
-            let counts: Vec<String> = (slots.iter())
-                .map(|&slot| {
-                    let n: i64 = redis::cmd("CLUSTER")
-                        .arg("COUNTKEYSINSLOT")
-                        .arg(slot)
-                        .query(&mut node.client())
-                        .unwrap_or(-1);
-                    format!("{slot}: {n}")
-                })
-                .collect();
-            format!("keys on {}: {}\n", node.address(), counts.join(", "))
-        })
-        .collect()
-}
-
 /// No slot half-migrated on any primary.
 pub fn assert_no_slot_half_way(cluster: &Cluster) {
     for node in &cluster.nodes {
