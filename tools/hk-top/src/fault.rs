@@ -3,6 +3,8 @@
 //! the first key, so that the tests can see the terminal restored after a
 //! panic in either thread.
 
+use std::time::Duration;
+
 #[expect(
     clippy::panic,
     reason = "the fault the tests inject: debug builds only, to see the terminal restored"
@@ -33,11 +35,27 @@ pub fn pause_before_slot() {
     pause_as_asked("HK_TOP_TEST_SLOT_PAUSE_MS");
 }
 
-/// `HK_TOP_TEST_LEASE_PAUSE_MS=n` waits `n` ms between the run's first
-/// reading of the cluster and its taking the lease, so that the tests can
-/// let another run move slots in between.
-pub fn pause_before_lease() {
-    pause_as_asked("HK_TOP_TEST_LEASE_PAUSE_MS");
+/// `HK_TOP_TEST_REPLY_MS=n`: a reply may take `n` ms instead of
+/// `production`, so that a test stalls a node past it in a second, not 20.
+pub fn reply_timeout(production: Duration) -> Duration {
+    scaled("HK_TOP_TEST_REPLY_MS", production)
+}
+
+/// `HK_TOP_TEST_SETTLE_MS=n`: the primaries get `n` ms to agree on the
+/// slot map instead of `production`, so that a test of a cluster that never
+/// will (a node stopped) is refused at once.
+pub fn settle_time(production: Duration) -> Duration {
+    scaled("HK_TOP_TEST_SETTLE_MS", production)
+}
+
+fn scaled(variable: &str, production: Duration) -> Duration {
+    #[cfg(debug_assertions)]
+    if let Some(ms) = (std::env::var(variable).ok()).and_then(|v| v.parse().ok()) {
+        return Duration::from_millis(ms);
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = variable;
+    production
 }
 
 fn pause_as_asked(variable: &str) {

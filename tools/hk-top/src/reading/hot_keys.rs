@@ -170,7 +170,7 @@ pub fn totals_of(info: &str) -> Option<Rates> {
 /// `HK.HOTKEYS <KIND> [COUNT n]` of one node for every metric it counts, as
 /// rows per key and kind.
 pub fn node_hot_keys(
-    con: &mut redis::Connection,
+    con: &mut dyn redis::ConnectionLike,
     address: &str,
     count: Option<usize>,
 ) -> RedisResult<NodeHotKeys> {
@@ -205,7 +205,7 @@ pub fn node_hot_keys(
 
 /// `HK.HOTKEYS <KIND> [COUNT n] [WITHBOUNDS]`, as a RESP2 flat array.
 pub fn list(
-    con: &mut redis::Connection,
+    con: &mut dyn redis::ConnectionLike,
     kind: &str,
     count: Option<usize>,
     with_bounds: bool,

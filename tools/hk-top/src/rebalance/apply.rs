@@ -10,6 +10,9 @@
 //! `migrate.rs`). What cannot go on is stopped between slots, with the
 //! node named; a slot that can be neither finished nor given back is said
 //! to be half-way, and stays in the journal for the next run.
+//!
+//! The run owns the cluster's view: it reads it through its [`Link`], and
+//! only it replaces it (after a fault, or when asked to [`Run::settle`]).
 
 use super::atomic::{self, Flavor};
 use super::error::Error;
@@ -20,8 +23,7 @@ use super::lease::Lease;
 use super::link::Link;
 use super::migrate::{self, Endpoint, Login, Moved};
 use super::topology::{ClusterNode, Views};
-use crate::connection::settings::ConnectionSettings;
-use heavykeeper_rebalance::Move;
+use heavykeeper_rebalance::{Cooldown, Move};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How a slot moves.
@@ -97,21 +99,38 @@ pub struct MoveMade {
     pub seconds: f64,
 }
 
-/// Everything a run carries out moves with.
-pub struct Run<'a> {
-    pub link: &'a mut dyn Link,
-    /// To read the cluster again after a fault.
-    pub connection: &'a ConnectionSettings,
-    pub views: Views,
-    pub journal: &'a mut Journal,
-    pub settings: &'a Settings,
-    pub stop: &'a Stop,
-    pub lease: &'a Lease,
-    pub report: Report,
+/// Where a run reports what it does.
+pub struct Hooks<'a> {
     /// Progress and problems, for a person.
     pub log: &'a mut dyn FnMut(String),
     /// Each move as it is made.
     pub on_move: &'a mut dyn FnMut(&MoveMade),
+}
+
+/// Everything a run carries out moves with.
+pub struct Run<'a> {
+    link: &'a mut dyn Link,
+    /// The cluster as last read: only the run replaces it.
+    views: Views,
+    journal: &'a mut Journal,
+    settings: &'a Settings,
+    stop: &'a Stop,
+    lease: &'a Lease,
+    report: Report,
+    log: &'a mut dyn FnMut(String),
+    on_move: &'a mut dyn FnMut(&MoveMade),
+}
+
+/// Where a slot's move goes on after a step failed.
+enum Next {
+    /// With this pair: the same, or the primaries that took over.
+    Pair(Endpoint, Endpoint),
+    /// Another primary (`owner`) serves the slot, neither the source nor
+    /// one that took over from it: the view the move was planned on is
+    /// stale.
+    Stale { owner: String },
+    /// The cluster could not be read, or no primary serves the slot.
+    Unknown,
 }
 
 /// What the cluster shows of a slot's move after a step failed.
@@ -125,19 +144,24 @@ enum Trace {
 }
 
 /// How long the primaries get to agree on the slot map (gossip after a
-/// move) before a disagreement counts as a problem.
-const SETTLE: Duration = Duration::from_secs(10);
+/// move) before a disagreement counts as a problem (a test's scripted
+/// cluster never agrees later than now).
+const SETTLE: Duration = Duration::from_millis(if cfg!(test) { 0 } else { 10_000 });
+/// Between two tries of a slot left half-way.
+const RETRY_PAUSE: Duration = Duration::from_millis(if cfg!(test) { 1 } else { 1000 });
 /// A slot whose nodes fail over again and again is given up after this
 /// many.
 const FAILOVERS_PER_SLOT: usize = 3;
 
-/// The cluster's views and health once the primaries agree, or after
-/// [`SETTLE`] with whatever problems are left.
-pub fn settled(connection: &ConnectionSettings, first: &str) -> Result<(Views, Health), Error> {
-    let deadline = Instant::now() + SETTLE;
+/// The cluster's views (read from the first of `addresses` that answers)
+/// and health once the primaries agree, or after [`SETTLE`] with whatever
+/// problems are left.
+pub fn settled(link: &mut dyn Link, addresses: &[String]) -> Result<(Views, Health), Error> {
+    let deadline = Instant::now() + crate::fault::settle_time(SETTLE);
+    let first = addresses.first().map_or("", String::as_str);
     loop {
-        let views =
-            Views::read(connection, first).map_err(|e| Error::node(first, "CLUSTER NODES", e))?;
+        let views = (Views::read_any(link, addresses))
+            .map_err(|e| Error::node(first, "CLUSTER NODES", e))?;
         let health = health::check(&views);
         if health.problems.is_empty() || Instant::now() > deadline {
             return Ok((views, health));
@@ -159,7 +183,84 @@ fn endpoint(node: &ClusterNode) -> Endpoint {
     }
 }
 
-impl Run<'_> {
+/// Where a move of `slot` goes on after a fault, as `views` show the
+/// cluster now: a failed-over node's part is its new primary's.
+fn next_pair(views: &Views, slot: u16, source: &Endpoint, target: &Endpoint) -> Next {
+    let successor = |e: &Endpoint| {
+        let node = views.by_id(&e.id)?;
+        views.successor(node).map(endpoint)
+    };
+    let (Some(new_target), Some(owner)) = (successor(target), views.owner_of(slot)) else {
+        return Next::Unknown;
+    };
+    if owner.id() == new_target.id {
+        // Given already: what is left is telling the others.
+        Next::Pair(source.clone(), new_target)
+    } else if successor(source).is_some_and(|s| s.id == owner.id()) {
+        Next::Pair(endpoint(owner), new_target)
+    } else {
+        Next::Stale {
+            owner: owner.address().to_string(),
+        }
+    }
+}
+
+/// What `views` show of a move of `slot` from `source`.
+fn trace(views: &Views, slot: u16, source: &Endpoint) -> Trace {
+    let open = health::check(views).open.iter().any(|o| o.slot == slot);
+    let served = views.owner_of(slot).is_some_and(|o| o.id() == source.id);
+    let all_answered = views.all().all(|(_, v)| v.is_ok());
+    match (open || !served, all_answered) {
+        (true, _) => Trace::Begun,
+        (false, true) => Trace::None,
+        (false, false) => Trace::NoneSeen,
+    }
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        link: &'a mut dyn Link,
+        views: Views,
+        journal: &'a mut Journal,
+        settings: &'a Settings,
+        stop: &'a Stop,
+        lease: &'a Lease,
+        hooks: Hooks<'a>,
+    ) -> Self {
+        Run {
+            link,
+            views,
+            journal,
+            settings,
+            stop,
+            lease,
+            report: Report::default(),
+            log: hooks.log,
+            on_move: hooks.on_move,
+        }
+    }
+
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    /// The cooldown of `period_ms`, knowing the moves the journal remembers.
+    pub fn cooldown(&self, period_ms: i64) -> Cooldown {
+        Cooldown::new(period_ms, self.journal.moved())
+    }
+
+    /// Reads the cluster again (once its primaries agree): its health.
+    pub fn settle(&mut self) -> Result<Health, Error> {
+        let (views, health) = settled(self.link, &self.views.addresses())?;
+        self.views = views;
+        Ok(health)
+    }
+
+    /// Runs `f` on the link and the cluster as last read (to measure it).
+    pub fn with_cluster<T>(&mut self, f: impl FnOnce(&mut dyn Link, &Views) -> T) -> T {
+        f(self.link, &self.views)
+    }
+
     /// Finishes (or rolls back) the half-migrated slots that are this
     /// tool's, waits for the servers' own jobs, and refuses if anything
     /// else is in the way.
@@ -215,7 +316,7 @@ impl Run<'_> {
                 // slot from the source again while the target still held
                 // keys answered reads of those keys with nothing.
                 self.move_slot(open.slot, source.clone(), target.clone())?;
-                let (back, _) = self.move_slot(open.slot, target, source.clone())?;
+                let (back, ..) = self.move_slot(open.slot, target, source.clone())?;
                 (self.log)(format!(
                     "rolled back slot {} to {} ({} keys back)",
                     open.slot, source.address, back.keys
@@ -223,10 +324,10 @@ impl Run<'_> {
                 self.report.rolled_back += 1;
                 self.journal.end(open.slot).map_err(Error::Local)?;
             } else {
-                let moved = self.move_slot(open.slot, source, target)?;
+                let (moved, _, to) = self.move_slot(open.slot, source, target)?;
                 (self.log)(format!(
                     "finished slot {}: -> {} ({} keys)",
-                    open.slot, moved.1, moved.0.keys
+                    open.slot, to, moved.keys
                 ));
                 self.report.resumed += 1;
             }
@@ -234,14 +335,20 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn wait_for_servers_jobs(&mut self) -> Result<(), Error> {
+    /// The primaries' addresses, and the servers' own migration of each.
+    fn flavors(&mut self) -> (Vec<String>, Vec<Option<Flavor>>) {
         let addresses: Vec<String> = (self.views.primaries().iter())
             .map(|n| n.address().to_string())
             .collect();
-        let flavors: Vec<Flavor> = (addresses.iter())
-            .filter_map(|a| atomic::flavor(self.link, a))
+        let flavors = (addresses.iter())
+            .map(|a| atomic::flavor(self.link, a))
             .collect();
-        let Some(&flavor) = flavors.first() else {
+        (addresses, flavors)
+    }
+
+    fn wait_for_servers_jobs(&mut self) -> Result<(), Error> {
+        let (addresses, flavors) = self.flavors();
+        let Some(&flavor) = flavors.iter().flatten().next() else {
             return Ok(());
         };
         let log = &mut self.log;
@@ -262,12 +369,7 @@ impl Run<'_> {
     /// The method to use: the servers' own only where every primary has
     /// the same one.
     pub fn choose(&mut self) -> Result<Chosen, Error> {
-        let primaries: Vec<String> = (self.views.primaries().iter())
-            .map(|n| n.address().to_string())
-            .collect();
-        let flavors: Vec<Option<Flavor>> = (primaries.iter())
-            .map(|a| atomic::flavor(self.link, a))
-            .collect();
+        let (_, flavors) = self.flavors();
         let everywhere = match flavors.first() {
             Some(Some(first)) if flavors.iter().all(|f| *f == Some(*first)) => Some(*first),
             _ => None,
@@ -314,41 +416,23 @@ impl Run<'_> {
         Ok(true)
     }
 
-    /// The slot's source and target now: the plan's, or where one of
-    /// them failed over since, the primary that took over its part.
+    /// The slot's source and target as the run last read the cluster: the
+    /// plan's, or where one of them failed over since, the primary that
+    /// took over its part. A change not read yet is met at the slot's first
+    /// step, which the node refuses ([`Run::move_slot`]).
     fn pair(&mut self, m: &Move) -> Result<(Endpoint, Endpoint), Error> {
-        let primary_at = |views: &Views, address: &str| {
-            (views.by_address(address))
-                .filter(|n| n.is_primary())
-                .map(endpoint)
+        let views = &self.views;
+        let now = |address: &str| {
+            let node = views.by_address(address)?;
+            views.successor(node).map(endpoint)
         };
-        let serves =
-            |views: &Views, e: &Endpoint| views.owner_of(m.slot).is_some_and(|o| o.id() == e.id);
-        if let (Some(s), Some(t)) = (
-            primary_at(&self.views, &m.from),
-            primary_at(&self.views, &m.to),
-        ) {
-            if serves(&self.views, &s) {
-                return Ok((s, t));
-            }
-        }
-        // The cluster changed since it was read: read it again.
-        let (from, to) = (
-            self.views.by_address(&m.from).cloned(),
-            self.views.by_address(&m.to).cloned(),
-        );
-        let views = Views::read_any(self.connection, &self.views.addresses())
-            .map_err(|e| Error::node(&m.from, "CLUSTER NODES", e))?;
-        let successor = |node: &Option<ClusterNode>| {
-            node.as_ref().and_then(|n| views.successor(n)).map(endpoint)
-        };
-        let (Some(source), Some(target)) = (successor(&from), successor(&to)) else {
+        let (Some(source), Some(target)) = (now(&m.from), now(&m.to)) else {
             return Err(Error::Unfit(format!(
                 "{} or {} is no longer a primary, and no primary took its part over",
                 m.from, m.to
             )));
         };
-        if !serves(&views, &source) {
+        if views.owner_of(m.slot).is_none_or(|o| o.id() != source.id) {
             return Err(Error::Unfit(format!(
                 "slot {} is no longer served by {} (or the primary that took over from it): plan again",
                 m.slot, m.from
@@ -360,7 +444,6 @@ impl Run<'_> {
                 m.slot, m.from, m.to, source.address, target.address
             ));
         }
-        self.views = views;
         Ok((source, target))
     }
 
@@ -372,8 +455,7 @@ impl Run<'_> {
             }
             let (source, target) = self.pair(m)?;
             let began = Instant::now();
-            let from = source.address.clone();
-            let (moved, to) = self.move_slot(m.slot, source, target)?;
+            let (moved, from, to) = self.move_slot(m.slot, source, target)?;
             let made = MoveMade {
                 slot: m.slot,
                 from,
@@ -399,8 +481,8 @@ impl Run<'_> {
     }
 
     /// One slot from `source` to `target`, whatever fails over on the way:
-    /// what it moved and to where (the target, or the primary that took
-    /// over from it). A slot begun is finished, not left: a step that
+    /// what it moved, from where and to where (the nodes it ended with:
+    /// primaries that took over, where any did). A slot begun is finished, not left: a step that
     /// fails is tried again (with the new primary where one took over)
     /// until the slot's `--timeout-s`; a slot the cluster shows no trace of
     /// is left alone and the run stops between slots.
@@ -409,7 +491,7 @@ impl Run<'_> {
         slot: u16,
         mut source: Endpoint,
         mut target: Endpoint,
-    ) -> Result<(Moved, String), Error> {
+    ) -> Result<(Moved, String, String), Error> {
         let deadline = Instant::now() + self.settings.timeout;
         let mut failovers = 0;
         loop {
@@ -433,11 +515,29 @@ impl Run<'_> {
             let cause = match tried {
                 Ok(moved) => {
                     self.made(slot, &source, &target)?;
-                    return Ok((moved, target.address));
+                    return Ok((moved, source.address, target.address));
                 }
                 Err(e) => e,
             };
-            if let Some((s, t)) = self.after_fault(slot, &source, &target) {
+            // The cluster read once after the fault: where the move goes
+            // on, and what it shows of the move.
+            let mut ask = vec![target.address.clone(), source.address.clone()];
+            ask.extend(self.views.addresses());
+            let (next, trace) = match Views::read_any(self.link, &ask) {
+                Ok(views) => {
+                    let seen = (
+                        next_pair(&views, slot, &source, &target),
+                        trace(&views, slot, &source),
+                    );
+                    self.views = views;
+                    seen
+                }
+                Err(_) => (Next::Unknown, Trace::Begun),
+            };
+            if let Next::Stale { owner } = next {
+                return Err(self.abandon(slot, &source, &target, &owner));
+            }
+            if let Next::Pair(s, t) = next {
                 if s.id != source.id || t.id != target.id {
                     failovers += 1;
                     if failovers > FAILOVERS_PER_SLOT {
@@ -452,7 +552,7 @@ impl Run<'_> {
                     continue;
                 }
             }
-            match self.trace_of(slot, &source) {
+            match trace {
                 Trace::None => {
                     let _ = self.journal.end(slot);
                     return Err(cause);
@@ -469,7 +569,7 @@ impl Run<'_> {
             (self.log)(format!(
                 "slot {slot} is half-way ({cause}): trying again to finish it"
             ));
-            std::thread::sleep(Duration::from_secs(1));
+            std::thread::sleep(RETRY_PAUSE);
         }
     }
 
@@ -500,45 +600,18 @@ impl Run<'_> {
             .collect()
     }
 
-    /// The cluster read again after a failed step: the slot's source and
-    /// target now (a failed-over node's part is its new primary's).
-    fn after_fault(
-        &mut self,
-        slot: u16,
-        source: &Endpoint,
-        target: &Endpoint,
-    ) -> Option<(Endpoint, Endpoint)> {
-        let mut ask: Vec<String> = vec![target.address.clone(), source.address.clone()];
-        ask.extend(self.views.addresses());
-        let views = Views::read_any(self.connection, &ask).ok()?;
-        let new_target = endpoint(views.successor(self.views.by_id(&target.id)?)?);
-        let new_source = match views.owner_of(slot) {
-            // Given already: what is left is telling the others.
-            Some(owner) if owner.id() == new_target.id => source.clone(),
-            Some(owner) => endpoint(owner),
-            None => return None,
-        };
-        self.views = views;
-        Some((new_source, new_target))
-    }
-
-    /// What the cluster shows of a move of `slot` from `source`.
-    fn trace_of(&mut self, slot: u16, source: &Endpoint) -> Trace {
-        let ask: Vec<String> = self.views.addresses();
-        let Ok(views) = Views::read_any(self.connection, &ask) else {
-            return Trace::Begun;
-        };
-        let open = health::check(&views).open.iter().any(|o| o.slot == slot);
-        let served = (views.selves().into_iter())
-            .filter(|n| n.is_primary())
-            .find(|n| n.owns(slot))
-            .is_some_and(|o| o.id() == source.id);
-        let all_answered = views.all().all(|(_, v)| v.is_ok());
-        match (open || !served, all_answered) {
-            (true, _) => Trace::Begun,
-            (false, true) => Trace::None,
-            (false, false) => Trace::NoneSeen,
+    /// A move begun on a stale view: the target's `IMPORTING` (this run's
+    /// own, the only trace it left) is taken back, and the run stops.
+    fn abandon(&mut self, slot: u16, source: &Endpoint, target: &Endpoint, owner: &str) -> Error {
+        let mut stable = redis::cmd("CLUSTER");
+        stable.arg("SETSLOT").arg(slot).arg("STABLE");
+        if self.link.run(&target.address, &stable).is_ok() {
+            let _ = self.journal.end(slot);
         }
+        Error::Unfit(format!(
+            "slot {slot} is served by {owner}, not {} (nor a primary that took over from it): plan again",
+            source.address
+        ))
     }
 
     fn by_jobs(&mut self, moves: &[Move], flavor: Flavor) -> Result<(), Error> {
@@ -587,5 +660,220 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rebalance::fake_cluster::{address, FakeCluster, Fault};
+    use redis::{Cmd, RedisResult, Value};
+    use std::path::Path;
+
+    /// The lease's key: taken, then each renewal answered `renewed` (1:
+    /// still ours, 0: another run's now).
+    struct LeaseKey(i64);
+
+    impl Link for LeaseKey {
+        fn run(&mut self, _: &str, cmd: &Cmd) -> RedisResult<Value> {
+            let eval = cmd.args_iter().next() == Some(redis::Arg::Simple(&b"EVAL"[..]));
+            Ok(if eval {
+                Value::Int(self.0)
+            } else {
+                Value::Okay
+            })
+        }
+    }
+
+    /// Node 0's, with keys.
+    const SLOT: u16 = 100;
+
+    fn settings(roll_back: bool, timeout: Duration) -> Settings {
+        Settings {
+            method: Method::Standard,
+            roll_back,
+            adopt: false,
+            login: Login::default(),
+            timeout,
+        }
+    }
+
+    fn planned(slot: u16, from: usize, to: usize) -> Move {
+        Move {
+            slot,
+            from: address(from),
+            to: address(to),
+            reads_per_second: 1.0,
+            writes_per_second: 0.0,
+            stats: Default::default(),
+            keys: 0,
+        }
+    }
+
+    /// A run over `cluster` with the journal at `journal`, its lease
+    /// renewed once as `renewed` says: what `act` returned, and the report.
+    fn run_with<T>(
+        cluster: &mut FakeCluster,
+        journal: &Path,
+        settings: &Settings,
+        renewed: i64,
+        act: impl FnOnce(&mut Run, &Health) -> Result<T, Error>,
+    ) -> (Result<T, Error>, Report) {
+        let lease = Lease::take(Box::new(LeaseKey(renewed)), &address(0)).unwrap();
+        lease.renew();
+        let (views, health) = settled(cluster, &[address(0)]).unwrap();
+        let mut journal = Journal::open(journal).unwrap();
+        let stop = cluster.stop.clone();
+        let (mut log, mut on_move) = (|_: String| {}, |_: &MoveMade| {});
+        let hooks = Hooks {
+            log: &mut log,
+            on_move: &mut on_move,
+        };
+        let mut run = Run::new(cluster, views, &mut journal, settings, &stop, &lease, hooks);
+        let result = act(&mut run, &health);
+        (result, run.report.clone())
+    }
+
+    fn nothing_open(journal: &Path) -> bool {
+        Journal::open(journal).unwrap().open_moves().is_empty()
+    }
+
+    #[test]
+    fn a_node_that_fails_over_mid_slot_is_followed_by_the_primary_that_took_over() {
+        // The source after its first batch of keys, the target once told
+        // to import: the replicas 3 and 4 take over.
+        for (failed, after, source, target) in [
+            (0, "MIGRATE", 3, 1),
+            (1, "CLUSTER SETSLOT 100 MIGRATING", 0, 4),
+        ] {
+            let mut cluster = FakeCluster::new(&[SLOT], 150);
+            cluster.on(after, Fault::FailOver(failed));
+            let dir = tempfile::tempdir().unwrap();
+            let journal = dir.path().join("journal.json");
+            let (result, report) = run_with(
+                &mut cluster,
+                &journal,
+                &settings(false, Duration::from_secs(5)),
+                1,
+                |run, _| run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard),
+            );
+            result.unwrap();
+            assert_eq!(cluster.owner_of(SLOT), target, "{:#?}", cluster.sent);
+            assert_eq!(cluster.holders(SLOT), [cluster.shard_of(target)]);
+            assert!(!cluster.half_way() && nothing_open(&journal));
+            assert_eq!((report.moves_done, report.failovers), (1, 1));
+            let from_source = format!("{} MIGRATE", address(source));
+            assert!(cluster.sent.iter().any(|l| l.starts_with(&from_source)));
+        }
+    }
+
+    #[test]
+    fn a_move_killed_at_any_of_its_four_steps_is_finished_or_rolled_back_by_the_next_run() {
+        let steps = [
+            "CLUSTER SETSLOT 100 IMPORTING",
+            "CLUSTER SETSLOT 100 MIGRATING",
+            "MIGRATE",
+            "CLUSTER SETSLOT 100 NODE",
+        ];
+        for (step, after) in steps.iter().enumerate() {
+            for roll_back in [false, true] {
+                let mut cluster = FakeCluster::new(&[SLOT], 150);
+                cluster.on(after, Fault::Kill);
+                let dir = tempfile::tempdir().unwrap();
+                let journal = dir.path().join("journal.json");
+                let (killed, _) = run_with(
+                    &mut cluster,
+                    &journal,
+                    &settings(false, Duration::ZERO),
+                    1,
+                    |run, _| run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard),
+                );
+                assert!(matches!(killed, Err(Error::HalfWay { .. })), "{after}");
+                assert!(cluster.half_way() && !nothing_open(&journal), "{after}");
+                cluster.revive();
+                let (next, report) = run_with(
+                    &mut cluster,
+                    &journal,
+                    &settings(roll_back, Duration::from_secs(5)),
+                    1,
+                    |run, health| run.recover(health),
+                );
+                next.unwrap();
+                // A slot given to the target already cannot go back.
+                let back = roll_back && step < 3;
+                let owner = if back { 0 } else { 1 };
+                assert_eq!(cluster.owner_of(SLOT), owner, "{after}, {roll_back}");
+                assert_eq!(cluster.holders(SLOT), [owner], "{after}, {roll_back}");
+                assert_eq!(
+                    (report.rolled_back, report.resumed),
+                    (back as usize, !back as usize)
+                );
+                assert!(!cluster.half_way() && nothing_open(&journal), "{after}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_move_on_a_stale_view_is_abandoned_and_its_trace_taken_back() {
+        let mut cluster = FakeCluster::new(&[SLOT], 10);
+        // Someone else gives the slot to node 2 once the target imports it.
+        cluster.on("CLUSTER SETSLOT 100 IMPORTING", Fault::Give(SLOT, 2));
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.json");
+        let (result, report) = run_with(
+            &mut cluster,
+            &journal,
+            &settings(false, Duration::from_secs(5)),
+            1,
+            |run, _| run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard),
+        );
+        let error = result.unwrap_err();
+        assert!(
+            matches!(&error, Error::Unfit(why) if why.contains("plan again")),
+            "{error}"
+        );
+        assert_eq!(
+            (cluster.owner_of(SLOT), cluster.holders(SLOT)),
+            (2, vec![2])
+        );
+        assert!(!cluster.half_way() && nothing_open(&journal));
+        assert_eq!(report.moves_done, 0);
+    }
+
+    #[test]
+    fn a_signal_mid_slot_stops_the_run_once_the_slot_is_made() {
+        let mut cluster = FakeCluster::new(&[SLOT, 200], 150);
+        cluster.on("MIGRATE", Fault::Signal);
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.json");
+        let moves = [planned(SLOT, 0, 1), planned(200, 0, 2)];
+        let (result, report) = run_with(
+            &mut cluster,
+            &journal,
+            &settings(false, Duration::from_secs(5)),
+            1,
+            |run, _| run.execute(&moves, Chosen::Standard),
+        );
+        result.unwrap();
+        assert!(report.interrupted && report.moves_done == 1);
+        assert_eq!((cluster.owner_of(SLOT), cluster.owner_of(200)), (1, 0));
+        assert_eq!(cluster.holders(SLOT), [1]);
+        assert!(!cluster.half_way() && nothing_open(&journal));
+    }
+
+    #[test]
+    fn a_run_whose_lease_is_lost_stops_before_its_next_slot() {
+        let mut cluster = FakeCluster::new(&[SLOT], 10);
+        let dir = tempfile::tempdir().unwrap();
+        let (result, report) = run_with(
+            &mut cluster,
+            &dir.path().join("journal.json"),
+            &settings(false, Duration::from_secs(5)),
+            0,
+            |run, _| run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard),
+        );
+        assert!(matches!(result, Err(Error::LeaseLost(_))), "{result:?}");
+        assert_eq!((report.moves_done, cluster.owner_of(SLOT)), (0, 0));
+        assert!(!cluster.sent.iter().any(|l| l.contains("SETSLOT")));
     }
 }

@@ -15,7 +15,7 @@
 //! for it (`apply.rs`).
 
 use super::error::Error;
-use super::link::Link;
+use super::link::{has_command, Link};
 use super::migrate::Endpoint;
 use redis::Value;
 use std::time::{Duration, Instant};
@@ -45,14 +45,9 @@ impl Flavor {
 
 /// The node's own migration, if it has one.
 pub fn flavor(link: &mut dyn Link, address: &str) -> Option<Flavor> {
-    let has = |link: &mut dyn Link, name: &str| {
-        let mut cmd = redis::cmd("COMMAND");
-        cmd.arg("INFO").arg(name);
-        matches!(link.run(address, &cmd), Ok(Value::Array(items)) if items.first().is_some_and(|i| *i != Value::Nil))
-    };
-    if has(link, "CLUSTER|MIGRATESLOTS") {
+    if has_command(link, address, "CLUSTER|MIGRATESLOTS") {
         Some(Flavor::Valkey)
-    } else if has(link, "CLUSTER|MIGRATION") {
+    } else if has_command(link, address, "CLUSTER|MIGRATION") {
         Some(Flavor::Redis)
     } else {
         None
@@ -314,6 +309,7 @@ pub fn wait_running(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebalance::fake_cluster::words;
     use redis::{Cmd, RedisResult};
     use std::collections::VecDeque;
 
@@ -349,13 +345,7 @@ mod tests {
 
     impl Link for Server {
         fn run(&mut self, _address: &str, cmd: &Cmd) -> RedisResult<Value> {
-            let words: Vec<String> = (cmd.args_iter())
-                .map(|a| match a {
-                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).to_string(),
-                    redis::Arg::Cursor => String::new(),
-                })
-                .collect();
-            let line = words.join(" ");
+            let line = words(cmd).join(" ");
             self.sent.push(line.clone());
             if line != "CLUSTER GETSLOTMIGRATIONS" {
                 return Ok(Value::Okay);
@@ -434,13 +424,7 @@ mod tests {
 
     impl Link for Redis84 {
         fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
-            let line: Vec<String> = (cmd.args_iter())
-                .map(|a| match a {
-                    redis::Arg::Simple(b) => String::from_utf8_lossy(b).to_string(),
-                    redis::Arg::Cursor => String::new(),
-                })
-                .collect();
-            let line = line.join(" ");
+            let line = words(cmd).join(" ");
             self.sent.push((address.to_string(), line.clone()));
             if line.starts_with("CLUSTER MIGRATION IMPORT") {
                 return Ok(Value::BulkString(b"task1".to_vec()));

@@ -5,7 +5,7 @@
 //! the target work of their own, and a node already at its limit should
 //! not be handed more.
 
-use crate::connection::settings::ConnectionSettings;
+use super::link::Link;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -17,14 +17,10 @@ pub struct CpuWatch {
 impl CpuWatch {
     /// Each node's share of a core since it was last looked at (none the
     /// first time, or where `INFO` does not answer).
-    pub fn sample(
-        &mut self,
-        connection: &ConnectionSettings,
-        addresses: &[String],
-    ) -> HashMap<String, f64> {
+    pub fn sample(&mut self, link: &mut dyn Link, addresses: &[String]) -> HashMap<String, f64> {
         let mut shares = HashMap::new();
         for address in addresses {
-            let Some(seconds) = used_seconds(connection, address) else {
+            let Some(seconds) = used_seconds(link, address) else {
                 continue;
             };
             let now = Instant::now();
@@ -39,9 +35,9 @@ impl CpuWatch {
     }
 }
 
-fn used_seconds(connection: &ConnectionSettings, address: &str) -> Option<f64> {
-    let mut con = connection.connect(address).ok()?;
-    let info: String = redis::cmd("INFO").arg("cpu").query(&mut con).ok()?;
+fn used_seconds(link: &mut dyn Link, address: &str) -> Option<f64> {
+    let info = link.ask(address, redis::cmd("INFO").arg("cpu")).ok()?;
+    let info: String = redis::from_redis_value(&info).ok()?;
     parse(&info)
 }
 

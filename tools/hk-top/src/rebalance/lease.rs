@@ -11,15 +11,13 @@
 //! moves that slot (`MIGRATE` carries its time to live): every command to
 //! it follows `MOVED` and `ASK`. Renewal and release compare the holder's
 //! token first (a script), so a run never renews or deletes a lease that
-//! is no longer its own.
+//! is no longer its own. It talks through a [`Link`] of its own: the
+//! renewal runs on a thread of its own.
 
 use super::error::Error;
-use super::topology::Views;
-use crate::connection::settings::ConnectionSettings;
-use heavykeeper_tracker::hash_slot::hash_slot;
-use redis::{Connection, ErrorKind, RedisResult, Value};
+use super::link::Link;
+use redis::{ErrorKind, RedisResult, Value};
 use serde_json::json;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -113,46 +111,19 @@ struct Shared {
 }
 
 impl Lease {
-    /// Takes the cluster's lease, or says who holds it.
-    pub fn take(connection: &ConnectionSettings, views: &Views) -> Result<Lease, Error> {
-        let mut link = KeyLink::new(connection, views);
+    /// Takes the cluster's lease through `link`, asking `first` (a node of
+    /// the cluster) where its key is, or says who holds it.
+    pub fn take(link: Box<dyn Link + Send>, first: &str) -> Result<Lease, Error> {
+        let mut link = KeyLink {
+            link,
+            owner: first.to_string(),
+        };
         let me = Holder::me();
-        let taken_at = Instant::now();
-        let ttl_ms = TTL.as_millis() as u64;
-        let set = redis::cmd("SET")
-            .arg(LEASE_KEY)
-            .arg(me.to_value())
-            .arg("NX")
-            .arg("PX")
-            .arg(ttl_ms)
-            .clone();
-        let mut taken = matches!(link.run(&set)?, Value::Okay | Value::SimpleString(_));
-        if !taken {
-            let held = match link.run(redis::cmd("GET").arg(LEASE_KEY))? {
-                Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                // Lapsed between the two: try once more.
-                _ => return Lease::take(connection, views),
-            };
-            let holder = Holder::parse(&held);
-            match holder {
-                Some(h) if h.died_here() => {
-                    let swap = redis::cmd("EVAL")
-                        .arg(SWAP_SCRIPT)
-                        .arg(1)
-                        .arg(LEASE_KEY)
-                        .arg(&held)
-                        .arg(me.to_value())
-                        .arg(ttl_ms)
-                        .clone();
-                    taken = matches!(link.run(&swap)?, Value::Okay | Value::SimpleString(_));
-                    if !taken {
-                        return Lease::take(connection, views);
-                    }
-                }
-                Some(h) => return Err(held_by(h.describe())),
-                None => return Err(held_by(format!("a holder that is not hk-top ({held})"))),
+        let taken_at = loop {
+            if let Some(at) = try_take(&mut link, &me)? {
+                break at;
             }
-        }
+        };
         let shared = Arc::new(Shared {
             keeper: Mutex::new(link),
             holder: me,
@@ -171,6 +142,11 @@ impl Lease {
         })
     }
 
+    /// Renews the lease now (the renewer's every [`RENEW_EVERY`]).
+    #[cfg(test)]
+    pub fn renew(&self) {
+        self.shared.renew();
+    }
     /// Is the lease still surely ours, for long enough to begin a slot?
     pub fn check(&self) -> Result<(), Error> {
         let valid_until = *lock(&self.shared.valid_until);
@@ -207,23 +183,28 @@ impl Drop for Lease {
 }
 
 fn renew_until_stopped(shared: &Shared) {
-    let ttl_ms = TTL.as_millis() as u64;
     while !shared.stop.load(Ordering::Relaxed) {
         std::thread::park_timeout(RENEW_EVERY);
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
+        shared.renew();
+    }
+}
+
+impl Shared {
+    fn renew(&self) {
         let asked = Instant::now();
         let renew = redis::cmd("EVAL")
             .arg(RENEW_SCRIPT)
             .arg(1)
             .arg(LEASE_KEY)
-            .arg(shared.holder.to_value())
-            .arg(ttl_ms)
+            .arg(self.holder.to_value())
+            .arg(TTL.as_millis() as u64)
             .clone();
-        match lock(&shared.keeper).run(&renew) {
-            Ok(Value::Int(1)) => *lock(&shared.valid_until) = asked + TTL,
-            Ok(_) => shared.lost.store(true, Ordering::Relaxed),
+        match lock(&self.keeper).run(&renew) {
+            Ok(Value::Int(1)) => *lock(&self.valid_until) = asked + TTL,
+            Ok(_) => self.lost.store(true, Ordering::Relaxed),
             // Unreachable for now: the lease holds until it lapses, and
             // `check` stops the run well before that.
             Err(_) => {}
@@ -237,28 +218,56 @@ const RENEW_SCRIPT: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return
 const RELEASE_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
-/// Commands to the lease's key, wherever its slot is now: to the node the
-/// cluster map names, following `MOVED` and `ASK`.
+/// When the lease was taken (`SET NX`, or a dead holder's swapped), or
+/// `None` where it changed hands under the try (lapsed between two
+/// commands): try again.
+fn try_take(link: &mut KeyLink, me: &Holder) -> Result<Option<Instant>, Error> {
+    let taken_at = Instant::now();
+    let ttl_ms = TTL.as_millis() as u64;
+    let set = redis::cmd("SET")
+        .arg(LEASE_KEY)
+        .arg(me.to_value())
+        .arg("NX")
+        .arg("PX")
+        .arg(ttl_ms)
+        .clone();
+    let mut taken = matches!(link.run(&set)?, Value::Okay | Value::SimpleString(_));
+    if !taken {
+        let held = match link.run(redis::cmd("GET").arg(LEASE_KEY))? {
+            Value::BulkString(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            _ => return Ok(None),
+        };
+        let holder = Holder::parse(&held);
+        match holder {
+            Some(h) if h.died_here() => {
+                let swap = redis::cmd("EVAL")
+                    .arg(SWAP_SCRIPT)
+                    .arg(1)
+                    .arg(LEASE_KEY)
+                    .arg(&held)
+                    .arg(me.to_value())
+                    .arg(ttl_ms)
+                    .clone();
+                taken = matches!(link.run(&swap)?, Value::Okay | Value::SimpleString(_));
+                if !taken {
+                    return Ok(None);
+                }
+            }
+            Some(h) => return Err(held_by(h.describe())),
+            None => return Err(held_by(format!("a holder that is not hk-top ({held})"))),
+        }
+    }
+    Ok(Some(taken_at))
+}
+
+/// Commands to the lease's key, wherever its slot is now: to the node that
+/// last answered for it, following `MOVED` and `ASK`.
 struct KeyLink {
-    connection: ConnectionSettings,
+    link: Box<dyn Link + Send>,
     owner: String,
-    connections: HashMap<String, Connection>,
 }
 
 impl KeyLink {
-    fn new(connection: &ConnectionSettings, views: &Views) -> KeyLink {
-        let slot = hash_slot(LEASE_KEY.as_bytes());
-        let owner = (views.primaries().into_iter())
-            .find(|n| n.owns(slot))
-            .map(|n| n.address().to_string())
-            .unwrap_or_default();
-        KeyLink {
-            connection: connection.clone(),
-            owner,
-            connections: HashMap::new(),
-        }
-    }
-
     fn run(&mut self, cmd: &redis::Cmd) -> Result<Value, Error> {
         self.try_run(cmd).map_err(|e| Error::Node {
             node: self.owner.clone(),
@@ -272,23 +281,12 @@ impl KeyLink {
         let mut asking = false;
         let mut redirects = 0;
         loop {
-            let con = match self.connections.entry(address.clone()) {
-                std::collections::hash_map::Entry::Occupied(c) => c.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(self.connection.connect(&address)?)
-                }
-            };
-            let reply = if asking {
-                redis::pipe()
-                    .cmd("ASKING")
-                    .ignore()
-                    .add_command(cmd.clone())
-                    .query::<Vec<Value>>(con)
-                    .map(|mut v| v.pop().unwrap_or(Value::Nil))
-            } else {
-                cmd.query::<Value>(con)
-            };
-            match reply {
+            if asking {
+                // The next command on the same connection: the link keeps
+                // one per node.
+                self.link.run(&address, &redis::cmd("ASKING"))?;
+            }
+            match self.link.run(&address, cmd) {
                 Err(e)
                     if matches!(e.kind(), ErrorKind::Moved | ErrorKind::Ask) && redirects < 5 =>
                 {
@@ -302,11 +300,7 @@ impl KeyLink {
                         self.owner = address.clone();
                     }
                 }
-                Err(e) => {
-                    self.connections.remove(&address);
-                    return Err(e);
-                }
-                Ok(value) => return Ok(value),
+                reply => return reply,
             }
         }
     }
@@ -357,6 +351,7 @@ fn held_by(holder: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebalance::fake_cluster::words;
 
     #[test]
     fn a_holder_reads_back_from_its_value_and_is_described() {
@@ -374,5 +369,53 @@ mod tests {
             ..me
         };
         assert!(dead.died_here());
+    }
+
+    /// The lease's key on node `b:1` (node `a:1` sends there with
+    /// `MOVED`), holding `held`.
+    struct Key {
+        held: Option<String>,
+    }
+
+    impl Link for Key {
+        fn run(&mut self, address: &str, cmd: &redis::Cmd) -> RedisResult<Value> {
+            if address == "a:1" {
+                return Err((ErrorKind::Moved, "MOVED", "1 b:1".to_string()).into());
+            }
+            Ok(match (words(cmd)[0].as_str(), &self.held) {
+                ("SET", None) => Value::Okay,
+                ("GET", Some(held)) => Value::BulkString(held.clone().into_bytes()),
+                // The swap of a dead holder's lease, and its release.
+                ("EVAL", Some(_)) => Value::Okay,
+                _ => Value::Nil,
+            })
+        }
+    }
+
+    fn take(held: Option<&Holder>) -> Result<Lease, Error> {
+        let key = Key {
+            held: held.map(Holder::to_value),
+        };
+        Lease::take(Box::new(key), "a:1")
+    }
+
+    #[test]
+    fn a_lease_is_taken_where_its_key_is_refused_while_held_and_taken_over_from_the_dead() {
+        let lease = take(None).unwrap();
+        assert!(lease.check().is_ok());
+        assert_eq!(lock(&lease.shared.keeper).owner, "b:1", "MOVED followed");
+        let elsewhere = Holder {
+            host: "elsewhere".into(),
+            ..Holder::me()
+        };
+        match take(Some(&elsewhere)) {
+            Err(Error::Held { holder, .. }) => assert!(holder.contains("elsewhere"), "{holder}"),
+            other => panic!("{:?}", other.map(|_| ())),
+        }
+        let dead = Holder {
+            pid: u32::MAX / 2,
+            ..Holder::me()
+        };
+        assert!(take(Some(&dead)).is_ok(), "a holder dead on this host");
     }
 }

@@ -1,6 +1,8 @@
 //! The executor's only way to the servers: one command to one node. The
-//! migration steps are written against [`Link`], so that what they send is
-//! all there is of their I/O.
+//! migration steps, the reading of the cluster, the measurement and the
+//! lease are written against [`Link`], so that what they send is all there
+//! is of their I/O, and a scripted `Link` tests them in milliseconds
+//! (`fake_cluster.rs`).
 //!
 //! [`Pool`] waits out what passes: a node that stalls (a fork, a slow
 //! disk, `DEBUG SLEEP`), restarts, fails over or is loading answers again
@@ -12,14 +14,63 @@
 //! in hand first.
 
 use crate::connection::settings::ConnectionSettings;
-use redis::{Cmd, Connection, ErrorKind, RedisError, RedisResult, Value};
+use redis::{Cmd, Connection, ConnectionLike, ErrorKind, RedisError, RedisResult, Value};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 pub trait Link {
-    /// Runs `cmd` on the node at `address` (`host:port`).
+    /// Runs `cmd` on the node at `address` (`host:port`), waiting out what
+    /// passes.
     fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value>;
+
+    /// Runs `cmd` once: reading the cluster as it is, a node that does not
+    /// answer now is the answer, not something to wait for.
+    fn ask(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
+        self.run(address, cmd)
+    }
+}
+
+/// One node through a [`Link`] ([`Link::ask`]) as redis-rs's
+/// `ConnectionLike`: what reads a node with `cmd.query(con)` reads it
+/// through the link. Commands only: a pipeline (packed bytes) is refused.
+pub struct At<'a> {
+    pub link: &'a mut dyn Link,
+    pub address: &'a str,
+}
+
+impl ConnectionLike for At<'_> {
+    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        self.link.ask(self.address, cmd)
+    }
+
+    fn req_packed_command(&mut self, _: &[u8]) -> RedisResult<Value> {
+        Err((
+            ErrorKind::ClientError,
+            "a Link sends commands, not pipelines",
+        )
+            .into())
+    }
+
+    fn req_packed_commands(&mut self, _: &[u8], _: usize, _: usize) -> RedisResult<Vec<Value>> {
+        Err((
+            ErrorKind::ClientError,
+            "a Link sends commands, not pipelines",
+        )
+            .into())
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+
+    fn check_connection(&mut self) -> bool {
+        true
+    }
+
+    fn is_open(&self) -> bool {
+        true
+    }
 }
 
 /// How long a node that stopped answering is waited for, and how long one
@@ -32,7 +83,7 @@ pub struct Patience {
 }
 
 /// Hears each node a pool starts waiting for, and why.
-type OnWait = Box<dyn FnMut(&str, &RedisError)>;
+type OnWait = Box<dyn FnMut(&str, &RedisError) + Send>;
 
 /// One connection per node, opened on first use and again after an error
 /// that may pass.
@@ -57,7 +108,7 @@ impl Pool {
     }
 
     /// `on_wait(address, error)` hears each wait as it begins.
-    pub fn on_wait(mut self, on_wait: impl FnMut(&str, &RedisError) + 'static) -> Self {
+    pub fn on_wait(mut self, on_wait: impl FnMut(&str, &RedisError) + Send + 'static) -> Self {
         self.on_wait = Box::new(on_wait);
         self
     }
@@ -70,11 +121,20 @@ impl Pool {
                     .connect_waiting(address, self.patience.reply)?,
             ),
         };
-        cmd.query::<Value>(con)
+        let reply = cmd.query::<Value>(con);
+        if reply.as_ref().is_err_and(may_pass) {
+            // Whatever the connection was in the middle of is lost with it.
+            self.connections.remove(address);
+        }
+        reply
     }
 }
 
 impl Link for Pool {
+    fn ask(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
+        self.once(address, cmd)
+    }
+
     fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
         let deadline = Instant::now() + self.patience.wait;
         let mut pause = Duration::from_millis(100);
@@ -87,8 +147,6 @@ impl Link for Pool {
             if !may_pass(e) {
                 return reply;
             }
-            // Whatever the connection was in the middle of is lost with it.
-            self.connections.remove(address);
             if e.kind() == ErrorKind::IoError && interrupted(e) {
                 continue;
             }
@@ -121,6 +179,13 @@ pub fn may_pass(e: &RedisError) -> bool {
         )
         // MIGRATE's own: the source could not reach the target in time.
         || e.code() == Some("IOERR")
+}
+
+/// Does the node have the command `name` (`COMMAND INFO`)?
+pub fn has_command(link: &mut dyn Link, address: &str, name: &str) -> bool {
+    let mut cmd = redis::cmd("COMMAND");
+    cmd.arg("INFO").arg(name);
+    matches!(link.ask(address, &cmd), Ok(Value::Array(items)) if items.first().is_some_and(|i| *i != Value::Nil))
 }
 
 fn interrupted(e: &RedisError) -> bool {

@@ -6,16 +6,16 @@
 //! fixes). A module from before the bounds gives the rates alone.
 
 use super::error::Error;
+use super::link::{has_command, At, Link};
 use super::slot_stats;
 use super::topology::ClusterNode;
-use crate::connection::settings::ConnectionSettings;
 use crate::reading::hot_keys::node_hot_keys;
 use crate::reading::metric::Metric;
 use heavykeeper_rebalance::{
     Bounds, HotKey, Input, LoadBounds, Measured, NodeSlots, SlotLoad, SlotStats,
 };
 use heavykeeper_tracker::hash_slot::hash_slot;
-use redis::{RedisResult, Value};
+use redis::{ConnectionLike, RedisResult, Value};
 use std::collections::BTreeMap;
 
 /// Hot keys asked of each primary: enough to find any key above a target
@@ -51,17 +51,15 @@ impl Source {
 /// The source to measure with: `asked`, or the module where every primary
 /// has it, else the servers' slot statistics where they have them.
 pub fn choose_source(
-    connection: &ConnectionSettings,
+    link: &mut dyn Link,
     primaries: &[&ClusterNode],
     asked: Option<Source>,
 ) -> Result<Source, Error> {
     let mut module_everywhere = true;
     let mut stats_everywhere = true;
     for node in primaries {
-        let mut con = (connection.connect(node.address()))
-            .map_err(|e| Error::node(node.address(), "connect", e))?;
-        module_everywhere &= has_command(&mut con, "HK.HOTSLOTS");
-        stats_everywhere &= slot_stats::supported(&mut con);
+        module_everywhere &= has_command(link, node.address(), "HK.HOTSLOTS");
+        stats_everywhere &= has_command(link, node.address(), "CLUSTER|SLOT-STATS");
     }
     match asked {
         Some(Source::Module) if !module_everywhere => Err(Error::Usage(
@@ -105,26 +103,26 @@ impl Meter {
     /// first time, one window split in two; `stop` cuts the wait short).
     pub fn input(
         &mut self,
-        connection: &ConnectionSettings,
+        link: &mut dyn Link,
         primaries: &[&ClusterNode],
         stop: &dyn Fn() -> bool,
     ) -> Result<Input, Error> {
         match self.source {
-            Source::Module => measure(connection, primaries)
+            Source::Module => measure(link, primaries)
                 .map_err(|e| Error::Unfit(format!("measuring the slots: {e}"))),
             Source::SlotStats => {
                 let before = match self.last.take() {
                     Some(reading) => reading,
                     None => {
-                        let first = slot_stats::read(connection, primaries)?;
+                        let first = slot_stats::read(link, primaries)?;
                         wait(self.window / 2, stop);
-                        let half = slot_stats::read(connection, primaries)?;
+                        let half = slot_stats::read(link, primaries)?;
                         self.earlier = per_slot(&slot_stats::rates(&first, &half));
                         wait(self.window / 2, stop);
                         half
                     }
                 };
-                let now = slot_stats::read(connection, primaries)?;
+                let now = slot_stats::read(link, primaries)?;
                 let mut input = slot_stats::rates(&before, &now);
                 let ranked_by = std::mem::replace(&mut self.earlier, per_slot(&input));
                 for slot in input.nodes.iter_mut().flat_map(|n| n.slots.iter_mut()) {
@@ -150,19 +148,15 @@ fn per_slot(input: &Input) -> BTreeMap<u16, SlotStats> {
         .collect()
 }
 
-fn has_command(con: &mut redis::Connection, name: &str) -> bool {
-    matches!(
-        redis::cmd("COMMAND").arg("INFO").arg(name).query::<Value>(con),
-        Ok(Value::Array(items)) if items.first().is_some_and(|i| *i != Value::Nil)
-    )
-}
-
 /// The planner's input for `primaries`, named by address, from their
 /// trackers.
-pub fn measure(connection: &ConnectionSettings, primaries: &[&ClusterNode]) -> RedisResult<Input> {
+pub fn measure(link: &mut dyn Link, primaries: &[&ClusterNode]) -> RedisResult<Input> {
     let mut input = Input::default();
     for node in primaries {
-        let mut con = connection.connect(node.address())?;
+        let mut con = At {
+            link: &mut *link,
+            address: node.address(),
+        };
         let mut slots = hot_slots(&mut con)?;
         // Only the slots it serves now: a row for a slot moved away a
         // moment ago is its last reads fading.
@@ -180,7 +174,7 @@ pub fn measure(connection: &ConnectionSettings, primaries: &[&ClusterNode]) -> R
 
 /// `HK.HOTSLOTS WITHBOUNDS` (RESP2, flat: slot, reads/s, writes/s, and
 /// the low and high of each), or without bounds from a module that has none.
-pub fn hot_slots(con: &mut redis::Connection) -> RedisResult<Vec<SlotLoad>> {
+pub fn hot_slots(con: &mut dyn ConnectionLike) -> RedisResult<Vec<SlotLoad>> {
     let (flat, with_bounds) = match redis::cmd("HK.HOTSLOTS").arg("WITHBOUNDS").query(con) {
         Ok(flat) => (flat, true),
         Err(e) if e.detail().is_some_and(|d| d.contains("'WITHBOUNDS'")) => {
@@ -227,7 +221,7 @@ pub fn hot_slots(con: &mut redis::Connection) -> RedisResult<Vec<SlotLoad>> {
 /// The node's whole load as its tracker measures it, with its bounds
 /// (`INFO heavykeeper`; `None` from a module without bounds, or a user
 /// that may not run `INFO`).
-fn measured_totals(con: &mut redis::Connection) -> Option<Measured> {
+fn measured_totals(con: &mut dyn ConnectionLike) -> Option<Measured> {
     let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
     let field = |name: &str| -> Option<f64> {
         info.lines()
@@ -256,23 +250,18 @@ fn measured_totals(con: &mut redis::Connection) -> Option<Measured> {
     })
 }
 
-/// Every slot's key count, in one round trip.
-fn count_keys(con: &mut redis::Connection, slots: &mut [SlotLoad]) -> RedisResult<()> {
-    if slots.is_empty() {
-        return Ok(());
-    }
-    let mut pipe = redis::pipe();
-    for s in slots.iter() {
-        pipe.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(s.slot);
-    }
-    let counts: Vec<u64> = pipe.query(con)?;
-    for (s, n) in slots.iter_mut().zip(counts) {
-        s.keys = n;
+/// Every slot's key count.
+fn count_keys(con: &mut dyn ConnectionLike, slots: &mut [SlotLoad]) -> RedisResult<()> {
+    for s in slots.iter_mut() {
+        s.keys = redis::cmd("CLUSTER")
+            .arg("COUNTKEYSINSLOT")
+            .arg(s.slot)
+            .query(con)?;
     }
     Ok(())
 }
 
-fn hot_keys(con: &mut redis::Connection, address: &str) -> RedisResult<Vec<HotKey>> {
+fn hot_keys(con: &mut dyn ConnectionLike, address: &str) -> RedisResult<Vec<HotKey>> {
     let answer = node_hot_keys(con, address, Some(HOT_KEYS_PER_NODE))?;
     // Databases other than 0 do not exist in a cluster; joined per key.
     let mut joined: BTreeMap<Vec<u8>, (f64, f64)> = BTreeMap::new();

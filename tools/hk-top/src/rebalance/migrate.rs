@@ -194,6 +194,7 @@ fn split_address(address: &str) -> (&str, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rebalance::fake_cluster::words;
     use redis::RedisResult;
     use std::collections::VecDeque;
 
@@ -205,13 +206,7 @@ mod tests {
 
     impl Link for Script {
         fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
-            let words: Vec<String> = (cmd.args_iter())
-                .map(|a| match a {
-                    redis::Arg::Simple(bytes) => String::from_utf8_lossy(bytes).to_string(),
-                    redis::Arg::Cursor => "<cursor>".into(),
-                })
-                .collect();
-            self.sent.push((address.to_string(), words.join(" ")));
+            self.sent.push((address.to_string(), words(cmd).join(" ")));
             self.replies.pop_front().unwrap_or(Ok(Value::Okay))
         }
     }

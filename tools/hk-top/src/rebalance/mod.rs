@@ -16,6 +16,8 @@ mod apply;
 mod atomic;
 mod cpu;
 mod error;
+#[cfg(test)]
+mod fake_cluster;
 mod health;
 mod interrupt;
 mod journal;
@@ -31,7 +33,7 @@ mod watching;
 
 use crate::connection::settings::ConnectionSettings;
 use crate::export::snapshot::put;
-use apply::{Method, MoveMade, Report, Run, Settings};
+use apply::{Hooks, Method, MoveMade, Report, Run, Settings};
 use clap::builder::PossibleValuesParser;
 use clap::ArgAction;
 use error::Error;
@@ -39,7 +41,7 @@ use heavykeeper_rebalance::{Cooldown, Measure, Plan};
 use interrupt::Stop;
 use journal::Journal;
 use lease::Lease;
-use link::{Patience, Pool};
+use link::{Link, Patience, Pool};
 use measure::{Meter, Source};
 use migrate::Login;
 use serde_json::{json, Value};
@@ -222,12 +224,22 @@ impl Args {
             .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")))
     }
 
+    /// The lease's own link (its renewal runs on a thread of its own): a
+    /// renewal that fails is tried at the next, not waited for.
+    fn lease_link(&self, connection: &ConnectionSettings) -> Box<dyn Link + Send> {
+        let patience = Patience {
+            wait: Duration::ZERO,
+            reply: Duration::from_secs(5),
+        };
+        Box::new(Pool::new(connection, patience))
+    }
+
     fn patience(&self) -> Patience {
         Patience {
             wait: Duration::from_secs(self.patience_s),
             // Longer than MIGRATE's own timeout for a batch (10 s), but
             // never past the patience: a node has that long in all.
-            reply: Duration::from_secs(self.patience_s.clamp(1, 15)),
+            reply: crate::fault::reply_timeout(Duration::from_secs(self.patience_s.clamp(1, 15))),
         }
     }
 
@@ -277,47 +289,52 @@ fn interrupted(stop: &Stop) -> ExitCode {
 
 /// Plan, apply or roll back once.
 fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, health) = apply::settled(o.connection, o.address)?;
+    let mut link = args.link(o.connection);
+    let first = [o.address.to_string()];
     if action == Action::Plan {
-        let (plan, source) = measured_plan(args, o, &views, action, &Cooldown::new(0, []), stop)?;
+        let (views, health) = apply::settled(&mut link, &first)?;
+        let cooldown = Cooldown::new(0, []);
+        let (plan, source) = measured_plan(args, &mut link, &views, action, &cooldown, stop)?;
         print_plan(args, &plan, source, &health.problems);
         print_result(args, &plan, source, &health, None, &[]);
         return Ok(ExitCode::SUCCESS);
     }
+    let (lease, views, health) = hold_cluster(args, o, &mut link)?;
     let mut journal = open_journal(args, &views)?;
-    let (lease, views, health) = hold_cluster(o, &views)?;
-    let mut link = args.link(o.connection);
     let settings = args.settings(o.connection);
-    let mut on_move = |_: &MoveMade| {};
-    let mut say = log;
-    let mut run = Run {
-        link: &mut link,
-        connection: o.connection,
-        views,
-        journal: &mut journal,
-        settings: &settings,
-        stop,
-        lease: &lease,
-        report: Report::default(),
+    let (mut on_move, mut say) = (|_: &MoveMade| {}, log);
+    let hooks = Hooks {
         log: &mut say,
         on_move: &mut on_move,
     };
+    let mut run = Run::new(
+        &mut link,
+        views,
+        &mut journal,
+        &settings,
+        stop,
+        &lease,
+        hooks,
+    );
     run.recover(&health)?;
     if action == Action::RollBack {
-        let report = run.report.clone();
-        print_recovery(args, &report);
+        print_recovery(args, run.report());
         return Ok(ExitCode::SUCCESS);
     }
-    let (views, health) = if run.report.resumed + run.report.rolled_back > 0 {
-        apply::settled(o.connection, o.address)?
+    let health = if run.report().resumed + run.report().rolled_back > 0 {
+        run.settle()?
     } else {
-        (run.views.clone(), health)
+        health
     };
-    run.views = views.clone();
-    let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
+    let cooldown = run.cooldown(args.cooldown_ms());
     let (plan, source) = match &args.plan {
-        Some(path) => (reviewed_plan(path, &views)?, "plan-file"),
-        None => measured_plan(args, o, &views, action, &cooldown, stop)?,
+        Some(path) => (
+            run.with_cluster(|_, views| reviewed_plan(path, views))?,
+            "plan-file",
+        ),
+        None => run.with_cluster(|link, views| {
+            measured_plan(args, link, views, action, &cooldown, stop)
+        })?,
     };
     if args.plan.is_some() && !args.json {
         println!("{} slots to move, as planned", plan.moves.len());
@@ -330,14 +347,15 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         .passes
         .unwrap_or(if source == "slot-stats" { 2 } else { 1 });
     while done.as_ref().is_ok_and(|m| m.is_some())
-        && !run.report.interrupted
+        && !run.report().interrupted
         && args.plan.is_none()
         && (later.len() as u64) + 1 < passes
     {
-        let (views, _) = apply::settled(o.connection, o.address)?;
-        run.views = views.clone();
-        let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
-        let (again, _) = measured_plan(args, o, &views, action, &cooldown, stop)?;
+        run.settle()?;
+        let cooldown = run.cooldown(args.cooldown_ms());
+        let (again, _) = run.with_cluster(|link, views| {
+            measured_plan(args, link, views, action, &cooldown, stop)
+        })?;
         if again.moves.is_empty() {
             later.push(again);
             break;
@@ -349,9 +367,9 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         done = carry_out(&mut run, &again, done.ok().flatten());
         later.push(again);
     }
-    print_result(args, &plan, source, &health, Some(&run.report), &later);
+    print_result(args, &plan, source, &health, Some(run.report()), &later);
     done?;
-    if run.report.interrupted {
+    if run.report().interrupted {
         return Ok(interrupted(stop));
     }
     Ok(ExitCode::SUCCESS)
@@ -378,14 +396,14 @@ fn carry_out(
 /// A plan from the cluster's load now, slots in their cooldown frozen.
 fn measured_plan(
     args: &Args,
-    o: &Cluster<'_>,
+    link: &mut dyn Link,
     views: &topology::Views,
     action: Action,
     cooldown: &Cooldown,
     stop: &Stop,
 ) -> Result<(Plan, &'static str), Error> {
     let primaries = views.primaries();
-    let source = measure::choose_source(o.connection, &primaries, Source::parse(&args.source))?;
+    let source = measure::choose_source(link, &primaries, Source::parse(&args.source))?;
     let measure = args.measure_for(source)?;
     let mut meter = Meter::new(source, Duration::from_secs(args.window_s));
     if source == Source::SlotStats {
@@ -394,7 +412,7 @@ fn measured_plan(
             args.window_s
         ));
     }
-    let input = meter.input(o.connection, &primaries, &|| stop.asked())?;
+    let input = meter.input(link, &primaries, &|| stop.asked())?;
     let mut options = args.planner_options(measure, action);
     options.frozen = cooldown.frozen(apply::now_ms());
     Ok((heavykeeper_rebalance::plan(&input, &options), source.name()))
@@ -410,17 +428,17 @@ fn reviewed_plan(path: &std::path::Path, views: &topology::Views) -> Result<Plan
     Ok(plan)
 }
 
-/// Takes the cluster's lease, then reads the cluster again under it: a run
-/// that held the lease until a moment ago may have moved slots since the
-/// first reading, and a plan checked against that reading would pass
-/// stale (seen: a second run "moving" five slots already moved).
+/// Takes the cluster's lease, then reads the cluster, once, under it: a
+/// run that held the lease until a moment ago may have moved slots, and a
+/// plan checked against a reading from before would pass stale (seen: a
+/// second run "moving" five slots already moved).
 fn hold_cluster(
+    args: &Args,
     o: &Cluster<'_>,
-    first: &topology::Views,
+    link: &mut dyn Link,
 ) -> Result<(Lease, topology::Views, health::Health), Error> {
-    crate::fault::pause_before_lease();
-    let lease = Lease::take(o.connection, first)?;
-    let (views, health) = apply::settled(o.connection, o.address)?;
+    let lease = Lease::take(args.lease_link(o.connection), o.address)?;
+    let (views, health) = apply::settled(link, &[o.address.to_string()])?;
     Ok((lease, views, health))
 }
 

@@ -8,8 +8,8 @@
 //! `key-count` is what moving the slot copies.
 
 use super::error::Error;
+use super::link::Link;
 use super::topology::ClusterNode;
-use crate::connection::settings::ConnectionSettings;
 use heavykeeper_rebalance::{Input, NodeSlots, SlotLoad, SlotStats};
 use redis::Value;
 use std::collections::BTreeMap;
@@ -30,29 +30,15 @@ pub struct Reading {
     nodes: BTreeMap<String, BTreeMap<u16, Counters>>,
 }
 
-/// Does the node have `CLUSTER SLOT-STATS`?
-pub fn supported(con: &mut redis::Connection) -> bool {
-    matches!(
-        redis::cmd("COMMAND").arg("INFO").arg("CLUSTER|SLOT-STATS").query::<Value>(con),
-        Ok(Value::Array(items)) if items.first().is_some_and(|i| *i != Value::Nil)
-    )
-}
-
 /// Every primary's slot counters now.
-pub fn read(connection: &ConnectionSettings, primaries: &[&ClusterNode]) -> Result<Reading, Error> {
+pub fn read(link: &mut dyn Link, primaries: &[&ClusterNode]) -> Result<Reading, Error> {
     let mut nodes = BTreeMap::new();
     for node in primaries {
         let address = node.address();
-        let mut con = connection
-            .connect(address)
-            .map_err(|e| Error::node(address, "connect", e))?;
-        let reply: Value = redis::cmd("CLUSTER")
-            .arg("SLOT-STATS")
-            .arg("SLOTSRANGE")
-            .arg(0)
-            .arg(16383)
-            .query(&mut con)
-            .map_err(|e| Error::node(address, "CLUSTER SLOT-STATS", e))?;
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("SLOT-STATS").arg("SLOTSRANGE").arg(0).arg(16383);
+        let reply =
+            (link.ask(address, &cmd)).map_err(|e| Error::node(address, "CLUSTER SLOT-STATS", e))?;
         let slots = parse(&reply);
         if slots.is_empty() && !node.slot_ranges().is_empty() {
             return Err(Error::node(

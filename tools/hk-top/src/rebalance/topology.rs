@@ -2,7 +2,7 @@
 //! which slots, which nodes are failing, and the slots a node is migrating
 //! or importing (only the node itself lists those, on its `myself` line).
 
-use crate::connection::settings::ConnectionSettings;
+use super::link::Link;
 use redis::RedisResult;
 use std::collections::BTreeMap;
 
@@ -176,22 +176,22 @@ impl View {
 
 impl Views {
     /// Asks `first`, then every node it lists.
-    pub fn read(connection: &ConnectionSettings, first: &str) -> RedisResult<Views> {
-        let seed = read_view(connection, first)?;
+    pub fn read(link: &mut dyn Link, first: &str) -> RedisResult<Views> {
+        let seed = read_view(link, first)?;
         let mut views = BTreeMap::new();
         let addresses: Vec<String> = seed.nodes.iter().map(|n| n.address().to_string()).collect();
         for address in addresses {
-            let view = read_view(connection, &address).map_err(|e| e.to_string());
+            let view = read_view(link, &address).map_err(|e| e.to_string());
             views.insert(address, view);
         }
         Ok(Views { views })
     }
 
     /// [`Views::read`] from the first of `addresses` that answers.
-    pub fn read_any(connection: &ConnectionSettings, addresses: &[String]) -> RedisResult<Views> {
+    pub fn read_any(link: &mut dyn Link, addresses: &[String]) -> RedisResult<Views> {
         let mut last = None;
         for address in addresses {
-            match Views::read(connection, address) {
+            match Views::read(link, address) {
                 Ok(views) => return Ok(views),
                 Err(e) => last = Some(e),
             }
@@ -302,10 +302,12 @@ impl Views {
     }
 }
 
-fn read_view(connection: &ConnectionSettings, address: &str) -> RedisResult<View> {
-    let mut con = connection.connect(address)?;
-    let listing: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con)?;
-    let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con)?;
+fn read_view(link: &mut dyn Link, address: &str) -> RedisResult<View> {
+    let ask = |link: &mut dyn Link, what: &str| -> RedisResult<String> {
+        redis::from_redis_value(&link.ask(address, redis::cmd("CLUSTER").arg(what))?)
+    };
+    let listing = ask(link, "NODES")?;
+    let info = ask(link, "INFO")?;
     Ok(View {
         nodes: parse_nodes(&listing, address),
         state_ok: info.lines().any(|l| l.trim() == "cluster_state:ok"),

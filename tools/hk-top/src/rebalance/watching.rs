@@ -8,13 +8,13 @@
 //! on stdout (a JSON object with `--json`, as is each round); Ctrl-C ends
 //! it between two slots.
 
-use super::apply::{self, MoveMade, Report, Run};
+use super::apply::{self, Hooks, MoveMade, Run};
 use super::cpu::CpuWatch;
 use super::error::Error;
 use super::interrupt::Stop;
 use super::measure::{self, Meter, Source};
 use super::{hold_cluster, interrupted, log, open_journal, report_json, Action, Args, Cluster};
-use heavykeeper_rebalance::{Cooldown, Plan, Verdict, Watch};
+use heavykeeper_rebalance::{Plan, Verdict, Watch};
 use serde_json::json;
 use std::cell::Cell;
 use std::process::ExitCode;
@@ -24,33 +24,29 @@ use std::time::{Duration, Instant};
 const FAILED_ROUNDS: u32 = 3;
 
 pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Error> {
-    let (views, _) = apply::settled(o.connection, o.address)?;
-    let source = measure::choose_source(
-        o.connection,
-        &views.primaries(),
-        Source::parse(&args.source),
-    )?;
+    let mut link = args.link(o.connection);
+    let (lease, views, health) = hold_cluster(args, o, &mut link)?;
+    let asked = Source::parse(&args.source);
+    let source = measure::choose_source(&mut link, &views.primaries(), asked)?;
     let measure = args.measure_for(source)?;
     let mut journal = open_journal(args, &views)?;
-    let (lease, views, health) = hold_cluster(o, &views)?;
-    let mut link = args.link(o.connection);
     let settings = args.settings(o.connection);
     let round = Cell::new(0u64);
     let json = args.json;
-    let mut on_move = |m: &MoveMade| print_move(json, round.get(), m);
-    let mut say = log;
-    let mut run = Run {
-        link: &mut link,
-        connection: o.connection,
-        views,
-        journal: &mut journal,
-        settings: &settings,
-        stop,
-        lease: &lease,
-        report: Report::default(),
+    let (mut on_move, mut say) = (|m: &MoveMade| print_move(json, round.get(), m), log);
+    let hooks = Hooks {
         log: &mut say,
         on_move: &mut on_move,
     };
+    let mut run = Run::new(
+        &mut link,
+        views,
+        &mut journal,
+        &settings,
+        stop,
+        &lease,
+        hooks,
+    );
     run.recover(&health)?;
     let mut meter = Meter::new(source, Duration::from_secs(args.window_s));
     let mut watch = Watch::new(args.confirm as usize, args.cpu_line);
@@ -62,15 +58,23 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
         round.set(round.get() + 1);
         let began = Instant::now();
         lease.check()?;
-        match one_round(
-            &mut run,
-            o,
-            &mut meter,
-            &mut options,
-            &mut cpu,
-            &mut watch,
-            args,
-        ) {
+        // The first round measures the cluster as read under the lease,
+        // unless recovering changed it.
+        let fresh = round.get() == 1 && run.report().resumed + run.report().rolled_back == 0;
+        let settled = if fresh {
+            Ok(health.clone())
+        } else {
+            run.settle()
+        };
+        match settled.and_then(|health| {
+            let mut this_round = Round {
+                meter: &mut meter,
+                options: &mut options,
+                cpu: &mut cpu,
+                watch: &mut watch,
+            };
+            this_round.plan(&mut run, &health, args, stop)
+        }) {
             Ok(Some(plan)) => {
                 let chosen = match method {
                     Some(chosen) => chosen,
@@ -98,14 +102,14 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
     if json {
         println!(
             "{}",
-            json!({"event": "end", "rounds": round.get(), "applied": report_json(&run.report)})
+            json!({"event": "end", "rounds": round.get(), "applied": report_json(run.report())})
         );
     } else {
         println!(
             "watched {} rounds: {} slots moved, {} keys",
             round.get(),
-            run.report.moves_done,
-            run.report.keys_moved
+            run.report().moves_done,
+            run.report().keys_moved
         );
     }
     if stop.asked() {
@@ -114,31 +118,40 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
     Ok(ExitCode::SUCCESS)
 }
 
-/// Measures and plans; the plan to carry out, if the round acts.
-fn one_round(
-    run: &mut Run<'_>,
-    o: &Cluster<'_>,
-    meter: &mut Meter,
-    options: &mut heavykeeper_rebalance::Options,
-    cpu: &mut CpuWatch,
-    watch: &mut Watch,
-    args: &Args,
-) -> Result<Option<Plan>, Error> {
-    let (views, health) = apply::settled(o.connection, o.address)?;
-    run.views = views;
-    if !health.problems.is_empty() || !health.open.is_empty() {
-        run.recover(&health)?;
+/// What a watch carries from round to round.
+struct Round<'a> {
+    meter: &'a mut Meter,
+    options: &'a mut heavykeeper_rebalance::Options,
+    cpu: &'a mut CpuWatch,
+    watch: &'a mut Watch,
+}
+
+impl Round<'_> {
+    /// Measures and plans on the cluster as `run` last read it (`health`
+    /// its health); the plan to carry out, if the round acts.
+    fn plan(
+        &mut self,
+        run: &mut Run<'_>,
+        health: &super::health::Health,
+        args: &Args,
+        stop: &Stop,
+    ) -> Result<Option<Plan>, Error> {
+        if !health.problems.is_empty() || !health.open.is_empty() {
+            run.recover(health)?;
+        }
+        self.options.frozen = run.cooldown(args.cooldown_ms()).frozen(apply::now_ms());
+        let (input, busy) = run.with_cluster(|link, views| {
+            let primaries = views.primaries();
+            let input = self.meter.input(link, &primaries, &|| stop.asked())?;
+            let addresses: Vec<String> =
+                primaries.iter().map(|n| n.address().to_string()).collect();
+            Ok::<_, Error>((input, self.cpu.sample(link, &addresses)))
+        })?;
+        let plan = heavykeeper_rebalance::plan(&input, self.options);
+        let verdict = self.watch.observe(&plan, |node| busy.get(node).copied());
+        print_round(args.json, run, &plan, &verdict, self.options.frozen.len());
+        Ok((verdict == Verdict::Act).then_some(plan))
     }
-    let primaries = run.views.primaries();
-    let input = meter.input(o.connection, &primaries, &|| run.stop.asked())?;
-    let cooldown = Cooldown::new(args.cooldown_ms(), run.journal.moved());
-    options.frozen = cooldown.frozen(apply::now_ms());
-    let plan = heavykeeper_rebalance::plan(&input, options);
-    let addresses: Vec<String> = primaries.iter().map(|n| n.address().to_string()).collect();
-    let busy = cpu.sample(o.connection, &addresses);
-    let verdict = watch.observe(&plan, |node| busy.get(node).copied());
-    print_round(args.json, run, &plan, &verdict, options.frozen.len());
-    Ok((verdict == Verdict::Act).then_some(plan))
 }
 
 /// Waits out the rest of the interval, waking for a signal.
@@ -174,7 +187,7 @@ fn verdict_name(verdict: &Verdict) -> &'static str {
 }
 
 fn print_round(json: bool, run: &Run<'_>, plan: &Plan, verdict: &Verdict, frozen: usize) {
-    let round = run.report.moves_done;
+    let round = run.report().moves_done;
     let shares: serde_json::Map<String, serde_json::Value> = (plan.nodes.iter())
         .map(|n| (n.node.clone(), json!(plan.share(n.before))))
         .collect();

@@ -21,6 +21,20 @@ use std::time::{Duration, Instant};
 /// A tracker that counts every command and forgets in seconds: the slot
 /// rates follow the traffic once slots have moved.
 pub const TRACK_FAST: &[&str] = &["track", "yes", "track-sample", "1", "track-halflife", "3"];
+/// The same, forgetting in 2 s: what was counted before the moves fades
+/// sooner.
+pub const TRACK_2S: &[&str] = &["track", "yes", "track-sample", "1", "track-halflife", "2"];
+
+/// Waits until what the loading wrote has faded from the trackers (its
+/// writes under 2% of what they count): from then on they count the
+/// traffic.
+pub fn loading_forgotten(cluster: &Cluster) {
+    common::wait_until("the loading forgotten", Duration::from_secs(30), || {
+        let (reads, all) = (tracker_reads(cluster), tracker_load(cluster));
+        let (reads, all): (f64, f64) = (reads.iter().sum(), all.iter().sum());
+        all > 0.0 && all - reads < 0.02 * all
+    });
+}
 
 pub fn slot_of(key: &str) -> u16 {
     hash_slot(key.as_bytes())
@@ -519,51 +533,6 @@ pub fn assert_every_key_intact(
     assert_eq!(total, keys.len() as i64, "no key left twice or lost");
 }
 
-/// Each node's `CLUSTER NODES` and what its log says of epochs and slots,
-/// for a failure's message.
-pub fn listings(cluster: &Cluster) -> String {
-    (cluster.nodes.iter())
-        .map(|node| {
-            let listing: String = redis::cmd("CLUSTER")
-                .arg("NODES")
-                .query(&mut node.client())
-                .unwrap_or_else(|e| e.to_string());
-            let log = node.log();
-            let said: Vec<&str> = (log.lines())
-                .filter(|l| {
-                    let l = l.to_ascii_lowercase();
-                    l.contains("epoch") || l.contains("slot") || l.contains("dirty")
-                })
-                .collect();
-            format!(
-                "--- as {} sees it:\n{listing}--- its log on epochs and slots:\n{}\n",
-                node.address(),
-                said.join("\n")
-            )
-        })
-        .collect()
-}
-
-/// How many keys each node holds in each of `slots`, for a failure's
-/// message.
-pub fn keys_in(cluster: &Cluster, slots: &[u16]) -> String {
-    (cluster.nodes.iter())
-        .map(|node| {
-            let counts: Vec<String> = (slots.iter())
-                .map(|&slot| {
-                    let n: i64 = redis::cmd("CLUSTER")
-                        .arg("COUNTKEYSINSLOT")
-                        .arg(slot)
-                        .query(&mut node.client())
-                        .unwrap_or(-1);
-                    format!("{slot}: {n}")
-                })
-                .collect();
-            format!("keys on {}: {}\n", node.address(), counts.join(", "))
-        })
-        .collect()
-}
-
 /// No slot half-migrated on any primary.
 pub fn assert_no_slot_half_way(cluster: &Cluster) {
     for node in &cluster.nodes {
@@ -580,15 +549,26 @@ pub fn assert_no_slot_half_way(cluster: &Cluster) {
 }
 
 pub fn tracker_reads(cluster: &Cluster) -> Vec<f64> {
+    tracker_rates(cluster, &["reads"])
+}
+
+/// Each primary's reads and writes a second, as its tracker counts them.
+pub fn tracker_load(cluster: &Cluster) -> Vec<f64> {
+    tracker_rates(cluster, &["reads", "writes"])
+}
+
+fn tracker_rates(cluster: &Cluster, kinds: &[&str]) -> Vec<f64> {
     (cluster.nodes.iter())
         .map(|n| {
-            common::info_field(
-                &mut n.client(),
-                "heavykeeper",
-                "heavykeeper_tracker_reads_per_second",
-            )
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
+            let mut con = n.client();
+            (kinds.iter())
+                .filter_map(|kind| {
+                    let field = format!("heavykeeper_tracker_{kind}_per_second");
+                    common::info_field(&mut con, "heavykeeper", &field)?
+                        .parse::<f64>()
+                        .ok()
+                })
+                .sum()
         })
         .collect()
 }
