@@ -17,7 +17,7 @@ use crate::host::command_spec::{Arg, CommandSpec};
 use crate::host::options::Options;
 use crate::host::reply;
 use crate::tracking;
-use heavykeeper_tracker::prefixes::as_pattern;
+use heavykeeper_tracker::counting::prefixes::as_pattern;
 use heavykeeper_tracker::{HotKey, Picked, Ranking};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 

@@ -14,15 +14,15 @@
 //!   commands are dropped meanwhile.
 //! - Redis 7.0's filter does not name the client: a counted slot of time in
 //!   which a command was refused for want of authentication is discarded
-//!   whole, and the slots kept stand for it ([`heavykeeper_tracker::Coverage`]).
+//!   whole, and the slots kept stand for it ([`heavykeeper_tracker::sampling::coverage::Coverage`]).
 //!
 //! Whether the default user needs a password is asked (`ACL GETUSER
 //! default`) every tick, and taken as "it does" from the moment the filter
 //! sees an `ACL` or `CONFIG` command until then.
 
 use crate::host::server_info;
-use heavykeeper_tracker::client_table::Trust;
-use heavykeeper_tracker::KeyBatch;
+use heavykeeper_tracker::server::client_table::Trust;
+use heavykeeper_tracker::worker::key_batch::KeyBatch;
 use redis_module::{Context, RedisValue};
 
 pub const CHECKS_PER_SECOND: f64 = 200.0;

@@ -2,8 +2,8 @@
 //! reply handed to the tracker crate's [`CommandTable`] as a plain
 //! [`Reply`] (the key specs, names and effects are worked out there).
 
-use heavykeeper_tracker::command_reply::Reply;
-use heavykeeper_tracker::command_table::CommandTable;
+use heavykeeper_tracker::server::command_reply::Reply;
+use heavykeeper_tracker::server::command_table::CommandTable;
 use redis_module::{Context, RedisValue};
 
 /// Reads `COMMAND` through `ctx`; an empty table if that fails (every key

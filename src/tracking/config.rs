@@ -5,7 +5,8 @@
 //! [`super::apply_configs`]).
 
 use crate::host::config::{any_bytes, OnChange, Setting};
-use heavykeeper_tracker::{KeyTracker, PrefixRule, TrackerShape};
+use heavykeeper_tracker::counting::prefixes::PrefixRule;
+use heavykeeper_tracker::{KeyTracker, TrackerShape};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
 
@@ -17,7 +18,7 @@ pub static TRACK_SAMPLE: AtomicI64 = AtomicI64::new(DEFAULT_SAMPLE);
 /// `track-cpu-millicores` (every command where that fits). `1`: every
 /// command, whatever it costs. `N`: one slot of time in N, always.
 pub const DEFAULT_SAMPLE: i64 = 0;
-pub const MAX_SAMPLE: i64 = heavykeeper_tracker::coverage::MAX_EVERY as i64;
+pub const MAX_SAMPLE: i64 = heavykeeper_tracker::sampling::coverage::MAX_EVERY as i64;
 
 /// The CPU the tracker may use with `track-sample 0`, in thousandths of one
 /// core (10: 1%), main thread and worker together.

@@ -20,8 +20,8 @@ use super::state::{FilteredCommand, Tracking};
 use super::with_state;
 use crate::host::command_filter::{self, FilterCall, KeyUse};
 use crate::host::{events, module_context};
-use heavykeeper_tracker::client_table::Db;
-use heavykeeper_tracker::command_table::CommandTable;
+use heavykeeper_tracker::server::client_table::Db;
+use heavykeeper_tracker::server::command_table::CommandTable;
 use heavykeeper_tracker::Access;
 use std::time::Instant;
 

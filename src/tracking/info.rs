@@ -33,7 +33,7 @@ struct Figures {
     parts: (f64, f64, f64),
     cost_counting_all: f64,
     spent_ns: u64,
-    totals: heavykeeper_tracker::Totals,
+    totals: heavykeeper_tracker::budget::cost_budget::Totals,
     default_open: Option<bool>,
 }
 

@@ -4,9 +4,9 @@
 //! filter, so that it then costs nothing per command.
 //!
 //! How much is counted follows what counting costs ([`timers`],
-//! [`heavykeeper_tracker::CostBudget`]): every command where that fits
+//! [`heavykeeper_tracker::budget::cost_budget::CostBudget`]): every command where that fits
 //! within `track-cpu-millicores`, else slots of time chosen by a fresh coin
-//! each ([`heavykeeper_tracker::Coverage`]), between which the filter is not
+//! each ([`heavykeeper_tracker::sampling::coverage::Coverage`]), between which the filter is not
 //! registered at all. Counts are unbiased either way.
 //!
 //! Everything here runs on the server's main thread (filters, key-miss
@@ -31,7 +31,8 @@ pub mod timers;
 
 use crate::host::clock;
 use crate::host::main_thread_cell::MainThreadCell;
-use heavykeeper_tracker::{Access, HashSlotRate, HotKey, Picked, Ranking};
+use heavykeeper_tracker::counting::hash_slot_load::HashSlotRate;
+use heavykeeper_tracker::{Access, HotKey, Picked, Ranking};
 use redis_module::ContextFlags;
 use state::Tracking;
 
@@ -58,7 +59,7 @@ pub fn apply_configs() {
     let commands = if starting {
         filter::command_table()
     } else {
-        heavykeeper_tracker::command_table::CommandTable::default()
+        heavykeeper_tracker::server::command_table::CommandTable::default()
     };
     if wanted && config::misses_on() {
         misses::subscribe(&ctx);

@@ -2,7 +2,7 @@
 //! command before the server redirects it, so without this a client that
 //! sends another node's keys here (answered `MOVED`) would make this node
 //! look loaded with slots it does not serve. The rules are
-//! [`heavykeeper_tracker::HashSlotMap`]'s; this keeps the map fresh and
+//! [`heavykeeper_tracker::server::hash_slot_map::HashSlotMap`]'s; this keeps the map fresh and
 //! remembers who sent `ASKING`.
 //!
 //! Fresh: `CLUSTER INFO` is read every tick (its epoch moves whenever
@@ -11,7 +11,7 @@
 //! Between a move and the next tick (100 ms) a key of a slot just moved may
 //! still be counted where it was.
 
-use heavykeeper_tracker::HashSlotMap;
+use heavykeeper_tracker::server::hash_slot_map::HashSlotMap;
 use redis_module::{Context, RedisValue};
 
 /// Ticks between readings of `CLUSTER NODES` when nothing says it changed.

@@ -8,20 +8,23 @@ use super::config::Sampling;
 use super::routing::Routing;
 use crate::host::clock;
 use crate::host::module_context;
-use heavykeeper_tracker::access_coins::AccessCoins;
-use heavykeeper_tracker::access_thinning::{self, ThinningWithinShare};
-use heavykeeper_tracker::client_table::{ClientTable, Db, Trust};
-use heavykeeper_tracker::command_table::{Args, CommandTable, KeyUse};
-use heavykeeper_tracker::cost_meter::{CostMeter, Spent};
-use heavykeeper_tracker::hash_slot_map::Request;
-use heavykeeper_tracker::insert_allowance;
-use heavykeeper_tracker::name_effect::NameEffect;
-use heavykeeper_tracker::script_watch::ScriptWatch;
+use heavykeeper_tracker::budget::cost_budget::{CostBudget, TickCost};
+use heavykeeper_tracker::budget::cost_meter::{CostMeter, Spent};
+use heavykeeper_tracker::budget::insert_allowance;
+use heavykeeper_tracker::counting::{prefixes::PrefixRule, tally::Tally};
+use heavykeeper_tracker::sampling::access_coins::AccessCoins;
+use heavykeeper_tracker::sampling::access_thinning::{self, ThinningWithinShare};
+use heavykeeper_tracker::sampling::time_slot::TimeSlot;
+use heavykeeper_tracker::sampling::{coverage::Coverage, kept_time_slots::KeptTimeSlots};
+use heavykeeper_tracker::server::client_table::{ClientTable, Db, Trust};
+use heavykeeper_tracker::server::command_table::{Args, CommandTable, KeyUse};
+use heavykeeper_tracker::server::hash_slot_map::Request;
+use heavykeeper_tracker::server::hash_slot_map::{HashSlotMap, Route};
+use heavykeeper_tracker::server::name_effect::NameEffect;
+use heavykeeper_tracker::server::script_watch::ScriptWatch;
 use heavykeeper_tracker::worker::{self, Worker};
-use heavykeeper_tracker::{
-    hash_slot, Access, CostBudget, Counting, Coverage, HashSlotMap, KeptTimeSlots, KeyBatch,
-    KeyTracker, PrefixRule, Route, Tally, TickCost, TimeSlot, TrackerShape,
-};
+use heavykeeper_tracker::worker::{counting::Counting, key_batch::KeyBatch};
+use heavykeeper_tracker::{hash_slot, Access, KeyTracker, TrackerShape};
 use redis_module::Context;
 use std::collections::HashSet;
 use std::sync::MutexGuard;
@@ -179,7 +182,7 @@ impl Tracking {
             sampling,
             coverage: Coverage::new(every, rand::random()),
             schedule: Schedule::Whole,
-            budget: CostBudget::new(budget, heavykeeper_tracker::coverage::MAX_EVERY),
+            budget: CostBudget::new(budget, heavykeeper_tracker::sampling::coverage::MAX_EVERY),
             keep_one_in: 1,
             time_slot: OpenTimeSlot {
                 counted: Some(TimeSlot::WHOLE),

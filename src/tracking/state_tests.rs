@@ -3,7 +3,7 @@
 //! a `COMMAND` reply written down here, and the counts read back.
 
 use super::*;
-use heavykeeper_tracker::command_reply::Reply;
+use heavykeeper_tracker::server::command_reply::Reply;
 use heavykeeper_tracker::Ranking;
 
 fn text(s: &str) -> Reply {

@@ -10,8 +10,8 @@
 //! each access counted stands for the share counted, exactly.
 
 use super::Tracking;
-use heavykeeper_tracker::coverage::CountedSlot;
-use heavykeeper_tracker::TimeSlot;
+use heavykeeper_tracker::sampling::coverage::CountedSlot;
+use heavykeeper_tracker::sampling::time_slot::TimeSlot;
 use redis_module::Context;
 use std::time::{Duration, Instant};
 
@@ -177,7 +177,7 @@ impl Tracking {
     /// Hands a counted slot's accesses over, or discards them (the slots
     /// kept stand for the discarded ones: [`KeptTimeSlots`]).
     ///
-    /// [`KeptTimeSlots`]: heavykeeper_tracker::KeptTimeSlots
+    /// [`KeptTimeSlots`]: heavykeeper_tracker::sampling::kept_time_slots::KeptTimeSlots
     fn close_time_slot(&mut self, ctx: &Context) {
         if self.time_slot.counted.is_none() {
             return;

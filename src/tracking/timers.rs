@@ -1,9 +1,9 @@
 //! The tracker's clocks, on the main thread:
 //! - the tick, every [`TICK_MS`]: what counting cost and so what share of
-//!   time to count ([`heavykeeper_tracker::CostBudget`]), who is let in, the
+//!   time to count ([`heavykeeper_tracker::budget::cost_budget::CostBudget`]), who is let in, the
 //!   `hot`/`cool` events;
 //! - the slots, while time is sampled: the filter is registered for the
-//!   counted slots only (which those are: [`heavykeeper_tracker::Coverage`]),
+//!   counted slots only (which those are: [`heavykeeper_tracker::sampling::coverage::Coverage`]),
 //!   and between them it is not there at all, so it costs nothing.
 //!
 //! **Slot edges are exact to the pass.** The server runs commands in passes
@@ -33,7 +33,7 @@ use super::{filter, notify, with_state};
 use crate::host::event_loop;
 use crate::host::panic_guard::or_fallback;
 use crate::host::{module_context, publish};
-use heavykeeper_tracker::thread_clock::thread_cpu_ns;
+use heavykeeper_tracker::budget::thread_clock::thread_cpu_ns;
 use redis_module::Context;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -19,10 +19,10 @@
     clippy::indexing_slicing
 )]
 
-use heavykeeper_tracker::error_bar::bounds;
-use heavykeeper_tracker::{
-    Access, Counting, Coverage, KeyBatch, KeyTracker, Ranking, TimeSlot, TrackerShape,
-};
+use heavykeeper_tracker::bounds::error_bar::bounds;
+use heavykeeper_tracker::sampling::{coverage::Coverage, time_slot::TimeSlot};
+use heavykeeper_tracker::worker::{counting::Counting, key_batch::KeyBatch};
+use heavykeeper_tracker::{Access, KeyTracker, Ranking, TrackerShape};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

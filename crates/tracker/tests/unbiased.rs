@@ -21,11 +21,14 @@
     clippy::indexing_slicing
 )]
 
-use heavykeeper_tracker::access_coins::AccessCoins;
-use heavykeeper_tracker::counting::Sink;
-use heavykeeper_tracker::{
-    Access, Counting, Coverage, Insert, KeyBatch, KeyTracker, Ranking, TimeSlot, TrackerShape,
+use heavykeeper_tracker::bounds::error_bar::{bounds, Bounds};
+use heavykeeper_tracker::counting::insert::Insert;
+use heavykeeper_tracker::sampling::{
+    access_coins::AccessCoins, coverage::Coverage, time_slot::TimeSlot,
 };
+use heavykeeper_tracker::worker::counting::{Counting, Sink};
+use heavykeeper_tracker::worker::key_batch::KeyBatch;
+use heavykeeper_tracker::{Access, HotKey, KeyTracker, Ranking, TrackerShape};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -480,12 +483,7 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
             }
             let reads = listed[place].reads;
             estimates.entry(key).or_default().push(reads.count);
-            let b = heavykeeper_tracker::error_bar::bounds(
-                reads.count,
-                reads.sampled,
-                reads.variance,
-                reads.undercount,
-            );
+            let b = bounds(reads.count, reads.sampled, reads.variance, reads.undercount);
             if holds(b, truth[&key]) {
                 *covered.entry(key).or_default() += 1;
             }
@@ -503,8 +501,7 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
         }
         let (reads, _) = tracker.rates(end);
         totals.push(reads.count);
-        let b =
-            heavykeeper_tracker::error_bar::bounds(reads.count, reads.sampled, reads.variance, 0.0);
+        let b = bounds(reads.count, reads.sampled, reads.variance, 0.0);
         totals_covered += u64::from(holds(b, total));
     }
     for &key in &hot {
@@ -535,7 +532,7 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
 }
 
 /// Do the bounds hold `truth` (up to the last bits of a float sum)?
-fn holds(b: heavykeeper_tracker::Bounds, truth: f64) -> bool {
+fn holds(b: Bounds, truth: f64) -> bool {
     b.low <= truth * (1.0 + 1e-6) && truth <= b.high * (1.0 + 1e-6)
 }
 
@@ -630,9 +627,7 @@ fn listed_rows(shapes: &[Shape], feeding: Feeding, seed: u64, runs: u64, hot_sha
         let tracker = KeyTracker::new(shape, run_seed, 0);
         let counting = run_into(&events, feeding, run_seed, tracker);
         let listed = counting.tracker().hottest(Ranking::Reads, 20, end);
-        let id = |row: &heavykeeper_tracker::HotKey| {
-            u32::from_be_bytes(row.key[..4].try_into().unwrap())
-        };
+        let id = |row: &HotKey| u32::from_be_bytes(row.key[..4].try_into().unwrap());
         for &key in &hot {
             if !listed.iter().any(|row| id(row) == key) {
                 rows.hot_missing.push((run, key, truth[&key]));

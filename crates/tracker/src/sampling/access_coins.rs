@@ -1,5 +1,5 @@
 //! The coins that keep one access in `n` within counted time
-//! ([`crate::access_thinning`] says which `n`).
+//! ([`crate::sampling::access_thinning`] says which `n`).
 
 /// The coins that keep one access in `n`: each access by a coin of its own
 /// (xorshift bits), so that whether one is kept says nothing of the next.

@@ -8,7 +8,7 @@
 //! slots being migrated) and `CLUSTER INFO`, and the rules are the server's
 //! own (`getNodeByQuery`), in the order it applies them.
 
-use crate::hash_slot::SLOTS;
+use crate::server::hash_slot::SLOTS;
 
 /// A set of hash slots.
 #[derive(Clone, Debug, PartialEq, Eq)]

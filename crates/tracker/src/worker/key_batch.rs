@@ -11,8 +11,8 @@
 //! by at most the span (milliseconds) for any other.
 
 use crate::access::Access;
-use crate::time_slot::TimeSlot;
-use crate::tracked_name::{tracked_name, MAX_TRACKED_KEY_BYTES};
+use crate::sampling::time_slot::TimeSlot;
+use crate::server::tracked_name::{tracked_name, MAX_TRACKED_KEY_BYTES};
 
 /// Past this many bytes of items a batch takes no more accesses (its end
 /// offsets are 30 bits). Gatherers hand batches over long before.
@@ -137,7 +137,7 @@ impl KeyBatch {
     }
 
     /// The slot they were gathered in was kept standing for `weight`
-    /// slots: its own and those discarded ([`crate::KeptTimeSlots`]).
+    /// slots: its own and those discarded ([`crate::sampling::kept_time_slots::KeptTimeSlots`]).
     pub fn stand_for(&mut self, weight: u32) {
         self.time_slot = self.time_slot.standing_for(weight);
     }

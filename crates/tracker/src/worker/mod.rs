@@ -11,7 +11,7 @@
 //! full (the worker falls behind) a batch is dropped and its accesses
 //! counted as dropped (`INFO`: `tracker_accesses_dropped`). A reader
 //! (`HK.HOTKEYS`) counts whatever is still queued itself; the worker holds
-//! the sketches for one step (a batch taken in, or [`crate::counting::STEP`]
+//! the sketches for one step (a batch taken in, or [`counting::STEP`]
 //! keys counted) at a time, so the reader waits for at most that.
 //!
 //! The worker keeps itself within a share of a core ([`Worker::set_cpu_share`]:
@@ -20,7 +20,7 @@
 //! machine, fast, slow or profiled): every access it is handed is taken in,
 //! and what taking them in leaves of its share sets how many sketch inserts
 //! a second it makes; past that, the keys that weigh least are thinned
-//! without bias ([`crate::thinning`]) and the keys that matter
+//! without bias ([`crate::sampling::thinning`]) and the keys that matter
 //! are inserted whole. A light load is never thinned.
 //!
 //! Memory is bounded whatever the keys: a batch holds at most
@@ -29,8 +29,15 @@
 //! the coalescers a bounded number of keys, and an emptied batch gives back
 //! what it grew past those bounds.
 
-use crate::thread_clock::{thread_cpu_ns, ThreadClock};
-use crate::{Counting, InsertBudget, KeyBatch, KeyTracker, PeriodCost, PrefixRule};
+pub mod counting;
+pub mod key_batch;
+
+use crate::budget::insert_budget::{InsertBudget, PeriodCost};
+use crate::budget::thread_clock::{thread_cpu_ns, ThreadClock};
+use crate::counting::prefixes::PrefixRule;
+use crate::KeyTracker;
+use counting::Counting;
+use key_batch::KeyBatch;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -276,7 +283,7 @@ fn count_batches(shared: &Shared) {
 
 /// The worker's own costs, measured apart (taking accesses in, inserting
 /// keys), and the insert rate they leave room for
-/// ([`crate::InsertBudget`]).
+/// ([`crate::budget::insert_budget::InsertBudget`]).
 struct Brake {
     since: Instant,
     period: PeriodCost,

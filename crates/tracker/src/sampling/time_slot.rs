@@ -3,7 +3,7 @@
 //! accesses were kept.
 //!
 //! (A *time* slot, of a few milliseconds, in which the command filter is
-//! registered or not; not a cluster's hash slot, see [`crate::hash_slot`].)
+//! registered or not; not a cluster's hash slot, see [`crate::server::hash_slot`].)
 //!
 //! Slots are the sampling units: whether one is counted is decided before
 //! its traffic exists, with probability `1 / weight`, and all of its

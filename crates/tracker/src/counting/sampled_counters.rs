@@ -17,8 +17,8 @@
 //! twice the counts' rate: a second set of counters with half the
 //! half-life.
 
-use crate::fading_counters::FadingCounters;
-use crate::time_slot::TimeSlot;
+use crate::counting::fading_counters::FadingCounters;
+use crate::sampling::time_slot::TimeSlot;
 use hashbrown::HashMap;
 
 #[derive(Clone, Debug)]

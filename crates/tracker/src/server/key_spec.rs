@@ -4,7 +4,7 @@
 //! its keys are read only. From a spec, the key positions of one command
 //! exactly as the server computes them.
 
-use crate::command_reply::Reply;
+use crate::server::command_reply::Reply;
 use hashbrown::HashMap;
 
 /// A command's arguments by position (`None` past the end).

@@ -9,18 +9,18 @@
 //! probe); what may be thinned is the inserts, one per key a horizon, when
 //! the caller's budget for them ([`Counting::set_insert_rate`]) is smaller
 //! than the keys held: then the keys that weigh least are thinned without
-//! bias ([`crate::thinning`]) and the keys that matter are inserted whole.
+//! bias ([`crate::sampling::thinning`]) and the keys that matter are inserted whole.
 
 use crate::access::Access;
-use crate::coalescer::{Coalesced, Coalescer, HARD_MAX_KEYS};
-use crate::hash_slot::hash_slot;
-use crate::insert::Insert;
-use crate::insert_allowance::InsertAllowance;
-use crate::key_batch::{split_item, BatchAccess, KeyBatch};
-use crate::key_tracker::KeyTracker;
-use crate::prefixes::PrefixRule;
-use crate::thinning::{threshold, Thinning};
-use crate::time_slot::TimeSlot;
+use crate::budget::insert_allowance::InsertAllowance;
+use crate::counting::insert::Insert;
+use crate::counting::key_tracker::KeyTracker;
+use crate::counting::prefixes::PrefixRule;
+use crate::sampling::coalescer::{Coalesced, Coalescer, HARD_MAX_KEYS};
+use crate::sampling::thinning::{threshold, Thinning};
+use crate::sampling::time_slot::TimeSlot;
+use crate::server::hash_slot::hash_slot;
+use crate::worker::key_batch::{split_item, BatchAccess, KeyBatch};
 use heavykeeper_sketch::ItemHash;
 
 /// Keys inserted per step of a drain.
@@ -202,7 +202,8 @@ impl<S: Sink> Counting<S> {
             // database, then the key): no copy.
             // A long key's tracked name is cut: its prefixes come from the
             // key's own bytes only, never from the marker or the hash.
-            let key = crate::tracked_name::own_bytes(access.item.get(2..).unwrap_or_default());
+            let key =
+                crate::server::tracked_name::own_bytes(access.item.get(2..).unwrap_or_default());
             rule.each_prefix(key, |prefix| {
                 let item = access.item.get(..2 + prefix.len()).unwrap_or_default();
                 filling.add(
@@ -376,7 +377,7 @@ impl Counting<KeyTracker> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key_tracker::{Ranking, TrackerShape};
+    use crate::counting::key_tracker::{Ranking, TrackerShape};
 
     fn counting() -> Counting {
         let shape = TrackerShape {

@@ -3,7 +3,7 @@
 //! accesses in (hashing and coalescing every one, which no budget cuts: the
 //! share of time counted does) and the time per insert. What is left of the
 //! share after taking accesses in goes to inserts (never less than a
-//! quarter of it), and [`crate::Counting`] thins the keys that weigh least
+//! quarter of it), and [`crate::worker::counting::Counting`] thins the keys that weigh least
 //! when a horizon holds more keys than that.
 //!
 //! The costs are measured apart, never inferred from how the total moved:

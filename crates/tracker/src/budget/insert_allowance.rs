@@ -1,5 +1,5 @@
 //! The inserts the sketches may take now: a bucket refilled at the insert
-//! budget's rate ([`crate::InsertBudget`]) that holds at most
+//! budget's rate ([`crate::budget::insert_budget::InsertBudget`]) that holds at most
 //! [`BURST_S`] seconds of it. The worker's share of a core is so kept over
 //! seconds rather than every period: a burst shorter than the bucket (a
 //! batch job's few hundred thousand reads, a spike that passes) is counted

@@ -25,7 +25,7 @@
 //! cut at the next tick.
 //!
 //! The worker keeps its inserts within [`CostBudget::worker_share`] by
-//! thinning the keys that weigh least (see `crate::insert_budget`).
+//! thinning the keys that weigh least (see `crate::budget::insert_budget`).
 
 /// The share of the budget the tracker aims at: what it cannot time needs
 /// room (the server's own dispatch to its filter, ~70-90 instructions a
@@ -48,7 +48,7 @@ pub const MAIN_PART: f64 = 0.65;
 ///
 /// Why not shorter (counting every command, the memory is ~0.7 s): the
 /// meter times one call in 64, each standing for 64 and capped at 20 µs
-/// ([`crate::cost_meter`]), so one slow call (descheduled, cache-cold)
+/// ([`crate::budget::cost_meter`]), so one slow call (descheduled, cache-cold)
 /// reads as ~1.3 ms of counting in its tick. With 0.3 s of counted memory,
 /// one such tick took "counting all fits" from 0.74 to 1.34 budgets (the
 /// debug build at 10,000 commands a second on a 2-core VM) and time was
@@ -101,7 +101,7 @@ const LONGEST_PROBE_WAIT_NS: f64 = 48e9;
 /// it passed.
 const PROBE_PASSED_NS: f64 = 2e9;
 
-use crate::access_thinning::MAX_KEEP_ONE_IN;
+use crate::sampling::access_thinning::MAX_KEEP_ONE_IN;
 
 /// What one tick cost, in ns of CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,11 +2,11 @@
 //! error bar is made of (the sampling's variance, HeavyKeeper's
 //! undercount). Keys, hash slots and the node's totals all read as tallies.
 
-use crate::error_bar::{bounds, positive, Bounds};
+use crate::bounds::error_bar::{bounds, positive, Bounds};
 
 /// The 97.5% upper bound of a Poisson mean when none was seen.
 const UNSEEN_95: f64 = 3.689;
-use crate::noise_floor::Outline;
+use crate::bounds::noise_floor::Outline;
 
 /// One kind of access to a key (or a hash slot, or the node): its faded
 /// count and its rate now, and what its error bar is made of.
@@ -28,12 +28,12 @@ pub struct Tally {
     pub unseen_unit: f64,
     /// Where a list picked it out of a stream: what that stream could make
     /// of its grain, which lowers its lower bound for the keys it was
-    /// picked from ([`crate::noise_floor`]). `None` for a count read by name.
+    /// picked from ([`crate::bounds::noise_floor`]). `None` for a count read by name.
     pub picked_from: Option<Outline>,
 }
 
 impl Tally {
-    /// The rate's 95% interval ([`crate::error_bar`]).
+    /// The rate's 95% interval ([`crate::bounds::error_bar`]).
     pub fn bounds(&self) -> Bounds {
         let mut count = bounds(self.count, self.sampled, self.variance, self.undercount);
         let sampled = self.sampled.clamp(0.0, self.count.max(0.0));
@@ -57,7 +57,7 @@ impl Tally {
 
     /// The same tally, its upper end also allowing for what `seconds` of
     /// its accesses at its rate would add (time counted whose weight is
-    /// not set yet: [`crate::KeptTimeSlots::pending_seconds`]).
+    /// not set yet: [`crate::sampling::kept_time_slots::KeptTimeSlots::pending_seconds`]).
     pub fn allowing_for(self, seconds: f64) -> Tally {
         let missed = self.per_second * seconds;
         Tally {

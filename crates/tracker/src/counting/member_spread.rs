@@ -1,12 +1,12 @@
 //! What a sketch's members' counts are made of, beside the sketch: how much
 //! of each listed key's count was sampled and that part's variance (its
-//! sampling error, see [`crate::error_bar`]), and what one of its accesses
+//! sampling error, see [`crate::bounds::error_bar`]), and what one of its accesses
 //! last stood for. Kept for members only (at most `k`), so it follows the
 //! top-k as arrivals change it: a key that enters starts with the sampled
 //! part and variance of the count it enters with, a key pushed out is
 //! forgotten.
 
-use crate::error_bar::positive;
+use crate::bounds::error_bar::positive;
 use hashbrown::HashMap;
 use heavykeeper_sketch::Arrived;
 

@@ -10,21 +10,21 @@
 //! a read if that spec says `RO`.
 //!
 //! The same specs also give the key positions of most commands, exactly as
-//! the server computes them ([`crate::key_spec`]): for those the server's
+//! the server computes them ([`crate::server::key_spec`]): for those the server's
 //! key extraction (a command lookup and two allocations per command) is not
 //! needed at all. Commands whose specs are incomplete (`SORT`,
 //! `MIGRATE`...) still ask the server.
 
-use crate::command_name::{as_sent, lowercase_into, lowercased, packed};
-use crate::command_reply::Reply;
-use crate::key_spec::{begin_position, key_positions, key_spec, Begin, Find, KeySpec};
-use crate::name_effect::{effect_of, NameEffect};
-use crate::script_watch::runs_scripts;
+use crate::server::command_name::{as_sent, lowercase_into, lowercased, packed};
+use crate::server::command_reply::Reply;
+use crate::server::key_spec::{begin_position, key_positions, key_spec, Begin, Find, KeySpec};
+use crate::server::name_effect::{effect_of, NameEffect};
+use crate::server::script_watch::runs_scripts;
 use crate::Access;
 use hashbrown::HashMap;
 use std::cell::Cell;
 
-pub use crate::key_spec::Args;
+pub use crate::server::key_spec::Args;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 struct CommandSpecs {

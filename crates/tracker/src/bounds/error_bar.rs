@@ -22,7 +22,7 @@
 //!   on its sampled part alone the upper end is as far as a burst or two
 //!   missed puts it. What no bar can show is a spell in which none of a
 //!   key's bursts fell in a counted slot: nothing of it was seen to vary.
-//!   The budget keeps such spells rare and long (`crate::cost_budget`).
+//!   The budget keeps such spells rare and long (`crate::budget::cost_budget`).
 //! - **HeavyKeeper's own undercount**: a count never overestimates, but a
 //!   key may have lost arrivals to decay while it fought for its bucket. The
 //!   journal version's Theorem 3 (Minimum insert) comes from the expected

@@ -4,13 +4,13 @@
 //! by access (what it stands for stays right), and the gatherer (the
 //! command filter) copies fewer keys and the worker takes fewer in.
 //!
-//! The coins themselves are [`crate::access_coins`].
+//! The coins themselves are [`crate::sampling::access_coins`].
 //!
 //! Thinning accesses is the cheaper way to fit a budget than counting
 //! fewer slots: for a steady key both add the same kind of noise, but a key
 //! that comes in bursts is counted or not by the slot its burst falls in,
 //! so every slot counted more keeps its bursts in view. `n` is a power of
-//! two, at most [`MAX_KEEP_ONE_IN`]: [`crate::CostBudget`] says which, or,
+//! two, at most [`MAX_KEEP_ONE_IN`]: [`crate::budget::cost_budget::CostBudget`] says which, or,
 //! where the share of time counted is fixed, [`ThinningWithinShare`].
 
 /// The thinnest access thinning: beyond it, fewer slots are counted.

@@ -4,10 +4,10 @@
 //! unbiased, each with its variance (its error bar).
 
 use crate::access::Access;
-use crate::hash_slot::SLOTS;
-use crate::sampled_counters::{Estimate, SampledCounters};
-use crate::tally::Tally;
-use crate::time_slot::TimeSlot;
+use crate::counting::sampled_counters::{Estimate, SampledCounters};
+use crate::counting::tally::Tally;
+use crate::sampling::time_slot::TimeSlot;
+use crate::server::hash_slot::SLOTS;
 
 /// One hash slot's faded counts now.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -12,11 +12,11 @@
 //! squared, see [`TimeSlot::variance_of`], and each kept access's coin,
 //! [`TimeSlot::thinning_variance`]), how much of its sum sampled accesses
 //! stand for (the rest, counted one by one, has no error: see
-//! [`crate::error_bar`]), and how many accesses were seen (the sample's own
+//! [`crate::bounds::error_bar`]), and how many accesses were seen (the sample's own
 //! size, which is what HeavyKeeper's decay plays on).
 
 use crate::access::Access;
-use crate::time_slot::TimeSlot;
+use crate::sampling::time_slot::TimeSlot;
 use hashbrown::HashTable;
 use heavykeeper_sketch::ItemHash;
 

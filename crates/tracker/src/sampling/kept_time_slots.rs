@@ -117,7 +117,7 @@ fn class_of(length_ms: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coverage::uniform;
+    use crate::sampling::coverage::uniform;
     use proptest::prelude::*;
 
     /// Runs `slots` slots of random length (5-15 ms, as the tracker draws

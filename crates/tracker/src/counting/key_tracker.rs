@@ -5,15 +5,15 @@
 //! Nothing here knows how accesses are observed.
 
 use crate::access::Access;
-use crate::error_bar::undercount;
-use crate::fading_counters::FadingCounters;
-use crate::hash_slot_load::{HashSlotLoad, HashSlotRate};
-use crate::insert::Insert;
-use crate::member_spread::{Inserted, MemberSpread};
-use crate::noise_floor::{Background, StreamMakeup};
-use crate::sampled_counters::{Estimate, SampledCounters};
-use crate::tally::Tally;
-use crate::time_slot::TimeSlot;
+use crate::bounds::error_bar::undercount;
+use crate::bounds::noise_floor::{Background, StreamMakeup};
+use crate::counting::fading_counters::FadingCounters;
+use crate::counting::hash_slot_load::{HashSlotLoad, HashSlotRate};
+use crate::counting::insert::Insert;
+use crate::counting::member_spread::{Inserted, MemberSpread};
+use crate::counting::sampled_counters::{Estimate, SampledCounters};
+use crate::counting::tally::Tally;
+use crate::sampling::time_slot::TimeSlot;
 use heavykeeper_sketch::{HeavyKeeper, ItemHash, Params};
 use std::collections::HashSet;
 
@@ -104,7 +104,7 @@ pub enum Ranking {
 }
 
 /// A row a list picked, and whether the noise of the stream it was picked
-/// from could have made it ([`crate::noise_floor`]).
+/// from could have made it ([`crate::bounds::noise_floor`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Picked<T> {
     pub row: T,
@@ -289,7 +289,7 @@ impl KeyTracker {
     /// The hottest hash slots (`None` outside a cluster). Asked for fewer
     /// than the slots with load, the list picks them: only slots the other
     /// slots' noise could not have made (with `noise`, those too, marked),
-    /// each bounded as picked ([`crate::noise_floor`]). Asked for all, every
+    /// each bounded as picked ([`crate::bounds::noise_floor`]). Asked for all, every
     /// slot with load, each with its own bounds (nothing is picked: they add
     /// up to the node).
     pub fn hottest_hash_slots(
@@ -420,7 +420,7 @@ impl KeyTracker {
 
     /// Counts `weight` accesses of `key` in `db` at `time_ms`, every one
     /// seen (no sampling): in the sketches, the totals and the key's hash
-    /// slot (where [`crate::Counting`] counts the last two per batch).
+    /// slot (where [`crate::worker::counting::Counting`] counts the last two per batch).
     pub fn count_exactly(
         &mut self,
         db: u16,
@@ -467,7 +467,7 @@ impl KeyTracker {
 
     /// The `count` hottest keys at `now_ms` by `ranking`, hottest first
     /// (ties by database and key): only rows the stream's noise could not
-    /// have made, each bounded as picked out of it ([`crate::noise_floor`]),
+    /// have made, each bounded as picked out of it ([`crate::bounds::noise_floor`]),
     /// so a list may be shorter than `count`.
     pub fn hottest(&self, ranking: Ranking, count: usize, now_ms: i64) -> Vec<HotKey> {
         self.listed(ranking, count, now_ms, false)
@@ -542,7 +542,7 @@ impl KeyTracker {
     }
 
     fn hot_key(&self, item: &[u8], now_ms: i64) -> Option<HotKey> {
-        let (db, key) = crate::key_batch::split_item(item)?;
+        let (db, key) = crate::worker::key_batch::split_item(item)?;
         let hash = self.hash(item);
         let tally = |access: Access| self.tally(access, item, hash, now_ms);
         Some(HotKey {

@@ -13,7 +13,7 @@
 //! what the tracker's clocks cost (ticks, slots, questions to the server),
 //! which does not.
 
-use crate::thread_clock::thread_cpu_ns;
+use crate::budget::thread_clock::thread_cpu_ns;
 use std::time::Instant;
 
 /// Mean spacing of timed calls.

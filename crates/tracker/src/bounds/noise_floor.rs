@@ -49,9 +49,9 @@
 //! second competed with its own first bursts, and was left out of four
 //! readings in twelve beside a saturating load).
 
-use crate::error_bar::positive;
-use crate::fading_counters::FadingCounters;
-use crate::tally::Tally;
+use crate::bounds::error_bar::positive;
+use crate::counting::fading_counters::FadingCounters;
+use crate::counting::tally::Tally;
 
 /// A row is left out when the background makes one like it by luck with at
 /// least this probability.
