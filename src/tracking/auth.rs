@@ -27,6 +27,14 @@ use redis_module::{Context, RedisValue};
 
 pub const CHECKS_PER_SECOND: f64 = 200.0;
 pub const REFUSED_FOR_MS: i64 = 1_000;
+/// Who needs a password is asked every this many ticks (`ACL GETUSER`
+/// costs the server ~600,000 instructions), and at once after the filter
+/// saw a command that may change it.
+const USERS_EVERY_TICKS: u64 = 10;
+/// While every command is counted the filter sees every command that could
+/// change it (and the server announces config changes): asked only this
+/// often, as a safety net.
+const USERS_EVERY_TICKS_COUNTING_ALL: u64 = 100;
 
 /// What to do with a client's keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +65,7 @@ pub struct AuthWatch {
     dropped: u64,
     checks: u64,
     refusals: u64,
+    ticks: u64,
 }
 
 /// The outcome of a client's check.
@@ -66,14 +75,14 @@ pub struct Verdict {
 }
 
 impl AuthWatch {
-    /// Is every client let in (no password needed)?
-    #[inline]
     /// Unit tests: no server to ask, everyone taken as let in.
     #[cfg(test)]
     pub fn assume_everyone_let_in(&mut self) {
         self.default_open = Some(true);
     }
 
+    /// Is every client let in (no password needed)?
+    #[inline]
     pub fn all_let_in(&self) -> bool {
         self.default_open == Some(true)
     }
@@ -86,6 +95,19 @@ impl AuthWatch {
     /// Asks the server whether the default user needs a password.
     pub fn refresh(&mut self, ctx: &Context) {
         self.default_open = default_user_open(ctx);
+    }
+
+    /// A tick: who needs a password is asked again if unknown, else every
+    /// so many ticks, rarer while every command is counted (not `slots`).
+    pub fn tick(&mut self, ctx: &Context, slots: bool) {
+        self.ticks += 1;
+        let every = match slots {
+            true => USERS_EVERY_TICKS,
+            false => USERS_EVERY_TICKS_COUNTING_ALL,
+        };
+        if self.ticks % every == 0 || self.default_open.is_none() {
+            self.refresh(ctx);
+        }
     }
 
     /// What to do with the keys of `client`, whose trust is `trust`; may
@@ -141,6 +163,12 @@ impl AuthWatch {
     #[inline]
     pub fn is_checking(&self) -> bool {
         self.pending.is_some()
+    }
+
+    /// What was gathered is dropped: it may hold a refused client's keys.
+    pub fn discard(&mut self, batch: &mut KeyBatch) {
+        self.dropped(batch.weighted_len());
+        batch.clear();
     }
 
     /// Keys of a client not let in (or not checked yet) were dropped.

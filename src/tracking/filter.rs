@@ -16,7 +16,8 @@
 //! The server side is the host's port ([`command_filter`]); what a command
 //! does to the tracker is [`super::state::Tracking::count_command`].
 
-use super::state::{FilteredCommand, Tracking};
+use super::keys::FilteredCommand;
+use super::state::Tracking;
 use super::with_state;
 use crate::host::command_filter::{self, FilterCall, KeyUse};
 use crate::host::{events, module_context};

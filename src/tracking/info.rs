@@ -41,11 +41,11 @@ fn figures(for_crash_report: bool) -> Figures {
     super::with_state(|state| {
         state.as_mut().map(|t| {
             let rates = t.rates(!for_crash_report);
-            let f = t.figures();
+            let (f, slots) = (t.figures(), t.slots().figures());
             let (unauthenticated, checks, refused) = t.auth().figures();
             Figures {
-                every: t.every(),
-                keep_one_in: t.keep_one_in(),
+                every: t.slots().every(),
+                keep_one_in: t.slots().keep_one_in(),
                 seen: f.commands_seen,
                 redirected: f.commands_redirected,
                 hash_slots_served: t.hash_slots_served(),
@@ -53,23 +53,21 @@ fn figures(for_crash_report: bool) -> Figures {
                 unauthenticated,
                 checks,
                 refused,
-                time_slots_discarded: f.time_slots_discarded,
-                time_slots: (
-                    f.time_slots,
-                    f.time_slots_counted,
-                    f.time_slot_ns,
-                    f.counted_time_slot_ns,
-                ),
+                time_slots_discarded: slots.discarded,
+                time_slots: (slots.begun, slots.counted, slots.ns, slots.counted_ns),
                 misses_seen: f.misses_seen,
-                thinned_ms: t.thinned_ms(),
+                thinned_ms: t.worker().thinned_ms(),
                 rates,
                 memory: t.try_memory_bytes().unwrap_or(0) as u64,
-                keys_counted: t.try_counting().map_or(0, |c| c.tracker().keys_counted()),
-                cost: t.budget().recent_cost(),
-                parts: t.recent_shares(),
-                cost_counting_all: t.budget().cost_when_counting().unwrap_or(0.0),
-                spent_ns: t.budget().spent_ns(),
-                totals: t.budget().totals(),
+                keys_counted: t
+                    .worker()
+                    .try_counting()
+                    .map_or(0, |c| c.tracker().keys_counted()),
+                cost: t.cost().budget().recent_cost(),
+                parts: t.cost().recent_shares(),
+                cost_counting_all: t.cost().budget().cost_when_counting().unwrap_or(0.0),
+                spent_ns: t.cost().budget().spent_ns(),
+                totals: t.cost().budget().totals(),
                 default_open: t.auth().default_open(),
             }
         })

@@ -21,18 +21,22 @@ pub mod auth;
 pub mod command_table;
 pub mod config;
 pub mod config_events;
+pub mod cost;
 pub mod filter;
 pub mod info;
+pub mod keys;
 pub mod misses;
 pub mod notify;
 pub mod routing;
+pub mod senders;
+pub mod sketches;
 pub mod state;
+pub mod time_slots;
 pub mod timers;
 
-use crate::host::clock;
 use crate::host::main_thread_cell::MainThreadCell;
 use heavykeeper_tracker::counting::hash_slot_load::HashSlotRate;
-use heavykeeper_tracker::{Access, HotKey, Picked, Ranking};
+use heavykeeper_tracker::{Access, HotKey, KeyTracker, Picked, Ranking};
 use redis_module::ContextFlags;
 use state::Tracking;
 
@@ -114,20 +118,8 @@ pub fn reset() -> bool {
 /// made unless `noise` (then those too, marked); `None` while tracking is
 /// off.
 pub fn hottest(ranking: Ranking, count: usize, noise: bool) -> Option<Vec<Picked<HotKey>>> {
-    let now = clock::now_ms();
-    with_state(|state| {
-        state.as_mut().map(|t| {
-            // Time discarded whose weight no kept slot carries yet.
-            let carried = t.carried_seconds();
-            let rows = t.current().tracker().listed(ranking, count, now, noise);
-            let allow = |p: Picked<HotKey>| Picked {
-                row: p.row.allowing_for(carried),
-                ..p
-            };
-            rows.into_iter().map(allow).collect()
-        })
-    })
-    .flatten()
+    let list = |k: &KeyTracker, now| Some(k.listed(ranking, count, now, noise));
+    with_state(|state| state.as_mut()?.listed(list)).flatten()
 }
 
 /// The `count` hottest cluster slots now (by `by`, or reads and writes
@@ -138,22 +130,8 @@ pub fn hottest_hash_slots(
     count: usize,
     noise: bool,
 ) -> Option<Option<Vec<Picked<HashSlotRate>>>> {
-    let now = clock::now_ms();
-    with_state(|state| {
-        state.as_mut().map(|t| {
-            let carried = t.carried_seconds();
-            let rows = t
-                .current()
-                .tracker()
-                .hottest_hash_slots(by, count, now, noise);
-            let allow = |p: Picked<HashSlotRate>| Picked {
-                row: p.row.allowing_for(carried),
-                ..p
-            };
-            rows.map(|rows| rows.into_iter().map(allow).collect())
-        })
-    })
-    .flatten()
+    let list = |k: &KeyTracker, now| k.hottest_hash_slots(by, count, now, noise);
+    with_state(|state| state.as_mut().map(|t| t.listed(list))).flatten()
 }
 
 /// Whether the tracker is on (for `INFO`: a sampling tracker is on whether

@@ -40,7 +40,7 @@ pub fn tick(ctx: &Context) {
 fn changes(t: &mut Tracking, above: f64, now: i64) -> Vec<(&'static str, HotKey)> {
     let announced: Vec<(u16, Vec<u8>)> = t.notified().iter().cloned().collect();
     let (hot, still) = {
-        let Some(counting) = t.try_counting() else {
+        let Some(counting) = t.worker().try_counting() else {
             return Vec::new();
         };
         let tracker = counting.tracker();

@@ -4,6 +4,7 @@
 //! unbiased, each with its variance (its error bar).
 
 use crate::access::Access;
+use crate::counting::key_tracker::Row;
 use crate::counting::sampled_counters::{Estimate, SampledCounters};
 use crate::counting::tally::Tally;
 use crate::sampling::time_slot::TimeSlot;
@@ -31,17 +32,17 @@ pub struct HashSlotRate {
     pub writes: Tally,
 }
 
-impl HashSlotRate {
-    /// Both tallies' upper ends also allowing for `seconds` of the slot's
-    /// accesses ([`Tally::allowing_for`]).
-    pub fn allowing_for(self, seconds: f64) -> HashSlotRate {
+impl Row for HashSlotRate {
+    fn allowing_for(self, seconds: f64) -> HashSlotRate {
         HashSlotRate {
             reads: self.reads.allowing_for(seconds),
             writes: self.writes.allowing_for(seconds),
             ..self
         }
     }
+}
 
+impl HashSlotRate {
     /// Requests a second, reads and writes together.
     pub fn total(&self) -> f64 {
         self.reads.per_second + self.writes.per_second

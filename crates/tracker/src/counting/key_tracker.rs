@@ -30,10 +30,14 @@ pub struct HotKey {
     pub under: Tally,
 }
 
-impl HotKey {
-    /// Each tally's upper end also allowing for `seconds` of its accesses
-    /// ([`Tally::allowing_for`]).
-    pub fn allowing_for(self, seconds: f64) -> HotKey {
+/// A listed row, whose tallies' upper ends can also allow for `seconds` of
+/// its accesses not counted yet ([`Tally::allowing_for`]).
+pub trait Row {
+    fn allowing_for(self, seconds: f64) -> Self;
+}
+
+impl Row for HotKey {
+    fn allowing_for(self, seconds: f64) -> HotKey {
         HotKey {
             reads: self.reads.allowing_for(seconds),
             writes: self.writes.allowing_for(seconds),
@@ -42,7 +46,9 @@ impl HotKey {
             ..self
         }
     }
+}
 
+impl HotKey {
     /// The same key as a list by `ranking` picked it out of `background`:
     /// the tallies it is ranked by are bounded as picked, by what the
     /// background could make of the grain of the one it is ranked by.
@@ -109,6 +115,14 @@ pub enum Ranking {
 pub struct Picked<T> {
     pub row: T,
     pub noise: bool,
+}
+
+impl<T: Row> Picked<T> {
+    /// The same row, allowing for `seconds` of its accesses not counted yet.
+    pub fn allowing_for(self, seconds: f64) -> Self {
+        let row = self.row.allowing_for(seconds);
+        Picked { row, ..self }
+    }
 }
 
 /// The first `count` of `rows` (hottest first) that `background`'s noise

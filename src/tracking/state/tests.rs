@@ -3,7 +3,11 @@
 //! a `COMMAND` reply written down here, and the counts read back.
 
 use super::*;
+use crate::tracking::keys::FilteredCommand;
+use heavykeeper_tracker::server::client_table::Db;
 use heavykeeper_tracker::server::command_reply::Reply;
+use heavykeeper_tracker::server::hash_slot_map::HashSlotMap;
+use heavykeeper_tracker::worker;
 use heavykeeper_tracker::Ranking;
 
 fn text(s: &str) -> Reply {
@@ -227,7 +231,7 @@ fn on_redis_7_0_a_running_scripts_commands_are_not_counted_twice() {
     // A script runs: its own commands pass the filter too.
     let mut inside = Fake::of(None, &["GET", "a"]);
     inside.in_script = true;
-    t.scripts.script_started();
+    t.senders.script_started();
     t.count_command(&inside);
     assert_eq!(reads(&mut t), [((0, "a".into()), 2.0)]);
 }
@@ -239,6 +243,8 @@ fn a_cluster_node_counts_only_the_keys_it_serves() {
     let nodes = "me 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-8191\n\
                  other 127.0.0.1:7001@17001 master - 0 0 2 connected 8192-16383\n";
     t.routing
+        .as_mut()
+        .expect("a cluster node")
         .set_map(HashSlotMap::from_nodes(nodes, true, false).expect("a map"));
     for _ in 0..2 {
         t.count_command(&Fake::of(Some(7), &["GET", "a"]));
@@ -253,12 +259,12 @@ fn a_fixed_share_of_time_lets_the_worker_take_more_only_when_allowed() {
     let mut t = tracking(false, false);
     // The default budget (1% of a core) leaves the fixed bound as it is.
     t.configure(Sampling::Fixed(1), 0.01, false, None);
-    assert_eq!(t.worker_share(), worker::WORKER_CPU_SHARE);
+    assert_eq!(t.cost.worker_share(), worker::WORKER_CPU_SHARE);
     // An operator who allows a whole core lets the worker take it before
     // it thins: every access of a saturated node is counted.
     t.configure(Sampling::Fixed(1), 1.0, false, None);
-    assert_eq!(t.worker_share(), 1.0);
+    assert_eq!(t.cost.worker_share(), 1.0);
     // Sampling by the budget: the worker's part of it, as before.
     t.configure(Sampling::Budgeted, 1.0, false, None);
-    assert!(t.worker_share() < 1.0);
+    assert!(t.cost.worker_share() < 1.0);
 }

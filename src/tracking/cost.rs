@@ -1,0 +1,130 @@
+//! What tracking costs, and so how much of it to do: the budget (or the
+//! operator's fixed share of time), what each part spent in the last tick,
+//! and how thinly accesses are kept within counted time.
+
+use super::config::Sampling;
+use heavykeeper_tracker::budget::cost_budget::{CostBudget, TickCost};
+use heavykeeper_tracker::budget::cost_meter::{CostMeter, Spent};
+use heavykeeper_tracker::budget::insert_allowance;
+use heavykeeper_tracker::sampling::access_thinning::{self, ThinningWithinShare};
+use heavykeeper_tracker::sampling::coverage::MAX_EVERY;
+use heavykeeper_tracker::worker::{self, Worker};
+
+/// Of the worker's fixed share (`track-sample N`), what taking accesses in
+/// may use: the rest is for its inserts.
+const ABSORB_PART: f64 = 0.6;
+
+pub struct Cost {
+    sampling: Sampling,
+    budget: CostBudget,
+    meter: CostMeter,
+    /// What the last tick's period cost, by part, and how long it was.
+    recent: Spent,
+    recent_elapsed_ns: u64,
+    /// Where the share of time counted is fixed: what taking every access
+    /// in costs the worker, over the last seconds, and so how thinly
+    /// accesses are kept.
+    thinning: ThinningWithinShare,
+}
+
+impl Cost {
+    pub fn new(sampling: Sampling, budget: f64) -> Self {
+        Self {
+            sampling,
+            budget: CostBudget::new(budget, MAX_EVERY),
+            meter: CostMeter::default(),
+            recent: Spent::default(),
+            recent_elapsed_ns: 0,
+            thinning: ThinningWithinShare::default(),
+        }
+    }
+
+    /// How to sample and the budget, from now on; and so the worker's share,
+    /// and how long a burst of inserts it may take: where the share is
+    /// fixed, a burst taken in whole is inserted whole too; under a budget,
+    /// bursts are what the budget's sampling answers, and inserts keep to
+    /// it closely.
+    pub fn configure(&mut self, sampling: Sampling, budget: f64, worker: &Worker) {
+        self.sampling = sampling;
+        self.budget.set_budget(budget);
+        self.tell_worker_its_share(worker);
+    }
+
+    pub fn tell_worker_its_share(&self, worker: &Worker) {
+        worker.set_cpu_share(self.worker_share());
+        worker.set_insert_burst(match self.sampling {
+            Sampling::Fixed(_) => access_thinning::BURST_SECONDS,
+            Sampling::Budgeted => insert_allowance::BURST_S,
+        });
+    }
+
+    /// What the worker may take before it thins: its part of the budget;
+    /// where the share of time counted is fixed, a fixed bound, or the
+    /// budget if an operator allowed more (to count every access of a
+    /// saturated node).
+    pub fn worker_share(&self) -> f64 {
+        match self.sampling {
+            Sampling::Budgeted => self.budget.worker_share(),
+            Sampling::Fixed(_) => worker::WORKER_CPU_SHARE.max(self.budget.budget()),
+        }
+    }
+
+    /// One tick's period (`elapsed_ns`, of which `counted_ns` counted, one
+    /// access in `keep_one_in` kept within counted slots): what it cost.
+    pub fn observe(&mut self, elapsed_ns: u64, counted_ns: u64, keep_one_in: u32, worker: &Worker) {
+        let spent = self.meter.take(worker.cpu_ns(), worker.absorb_ns());
+        self.recent = spent;
+        self.recent_elapsed_ns = elapsed_ns;
+        let cost = TickCost {
+            calls_ns: spent.calls_ns,
+            largest_call_ns: spent.largest_call_ns,
+            worker_ns: spent.worker_ns,
+            worker_absorb_ns: spent.worker_absorb_ns,
+            clocks_ns: spent.timers_ns,
+            keep_one_in,
+        };
+        self.budget.observe(elapsed_ns, counted_ns, cost);
+    }
+
+    /// After a tick, how thinly to keep accesses within counted slots (the
+    /// current one keeps one in `now`): what the budget says; where the
+    /// share of time counted is fixed (`track-sample N`), what keeps the
+    /// worker taking them in within its fixed share, from what that cost in
+    /// the last tick.
+    pub fn next_keep_one_in(&mut self, now: u32) -> u32 {
+        if self.sampling == Sampling::Budgeted {
+            return self.budget.keep_one_in();
+        }
+        let elapsed_ns = self.recent_elapsed_ns;
+        let absorb = self.recent.worker_absorb_ns as f64 / elapsed_ns.max(1) as f64;
+        let share = self.worker_share() * ABSORB_PART;
+        self.thinning
+            .observe(absorb, elapsed_ns as f64 / 1e9, now, share)
+    }
+
+    /// One slot in how many the budget says to count (`None`: the share of
+    /// time counted is fixed).
+    pub fn every(&self) -> Option<u32> {
+        (self.sampling == Sampling::Budgeted).then(|| self.budget.every())
+    }
+
+    pub fn meter(&mut self) -> &mut CostMeter {
+        &mut self.meter
+    }
+
+    pub fn budget(&self) -> &CostBudget {
+        &self.budget
+    }
+
+    /// The last tick's period: what each part spent, as shares of one core
+    /// (the filter and key-miss events, the clocks, the worker).
+    pub fn recent_shares(&self) -> (f64, f64, f64) {
+        let elapsed = self.recent_elapsed_ns.max(1) as f64;
+        let share = |ns: u64| ns as f64 / elapsed;
+        (
+            share(self.recent.calls_ns),
+            share(self.recent.timers_ns),
+            share(self.recent.worker_ns),
+        )
+    }
+}

@@ -1,0 +1,326 @@
+//! The slots of time: when the next slot edge is due, which slot is
+//! counted now and what each of its accesses stands for, how long the
+//! slots lasted. What an edge does to the rest of the tracker (accesses
+//! handed over or discarded, clients checked) is the state's
+//! ([`super::state`]).
+//!
+//! The edges are due at planned instants (the previous one plus a length),
+//! never at "now plus a length", and are made at the start of the first
+//! pass of the event loop at or after them (`super::timers`): the
+//! uncounted slots between counted ones pass in one wait
+//! ([`Coverage::next_counted`]), the filter not registered, and a counted
+//! slot holds exactly the passes that begin within its planned span, so
+//! each access counted stands for the share counted, exactly.
+
+use heavykeeper_tracker::sampling::access_coins::AccessCoins;
+use heavykeeper_tracker::sampling::coverage::{CountedSlot, Coverage};
+use heavykeeper_tracker::sampling::kept_time_slots::KeptTimeSlots;
+use heavykeeper_tracker::sampling::time_slot::TimeSlot;
+use heavykeeper_tracker::worker::key_batch::KeyBatch;
+use std::time::{Duration, Instant};
+
+/// Most accesses one slot holds while it may still be discarded (Redis 7.0
+/// with a password): past that the slot is discarded whole.
+const HELD_SLOT_ACCESSES: usize = 8192;
+const HELD_SLOT_KEY_BYTES: usize = 256 * 1024;
+
+/// Where the slots stand.
+#[derive(Clone, Copy, Debug, Default)]
+pub enum Schedule {
+    /// Every command is counted: no slots.
+    #[default]
+    Whole,
+    /// Between counted slots: the next opens at `at`.
+    Waiting { at: Instant, slot: CountedSlot },
+    /// A counted slot is open until `until`.
+    Open { until: Instant },
+}
+
+/// A timer this late means the server stalled (a long command, a fork):
+/// the slots then go on from when it fired rather than catch up with a run
+/// of slots of no length. Any less is lateness, kept on the plan: a late
+/// opening shortens its slot, possibly to nothing, as a late closing
+/// lengthens one (re-planned from a late opening, a 1 ms slot opened 2 ms
+/// late read a steady stream 9.5% high in the unit model).
+const STALL: Duration = Duration::from_millis(100);
+
+/// A planned instant, or now if the server stalled past it.
+fn anchored(planned: Instant, now: Instant) -> Instant {
+    if now > planned + STALL {
+        now
+    } else {
+        planned
+    }
+}
+
+/// What the slots have been, for `INFO`: slots begun, of those counted,
+/// and counted ones discarded; their wall time (ns).
+#[derive(Clone, Copy, Default)]
+pub struct SlotFigures {
+    pub begun: u64,
+    pub counted: u64,
+    pub discarded: u64,
+    pub ns: u64,
+    pub counted_ns: u64,
+}
+
+pub struct TimeSlots {
+    coverage: Coverage,
+    schedule: Schedule,
+    /// The current slot as counted, with what each of its accesses stands
+    /// for (`None`: not counted).
+    counted: Option<TimeSlot>,
+    /// Within counted slots, one access in how many is kept (from the next
+    /// slot opened).
+    keep_one_in: u32,
+    /// Counted slots so far (numbers each).
+    seq: u32,
+    /// The coins of accesses kept one in `n`.
+    coins: AccessCoins,
+    /// Counted time since the last tick: how much, and since when.
+    counted_ns: u64,
+    opened: Option<Instant>,
+    /// When the current counted slot began.
+    began: Option<Instant>,
+    /// When the uncounted time before the next counted slot began.
+    gap_began: Option<Instant>,
+    /// It held too much to be kept: it counts nothing more and is discarded.
+    overflowed: bool,
+    /// Redis 7.0 with a password: counted slots kept, and what they stand for.
+    kept: KeptTimeSlots,
+    figures: SlotFigures,
+}
+
+impl TimeSlots {
+    /// Counting every command; when slots begin, one in `every` counted.
+    pub fn new(every: u32) -> Self {
+        Self {
+            coverage: Coverage::new(every, rand::random()),
+            schedule: Schedule::Whole,
+            counted: Some(TimeSlot::WHOLE),
+            keep_one_in: 1,
+            seq: 0,
+            coins: AccessCoins::new(rand::random()),
+            counted_ns: 0,
+            opened: None,
+            began: None,
+            gap_began: None,
+            overflowed: false,
+            kept: KeptTimeSlots::new(),
+            figures: SlotFigures::default(),
+        }
+    }
+
+    /// The slot counted now (`None`: none is).
+    #[inline]
+    pub fn counted(&self) -> Option<TimeSlot> {
+        self.counted
+    }
+
+    /// The slot counted now, if it keeps the access that comes (by a coin of
+    /// its own, one in `keep_one_in`).
+    #[inline]
+    pub fn keep_access(&mut self) -> Option<TimeSlot> {
+        let slot = self.counted?;
+        self.coins.keep(slot.keep_one_in).then_some(slot)
+    }
+
+    /// Has the slot held too much to be kept?
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+
+    /// A checked slot's batch is full (it is handed over only once the slot
+    /// is known clean): past what a slot may hold, it counts nothing more
+    /// and is discarded.
+    pub fn hold(&mut self, batch: &KeyBatch) {
+        self.overflowed =
+            batch.len() >= HELD_SLOT_ACCESSES || batch.item_bytes() >= HELD_SLOT_KEY_BYTES;
+    }
+
+    /// Is time cut into slots now? (If not, every command is counted.)
+    pub fn in_use(&self) -> bool {
+        !matches!(self.schedule, Schedule::Whole)
+    }
+
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+
+    /// When the slot timer is next due (`None`: every command is counted).
+    pub fn due(&self) -> Option<Instant> {
+        match self.schedule {
+            Schedule::Whole => None,
+            Schedule::Waiting { at, .. } => Some(at),
+            Schedule::Open { until } => Some(until),
+        }
+    }
+
+    /// One slot in `every` is counted.
+    pub fn every(&self) -> u32 {
+        self.coverage.every()
+    }
+
+    /// One slot in `every` counted from the next block.
+    pub fn set_every(&mut self, every: u32) {
+        self.coverage.set_every(every);
+    }
+
+    /// Slots from now, the first counted one planned from now.
+    pub fn restart(&mut self) {
+        self.coverage.restart();
+        let next = self.coverage.next_counted();
+        self.wait_for(next, Instant::now());
+    }
+
+    /// The share counted changed by an operator's hand: the block in
+    /// progress is dropped, and the next counted slot planned from now.
+    pub fn replan(&mut self, every: u32) {
+        self.coverage.set_every(every);
+        self.coverage.restart();
+        if let Schedule::Waiting { .. } = self.schedule {
+            let next = self.coverage.next_counted();
+            self.wait_for(next, Instant::now());
+        }
+    }
+
+    /// A counted slot ended at `until`: the next counted one if it follows
+    /// at once, else it is waited for.
+    pub fn next_after(&mut self, until: Instant) -> Option<CountedSlot> {
+        let next = self.coverage.next_counted();
+        if next.wait_ms == 0 {
+            return Some(next);
+        }
+        self.wait_for(next, until);
+        None
+    }
+
+    /// Waits for `slot`, `slot.wait_ms` after `from`.
+    fn wait_for(&mut self, slot: CountedSlot, from: Instant) {
+        let at = from + Duration::from_millis(slot.wait_ms);
+        self.schedule = Schedule::Waiting {
+            at: anchored(at, Instant::now()),
+            slot,
+        };
+        self.gap_began.get_or_insert_with(Instant::now);
+    }
+
+    /// The counted slot `slot` is due (at `at`): it opens, unless it stands
+    /// for itself alone and need not be `checked` (then every command is to
+    /// be counted: `None`). When it is due to close, and whether commands
+    /// went by unseen before it.
+    pub fn open(
+        &mut self,
+        at: Instant,
+        slot: CountedSlot,
+        checked: bool,
+    ) -> Option<(Instant, bool)> {
+        let now = Instant::now();
+        self.figures.begun += u64::from(slot.skipped) + 1;
+        if let Some(gap) = self.gap_began.take() {
+            self.figures.ns += now.duration_since(gap).as_nanos() as u64;
+        }
+        if slot.weight == 1 && !checked {
+            return None;
+        }
+        let unseen = self.counted.is_none();
+        self.seq = self.seq.wrapping_add(1);
+        self.counted = Some(TimeSlot::new(self.seq, slot.weight).keeping_one_in(self.keep_one_in));
+        self.began = Some(now);
+        self.opened = Some(now);
+        self.overflowed = false;
+        self.figures.counted += 1;
+        let until = anchored(at, now) + Duration::from_millis(slot.length_ms);
+        self.schedule = Schedule::Open { until };
+        Some((until, unseen))
+    }
+
+    /// The current slot stops counting time (`whole`: counting every
+    /// command ends, which says nothing of how long slots last).
+    pub fn closing(&mut self, whole: bool) {
+        if whole {
+            self.began = None;
+        }
+        if let Some(opened) = self.opened.take() {
+            self.counted_ns += opened.elapsed().as_nanos() as u64;
+        }
+    }
+
+    /// The counted slot closes checked (Redis 7.0 with a password), kept if
+    /// it held no more than it may and was `clean` (no one refused in it).
+    /// What its accesses stand for, or `None`: they are discarded (the
+    /// slots kept stand for them).
+    pub fn close_checked(&mut self, clean: impl FnOnce() -> bool) -> Option<u32> {
+        let kept = !self.overflowed && clean();
+        // Its length (the slot has not ended yet: `began` is still set).
+        let length_ms = self
+            .began
+            .map_or(0.0, |b| b.elapsed().as_secs_f64() * 1000.0);
+        let weight = self.counted.map_or(1, |s| s.weight);
+        let stands_for = self.kept.closed(kept, length_ms, weight);
+        if stands_for.is_none() {
+            self.figures.discarded += 1;
+        }
+        stands_for
+    }
+
+    /// The current slot has closed: nothing is counted until the next.
+    pub fn closed(&mut self) {
+        if let Some(began) = self.began.take() {
+            let ns = began.elapsed().as_nanos() as u64;
+            self.figures.ns += ns;
+            self.figures.counted_ns += ns;
+        }
+        self.counted = None;
+    }
+
+    /// Every command counted from now on (no slots).
+    pub fn count_everything(&mut self) {
+        self.gap_began = None;
+        self.schedule = Schedule::Whole;
+        self.counted = Some(TimeSlot::WHOLE.keeping_one_in(self.keep_one_in));
+        self.overflowed = false;
+    }
+
+    /// Counted time since the last call (ns).
+    pub fn take_counted_ns(&mut self) -> u64 {
+        if let Some(opened) = self.opened.as_mut() {
+            self.counted_ns += opened.elapsed().as_nanos() as u64;
+            *opened = Instant::now();
+        }
+        std::mem::take(&mut self.counted_ns)
+    }
+
+    /// One access in how many is kept within counted slots now.
+    pub fn keep_one_in(&self) -> u32 {
+        self.keep_one_in
+    }
+
+    /// One access in how many the current slot keeps.
+    pub fn keep_one_in_now(&self) -> u32 {
+        self.counted.map_or(self.keep_one_in, |s| s.keep_one_in)
+    }
+
+    /// One access in `n` kept from the next counted slot; counting every
+    /// command, from now on (true: what was gathered at the old rate is
+    /// to be handed over first).
+    pub fn keep_one_in_from_now(&mut self, n: u32) -> bool {
+        let changed = n != self.keep_one_in_now();
+        self.keep_one_in = n;
+        if !changed || self.in_use() {
+            return false;
+        }
+        self.counted = Some(TimeSlot::WHOLE.keeping_one_in(n));
+        true
+    }
+
+    /// Counted time discarded (Redis 7.0 with a password) that no kept
+    /// slot stands for yet, in seconds: the counts miss it until one does.
+    pub fn carried_seconds(&self) -> f64 {
+        self.kept.pending_seconds()
+    }
+
+    pub fn figures(&self) -> SlotFigures {
+        self.figures
+    }
+}
