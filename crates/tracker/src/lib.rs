@@ -22,13 +22,51 @@
 //! [`budget::cost_budget`] closes the loop: from what all this cost, the
 //! share of time counted and how thinly accesses are kept.
 
+// The folders and their modules, as the table above lists them.
 pub mod access;
-pub mod bounds;
-pub mod budget;
-pub mod counting;
-pub mod sampling;
-pub mod server;
+pub mod server {
+    pub mod client_table;
+    pub mod command_name;
+    pub mod command_reply;
+    pub mod command_table;
+    pub mod hash_slot;
+    pub mod hash_slot_map;
+    pub mod key_spec;
+    pub mod name_effect;
+    pub mod script_watch;
+    pub mod tracked_name;
+}
+pub mod sampling {
+    pub mod access_coins;
+    pub mod access_thinning;
+    pub mod coalescer;
+    pub mod coverage;
+    pub mod kept_time_slots;
+    pub mod thinning;
+    pub mod time_slot;
+}
 pub mod worker;
+pub mod counting {
+    pub mod fading_counters;
+    pub mod hash_slot_load;
+    pub mod insert;
+    pub mod key_tracker;
+    pub mod member_spread;
+    pub mod prefixes;
+    pub mod sampled_counters;
+    pub mod tally;
+}
+pub mod bounds {
+    pub mod error_bar;
+    pub mod noise_floor;
+}
+pub mod budget {
+    pub mod cost_budget;
+    pub mod cost_meter;
+    pub mod insert_allowance;
+    pub mod insert_budget;
+    pub mod thread_clock;
+}
 
 pub use access::Access;
 pub use counting::key_tracker::{HotKey, KeyTracker, Picked, Ranking, TrackerShape};

@@ -473,7 +473,11 @@ mod tests {
     /// Ticks where counting all costs the main thread `main` and the worker
     /// `worker` (keeping every access) of a core per second counted.
     fn settle_both(main: f64, worker: f64) -> CostBudget {
-        let mut b = CostBudget::new(0.01, 1024);
+        settle_more(CostBudget::new(0.01, 1024), main, worker)
+    }
+
+    /// [`settle_both`], from where `b` settled before.
+    fn settle_more(mut b: CostBudget, main: f64, worker: f64) -> CostBudget {
         let period = 100_000_000u64;
         for _ in 0..200 {
             let counted = period / u64::from(b.every());
@@ -512,21 +516,7 @@ mod tests {
         let b = settle_both(2.35 * aim, 1.0);
         assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
         // And back: a light load again keeps every access.
-        let mut b = settle_both(0.7 * aim, 0.7 * aim);
-        let period = 100_000_000u64;
-        for _ in 0..200 {
-            let counted = period / u64::from(b.every());
-            let worker_ns = counted / 1_000 / u64::from(b.keep_one_in());
-            let cost = TickCost {
-                calls_ns: counted / 1_000,
-                worker_ns,
-                worker_absorb_ns: worker_ns,
-                clocks_ns: 0,
-                keep_one_in: b.keep_one_in(),
-                ..TickCost::default()
-            };
-            b.observe(period, counted, cost);
-        }
+        let b = settle_more(settle_both(0.7 * aim, 0.7 * aim), 0.001, 0.001);
         assert_eq!((b.every(), b.keep_one_in()), (1, 1));
         assert!((b.worker_share() - 0.01 * AIM * (1.0 - MAIN_PART)).abs() < 1e-9);
     }

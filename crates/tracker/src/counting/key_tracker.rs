@@ -52,32 +52,20 @@ impl HotKey {
     /// The same key as a list by `ranking` picked it out of `background`:
     /// the tallies it is ranked by are bounded as picked, by what the
     /// background could make of the grain of the one it is ranked by.
-    fn picked_from(self, ranking: Ranking, background: &Background) -> HotKey {
+    fn picked_from(mut self, ranking: Ranking, background: &Background) -> HotKey {
         let outline = background.outline_for(&self.ranked(ranking));
-        let pick = |tally: Tally| tally.picked_from(outline);
+        let pick = |tally: &mut Tally| *tally = tally.picked_from(outline);
         match ranking {
-            Ranking::Reads => HotKey {
-                reads: pick(self.reads),
-                ..self
-            },
-            Ranking::Writes => HotKey {
-                writes: pick(self.writes),
-                ..self
-            },
-            Ranking::Total => HotKey {
-                reads: pick(self.reads),
-                writes: pick(self.writes),
-                ..self
-            },
-            Ranking::Misses => HotKey {
-                misses: pick(self.misses),
-                ..self
-            },
-            Ranking::Prefixes => HotKey {
-                under: pick(self.under),
-                ..self
-            },
+            Ranking::Reads => pick(&mut self.reads),
+            Ranking::Writes => pick(&mut self.writes),
+            Ranking::Total => {
+                pick(&mut self.reads);
+                pick(&mut self.writes);
+            }
+            Ranking::Misses => pick(&mut self.misses),
+            Ranking::Prefixes => pick(&mut self.under),
         }
+        self
     }
 
     /// Reads and writes together.

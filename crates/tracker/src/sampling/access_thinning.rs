@@ -35,22 +35,13 @@ pub const BURST_SECONDS: f64 = 10.0;
 /// the thinning in force then), so that thinning does not feed on itself:
 /// a mean of costs measured before a thinning, multiplied by it, would
 /// count it twice and thin ever further after the load has gone.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct ThinningWithinShare {
     /// Running cost of taking every access in, a share of one core.
     whole: f64,
     /// What may still be spent over the share, in core-seconds (`None`:
     /// full, as at the start).
     credit: Option<f64>,
-}
-
-impl Default for ThinningWithinShare {
-    fn default() -> Self {
-        Self {
-            whole: 0.0,
-            credit: None,
-        }
-    }
 }
 
 impl ThinningWithinShare {

@@ -37,7 +37,7 @@ const USUAL_SLOT_MS: f64 = 10.0;
 /// where fewer than one slot in 16 is kept, counts fall short.
 pub const MAX_STANDS_FOR: u32 = 16;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct KeptTimeSlots {
     /// Per length class: the slots discarded since the last one kept.
     carried: [Carried; CLASSES],
@@ -52,19 +52,7 @@ struct Carried {
     ms: f64,
 }
 
-impl Default for KeptTimeSlots {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl KeptTimeSlots {
-    pub fn new() -> Self {
-        Self {
-            carried: [Carried::default(); CLASSES],
-        }
-    }
-
     /// A counted slot of `length_ms`, standing for `weight` slots, closed:
     /// if `kept`, the weight it stands for now (its own and what was
     /// carried to it); if discarded, `None`, and its weight is carried.
@@ -130,7 +118,7 @@ mod tests {
         discard: impl Fn(f64, &mut u64) -> bool,
         accesses: impl Fn(f64, &mut u64) -> f64,
     ) -> f64 {
-        let mut kept = KeptTimeSlots::new();
+        let mut kept = KeptTimeSlots::default();
         let mut rng = seed | 1;
         let (mut counted, mut truth) = (0.0, 0.0);
         for _ in 0..slots {
@@ -196,7 +184,7 @@ mod tests {
 
     #[test]
     fn nothing_discarded_leaves_weights_as_they_were() {
-        let mut kept = KeptTimeSlots::new();
+        let mut kept = KeptTimeSlots::default();
         for i in 0..100 {
             assert_eq!(kept.closed(true, 5.0 + f64::from(i % 11), 4), Some(4));
         }
@@ -205,7 +193,7 @@ mod tests {
 
     #[test]
     fn a_kept_slot_stands_for_at_most_sixteen() {
-        let mut kept = KeptTimeSlots::new();
+        let mut kept = KeptTimeSlots::default();
         for _ in 0..1_000 {
             assert_eq!(kept.closed(false, 10.0, 2), None);
         }
@@ -240,7 +228,7 @@ mod tests {
                 0..40,
             )
         ) {
-            let mut kept = KeptTimeSlots::new();
+            let mut kept = KeptTimeSlots::default();
             let (mut stood_for, mut total, mut discarded) = (0u64, 0u64, 0u64);
             for &(keep, length, weight) in &slots {
                 total += u64::from(weight);

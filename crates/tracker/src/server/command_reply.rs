@@ -55,4 +55,37 @@ impl Reply {
                 .collect(),
         )
     }
+
+    /// A string reply of `text`.
+    pub fn text(text: &str) -> Reply {
+        Reply::Bytes(text.as_bytes().to_vec())
+    }
+
+    /// A flat `[name, value, ...]` array, as [`Self::pairs`] reads it.
+    pub fn map<const N: usize>(pairs: [(&str, Reply); N]) -> Reply {
+        let flat = pairs
+            .into_iter()
+            .flat_map(|(name, value)| [Reply::text(name), value]);
+        Reply::Array(flat.collect())
+    }
+
+    /// One command as `COMMAND` describes it (key positions left to its key
+    /// `specs`), as the tests hand it to the tables that read it.
+    pub fn command(
+        name: &str,
+        arity: i64,
+        flag: &str,
+        specs: Vec<Reply>,
+        subs: Vec<Reply>,
+    ) -> Reply {
+        let (one, none) = (Reply::Integer(1), Reply::Array(vec![]));
+        let head = [
+            Reply::text(name),
+            Reply::Integer(arity),
+            Reply::Array(vec![Reply::text(flag)]),
+        ];
+        let keys = [one.clone(), one.clone(), one, none.clone(), none];
+        let tail = [Reply::Array(specs), Reply::Array(subs)];
+        Reply::Array(head.into_iter().chain(keys).chain(tail).collect())
+    }
 }

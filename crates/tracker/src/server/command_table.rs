@@ -312,60 +312,27 @@ impl KeyUse<'_> {
 mod tests {
     use super::*;
 
-    fn s(text: &str) -> Reply {
-        Reply::Bytes(text.as_bytes().to_vec())
-    }
-
-    fn arr(items: Vec<Reply>) -> Reply {
-        Reply::Array(items)
-    }
-
     fn spec(flag: &str, begin: Reply) -> Reply {
-        arr(vec![
-            s("flags"),
-            arr(vec![s(flag)]),
-            s("begin_search"),
-            begin,
-        ])
+        let flags = Reply::Array(vec![Reply::text(flag)]);
+        Reply::map([("flags", flags), ("begin_search", begin)])
     }
 
     fn index(i: i64) -> Reply {
-        arr(vec![
-            s("type"),
-            s("index"),
-            s("spec"),
-            arr(vec![s("index"), Reply::Integer(i)]),
-        ])
+        let spec = Reply::map([("index", Reply::Integer(i))]);
+        Reply::map([("type", Reply::text("index")), ("spec", spec)])
     }
 
     fn keyword(k: &str, from: i64) -> Reply {
-        arr(vec![
-            s("type"),
-            s("keyword"),
-            s("spec"),
-            arr(vec![
-                s("keyword"),
-                s(k),
-                s("startfrom"),
-                Reply::Integer(from),
-            ]),
-        ])
+        let spec = Reply::map([
+            ("keyword", Reply::text(k)),
+            ("startfrom", Reply::Integer(from)),
+        ]);
+        Reply::map([("type", Reply::text("keyword")), ("spec", spec)])
     }
 
     fn command(name: &str, write: bool, specs: Vec<Reply>) -> Reply {
         let flag = if write { "write" } else { "readonly" };
-        arr(vec![
-            s(name),
-            Reply::Integer(-2),
-            arr(vec![s(flag)]),
-            Reply::Integer(1),
-            Reply::Integer(1),
-            Reply::Integer(1),
-            arr(vec![]),
-            arr(vec![]),
-            arr(specs),
-            arr(vec![]),
-        ])
+        Reply::command(name, -2, flag, specs, vec![])
     }
 
     fn table() -> CommandTable {
@@ -403,14 +370,11 @@ mod tests {
     #[test]
     fn a_subcommand_has_its_own_effect() {
         let mut t = CommandTable::default();
-        let mut acl = command("acl", false, vec![]);
-        if let Reply::Array(fields) = &mut acl {
-            fields[9] = arr(vec![
-                command("acl|setuser", true, vec![]),
-                command("acl|getuser", false, vec![]),
-            ]);
-        }
-        t.add(&acl, None);
+        let subs = vec![
+            command("acl|setuser", true, vec![]),
+            command("acl|getuser", false, vec![]),
+        ];
+        t.add(&Reply::command("acl", -2, "readonly", vec![], subs), None);
         t.add(&command("select", false, vec![]), None);
         let effect = |args: &[&str]| {
             let get = |i: usize| args.get(i).map(|a| a.as_bytes());
@@ -428,10 +392,7 @@ mod tests {
     #[test]
     fn a_command_the_server_would_refuse_has_no_keys() {
         let mut t = table();
-        let mut exact = command("getdel", true, vec![spec("RW", index(1))]);
-        if let Reply::Array(fields) = &mut exact {
-            fields[1] = Reply::Integer(2);
-        }
+        let exact = Reply::command("getdel", 2, "write", vec![spec("RW", index(1))], vec![]);
         t.add(&exact, None);
         let uses = |args: &[&str]| {
             let get = |i: usize| args.get(i).map(|a| a.as_bytes());

@@ -275,16 +275,30 @@ impl<S: Sink> Counting<S> {
                 *self.threshold.insert(t)
             }
         };
+        self.insert_keys(false, threshold, from, n)
+    }
+
+    /// Inserts keys `from..from + n` of the coalescer draining (or the one
+    /// `filling`), thinned at `threshold`; the allowance pays for them.
+    fn insert_keys(
+        &mut self,
+        filling: bool,
+        threshold: Option<u64>,
+        from: usize,
+        n: usize,
+    ) -> usize {
         let Self {
             tracker,
             draining,
+            filling: held,
             thinning,
             work,
             allowance,
             ..
         } = self;
         let before = work.inserts;
-        let drained = draining.drain(from, n, |key| {
+        let keys = if filling { held } else { draining };
+        let drained = keys.drain(from, n, |key| {
             insert_thinned(tracker, thinning, threshold, work, key);
         });
         allowance.spend(work.inserts - before);
@@ -296,19 +310,7 @@ impl<S: Sink> Counting<S> {
     pub fn current(&mut self) -> &S {
         self.finish_draining();
         let threshold = Self::threshold_for(&mut self.allowance, &self.filling);
-        let Self {
-            tracker,
-            filling,
-            thinning,
-            work,
-            allowance,
-            ..
-        } = self;
-        let before = work.inserts;
-        filling.drain(0, usize::MAX, |key| {
-            insert_thinned(tracker, thinning, threshold, work, key);
-        });
-        allowance.spend(work.inserts - before);
+        self.insert_keys(true, threshold, 0, usize::MAX);
         self.filling.clear();
         &self.tracker
     }
