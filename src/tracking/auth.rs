@@ -20,6 +20,7 @@
 //! default`) every tick, and taken as "it does" from the moment the filter
 //! sees an `ACL` or `CONFIG` command until then.
 
+use super::routing::text;
 use crate::host::server_info;
 use heavykeeper_tracker::server::client_table::Trust;
 use heavykeeper_tracker::worker::key_batch::KeyBatch;
@@ -242,13 +243,6 @@ fn default_user_open(ctx: &Context) -> Option<bool> {
 /// The `flags` of an `ACL GETUSER` reply (name and value pairs, as a
 /// module's call receives them).
 fn user_flags(reply: &RedisValue) -> Option<Vec<String>> {
-    let text = |v: &RedisValue| match v {
-        RedisValue::SimpleString(s) => Some(s.clone()),
-        RedisValue::BulkString(s) => Some(s.clone()),
-        RedisValue::BulkRedisString(s) => s.try_as_str().ok().map(str::to_string),
-        RedisValue::StringBuffer(b) => String::from_utf8(b.clone()).ok(),
-        _ => None,
-    };
     let RedisValue::Array(fields) = reply else {
         return None;
     };

@@ -3,6 +3,7 @@
 //! and how thinly accesses are kept within counted time.
 
 use super::config::Sampling;
+use super::time_slots::TimeSlots;
 use heavykeeper_tracker::budget::cost_budget::{CostBudget, TickCost};
 use heavykeeper_tracker::budget::cost_meter::{CostMeter, Spent};
 use heavykeeper_tracker::budget::insert_allowance;
@@ -69,9 +70,15 @@ impl Cost {
         }
     }
 
-    /// One tick's period (`elapsed_ns`, of which `counted_ns` counted, one
-    /// access in `keep_one_in` kept within counted slots): what it cost.
-    pub fn observe(&mut self, elapsed_ns: u64, counted_ns: u64, keep_one_in: u32, worker: &Worker) {
+    /// A tick's period of `elapsed_ns`: what it cost, and so how much of the
+    /// next to count: the share of time (under a budget) and how thinly
+    /// accesses are kept within it. True: what was gathered is to be handed
+    /// over first ([`TimeSlots::keep_one_in_from_now`]).
+    pub fn tick(&mut self, elapsed_ns: u64, slots: &mut TimeSlots, worker: &Worker) -> bool {
+        let counted_ns = match slots.in_use() {
+            true => slots.take_counted_ns(),
+            false => elapsed_ns,
+        };
         let spent = self.meter.take(worker.cpu_ns(), worker.absorb_ns());
         self.recent = spent;
         self.recent_elapsed_ns = elapsed_ns;
@@ -81,17 +88,20 @@ impl Cost {
             worker_ns: spent.worker_ns,
             worker_absorb_ns: spent.worker_absorb_ns,
             clocks_ns: spent.timers_ns,
-            keep_one_in,
+            keep_one_in: slots.keep_one_in(),
         };
         self.budget.observe(elapsed_ns, counted_ns, cost);
+        if self.sampling == Sampling::Budgeted {
+            slots.set_every(self.budget.every());
+        }
+        slots.keep_one_in_from_now(|now| self.next_keep_one_in(now))
     }
 
-    /// After a tick, how thinly to keep accesses within counted slots (the
-    /// current one keeps one in `now`): what the budget says; where the
-    /// share of time counted is fixed (`track-sample N`), what keeps the
-    /// worker taking them in within its fixed share, from what that cost in
-    /// the last tick.
-    pub fn next_keep_one_in(&mut self, now: u32) -> u32 {
+    /// How thinly to keep accesses within counted slots (the current one
+    /// keeps one in `now`): what the budget says; where the share of time
+    /// counted is fixed (`track-sample N`), what keeps the worker taking
+    /// them in within its fixed share, from what that cost in the last tick.
+    fn next_keep_one_in(&mut self, now: u32) -> u32 {
         if self.sampling == Sampling::Budgeted {
             return self.budget.keep_one_in();
         }
@@ -100,12 +110,6 @@ impl Cost {
         let share = self.worker_share() * ABSORB_PART;
         self.thinning
             .observe(absorb, elapsed_ns as f64 / 1e9, now, share)
-    }
-
-    /// One slot in how many the budget says to count (`None`: the share of
-    /// time counted is fixed).
-    pub fn every(&self) -> Option<u32> {
-        (self.sampling == Sampling::Budgeted).then(|| self.budget.every())
     }
 
     pub fn meter(&mut self) -> &mut CostMeter {

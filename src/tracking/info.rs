@@ -3,9 +3,10 @@
 //! that none could be mistaken for a figure of the sketches.
 
 use super::config;
+use super::time_slots::SlotFigures;
 use crate::host::info::number;
 use heavykeeper_tracker::Tally;
-use redis_module::InfoContext;
+use redis_module::{InfoContext, InfoContextBuilderFieldBottomLevelValue as Value};
 
 /// What INFO reads. The node's rates wait for the worker's step (they are
 /// what a rebalance plans from); nothing else waits, and in a crash report
@@ -14,16 +15,11 @@ use redis_module::InfoContext;
 struct Figures {
     every: u32,
     keep_one_in: u32,
-    seen: u64,
-    redirected: u64,
+    seen: super::state::Figures,
+    slots: SlotFigures,
     hash_slots_served: Option<(usize, bool)>,
-    dropped: u64,
-    unauthenticated: u64,
-    checks: u64,
-    refused: u64,
-    time_slots_discarded: u64,
-    time_slots: (u64, u64, u64, u64),
-    misses_seen: u64,
+    /// Accesses dropped as not let in, checks made, clients refused.
+    auth: (u64, u64, u64),
     thinned_ms: u64,
     rates: (Tally, Tally),
     memory: u64,
@@ -41,21 +37,13 @@ fn figures(for_crash_report: bool) -> Figures {
     super::with_state(|state| {
         state.as_mut().map(|t| {
             let rates = t.rates(!for_crash_report);
-            let (f, slots) = (t.figures(), t.slots().figures());
-            let (unauthenticated, checks, refused) = t.auth().figures();
             Figures {
                 every: t.slots().every(),
                 keep_one_in: t.slots().keep_one_in(),
-                seen: f.commands_seen,
-                redirected: f.commands_redirected,
+                seen: t.figures(),
+                slots: t.slots().figures(),
                 hash_slots_served: t.hash_slots_served(),
-                dropped: f.accesses_dropped,
-                unauthenticated,
-                checks,
-                refused,
-                time_slots_discarded: slots.discarded,
-                time_slots: (slots.begun, slots.counted, slots.ns, slots.counted_ns),
-                misses_seen: f.misses_seen,
+                auth: t.auth().figures(),
                 thinned_ms: t.worker().thinned_ms(),
                 rates,
                 memory: t.try_memory_bytes().unwrap_or(0) as u64,
@@ -108,110 +96,73 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         _ if super::filter::names_clients() => "per-client",
         _ => "per-slot",
     };
-    let _ = ctx
-        .builder()
-        .add_section("tracking")
-        .field("tracker_enabled", i64::from(super::counting()))
-        .and_then(|s| s.field("tracker_k", i64::from(shape.k)))
-        .and_then(|s| {
-            s.field(
-                "tracker_halflife_seconds",
-                (shape.half_life_ms / 1000.0) as i64,
-            )
-        })
-        .and_then(|s| s.field("tracker_sample", sample))
-        .and_then(|s| s.field("tracker_share_counted", format!("{share:.4}")))
-        .and_then(|s| {
-            s.field(
-                "tracker_accesses_kept_share",
-                format!("{:.4}", 1.0 / f64::from(f.keep_one_in.max(1))),
-            )
-        })
-        .and_then(|s| s.field("tracker_cpu_percent", percent(f.cost)))
-        .and_then(|s| s.field("tracker_cpu_main_percent", percent(f.parts.0 + f.parts.1)))
-        .and_then(|s| s.field("tracker_cpu_worker_percent", percent(f.parts.2)))
-        .and_then(|s| {
-            s.field(
-                "tracker_cpu_percent_counting_all",
-                percent(f.cost_counting_all),
-            )
-        })
-        .and_then(|s| s.field("tracker_cpu_budget_percent", percent(config::cpu_budget())))
-        .and_then(|s| {
-            s.field(
-                "tracker_cpu_seconds",
-                format!("{:.3}", f.spent_ns as f64 / 1e9),
-            )
-        })
-        .and_then(|s| s.field("tracker_cpu_seconds_main", seconds(f.totals.main_ns)))
-        .and_then(|s| s.field("tracker_cpu_seconds_worker", seconds(f.totals.worker_ns)))
-        .and_then(|s| s.field("tracker_seconds_counted", seconds(f.totals.counted_ns)))
-        .and_then(|s| s.field("tracker_reads_per_second", rate(f.rates.0.per_second)))
-        .and_then(|s| s.field("tracker_writes_per_second", rate(f.rates.1.per_second)))
-        .and_then(|s| s.field("tracker_reads_per_second_low", rate(f.rates.0.bounds().low)))
-        .and_then(|s| {
-            s.field(
-                "tracker_reads_per_second_high",
-                rate(f.rates.0.bounds().high),
-            )
-        })
-        .and_then(|s| {
-            s.field(
-                "tracker_writes_per_second_low",
-                rate(f.rates.1.bounds().low),
-            )
-        })
-        .and_then(|s| {
-            s.field(
-                "tracker_writes_per_second_high",
-                rate(f.rates.1.bounds().high),
-            )
-        })
-        .and_then(|s| s.field("tracker_memory_bytes", number(f.memory)))
-        .and_then(|s| s.field("tracker_keys_counted", number(f.keys_counted)))
-        .and_then(|s| s.field("tracker_commands_seen", number(f.seen)))
-        .and_then(|s| s.field("tracker_commands_redirected", number(f.redirected)))
-        .and_then(|s| {
-            let state = match f.hash_slots_served {
-                None => "none",
-                Some((_, true)) => "ok",
-                Some((_, false)) => "fail",
-            };
-            s.field("tracker_cluster_state", state)
-        })
-        .and_then(|s| {
-            let served = f.hash_slots_served.map_or(0, |(n, _)| n as i64);
-            s.field("tracker_cluster_slots_served", served)
-        })
-        .and_then(|s| s.field("tracker_accesses_dropped", number(f.dropped)))
-        .and_then(|s| {
-            s.field(
-                "tracker_worker_thinned_seconds",
-                seconds(f.thinned_ms * 1_000_000),
-            )
-        })
-        .and_then(|s| s.field("tracker_misses", i64::from(config::misses_on())))
-        .and_then(|s| s.field("tracker_misses_seen", number(f.misses_seen)))
-        .and_then(|s| s.field("tracker_auth_check", auth))
-        .and_then(|s| s.field("tracker_unauthenticated_dropped", number(f.unauthenticated)))
-        .and_then(|s| s.field("tracker_auth_checks", number(f.checks)))
-        .and_then(|s| s.field("tracker_auth_refused", number(f.refused)))
-        .and_then(|s| s.field("tracker_slots", number(f.time_slots.0)))
-        .and_then(|s| s.field("tracker_slots_counted", number(f.time_slots.1)))
-        .and_then(|s| {
-            let uncounted = f.time_slots.2.saturating_sub(f.time_slots.3);
-            s.field(
-                "tracker_uncounted_slot_mean_ms",
-                mean_ms(uncounted, f.time_slots.0.saturating_sub(f.time_slots.1)),
-            )
-        })
-        .and_then(|s| {
-            s.field(
-                "tracker_counted_slot_mean_ms",
-                mean_ms(f.time_slots.3, f.time_slots.1),
-            )
-        })
-        .and_then(|s| s.field("tracker_slots_discarded", number(f.time_slots_discarded)))
-        .and_then(|s| s.build_section())
-        .and_then(|b| b.build_info());
+    let (reads, writes) = (f.rates.0, f.rates.1);
+    let (slots, counted) = (f.slots.begun, f.slots.counted);
+    let uncounted_ns = f.slots.ns.saturating_sub(f.slots.counted_ns);
+    let cluster_state = match f.hash_slots_served {
+        None => "none",
+        Some((_, true)) => "ok",
+        Some((_, false)) => "fail",
+    };
+    let halflife = (shape.half_life_ms / 1000.0) as i64;
+    let kept = format!("{:.4}", 1.0 / f64::from(f.keep_one_in.max(1)));
+    let all = percent(f.cost_counting_all);
+    let cpu_s = format!("{:.3}", f.spent_ns as f64 / 1e9);
+    let served = f.hash_slots_served.map_or(0, |(n, _)| n as i64);
+    let thinned = seconds(f.thinned_ms * 1_000_000);
+    let uncounted = mean_ms(uncounted_ns, slots.saturating_sub(counted));
+    let counted_mean = mean_ms(f.slots.counted_ns, counted);
+    let fields: [(&str, Value); 40] = [
+        ("enabled", i64::from(super::counting()).into()),
+        ("k", i64::from(shape.k).into()),
+        ("halflife_seconds", halflife.into()),
+        ("sample", sample.into()),
+        ("share_counted", format!("{share:.4}").into()),
+        ("accesses_kept_share", kept.into()),
+        ("cpu_percent", percent(f.cost).into()),
+        ("cpu_main_percent", percent(f.parts.0 + f.parts.1).into()),
+        ("cpu_worker_percent", percent(f.parts.2).into()),
+        ("cpu_percent_counting_all", all.into()),
+        ("cpu_budget_percent", percent(config::cpu_budget()).into()),
+        ("cpu_seconds", cpu_s.into()),
+        ("cpu_seconds_main", seconds(f.totals.main_ns).into()),
+        ("cpu_seconds_worker", seconds(f.totals.worker_ns).into()),
+        ("seconds_counted", seconds(f.totals.counted_ns).into()),
+        ("reads_per_second", rate(reads.per_second).into()),
+        ("writes_per_second", rate(writes.per_second).into()),
+        ("reads_per_second_low", rate(reads.bounds().low).into()),
+        ("reads_per_second_high", rate(reads.bounds().high).into()),
+        ("writes_per_second_low", rate(writes.bounds().low).into()),
+        ("writes_per_second_high", rate(writes.bounds().high).into()),
+        ("memory_bytes", number(f.memory).into()),
+        ("keys_counted", number(f.keys_counted).into()),
+        ("commands_seen", number(f.seen.commands_seen).into()),
+        (
+            "commands_redirected",
+            number(f.seen.commands_redirected).into(),
+        ),
+        ("cluster_state", cluster_state.into()),
+        ("cluster_slots_served", served.into()),
+        ("accesses_dropped", number(f.seen.accesses_dropped).into()),
+        ("worker_thinned_seconds", thinned.into()),
+        ("misses", i64::from(config::misses_on()).into()),
+        ("misses_seen", number(f.seen.misses_seen).into()),
+        ("auth_check", auth.into()),
+        ("unauthenticated_dropped", number(f.auth.0).into()),
+        ("auth_checks", number(f.auth.1).into()),
+        ("auth_refused", number(f.auth.2).into()),
+        ("slots", number(slots).into()),
+        ("slots_counted", number(counted).into()),
+        ("uncounted_slot_mean_ms", uncounted.into()),
+        ("counted_slot_mean_ms", counted_mean.into()),
+        ("slots_discarded", number(f.slots.discarded).into()),
+    ];
+    let mut section = ctx.builder().add_section("tracking");
+    for (name, value) in fields {
+        let Ok(more) = section.field(&format!("tracker_{name}"), value) else {
+            return;
+        };
+        section = more;
+    }
+    let _ = section.build_section().and_then(|b| b.build_info());
 }

@@ -83,7 +83,7 @@ impl Routing {
         if !due {
             return;
         }
-        let Some(nodes) = text(ctx.call("CLUSTER", &["NODES"]).ok().as_ref()) else {
+        let Some(nodes) = ctx.call("CLUSTER", &["NODES"]).ok().as_ref().and_then(text) else {
             return;
         };
         let reads_when_down = config_yes(ctx, "cluster-allow-reads-when-down");
@@ -97,7 +97,11 @@ impl Routing {
 
 /// `cluster_state` is `ok`, and `cluster_current_epoch`.
 fn cluster_info(ctx: &Context) -> Option<(bool, u64)> {
-    let info = text(ctx.call("CLUSTER", &["INFO"]).ok().as_ref())?;
+    let info = ctx
+        .call("CLUSTER", &["INFO"])
+        .ok()
+        .as_ref()
+        .and_then(text)?;
     let field = |name: &str| {
         info.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
@@ -111,14 +115,14 @@ fn cluster_info(ctx: &Context) -> Option<(bool, u64)> {
 /// A config that is `yes`.
 fn config_yes(ctx: &Context, name: &str) -> bool {
     match ctx.call("CONFIG", &["GET", name]) {
-        Ok(RedisValue::Array(pair)) => text(pair.get(1)).is_some_and(|v| v == "yes"),
+        Ok(RedisValue::Array(pair)) => pair.get(1).and_then(text).is_some_and(|v| v == "yes"),
         _ => false,
     }
 }
 
 /// A reply's text (bulk, simple or verbatim).
-fn text(reply: Option<&RedisValue>) -> Option<String> {
-    match reply? {
+pub fn text(reply: &RedisValue) -> Option<String> {
+    match reply {
         RedisValue::SimpleString(s) | RedisValue::BulkString(s) => Some(s.clone()),
         RedisValue::BulkRedisString(s) => s.try_as_str().ok().map(str::to_string),
         RedisValue::StringBuffer(b) => String::from_utf8(b.clone()).ok(),

@@ -1,33 +1,69 @@
 //! Who sent a command, as far as the tracker needs to know: each client's
-//! database and whether it is let in (7.2+), whether a script is running
-//! (7.0), and so where a command's keys count, if anywhere.
+//! database and whether it is let in (7.2+; [`AuthWatch`]), whether a
+//! script is running (7.0), and so where a command's keys count, if
+//! anywhere: the batch, the keys held while their client is checked, or
+//! nowhere.
 
 use super::auth::{Admission, AuthWatch};
 use super::keys::FilteredCommand;
+use super::sketches::Sketches;
+use super::time_slots::Closed;
 use crate::host::{clock, module_context};
 use heavykeeper_tracker::server::client_table::{ClientTable, Trust};
 use heavykeeper_tracker::server::name_effect::NameEffect;
 use heavykeeper_tracker::server::script_watch::ScriptWatch;
+use heavykeeper_tracker::worker::key_batch::KeyBatch;
+use redis_module::Context;
 
-#[derive(Default)]
 pub struct Senders {
     clients: ClientTable,
     scripts: ScriptWatch,
+    auth: AuthWatch,
+    /// Does the server's filter say which client sent a command (7.2+)?
+    names_clients: bool,
 }
 
 impl Senders {
-    /// The database to count a command's keys in, and whether to hold them
-    /// (their client is being checked); `None` when they are not counted:
-    /// from a client that is no connection (a script's: its own command
-    /// counted the keys it declared; a module's `RM_Call`), or one not let
-    /// in.
+    pub fn new(names_clients: bool) -> Self {
+        Self {
+            clients: ClientTable::default(),
+            scripts: ScriptWatch::default(),
+            auth: AuthWatch::default(),
+            names_clients,
+        }
+    }
+
+    /// Unit tests: no server to ask, everyone taken as let in.
+    #[cfg(test)]
+    pub fn assume_everyone_let_in(&mut self) {
+        self.auth.assume_everyone_let_in();
+    }
+
+    pub fn auth(&self) -> &AuthWatch {
+        &self.auth
+    }
+
+    pub fn names_clients(&self) -> bool {
+        self.names_clients
+    }
+
+    /// Redis 7.0 with a password: is each counted slot checked for refusals?
+    pub fn checks_slots(&self) -> bool {
+        self.auth.checks_slots(self.names_clients)
+    }
+
+    /// The database to count a command's keys in, and the batch to put them
+    /// in (the keys held while their client is checked, or `sketches`'s);
+    /// `None` when they are not counted: from a client that is no connection
+    /// (a script's: its own command counted the keys it declared; a
+    /// module's `RM_Call`), or one not let in.
     #[inline(always)]
-    pub fn destination(
-        &mut self,
+    pub fn destination<'a>(
+        &'a mut self,
         cmd: &impl FilteredCommand,
         client: Option<u64>,
-        auth: &mut AuthWatch,
-    ) -> Option<(u16, bool)> {
+        sketches: &'a mut Sketches,
+    ) -> Option<(u16, &'a mut KeyBatch)> {
         let Some(id) = client else {
             // Redis 7.0: every key in database 0, but a script's.
             if self.scripts.may_run() {
@@ -36,24 +72,53 @@ impl Senders {
                 }
                 self.scripts.none_running();
             }
-            return Some((0, false));
+            return Some((0, sketches.batch()));
         };
         let (db, trust) = self.clients.get(id, || cmd.client_db(id))?;
         let db = db?;
-        if auth.all_let_in() || trust == Trust::Verified {
-            return Some((db, false));
+        if self.auth.all_let_in() || trust == Trust::Verified {
+            return Some((db, sketches.batch()));
         }
-        admit(auth, id, trust).map(|hold| (db, hold))
+        match admit(&mut self.auth, id, trust)? {
+            true => Some((db, self.auth.held())),
+            false => Some((db, sketches.batch())),
+        }
+    }
+
+    /// The checked client's command has run (if one is checked): trust it
+    /// or not.
+    #[inline]
+    pub fn conclude_check(&mut self, batch: &mut KeyBatch) {
+        if self.auth.is_checking() {
+            self.conclude(batch);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn conclude(&mut self, batch: &mut KeyBatch) {
+        let Some(ctx) = module_context::get() else {
+            return;
+        };
+        if let Some(verdict) = self.auth.conclude(&ctx, batch, clock::now_ms()) {
+            self.clients.set_trust(verdict.client, verdict.trust);
+        }
     }
 
     /// What a command's name alone says of its client (after its keys are
     /// counted: a `SELECT` moves the client's next command, not this one).
-    pub fn note_effect(&mut self, id: u64, effect: NameEffect) {
-        match effect {
-            NameEffect::Database => self.clients.forget_db(id),
-            NameEffect::Reset => self.clients.reset(id),
+    pub fn note_effect(
+        &mut self,
+        client: Option<u64>,
+        effect: NameEffect,
+        sketches: &mut Sketches,
+    ) {
+        match (effect, client) {
+            (NameEffect::Users, _) => self.users_may_have_changed(sketches),
+            (NameEffect::Database, Some(id)) => self.clients.forget_db(id),
+            (NameEffect::Reset, Some(id)) => self.clients.reset(id),
             // A refused client may be let in now: check it again.
-            NameEffect::Login => {
+            (NameEffect::Login, Some(id)) => {
                 if let Some((_, Trust::RefusedUntil(_))) = self.clients.get(id, || None) {
                     self.clients.set_trust(id, Trust::Unverified);
                 }
@@ -62,9 +127,67 @@ impl Senders {
         }
     }
 
-    /// A client's check concluded.
-    pub fn set_trust(&mut self, id: u64, trust: Trust) {
-        self.clients.set_trust(id, trust);
+    /// Who needs a password may have changed (an `ACL` or `CONFIG` command,
+    /// a config change): trust no one until the server is asked again.
+    /// What was gathered while no one needed a password stays counted; from
+    /// now on a client (7.2+) or a slot (7.0) must prove itself.
+    pub fn users_may_have_changed(&mut self, sketches: &mut Sketches) {
+        if self.auth.all_let_in() {
+            sketches.submit();
+        }
+        self.auth.users_may_have_changed();
+    }
+
+    /// Asks the server again who needs a password.
+    pub fn refresh(&mut self, ctx: &Context) {
+        self.auth.refresh(ctx);
+    }
+
+    /// A tick (`slots`: time is cut into slots): a client refused while
+    /// everyone was thought let in means who needs a password changed
+    /// unseen, and what the tick gathered may hold its keys.
+    pub fn tick(&mut self, ctx: &Context, slots: bool, batch: &mut KeyBatch) {
+        if self.auth.all_let_in() && self.auth.refused_while_open(ctx) {
+            self.auth.discard(batch);
+            self.auth.users_may_have_changed();
+        }
+        self.auth.tick(ctx, slots);
+    }
+
+    /// A counted slot opened; commands went by `unseen` before it (the
+    /// filter not registered): a `SELECT`, a script's start.
+    pub fn slot_opened(&mut self, ctx: &Context, unseen: bool) {
+        if unseen {
+            self.commands_unseen();
+        }
+        if self.checks_slots() {
+            self.auth.slot_opened(ctx);
+        }
+    }
+
+    /// A slot closed: its accesses go to the worker, or are discarded.
+    pub fn slot_closed(&mut self, closed: Closed, sketches: &mut Sketches) {
+        match closed {
+            Closed::Kept(stands_for) => {
+                if let Some(weight) = stands_for {
+                    sketches.batch().stand_for(weight);
+                }
+                sketches.submit();
+            }
+            Closed::Discarded => self.auth.discard(sketches.batch()),
+            Closed::Uncounted => {}
+        }
+    }
+
+    /// The slot closing is clean (Redis 7.0): no one refused in it.
+    pub fn slot_clean(&mut self, ctx: &Context) -> bool {
+        self.auth.slot_clean(ctx)
+    }
+
+    /// Commands went by unseen (the filter was not registered).
+    pub fn commands_unseen(&mut self) {
+        self.clients.new_epoch();
+        self.scripts.commands_unseen();
     }
 
     /// A script starts (Redis 7.0: its commands pass the filter too).
@@ -72,11 +195,9 @@ impl Senders {
         self.scripts.script_started();
     }
 
-    /// Commands went by unseen (the filter was not registered): a `SELECT`,
-    /// a script's start.
-    pub fn commands_unseen(&mut self) {
-        self.clients.new_epoch();
-        self.scripts.commands_unseen();
+    /// Counting afresh: the keys held for a check go too.
+    pub fn reset(&mut self) {
+        self.auth.held().clear();
     }
 
     pub fn forget_client(&mut self, id: u64) {

@@ -1,9 +1,8 @@
 //! The tracker's state while tracking is on, and the rules that join its
 //! parts: what a command, a key miss, a slot edge and a tick do. Each part
 //! keeps its own rules: [`TimeSlots`], [`Cost`], [`Sketches`], [`Senders`],
-//! [`AuthWatch`], [`Routing`]. Everything here runs on the server's main
-//! thread; the counting itself is the worker's
-//! ([`heavykeeper_tracker::worker`]).
+//! [`Routing`]. Everything here runs on the server's main thread; the
+//! counting itself is the worker's ([`heavykeeper_tracker::worker`]).
 
 use super::auth::AuthWatch;
 use super::config::Sampling;
@@ -13,7 +12,7 @@ use super::routing::Routing;
 use super::senders::Senders;
 use super::sketches::Sketches;
 use super::time_slots::{Schedule, TimeSlots};
-use crate::host::{clock, module_context};
+use crate::host::clock;
 use heavykeeper_tracker::budget::cost_meter::CostMeter;
 use heavykeeper_tracker::counting::{key_tracker::Row, prefixes::PrefixRule};
 use heavykeeper_tracker::sampling::coverage::CountedSlot;
@@ -43,13 +42,10 @@ pub struct Tracking {
     slots: TimeSlots,
     commands: CommandTable,
     senders: Senders,
-    auth: AuthWatch,
     /// A cluster node's: counts only the commands it serves (`None`
     /// outside a cluster).
     routing: Option<Routing>,
     misses: bool,
-    /// Does the server's filter say which client sent a command (7.2+)?
-    names_clients: bool,
     figures: Figures,
     /// Keys announced `hot` on the tracking channel and not yet `cool`.
     notified: HashSet<(u16, Vec<u8>)>,
@@ -64,20 +60,14 @@ impl Tracking {
         names_clients: bool,
         in_cluster: bool,
     ) -> Self {
-        let every = match sampling {
-            Sampling::Budgeted => 1,
-            Sampling::Fixed(n) => n,
-        };
         Self {
             sketches: Sketches::new(shape, in_cluster),
             cost: Cost::new(sampling, budget),
-            slots: TimeSlots::new(every),
+            slots: TimeSlots::new(sampling),
             commands,
-            senders: Senders::default(),
-            auth: AuthWatch::default(),
+            senders: Senders::new(names_clients),
             routing: in_cluster.then(Routing::default),
             misses: false,
-            names_clients,
             figures: Figures::default(),
             notified: HashSet::new(),
         }
@@ -97,31 +87,20 @@ impl Tracking {
     pub fn reset_to(&mut self, shape: TrackerShape) {
         self.sketches.restart(shape);
         self.cost.tell_worker_its_share(self.sketches.worker());
-        self.auth.held().clear();
+        self.senders.reset();
         self.notified.clear();
     }
 
     /// Asks the server again who needs a password.
     pub fn refresh_users(&mut self, ctx: &Context) {
-        self.auth.refresh(ctx);
-    }
-
-    /// Who needs a password may have changed (an `ACL` or `CONFIG` command,
-    /// a config change): trust no one until the server is asked again.
-    /// What was gathered while no one needed a password stays counted; from
-    /// now on a client (7.2+) or a slot (7.0) must prove itself.
-    pub fn users_may_have_changed(&mut self) {
-        if self.auth.all_let_in() {
-            self.sketches.submit();
-        }
-        self.auth.users_may_have_changed();
+        self.senders.refresh(ctx);
     }
 
     /// Who needs a password may have changed, and the server can be asked
     /// now (outside the filter): asked at once.
     pub fn users_changed(&mut self, ctx: &Context) {
-        self.users_may_have_changed();
-        self.auth.refresh(ctx);
+        self.senders.users_may_have_changed(&mut self.sketches);
+        self.senders.refresh(ctx);
     }
 
     /// New settings that keep the counts: how to sample, the budget,
@@ -135,9 +114,7 @@ impl Tracking {
     ) {
         self.sketches.set_prefixes(prefixes);
         if let Sampling::Fixed(n) = sampling {
-            if n != self.slots.every() {
-                self.slots.replan(n);
-            }
+            self.slots.replan(n);
         }
         self.misses = misses;
         self.cost
@@ -160,9 +137,7 @@ impl Tracking {
         if self.slots.counted().is_none() {
             return;
         }
-        if self.auth.is_checking() {
-            self.conclude_check();
-        }
+        self.senders.conclude_check(self.sketches.batch());
         let client = cmd.client();
         let name = cmd.arg(0);
         let argc = cmd.argc();
@@ -172,16 +147,13 @@ impl Tracking {
         let starts_script = client.is_none() && key_use.starts_script();
         let asking = self.routing.as_mut().is_some_and(|r| r.take_asking(client));
         if key_use.has_keys() && !self.slots.overflowed() {
-            if let Some((db, hold)) = self.senders.destination(cmd, client, &mut self.auth) {
+            let to = self.senders.destination(cmd, client, &mut self.sketches);
+            if let Some((db, batch)) = to {
                 let served = match self.routing.as_ref().and_then(Routing::map) {
                     Some(map) => served_here(map, &key_use, cmd, &args, db, asking),
                     None => true,
                 };
                 if served {
-                    let batch = match hold {
-                        true => self.auth.held(),
-                        false => self.sketches.batch(),
-                    };
                     let slots = &mut self.slots;
                     for_each_key(&key_use, cmd, &args, |key, access| {
                         if let Some(slot) = slots.keep_access() {
@@ -202,32 +174,13 @@ impl Tracking {
         }
     }
 
-    /// What a command's name alone changes (after its keys are counted: a
-    /// `SELECT` moves the client's next command, not this one).
+    /// What a command's name alone changes.
     #[cold]
     fn note_effect(&mut self, client: Option<u64>, effect: NameEffect) {
         match (effect, self.routing.as_mut()) {
-            (NameEffect::Users, _) => self.users_may_have_changed(),
             (NameEffect::Asking, Some(routing)) => routing.asking(client),
             (NameEffect::Slots, Some(routing)) => routing.may_have_changed(),
-            _ => {
-                if let Some(id) = client {
-                    self.senders.note_effect(id, effect);
-                }
-            }
-        }
-    }
-
-    /// The checked client's command has run: trust it or not.
-    #[cold]
-    #[inline(never)]
-    fn conclude_check(&mut self) {
-        let Some(ctx) = module_context::get() else {
-            return;
-        };
-        let batch = self.sketches.batch();
-        if let Some(verdict) = self.auth.conclude(&ctx, batch, clock::now_ms()) {
-            self.senders.set_trust(verdict.client, verdict.trust);
+            _ => self.senders.note_effect(client, effect, &mut self.sketches),
         }
     }
 
@@ -243,15 +196,10 @@ impl Tracking {
     #[cold]
     #[inline(never)]
     fn batch_full(&mut self) {
-        match self.checks_slots() {
+        match self.senders.checks_slots() {
             true => self.slots.hold(self.sketches.batch()),
             false => self.sketches.submit(),
         }
-    }
-
-    /// Redis 7.0 with a password: is each counted slot checked for refusals?
-    fn checks_slots(&self) -> bool {
-        self.auth.checks_slots(self.names_clients)
     }
 
     /// A read of a key that does not exist (the server's key-miss event).
@@ -267,7 +215,7 @@ impl Tracking {
         // Where the filter cannot say whose command it is (Redis 7.0), reads
         // count in database 0: so does the miss, or the two rows of one key
         // would name two databases.
-        let db = if self.names_clients { db } else { 0 };
+        let db = if self.senders.names_clients() { db } else { 0 };
         let batch = self.sketches.batch();
         batch.push(db, key, Access::Miss, slot, clock::cached_now_ms);
         self.flush_if_full();
@@ -286,32 +234,18 @@ impl Tracking {
     /// over while every command is counted, so that they reach the
     /// sketches within a tick.
     pub fn tick(&mut self, ctx: &Context, elapsed_ns: u64) {
-        self.conclude_check();
-        if self.auth.all_let_in() && self.auth.refused_while_open(ctx) {
-            // What this tick gathered may hold the refused client's keys.
-            self.auth.discard(self.sketches.batch());
-            self.auth.users_may_have_changed();
-        }
+        self.senders.conclude_check(self.sketches.batch());
         let slots = self.slots.in_use();
-        self.auth.tick(ctx, slots);
+        self.senders.tick(ctx, slots, self.sketches.batch());
         if let Some(routing) = self.routing.as_mut() {
             routing.tick(ctx);
         }
-        let counted = if slots {
-            self.slots.take_counted_ns()
-        } else {
-            elapsed_ns
-        };
-        let keep_one_in = self.slots.keep_one_in();
-        self.cost
-            .observe(elapsed_ns, counted, keep_one_in, self.sketches.worker());
-        if let Some(every) = self.cost.every() {
-            self.slots.set_every(every);
-        }
-        let keep_one_in = self.cost.next_keep_one_in(self.slots.keep_one_in_now());
-        if self.slots.keep_one_in_from_now(keep_one_in) {
-            // Counting every command: what was gathered at the old rate
-            // goes first.
+        if self
+            .cost
+            .tick(elapsed_ns, &mut self.slots, self.sketches.worker())
+        {
+            // Counting every command at a new rate: what was gathered at
+            // the old one goes first.
             self.sketches.submit();
         }
         if !self.slots.in_use() && !self.wants_time_slots() && !self.sketches.batch().is_empty() {
@@ -323,25 +257,7 @@ impl Tracking {
         self.sketches.rates(None);
     }
 
-    pub fn slots(&self) -> &TimeSlots {
-        &self.slots
-    }
-
-    pub fn cost(&self) -> &Cost {
-        &self.cost
-    }
-
-    pub fn worker(&self) -> &Worker {
-        self.sketches.worker()
-    }
-
-    /// The hash slots this cluster node is taken to serve, and whether the
-    /// cluster was `ok` when last read (`None` outside a cluster or before
-    /// the map was first read).
-    pub fn hash_slots_served(&self) -> Option<(usize, bool)> {
-        let map = self.routing.as_ref()?.map()?;
-        Some((map.served(), map.cluster_ok()))
-    }
+    // --- Reading --------------------------------------------------------
 
     /// The node's read and write rates now. `wait`: with every access so
     /// far counted (the worker holds the sketches for one step at most);
@@ -349,18 +265,17 @@ impl Tracking {
     /// last time they were read (for a crash report, which may not wait).
     pub fn rates(&mut self, wait: bool) -> (Tally, Tally) {
         if wait {
-            self.conclude_check();
+            self.senders.conclude_check(self.sketches.batch());
         }
-        self.sketches.rates(wait.then(|| !self.checks_slots()))
+        let batch_too = !self.senders.checks_slots();
+        self.sketches.rates(wait.then_some(batch_too))
     }
-
-    // --- Reading --------------------------------------------------------
 
     /// The sketches with every access so far counted (but a slot's that may
     /// yet be discarded).
     pub fn current(&mut self) -> MutexGuard<'_, Counting> {
-        self.conclude_check();
-        let batch_too = !self.checks_slots();
+        self.senders.conclude_check(self.sketches.batch());
+        let batch_too = !self.senders.checks_slots();
         self.sketches.current(batch_too)
     }
 
@@ -377,9 +292,12 @@ impl Tracking {
         Some(rows.into_iter().map(|p| p.allowing_for(carried)).collect())
     }
 
-    /// Keys announced hot and not yet cool.
-    pub fn notified(&mut self) -> &mut HashSet<(u16, Vec<u8>)> {
-        &mut self.notified
+    /// The hash slots this cluster node is taken to serve, and whether the
+    /// cluster was `ok` when last read (`None` outside a cluster or before
+    /// the map was first read).
+    pub fn hash_slots_served(&self) -> Option<(usize, bool)> {
+        let map = self.routing.as_ref()?.map()?;
+        Some((map.served(), map.cluster_ok()))
     }
 
     pub fn figures(&self) -> Figures {
@@ -389,36 +307,43 @@ impl Tracking {
         }
     }
 
-    pub fn auth(&self) -> &AuthWatch {
-        &self.auth
-    }
-
-    pub fn misses(&self) -> bool {
-        self.misses
-    }
-
     /// Heap bytes of everything tracking holds, if none of it is busy now:
     /// the sketches (keys included), the batches, the client table.
     pub fn try_memory_bytes(&self) -> Option<usize> {
         Some(self.sketches.try_memory_bytes()? + self.senders.heap_bytes())
     }
 
+    /// Keys announced hot and not yet cool.
+    pub fn notified(&mut self) -> &mut HashSet<(u16, Vec<u8>)> {
+        &mut self.notified
+    }
+
+    pub fn slots(&self) -> &TimeSlots {
+        &self.slots
+    }
+
+    pub fn cost(&self) -> &Cost {
+        &self.cost
+    }
+
+    pub fn worker(&self) -> &Worker {
+        self.sketches.worker()
+    }
+
+    pub fn auth(&self) -> &AuthWatch {
+        self.senders.auth()
+    }
+
+    pub fn misses(&self) -> bool {
+        self.misses
+    }
+
     // --- Slots of time (see `super::time_slots`) ------------------------
 
-    /// Is time cut into slots now? (If not, every command is counted.)
-    pub fn uses_time_slots(&self) -> bool {
-        self.slots.in_use()
-    }
-
-    /// Should it be: sampling, or Redis 7.0 checking each slot for refused
-    /// commands?
+    /// Should time be cut into slots: sampling, or Redis 7.0 checking each
+    /// slot for refused commands?
     pub fn wants_time_slots(&self) -> bool {
-        self.slots.every() > 1 || self.checks_slots()
-    }
-
-    /// When the slot timer is next due (`None`: every command is counted).
-    pub fn time_slot_due(&self) -> Option<Instant> {
-        self.slots.due()
+        self.slots.every() > 1 || self.senders.checks_slots()
     }
 
     /// Time is cut into slots from now (counting every command ends here),
@@ -439,7 +364,7 @@ impl Tracking {
             Schedule::Whole => None,
             Schedule::Waiting { at, slot } => self.open_time_slot(ctx, at, slot),
             Schedule::Open { until } => {
-                self.conclude_check();
+                self.senders.conclude_check(self.sketches.batch());
                 self.end_time_slot(ctx, false);
                 match self.slots.next_after(until) {
                     Some(next) => self.open_time_slot(ctx, until, next),
@@ -452,36 +377,22 @@ impl Tracking {
     /// A counted slot opens (due at `at`); where it stands for itself alone
     /// and no slot need be checked, counting every command begins instead.
     fn open_time_slot(&mut self, ctx: &Context, at: Instant, slot: CountedSlot) -> Option<Instant> {
-        let checked = self.checks_slots();
+        let checked = self.senders.checks_slots();
         let Some((until, unseen)) = self.slots.open(at, slot, checked) else {
             self.count_everything(ctx);
             return None;
         };
-        if unseen {
-            self.senders.commands_unseen();
-        }
-        if checked {
-            self.auth.slot_opened(ctx);
-        }
+        self.senders.slot_opened(ctx, unseen);
         Some(until)
     }
 
     /// The current slot (counted, or counting every command: `whole`) ends:
     /// its accesses go to the worker, or are discarded.
     fn end_time_slot(&mut self, ctx: &Context, whole: bool) {
-        self.slots.closing(whole);
-        if self.slots.counted().is_some() {
-            if !self.checks_slots() {
-                self.sketches.submit();
-            } else if let Some(stands_for) = self.slots.close_checked(|| self.auth.slot_clean(ctx))
-            {
-                self.sketches.batch().stand_for(stands_for);
-                self.sketches.submit();
-            } else {
-                self.auth.discard(self.sketches.batch());
-            }
-        }
-        self.slots.closed();
+        let checked = self.senders.checks_slots();
+        let senders = &mut self.senders;
+        let closed = self.slots.close(whole, checked, || senders.slot_clean(ctx));
+        self.senders.slot_closed(closed, &mut self.sketches);
     }
 
     /// Counting every command from now on (no slots).

@@ -12,6 +12,7 @@
 //! slot holds exactly the passes that begin within its planned span, so
 //! each access counted stands for the share counted, exactly.
 
+use super::config::Sampling;
 use heavykeeper_tracker::sampling::access_coins::AccessCoins;
 use heavykeeper_tracker::sampling::coverage::{CountedSlot, Coverage};
 use heavykeeper_tracker::sampling::kept_time_slots::KeptTimeSlots;
@@ -64,6 +65,15 @@ pub struct SlotFigures {
     pub counted_ns: u64,
 }
 
+/// What becomes of the accesses gathered in a slot that closed.
+#[derive(PartialEq)]
+pub enum Closed {
+    Uncounted,
+    /// Handed over (standing for the discarded slots' weight, if set).
+    Kept(Option<u32>),
+    Discarded,
+}
+
 pub struct TimeSlots {
     coverage: Coverage,
     schedule: Schedule,
@@ -92,8 +102,12 @@ pub struct TimeSlots {
 }
 
 impl TimeSlots {
-    /// Counting every command; when slots begin, one in `every` counted.
-    pub fn new(every: u32) -> Self {
+    /// Counting every command; when slots begin, as `sampling` says.
+    pub fn new(sampling: Sampling) -> Self {
+        let every = match sampling {
+            Sampling::Budgeted => 1,
+            Sampling::Fixed(n) => n,
+        };
         Self {
             coverage: Coverage::new(every, rand::random()),
             schedule: Schedule::Whole,
@@ -106,7 +120,7 @@ impl TimeSlots {
             began: None,
             gap_began: None,
             overflowed: false,
-            kept: KeptTimeSlots::new(),
+            kept: KeptTimeSlots::default(),
             figures: SlotFigures::default(),
         }
     }
@@ -143,6 +157,7 @@ impl TimeSlots {
         !matches!(self.schedule, Schedule::Whole)
     }
 
+    /// What the next edge is.
     pub fn schedule(&self) -> Schedule {
         self.schedule
     }
@@ -156,12 +171,11 @@ impl TimeSlots {
         }
     }
 
-    /// One slot in `every` is counted.
     pub fn every(&self) -> u32 {
         self.coverage.every()
     }
 
-    /// One slot in `every` counted from the next block.
+    /// From the next block.
     pub fn set_every(&mut self, every: u32) {
         self.coverage.set_every(every);
     }
@@ -176,6 +190,9 @@ impl TimeSlots {
     /// The share counted changed by an operator's hand: the block in
     /// progress is dropped, and the next counted slot planned from now.
     pub fn replan(&mut self, every: u32) {
+        if every == self.coverage.every() {
+            return;
+        }
         self.coverage.set_every(every);
         self.coverage.restart();
         if let Schedule::Waiting { .. } = self.schedule {
@@ -235,43 +252,38 @@ impl TimeSlots {
         Some((until, unseen))
     }
 
-    /// The current slot stops counting time (`whole`: counting every
-    /// command ends, which says nothing of how long slots last).
-    pub fn closing(&mut self, whole: bool) {
+    /// The current slot closes (`whole`: counting every command ends, which
+    /// says nothing of how long slots last). A `checked` one (Redis 7.0 with
+    /// a password) is kept only if it held no more than it may and was
+    /// `clean` (no one refused in it); the slots kept stand for the others.
+    pub fn close(&mut self, whole: bool, checked: bool, clean: impl FnOnce() -> bool) -> Closed {
         if whole {
             self.began = None;
         }
         if let Some(opened) = self.opened.take() {
             self.counted_ns += opened.elapsed().as_nanos() as u64;
         }
-    }
-
-    /// The counted slot closes checked (Redis 7.0 with a password), kept if
-    /// it held no more than it may and was `clean` (no one refused in it).
-    /// What its accesses stand for, or `None`: they are discarded (the
-    /// slots kept stand for them).
-    pub fn close_checked(&mut self, clean: impl FnOnce() -> bool) -> Option<u32> {
-        let kept = !self.overflowed && clean();
-        // Its length (the slot has not ended yet: `began` is still set).
-        let length_ms = self
-            .began
-            .map_or(0.0, |b| b.elapsed().as_secs_f64() * 1000.0);
-        let weight = self.counted.map_or(1, |s| s.weight);
-        let stands_for = self.kept.closed(kept, length_ms, weight);
-        if stands_for.is_none() {
-            self.figures.discarded += 1;
-        }
-        stands_for
-    }
-
-    /// The current slot has closed: nothing is counted until the next.
-    pub fn closed(&mut self) {
+        let closed = match self.counted {
+            None => Closed::Uncounted,
+            Some(_) if !checked => Closed::Kept(None),
+            Some(slot) => {
+                let kept = !self.overflowed && clean();
+                // Its length (the slot has not ended yet: `began` is still set).
+                let length_ms = self.began.map_or(0.0, |b| b.elapsed().as_secs_f64() * 1e3);
+                match self.kept.closed(kept, length_ms, slot.weight) {
+                    Some(stands_for) => Closed::Kept(Some(stands_for)),
+                    None => Closed::Discarded,
+                }
+            }
+        };
         if let Some(began) = self.began.take() {
             let ns = began.elapsed().as_nanos() as u64;
             self.figures.ns += ns;
             self.figures.counted_ns += ns;
         }
+        self.figures.discarded += u64::from(closed == Closed::Discarded);
         self.counted = None;
+        closed
     }
 
     /// Every command counted from now on (no slots).
@@ -296,21 +308,16 @@ impl TimeSlots {
         self.keep_one_in
     }
 
-    /// One access in how many the current slot keeps.
-    pub fn keep_one_in_now(&self) -> u32 {
-        self.counted.map_or(self.keep_one_in, |s| s.keep_one_in)
-    }
-
-    /// One access in `n` kept from the next counted slot; counting every
-    /// command, from now on (true: what was gathered at the old rate is
-    /// to be handed over first).
-    pub fn keep_one_in_from_now(&mut self, n: u32) -> bool {
-        let changed = n != self.keep_one_in_now();
-        self.keep_one_in = n;
-        if !changed || self.in_use() {
+    /// One access in `next(n)` kept from the next counted slot (the current
+    /// one keeps one in `n`); counting every command, from now on (true:
+    /// what was gathered at the old rate is to be handed over first).
+    pub fn keep_one_in_from_now(&mut self, next: impl FnOnce(u32) -> u32) -> bool {
+        let now = self.counted.map_or(self.keep_one_in, |s| s.keep_one_in);
+        self.keep_one_in = next(now);
+        if self.keep_one_in == now || self.in_use() {
             return false;
         }
-        self.counted = Some(TimeSlot::WHOLE.keeping_one_in(n));
+        self.counted = Some(TimeSlot::WHOLE.keeping_one_in(self.keep_one_in));
         true
     }
 

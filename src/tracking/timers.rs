@@ -64,7 +64,7 @@ pub fn restart() {
     SLOTS_RUNNING.store(false, Ordering::Relaxed);
     let on = with_state(|s| {
         s.as_ref()
-            .map(|t| (t.is_counting(), t.wants_time_slots() || t.uses_time_slots()))
+            .map(|t| (t.is_counting(), t.wants_time_slots() || t.slots().in_use()))
     })
     .flatten();
     let Some((counting, slots)) = on else {
@@ -140,7 +140,7 @@ fn on_pass(ctx: &Context) {
         return;
     }
     let now = Instant::now();
-    let due = || with_state(|s| s.as_ref().and_then(Tracking::time_slot_due)).flatten();
+    let due = || with_state(|s| s.as_ref().and_then(|t| t.slots().due())).flatten();
     if due().is_some_and(|at| now < at) {
         return;
     }

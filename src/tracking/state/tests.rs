@@ -10,68 +10,27 @@ use heavykeeper_tracker::server::hash_slot_map::HashSlotMap;
 use heavykeeper_tracker::worker;
 use heavykeeper_tracker::Ranking;
 
-fn text(s: &str) -> Reply {
-    Reply::Bytes(s.as_bytes().to_vec())
-}
-
 /// One key spec: its flag, keys from argument `at` to `last_key` after it
 /// (negative: from the end).
 fn spec(flag: &str, at: i64, last_key: i64) -> Reply {
-    let pair = |name: &str, value: Reply| [text(name), value];
-    Reply::Array(
-        [
-            pair("flags", Reply::Array(vec![text(flag)])),
-            pair(
-                "begin_search",
-                Reply::Array(
-                    [
-                        pair("type", text("index")),
-                        pair(
-                            "spec",
-                            Reply::Array(pair("index", Reply::Integer(at)).to_vec()),
-                        ),
-                    ]
-                    .concat(),
-                ),
-            ),
-            pair(
-                "find_keys",
-                Reply::Array(
-                    [
-                        pair("type", text("range")),
-                        pair(
-                            "spec",
-                            Reply::Array(
-                                [
-                                    pair("lastkey", Reply::Integer(last_key)),
-                                    pair("keystep", Reply::Integer(1)),
-                                    pair("limit", Reply::Integer(0)),
-                                ]
-                                .concat(),
-                            ),
-                        ),
-                    ]
-                    .concat(),
-                ),
-            ),
-        ]
-        .concat(),
-    )
+    let int = Reply::Integer;
+    let search = |kind: &str, spec| Reply::map([("type", Reply::text(kind)), ("spec", spec)]);
+    let begin = search("index", Reply::map([("index", int(at))]));
+    let range = Reply::map([
+        ("lastkey", int(last_key)),
+        ("keystep", int(1)),
+        ("limit", int(0)),
+    ]);
+    let flags = Reply::Array(vec![Reply::text(flag)]);
+    Reply::map([
+        ("flags", flags),
+        ("begin_search", begin),
+        ("find_keys", search("range", range)),
+    ])
 }
 
 fn command(name: &str, arity: i64, flag: &str, specs: Vec<Reply>) -> Reply {
-    Reply::Array(vec![
-        text(name),
-        Reply::Integer(arity),
-        Reply::Array(vec![text(flag)]),
-        Reply::Integer(1),
-        Reply::Integer(1),
-        Reply::Integer(1),
-        Reply::Array(vec![]),
-        Reply::Array(vec![]),
-        Reply::Array(specs),
-        Reply::Array(vec![]),
-    ])
+    Reply::command(name, arity, flag, specs, vec![])
 }
 
 fn table() -> CommandTable {
@@ -143,7 +102,7 @@ fn tracking(names_clients: bool, in_cluster: bool) -> Tracking {
         names_clients,
         in_cluster,
     );
-    t.auth.assume_everyone_let_in();
+    t.senders.assume_everyone_let_in();
     t
 }
 
