@@ -965,6 +965,7 @@ fn added(x: Option<f64>) -> String {
 }
 
 pub fn markdown(costs: &[ServerCost]) -> String {
+    let measured = || (costs.iter()).filter_map(|s| Some((s, s.instructions.as_ref()?)));
     let mut md = String::new();
     let _ = writeln!(md, include_str!("../prose/tracking-cost-cpu.md"));
     md.push_str("| server | command | mode | main-thread ns/cmd | vs off | worker ns/cmd | main + worker vs off | share counted | req/s | vs off |\n|---|---|---|---|---|---|---|---|---|---|\n");
@@ -993,10 +994,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
         }
     }
     md.push_str(include_str!("../prose/tracking-cost-instructions.md"));
-    for server in costs {
-        let Some(i) = &server.instructions else {
-            continue;
-        };
+    for (server, i) in measured() {
         for mode in MODES {
             let Some(m) = i.at(mode) else {
                 continue;
@@ -1027,10 +1025,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
         }
     }
     md.push_str("\nThe default under callgrind: `tracker_share_counted` after its `GET`s, and the share of the time counted over them (`tracker_seconds_counted` over wall time); the pace callgrind ran `GET`s at; the module's timers per second of wall time:\n\n| server | share counted (INFO) | share of time counted | GET/s under callgrind | module timers, instructions per second |\n|---|---|---|---|---|\n");
-    for server in costs {
-        let Some(i) = &server.instructions else {
-            continue;
-        };
+    for (server, i) in measured() {
         let Some(d) = i.at(Mode::Default) else {
             continue;
         };
@@ -1044,10 +1039,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
         );
     }
     md.push_str(include_str!("../prose/tracking-cost-worker.md"));
-    for server in costs {
-        let Some(i) = &server.instructions else {
-            continue;
-        };
+    for (server, i) in measured() {
         let Some(off) = i.at(Mode::Off) else {
             continue;
         };
@@ -1102,10 +1094,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
         }
     }
     md.push_str("\nWhat per-slot counting and prefixes add to the tracker (instructions per `GET`, all threads: the setting's added minus the reference's added):\n\n| server | track-sample | per-slot counting (cluster minus not, depth 2) | prefixes at depth 2 (2 minus 0) | prefixes at depths 1,2 (`1,2` minus 0) |\n|---|---|---|---|---|\n");
-    for server in costs {
-        let Some(i) = &server.instructions else {
-            continue;
-        };
+    for (server, i) in measured() {
         for (mode, sample) in [(Mode::Every, 1u64), (Mode::Default, DEFAULT_SAMPLE)] {
             let _ = writeln!(
                 md,
@@ -1119,10 +1108,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
         }
     }
     md.push_str(include_str!("../prose/tracking-cost-misses.md"));
-    for server in costs {
-        let Some(i) = &server.instructions else {
-            continue;
-        };
+    for (server, i) in measured() {
         let f = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.0}"));
         for m in &i.misses {
             let _ = writeln!(

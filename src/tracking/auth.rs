@@ -14,7 +14,7 @@
 //!   commands are dropped meanwhile.
 //! - Redis 7.0's filter does not name the client: a counted slot of time in
 //!   which a command was refused for want of authentication is discarded
-//!   whole, and the slots kept stand for it ([`heavykeeper_tracker::sampling::coverage::Coverage`]).
+//!   whole, and the slots kept stand for it (the tracker's `sampling::kept_time_slots`).
 //!
 //! Whether the default user needs a password is asked (`ACL GETUSER
 //! default`) every tick, and taken as "it does" from the moment the filter

@@ -3,6 +3,7 @@
 //! that none could be mistaken for a figure of the sketches.
 
 use super::config;
+use super::routing::Routing;
 use super::time_slots::SlotFigures;
 use crate::host::info::number;
 use heavykeeper_tracker::Tally;
@@ -42,7 +43,7 @@ fn figures(for_crash_report: bool) -> Figures {
                 keep_one_in: t.slots().keep_one_in(),
                 seen: t.figures(),
                 slots: t.slots().figures(),
-                hash_slots_served: t.hash_slots_served(),
+                hash_slots_served: t.routing().and_then(Routing::served),
                 auth: t.auth().figures(),
                 thinned_ms: t.worker().thinned_ms(),
                 rates,

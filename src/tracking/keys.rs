@@ -80,36 +80,25 @@ pub fn served_here<'a>(
     db: u16,
     asking: bool,
 ) -> bool {
-    // Most commands have one key: no list of keys to gather.
-    if let Some(access) = key_use.single_key() {
-        let key = cmd.arg(1);
-        let request = Request {
-            write: access == Access::Write,
-            asking,
-            multiple_keys: false,
-        };
-        return match map.route(hash_slot(key), request) {
-            Route::Here => true,
-            Route::Elsewhere => false,
-            Route::IfKeysExist => cmd.key_exists(db, key),
-        };
+    match key_use.single_key() {
+        // Most commands have one key: no list of keys to gather.
+        Some(access) => route(map, cmd, db, asking, &[(cmd.arg(1), access)]),
+        None => {
+            let mut keys: Vec<(&'a [u8], Access)> = Vec::new();
+            for_many_keys(key_use, cmd, args, |key, access| keys.push((key, access)));
+            route(map, cmd, db, asking, &keys)
+        }
     }
-    served_here_many(map, key_use, cmd, args, db, asking)
 }
 
-/// [`served_here`] for a command with more keys than its first argument.
-#[cold]
-#[inline(never)]
-fn served_here_many<'a>(
+/// Where `keys` are served (none: anywhere).
+fn route(
     map: &HashSlotMap,
-    key_use: &KeyUse<'_>,
-    cmd: &'a impl FilteredCommand,
-    args: &Args<'a>,
+    cmd: &impl FilteredCommand,
     db: u16,
     asking: bool,
+    keys: &[(&[u8], Access)],
 ) -> bool {
-    let mut keys: Vec<(&'a [u8], Access)> = Vec::new();
-    for_many_keys(key_use, cmd, args, |key, access| keys.push((key, access)));
     let Some(&(first, _)) = keys.first() else {
         return true;
     };

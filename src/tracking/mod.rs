@@ -75,8 +75,7 @@ pub fn apply_configs() {
         }
         let (shape, sampling) = (config::shape(), config::sampling());
         match state {
-            Some(t) if t.shape() == shape => {}
-            Some(t) => t.reset_to(shape),
+            Some(t) => t.reshape(shape),
             None => {
                 *state = Some(Tracking::new(
                     shape,

@@ -37,6 +37,13 @@ impl Routing {
         self.map.as_ref()
     }
 
+    /// The hash slots this node is taken to serve, and whether the cluster
+    /// was `ok` when last read (`None` before the map was first read).
+    pub fn served(&self) -> Option<(usize, bool)> {
+        let map = self.map.as_ref()?;
+        Some((map.served(), map.cluster_ok()))
+    }
+
     /// Unit tests: the map as if read from the server.
     #[cfg(test)]
     pub fn set_map(&mut self, map: HashSlotMap) {

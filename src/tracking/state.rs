@@ -76,15 +76,17 @@ impl Tracking {
     /// The same tracker with every count forgotten (`HK.HOTKEYS RESET`):
     /// the slots, the share counted, what is known of clients go on.
     pub fn reset(&mut self) {
-        self.reset_to(self.sketches.shape());
+        self.restart(self.sketches.shape());
     }
 
-    pub fn shape(&self) -> TrackerShape {
-        self.sketches.shape()
+    /// Counts afresh if the shape changed (`track-k`, `track-halflife`).
+    pub fn reshape(&mut self, shape: TrackerShape) {
+        if shape != self.sketches.shape() {
+            self.restart(shape);
+        }
     }
 
-    /// Counts afresh with a new shape (`track-k`, `track-halflife`).
-    pub fn reset_to(&mut self, shape: TrackerShape) {
+    fn restart(&mut self, shape: TrackerShape) {
         self.sketches.restart(shape);
         self.cost.tell_worker_its_share(self.sketches.worker());
         self.senders.reset();
@@ -125,8 +127,6 @@ impl Tracking {
     pub fn is_counting(&self) -> bool {
         self.slots.counted().is_some()
     }
-
-    // --- Commands -------------------------------------------------------
 
     /// Counts the keys of a command the filter saw. The hot path of the
     /// whole tracker: one lookup of the command's name says what the
@@ -240,10 +240,8 @@ impl Tracking {
         if let Some(routing) = self.routing.as_mut() {
             routing.tick(ctx);
         }
-        if self
-            .cost
-            .tick(elapsed_ns, &mut self.slots, self.sketches.worker())
-        {
+        let worker = self.sketches.worker();
+        if self.cost.tick(elapsed_ns, &mut self.slots, worker) {
             // Counting every command at a new rate: what was gathered at
             // the old one goes first.
             self.sketches.submit();
@@ -256,8 +254,6 @@ impl Tracking {
         }
         self.sketches.rates(None);
     }
-
-    // --- Reading --------------------------------------------------------
 
     /// The node's read and write rates now. `wait`: with every access so
     /// far counted (the worker holds the sketches for one step at most);
@@ -279,10 +275,9 @@ impl Tracking {
         self.sketches.current(batch_too)
     }
 
-    /// The rows `list` reads from the sketches (every access so far
-    /// counted) now, each allowing for the counted time discarded that no
-    /// kept slot stands for yet (Redis 7.0 with a password): the one place
-    /// rows are corrected for it.
+    /// The rows `list` reads now (every access so far counted), each allowing
+    /// for counted time discarded that no kept slot stands for yet (Redis
+    /// 7.0 with a password): the one place rows are corrected for it.
     pub fn listed<R: Row>(
         &mut self,
         list: impl FnOnce(&KeyTracker, i64) -> Option<Vec<Picked<R>>>,
@@ -292,12 +287,9 @@ impl Tracking {
         Some(rows.into_iter().map(|p| p.allowing_for(carried)).collect())
     }
 
-    /// The hash slots this cluster node is taken to serve, and whether the
-    /// cluster was `ok` when last read (`None` outside a cluster or before
-    /// the map was first read).
-    pub fn hash_slots_served(&self) -> Option<(usize, bool)> {
-        let map = self.routing.as_ref()?.map()?;
-        Some((map.served(), map.cluster_ok()))
+    /// A cluster node's routing (`None` outside a cluster).
+    pub fn routing(&self) -> Option<&Routing> {
+        self.routing.as_ref()
     }
 
     pub fn figures(&self) -> Figures {
@@ -313,7 +305,6 @@ impl Tracking {
         Some(self.sketches.try_memory_bytes()? + self.senders.heap_bytes())
     }
 
-    /// Keys announced hot and not yet cool.
     pub fn notified(&mut self) -> &mut HashSet<(u16, Vec<u8>)> {
         &mut self.notified
     }

@@ -1,8 +1,7 @@
 //! The slots of time: when the next slot edge is due, which slot is
 //! counted now and what each of its accesses stands for, how long the
-//! slots lasted. What an edge does to the rest of the tracker (accesses
-//! handed over or discarded, clients checked) is the state's
-//! ([`super::state`]).
+//! slots lasted. What an edge does to the accesses gathered (handed over
+//! or discarded) is [`super::senders`]'s, joined in [`super::state`].
 //!
 //! The edges are due at planned instants (the previous one plus a length),
 //! never at "now plus a length", and are made at the start of the first
