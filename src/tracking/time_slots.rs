@@ -193,10 +193,9 @@ impl TimeSlots {
             return;
         }
         self.coverage.set_every(every);
-        self.coverage.restart();
-        if let Schedule::Waiting { .. } = self.schedule {
-            let next = self.coverage.next_counted();
-            self.wait_for(next, Instant::now());
+        match self.schedule {
+            Schedule::Waiting { .. } => self.restart(),
+            _ => self.coverage.restart(),
         }
     }
 
