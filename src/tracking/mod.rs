@@ -13,7 +13,7 @@
 //! events, commands, config callbacks, INFO, timers), so the state is a
 //! main-thread cell: reaching it from the filter costs no atomic operation
 //! and no thread-local lookup. The counting itself happens on a worker
-//! thread ([`worker`]).
+//! thread ([`heavykeeper_tracker::worker`]).
 
 #![deny(unsafe_code)]
 

@@ -4,15 +4,19 @@
 //! by the tracker's tick (a primary only, like every event). In a cluster
 //! they go to every node's subscribers.
 
-use super::{config, with_state, Tracking};
+use super::{config, with_state};
 use crate::host::publish::{count, number, publish_message, put_bytes};
 use crate::host::{clock, module_string};
-use heavykeeper_tracker::{HotKey, Ranking};
+use heavykeeper_tracker::{HotKey, KeyTracker, Ranking};
 use redis_module::Context;
 use serde_json::{json, Map, Value};
+use std::collections::HashSet;
 
 /// The share of the line below which a hot key cools.
 const COOL_SHARE: f64 = 0.8;
+
+/// A key that turned `hot` or `cool`.
+pub type Change = (&'static str, HotKey);
 
 pub fn tick(ctx: &Context) {
     let above = config::notify_above();
@@ -20,7 +24,7 @@ pub fn tick(ctx: &Context) {
         return;
     }
     let now = clock::now_ms();
-    let events = with_state(|state| state.as_mut().map(|t| changes(t, above, now)))
+    let events = with_state(|state| state.as_mut().map(|t| t.announcements(above, now)))
         .flatten()
         .unwrap_or_default();
     if events.is_empty() {
@@ -35,39 +39,33 @@ pub fn tick(ctx: &Context) {
     }
 }
 
-/// Keys that turned hot or cool since the last tick (the sketches as the
-/// worker has counted them; a tick when the worker holds them is skipped).
-fn changes(t: &mut Tracking, above: f64, now: i64) -> Vec<(&'static str, HotKey)> {
-    let announced: Vec<(u16, Vec<u8>)> = t.notified().iter().cloned().collect();
-    let (hot, still) = {
-        let Some(counting) = t.worker().try_counting() else {
-            return Vec::new();
-        };
-        let tracker = counting.tracker();
-        let hot: Vec<HotKey> = tracker
-            .hottest(Ranking::Total, usize::MAX, now)
-            .into_iter()
-            .take_while(|key| key.total().per_second >= above)
-            .collect();
-        let still: Vec<HotKey> = announced
-            .iter()
+/// Keys announced `hot` and not yet `cool`.
+#[derive(Default)]
+pub struct Announced(HashSet<(u16, Vec<u8>)>);
+
+impl Announced {
+    /// Keys of `tracker` that turned hot (a rate of `above`) or cool since
+    /// the last look.
+    pub fn changes(&mut self, tracker: &KeyTracker, above: f64, now: i64) -> Vec<Change> {
+        let still: Vec<HotKey> = (self.0.iter())
             .map(|(db, key)| tracker.key(*db, key, now))
             .collect();
-        (hot, still)
-    };
-    let mut events = Vec::new();
-    for key in hot {
-        if t.notified().insert((key.db, key.key.clone())) {
-            events.push(("hot", key));
+        let hot = (tracker.hottest(Ranking::Total, usize::MAX, now).into_iter())
+            .take_while(|key| key.total().per_second >= above);
+        let mut events = Vec::new();
+        for key in hot {
+            if self.0.insert((key.db, key.key.clone())) {
+                events.push(("hot", key));
+            }
         }
-    }
-    for key in still {
-        if key.total().per_second < COOL_SHARE * above {
-            t.notified().remove(&(key.db, key.key.clone()));
-            events.push(("cool", key));
+        for key in still {
+            if key.total().per_second < COOL_SHARE * above {
+                self.0.remove(&(key.db, key.key.clone()));
+                events.push(("cool", key));
+            }
         }
+        events
     }
-    events
 }
 
 fn json(kind: &str, key: &HotKey, now: i64) -> String {

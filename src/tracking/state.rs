@@ -8,6 +8,7 @@ use super::auth::AuthWatch;
 use super::config::Sampling;
 use super::cost::Cost;
 use super::keys::{for_each_key, served_here, FilteredCommand};
+use super::notify::{Announced, Change};
 use super::routing::Routing;
 use super::senders::Senders;
 use super::sketches::Sketches;
@@ -21,7 +22,6 @@ use heavykeeper_tracker::server::name_effect::NameEffect;
 use heavykeeper_tracker::worker::counting::Counting;
 use heavykeeper_tracker::{Access, KeyTracker, Picked, Tally, TrackerShape, Worker};
 use redis_module::Context;
-use std::collections::HashSet;
 use std::sync::MutexGuard;
 use std::time::Instant;
 
@@ -48,7 +48,7 @@ pub struct Tracking {
     misses: bool,
     figures: Figures,
     /// Keys announced `hot` on the tracking channel and not yet `cool`.
-    notified: HashSet<(u16, Vec<u8>)>,
+    announced: Announced,
 }
 
 impl Tracking {
@@ -69,7 +69,7 @@ impl Tracking {
             routing: in_cluster.then(Routing::default),
             misses: false,
             figures: Figures::default(),
-            notified: HashSet::new(),
+            announced: Announced::default(),
         }
     }
 
@@ -90,7 +90,7 @@ impl Tracking {
         self.sketches.restart(shape);
         self.cost.tell_worker_its_share(self.sketches.worker());
         self.senders.reset();
-        self.notified.clear();
+        self.announced = Announced::default();
     }
 
     /// Asks the server again who needs a password.
@@ -287,7 +287,6 @@ impl Tracking {
         Some(rows.into_iter().map(|p| p.allowing_for(carried)).collect())
     }
 
-    /// A cluster node's routing (`None` outside a cluster).
     pub fn routing(&self) -> Option<&Routing> {
         self.routing.as_ref()
     }
@@ -305,8 +304,12 @@ impl Tracking {
         Some(self.sketches.try_memory_bytes()? + self.senders.heap_bytes())
     }
 
-    pub fn notified(&mut self) -> &mut HashSet<(u16, Vec<u8>)> {
-        &mut self.notified
+    /// Keys turned hot or cool since the last tick (none if the worker is busy).
+    pub fn announcements(&mut self, above: f64, now: i64) -> Vec<Change> {
+        let Some(counting) = self.sketches.worker().try_counting() else {
+            return Vec::new();
+        };
+        self.announced.changes(counting.tracker(), above, now)
     }
 
     pub fn slots(&self) -> &TimeSlots {
@@ -328,8 +331,6 @@ impl Tracking {
     pub fn misses(&self) -> bool {
         self.misses
     }
-
-    // --- Slots of time (see `super::time_slots`) ------------------------
 
     /// Should time be cut into slots: sampling, or Redis 7.0 checking each
     /// slot for refused commands?
