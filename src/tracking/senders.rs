@@ -7,7 +7,7 @@
 use super::auth::{Admission, AuthWatch};
 use super::keys::FilteredCommand;
 use super::sketches::Sketches;
-use super::time_slots::Closed;
+use super::time_slots::{Closed, TimeSlots};
 use crate::host::{clock, module_context};
 use heavykeeper_tracker::server::client_table::{ClientTable, Trust};
 use heavykeeper_tracker::server::name_effect::NameEffect;
@@ -165,9 +165,18 @@ impl Senders {
         }
     }
 
-    /// A slot closed: its accesses go to the worker, or are discarded.
-    pub fn slot_closed(&mut self, closed: Closed, sketches: &mut Sketches) {
-        match closed {
+    /// The current slot closes (`whole`: counting every command ends): its
+    /// accesses go to the worker, or are discarded (Redis 7.0 with a
+    /// password: someone was refused in it).
+    pub fn close_slot(
+        &mut self,
+        ctx: &Context,
+        slots: &mut TimeSlots,
+        whole: bool,
+        sketches: &mut Sketches,
+    ) {
+        let checked = self.checks_slots();
+        match slots.close(whole, checked, || self.auth.slot_clean(ctx)) {
             Closed::Kept(stands_for) => {
                 if let Some(weight) = stands_for {
                     sketches.batch().stand_for(weight);
@@ -177,11 +186,6 @@ impl Senders {
             Closed::Discarded => self.auth.discard(sketches.batch()),
             Closed::Uncounted => {}
         }
-    }
-
-    /// The slot closing is clean (Redis 7.0): no one refused in it.
-    pub fn slot_clean(&mut self, ctx: &Context) -> bool {
-        self.auth.slot_clean(ctx)
     }
 
     /// Commands went by unseen (the filter was not registered).

@@ -342,7 +342,8 @@ impl Tracking {
     /// unless it already is. Returns when the slot timer is due.
     pub fn begin_time_slots(&mut self, ctx: &Context) -> Option<Instant> {
         if !self.slots.in_use() {
-            self.end_time_slot(ctx, true);
+            self.senders
+                .close_slot(ctx, &mut self.slots, true, &mut self.sketches);
             self.slots.restart();
         }
         self.slots.due()
@@ -357,7 +358,8 @@ impl Tracking {
             Schedule::Waiting { at, slot } => self.open_time_slot(ctx, at, slot),
             Schedule::Open { until } => {
                 self.senders.conclude_check(self.sketches.batch());
-                self.end_time_slot(ctx, false);
+                self.senders
+                    .close_slot(ctx, &mut self.slots, false, &mut self.sketches);
                 match self.slots.next_after(until) {
                     Some(next) => self.open_time_slot(ctx, until, next),
                     None => self.slots.due(),
@@ -378,18 +380,10 @@ impl Tracking {
         Some(until)
     }
 
-    /// The current slot (counted, or counting every command: `whole`) ends:
-    /// its accesses go to the worker, or are discarded.
-    fn end_time_slot(&mut self, ctx: &Context, whole: bool) {
-        let checked = self.senders.checks_slots();
-        let senders = &mut self.senders;
-        let closed = self.slots.close(whole, checked, || senders.slot_clean(ctx));
-        self.senders.slot_closed(closed, &mut self.sketches);
-    }
-
     /// Counting every command from now on (no slots).
     pub fn count_everything(&mut self, ctx: &Context) {
-        self.end_time_slot(ctx, false);
+        self.senders
+            .close_slot(ctx, &mut self.slots, false, &mut self.sketches);
         self.slots.count_everything();
         self.senders.commands_unseen();
     }

@@ -422,13 +422,9 @@ fn a_short_burst_is_counted_as_often_as_its_share_says() {
     );
 }
 
-/// The whole way, into the sketches themselves: every key with at least 1%
-/// of the accesses is listed in every run, its count (HeavyKeeper's own
-/// weighted updates included) is unbiased, its 95% bounds hold the truth
-/// in at least 90% of the runs, and no key is listed above it that truly
-/// had a third of its accesses or fewer (no phantom rows). So are the
-/// node's totals and their bounds.
-fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, runs: u64) {
+/// `shapes`' traffic from `seed`: its events, when they end, each key's
+/// accesses, and the keys with `hot_share` of them or more.
+fn sent(shapes: &[Shape], seed: u64, hot_share: f64) -> Sent {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let events = traffic(shapes, 4_000, &mut rng);
     let end = events.last().map_or(0, |e| e.0) + 1;
@@ -436,12 +432,23 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
     for &(_, key) in &events {
         *truth.entry(key).or_default() += 1.0;
     }
+    let line = hot_share * events.len() as f64;
+    let hot = truth.iter().filter(|(_, &n)| n >= line).map(|(&k, _)| k);
+    let hot = hot.collect();
+    (events, end, truth, hot)
+}
+
+type Sent = (Vec<Event>, i64, HashMap<u32, f64>, Vec<u32>);
+
+/// The whole way, into the sketches themselves: every key with at least 1%
+/// of the accesses is listed in every run, its count (HeavyKeeper's own
+/// weighted updates included) is unbiased, its 95% bounds hold the truth
+/// in at least 90% of the runs, and no key is listed above it that truly
+/// had a third of its accesses or fewer (no phantom rows). So are the
+/// node's totals and their bounds.
+fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, runs: u64) {
+    let (events, end, truth, hot) = sent(shapes, seed, 0.01);
     let total = events.len() as f64;
-    let hot: Vec<u32> = truth
-        .iter()
-        .filter(|(_, &n)| n >= 0.01 * total)
-        .map(|(&k, _)| k)
-        .collect();
     let what = format!("{feeding:?}, {shapes:?}");
     let mut estimates: HashMap<u32, Vec<f64>> = HashMap::new();
     let mut covered: HashMap<u32, u64> = HashMap::new();
@@ -604,19 +611,8 @@ struct Rows {
 /// whose noise ran high), and every key with `hot_share` of the accesses
 /// looked for.
 fn listed_rows(shapes: &[Shape], feeding: Feeding, seed: u64, runs: u64, hot_share: f64) -> Rows {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let events = traffic(shapes, 4_000, &mut rng);
-    let end = events.last().map_or(0, |e| e.0) + 1;
-    let mut truth: HashMap<u32, f64> = HashMap::new();
-    for &(_, key) in &events {
-        *truth.entry(key).or_default() += 1.0;
-    }
+    let (events, end, truth, hot) = sent(shapes, seed, hot_share);
     let hot_line = hot_share * events.len() as f64;
-    let hot: Vec<u32> = truth
-        .iter()
-        .filter(|(_, &n)| n >= hot_line)
-        .map(|(&k, _)| k)
-        .collect();
     let mut rows = Rows::default();
     for run in 0..runs {
         let run_seed = seed ^ (run + 1).wrapping_mul(0x2545);
