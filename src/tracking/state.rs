@@ -1,8 +1,8 @@
 //! The tracker's state while tracking is on, and the rules that join its
 //! parts: what a command, a key miss, a slot edge and a tick do. Each part
 //! keeps its own rules: [`TimeSlots`], [`Cost`], [`Sketches`], [`Senders`],
-//! [`Routing`]. Everything here runs on the server's main thread; the
-//! counting itself is the worker's ([`heavykeeper_tracker::worker`]).
+//! [`Routing`], [`Announced`]. Everything here runs on the server's main
+//! thread; the counting itself is the worker's ([`heavykeeper_tracker::worker`]).
 
 use super::auth::AuthWatch;
 use super::config::Sampling;
