@@ -235,10 +235,6 @@ impl KeyTracker {
         }
     }
 
-    pub fn counts_slots(&self) -> bool {
-        self.slots.is_some()
-    }
-
     /// The hash slot load and the totals, for a batch of accesses gathered
     /// in `slot` from `first_ms`, counted at `time_ms` (a batch with
     /// accesses: the tracker's start is its first access, never a read).
