@@ -45,17 +45,6 @@ impl Cooldown {
             .map(|(&slot, _)| slot)
             .collect()
     }
-
-    /// The moves still within their cooldown at `now_ms` (what is worth
-    /// remembering), oldest first.
-    pub fn remembered(&self, now_ms: i64) -> Vec<Moved> {
-        let mut moves: Vec<Moved> = (self.last_moved.iter())
-            .filter(|(_, &at)| now_ms - at < self.period_ms)
-            .map(|(&slot, &at_ms)| Moved { slot, at_ms })
-            .collect();
-        moves.sort_by_key(|m| (m.at_ms, m.slot));
-        moves
-    }
 }
 
 #[cfg(test)]
@@ -81,12 +70,5 @@ mod tests {
         // An older record never shortens a newer one.
         c.record(Moved { slot: 9, at_ms: 0 });
         assert_eq!(c.frozen(350_000), BTreeSet::from([9]));
-        assert_eq!(
-            c.remembered(350_000),
-            [Moved {
-                slot: 9,
-                at_ms: 100_000
-            }]
-        );
     }
 }

@@ -58,6 +58,17 @@ fn scaled(variable: &str, production: Duration) -> Duration {
     production
 }
 
+/// `HK_TOP_TEST_READ_PAUSE_MS=n` waits `n` ms once the run has read the
+/// cluster under its lease, saying so on stderr, so that the tests can
+/// change the cluster under the run's view of it (a failover).
+pub fn pause_after_read() {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("HK_TOP_TEST_READ_PAUSE_MS").is_some() {
+        eprintln!("hk-top test: the cluster is read");
+    }
+    pause_as_asked("HK_TOP_TEST_READ_PAUSE_MS");
+}
+
 fn pause_as_asked(variable: &str) {
     #[cfg(debug_assertions)]
     if let Some(ms) = std::env::var(variable)

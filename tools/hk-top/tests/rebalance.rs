@@ -47,53 +47,36 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
     let journal = tempfile::tempdir().unwrap();
     let journal = journal.path().join("journal.json");
     let journal = journal.to_str().unwrap();
-    let planned = hk_top(
-        &["-p", &port, "rebalance", "--json", "--journal", journal],
-        &[],
-    );
-    assert!(planned.status.success(), "{}", text(&planned));
-    let plan = json_of(&planned);
+    let (at_apply, started) = (traffic.seen(), Instant::now());
+    let apply = [
+        "-p",
+        &port,
+        "rebalance",
+        "--json",
+        "--apply",
+        "--journal",
+        journal,
+    ];
+    let applied = hk_top(&apply, &[]);
+    let apply_seconds = started.elapsed().as_secs_f64();
+    assert!(applied.status.success(), "{}", text(&applied));
+    // The plan: from the first node only, to both others, nothing to advise.
+    let plan = json_of(&applied);
     let first = cluster.nodes[0].address();
     let moves = plan["moves"].as_array().unwrap();
     assert!(!moves.is_empty(), "{plan}");
-    for m in moves {
-        assert_eq!(m["from"], first.as_str(), "{m}");
-        assert_ne!(m["to"], first.as_str(), "{m}");
-        assert!(m["slot"].as_u64().unwrap() < 16384);
-    }
+    assert!(moves.iter().all(|m| m["from"] == first.as_str()), "{plan}");
     let receivers: std::collections::HashSet<&str> =
         moves.iter().map(|m| m["to"].as_str().unwrap()).collect();
     assert_eq!(receivers.len(), 2, "both cool nodes take a part: {plan}");
     assert_eq!(plan["advice"].as_array().unwrap().len(), 0, "{plan}");
-    let before_share = plan["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let before_share = (plan["nodes"].as_array().unwrap().iter())
         .find(|n| n["node"] == first.as_str())
-        .unwrap()["share_before"]
-        .as_f64()
-        .unwrap();
+        .and_then(|n| n["share_before"].as_f64());
     assert!(
-        (0.5..0.7).contains(&before_share),
-        "the first node measured at {before_share}: {plan}"
+        before_share.is_some_and(|b| (0.5..0.7).contains(&b)),
+        "the first node measured at {before_share:?}: {plan}"
     );
-
-    let at_apply = traffic.seen();
-    let started = Instant::now();
-    let applied = hk_top(
-        &[
-            "-p",
-            &port,
-            "rebalance",
-            "--json",
-            "--apply",
-            "--journal",
-            journal,
-        ],
-        &[],
-    );
-    let apply_seconds = started.elapsed().as_secs_f64();
-    assert!(applied.status.success(), "{}", text(&applied));
     let after_apply = traffic.seen();
     let report = json_of(&applied);
     let applied_report = &report["applied"];
@@ -162,39 +145,29 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
 }
 
 /// One key with half of all reads: no slot move can fix it, and the plan
-/// says so by name, with a near cache first (the key is only read).
+/// says so by name, with a near cache first (the key is only read), as JSON
+/// and to a person (which advice for which key: the planner's, in
+/// crates/rebalance/tests/plans.rs).
 #[test]
 fn a_key_with_half_the_traffic_is_advice_not_a_move() {
     let cluster = Cluster::start(TRACK_FAST);
     let keys = distinct_slot_keys(&cluster, 300);
     load_keys(&cluster, &keys);
     let hot = keys[0].clone();
-    let mut con = cluster.nodes[hot.1].client();
-    let mut others: Vec<Connection> = cluster.nodes.iter().map(|n| n.client()).collect();
+    let mut cons: Vec<Connection> = cluster.nodes.iter().map(|n| n.client()).collect();
     for round in 0..3000 {
-        let _: Option<String> = redis::cmd("GET").arg(&hot.0).query(&mut con).unwrap();
         let (key, node) = &keys[1 + round % (keys.len() - 1)];
-        let _: Option<String> = redis::cmd("GET")
-            .arg(key)
-            .query(&mut others[*node])
-            .unwrap();
+        for (key, node) in [(&hot.0, hot.1), (key, *node)] {
+            let _: Option<String> = redis::cmd("GET").arg(key).query(&mut cons[node]).unwrap();
+        }
     }
-    let out = hk_top(
-        &[
-            "-p",
-            &cluster.nodes[0].port.to_string(),
-            "rebalance",
-            "--json",
-        ],
-        &[],
-    );
+    let port = cluster.nodes[0].port.to_string();
+    let out = hk_top(&["-p", &port, "rebalance", "--json"], &[]);
     assert!(out.status.success(), "{}", text(&out));
     let plan = json_of(&out);
     let advice = plan["advice"].as_array().unwrap();
-    let named = advice
-        .iter()
-        .find(|a| a["kind"] == "hot-key")
-        .unwrap_or_else(|| panic!("{plan}"));
+    let named =
+        (advice.iter().find(|a| a["kind"] == "hot-key")).unwrap_or_else(|| panic!("{plan}"));
     assert_eq!(named["key"], hot.0.as_str());
     assert_eq!(named["slot"], slot_of(&hot.0));
     assert_eq!(named["node"], cluster.nodes[hot.1].address().as_str());
@@ -203,76 +176,26 @@ fn a_key_with_half_the_traffic_is_advice_not_a_move() {
         "{named}"
     );
     assert_eq!(named["remedies"][0]["remedy"], "near-cache", "{named}");
-    assert!(named["remedies"][0]["how"]
-        .as_str()
-        .unwrap()
-        .contains("examples/near_cache.py"));
-    let remedies: Vec<&str> = named["remedies"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["remedy"].as_str().unwrap())
-        .collect();
-    assert!(
-        remedies.contains(&"read-replicas") && remedies.contains(&"split-key"),
-        "{named}"
-    );
-    let hot_slot = slot_of(&hot.0) as u64;
-    assert!(
-        plan["moves"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|m| m["slot"] != hot_slot),
-        "{plan}"
-    );
-    // The text plan says the same to a person.
-    let out = hk_top(
-        &["-p", &cluster.nodes[0].port.to_string(), "rebalance"],
-        &[],
-    );
-    let said = String::from_utf8_lossy(&out.stdout);
+    let how = named["remedies"][0]["how"].as_str().unwrap();
+    assert!(how.contains("examples/near_cache.py"), "{how}");
+    let said =
+        String::from_utf8_lossy(&hk_top(&["-p", &port, "rebalance"], &[]).stdout).to_string();
     assert!(
         said.contains(&format!("advice: key {}", hot.0)) && said.contains("near-cache"),
         "{said}"
     );
 }
 
-/// A slot someone else is migrating, or a node down: `--apply` refuses and
-/// moves nothing.
+/// A node down: `--apply` refuses and moves nothing (a slot half-migrated
+/// by someone else: rebalance_faults.rs's a_killed_run_is_refused_to_others_...).
 #[test]
 fn a_cluster_not_fit_to_move_slots_in_is_refused() {
     let mut cluster = Cluster::start(TRACK_FAST);
-    let keys = distinct_slot_keys(&cluster, 100);
-    load_keys(&cluster, &keys);
-    let ids: Vec<String> = (cluster.nodes.iter())
-        .map(|n| {
-            redis::cmd("CLUSTER")
-                .arg("MYID")
-                .query(&mut n.client())
-                .unwrap()
-        })
-        .collect();
-    // An operator's reshard, half-way: slot 100 leaving node 0 for node 1.
-    let slot = 100u16;
-    assert_eq!(cluster.owner_of_slot(slot).port, cluster.nodes[0].port);
-    let _: () = redis::cmd("CLUSTER")
-        .arg("SETSLOT")
-        .arg(slot)
-        .arg("IMPORTING")
-        .arg(&ids[0])
-        .query(&mut cluster.nodes[1].client())
-        .unwrap();
-    let _: () = redis::cmd("CLUSTER")
-        .arg("SETSLOT")
-        .arg(slot)
-        .arg("MIGRATING")
-        .arg(&ids[1])
-        .query(&mut cluster.nodes[0].client())
-        .unwrap();
+    let owners = owner_map(&cluster);
+    cluster.nodes[2].stop();
     let journal = tempfile::tempdir().unwrap();
     let journal = journal.path().join("journal.json");
-    let port = cluster.nodes[0].port.to_string();
+    let port = cluster.nodes[1].port.to_string();
     let args = [
         "-p",
         &port,
@@ -281,47 +204,15 @@ fn a_cluster_not_fit_to_move_slots_in_is_refused() {
         "--journal",
         journal.to_str().unwrap(),
     ];
-    let out = hk_top(&args, &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("slots 100 are half-migrated by someone else"),
-        "{}",
-        text(&out)
-    );
-    // The reshard's owner ends it; then a node goes down.
-    for node in &cluster.nodes[..2] {
-        let _: () = redis::cmd("CLUSTER")
-            .arg("SETSLOT")
-            .arg(slot)
-            .arg("STABLE")
-            .query(&mut node.client())
-            .unwrap();
-    }
-    cluster.nodes[2].stop();
-    let port1 = cluster.nodes[1].port.to_string();
     // A cluster with a node stopped never settles: refused at once.
-    let at_once = [("HK_TOP_TEST_SETTLE_MS", "0")];
-    let args = [
-        "-p",
-        &port1,
-        "rebalance",
-        "--apply",
-        "--journal",
-        journal.to_str().unwrap(),
-    ];
-    let out = hk_top(&args, &at_once);
+    let out = hk_top(&args, &[("HK_TOP_TEST_SETTLE_MS", "0")]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("refusing to move slots"),
+        text(&out).contains("refusing to move slots"),
         "{}",
         text(&out)
     );
-    assert_eq!(
-        cluster.owner_of_slot(slot).port,
-        cluster.nodes[0].port,
-        "nothing moved"
-    );
+    assert_eq!(owner_map(&cluster), owners, "nothing moved");
 }
 
 /// A node on fire: the first primary saturated by a client sending it, in

@@ -114,7 +114,9 @@ impl ConnectionSettings {
             )?,
             _ => redis::Client::open(info)?,
         };
-        let con = client.get_connection_with_timeout(Duration::from_secs(2))?;
+        // The handshake is a reply like any other: never longer than one.
+        let handshake = reply_timeout.min(Duration::from_secs(2));
+        let con = client.get_connection_with_timeout(handshake)?;
         // A node that accepts and then hangs (a long script, a stopped
         // process) becomes an error, not a view frozen for good.
         con.set_read_timeout(Some(reply_timeout))?;

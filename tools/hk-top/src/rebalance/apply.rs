@@ -666,9 +666,8 @@ impl<'a> Run<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rebalance::fake_cluster::{address, FakeCluster, Fault};
+    use crate::rebalance::fake_cluster::{address, words, FakeCluster, Fault};
     use redis::{Cmd, RedisResult, Value};
-    use std::path::Path;
 
     /// The lease's key: taken, then each renewal answered `renewed` (1:
     /// still ours, 0: another run's now).
@@ -676,8 +675,8 @@ mod tests {
 
     impl Link for LeaseKey {
         fn run(&mut self, _: &str, cmd: &Cmd) -> RedisResult<Value> {
-            let eval = cmd.args_iter().next() == Some(redis::Arg::Simple(&b"EVAL"[..]));
-            Ok(if eval {
+            let renewal = words(cmd)[0] == "EVAL";
+            Ok(if renewal {
                 Value::Int(self.0)
             } else {
                 Value::Okay
@@ -687,16 +686,6 @@ mod tests {
 
     /// Node 0's, with keys.
     const SLOT: u16 = 100;
-
-    fn settings(roll_back: bool, timeout: Duration) -> Settings {
-        Settings {
-            method: Method::Standard,
-            roll_back,
-            adopt: false,
-            login: Login::default(),
-            timeout,
-        }
-    }
 
     fn planned(slot: u16, from: usize, to: usize) -> Move {
         Move {
@@ -710,32 +699,64 @@ mod tests {
         }
     }
 
-    /// A run over `cluster` with the journal at `journal`, its lease
-    /// renewed once as `renewed` says: what `act` returned, and the report.
-    fn run_with<T>(
-        cluster: &mut FakeCluster,
-        journal: &Path,
-        settings: &Settings,
-        renewed: i64,
-        act: impl FnOnce(&mut Run, &Health) -> Result<T, Error>,
-    ) -> (Result<T, Error>, Report) {
-        let lease = Lease::take(Box::new(LeaseKey(renewed)), &address(0)).unwrap();
-        lease.renew();
-        let (views, health) = settled(cluster, &[address(0)]).unwrap();
-        let mut journal = Journal::open(journal).unwrap();
-        let stop = cluster.stop.clone();
-        let (mut log, mut on_move) = (|_: String| {}, |_: &MoveMade| {});
-        let hooks = Hooks {
-            log: &mut log,
-            on_move: &mut on_move,
-        };
-        let mut run = Run::new(cluster, views, &mut journal, settings, &stop, &lease, hooks);
-        let result = act(&mut run, &health);
-        (result, run.report.clone())
+    /// A scripted cluster (150 keys in each of `slots`, `fault` after the
+    /// first command that starts with a text) and a journal of its own.
+    struct Case {
+        cluster: FakeCluster,
+        dir: tempfile::TempDir,
     }
 
-    fn nothing_open(journal: &Path) -> bool {
-        Journal::open(journal).unwrap().open_moves().is_empty()
+    impl Case {
+        fn new(slots: &[u16], after: &str, fault: Fault) -> Case {
+            let mut cluster = FakeCluster::new(slots, 150);
+            cluster.on(after, fault);
+            let dir = tempfile::tempdir().unwrap();
+            Case { cluster, dir }
+        }
+
+        /// `act` in a run (rolling back or not, a slot given `timeout`),
+        /// its lease renewed once as `renewed` says; what `act` returned,
+        /// and the report.
+        fn run<T>(
+            &mut self,
+            (roll_back, timeout): (bool, Duration),
+            renewed: i64,
+            act: impl FnOnce(&mut Run, &Health) -> Result<T, Error>,
+        ) -> (Result<T, Error>, Report) {
+            let settings = Settings {
+                method: Method::Standard,
+                roll_back,
+                adopt: false,
+                login: Login::default(),
+                timeout,
+            };
+            let lease = Lease::take(Box::new(LeaseKey(renewed)), &address(0)).unwrap();
+            lease.renew();
+            let (views, health) = settled(&mut self.cluster, &[address(0)]).unwrap();
+            let mut journal = Journal::open(&self.dir.path().join("journal.json")).unwrap();
+            let stop = self.cluster.stop.clone();
+            let (mut log, mut on_move) = (|_: String| {}, |_: &MoveMade| {});
+            let hooks = Hooks {
+                log: &mut log,
+                on_move: &mut on_move,
+            };
+            let link = &mut self.cluster;
+            let mut run = Run::new(link, views, &mut journal, &settings, &stop, &lease, hooks);
+            let result = act(&mut run, &health);
+            (result, run.report.clone())
+        }
+
+        /// `moves` carried out by a run whose lease holds.
+        fn execute(&mut self, moves: &[Move]) -> (Result<(), Error>, Report) {
+            let patient = (false, Duration::from_secs(5));
+            self.run(patient, 1, |run, _| run.execute(moves, Chosen::Standard))
+        }
+
+        /// Nothing half-way on the nodes nor open in the journal.
+        fn settled(&self) -> bool {
+            let journal = Journal::open(&self.dir.path().join("journal.json")).unwrap();
+            !self.cluster.half_way() && journal.open_moves().is_empty()
+        }
     }
 
     #[test]
@@ -746,21 +767,13 @@ mod tests {
             (0, "MIGRATE", 3, 1),
             (1, "CLUSTER SETSLOT 100 MIGRATING", 0, 4),
         ] {
-            let mut cluster = FakeCluster::new(&[SLOT], 150);
-            cluster.on(after, Fault::FailOver(failed));
-            let dir = tempfile::tempdir().unwrap();
-            let journal = dir.path().join("journal.json");
-            let (result, report) = run_with(
-                &mut cluster,
-                &journal,
-                &settings(false, Duration::from_secs(5)),
-                1,
-                |run, _| run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard),
-            );
+            let mut case = Case::new(&[SLOT], after, Fault::FailOver(failed));
+            let (result, report) = case.execute(&[planned(SLOT, 0, 1)]);
             result.unwrap();
+            let cluster = &case.cluster;
             assert_eq!(cluster.owner_of(SLOT), target, "{:#?}", cluster.sent);
             assert_eq!(cluster.holders(SLOT), [cluster.shard_of(target)]);
-            assert!(!cluster.half_way() && nothing_open(&journal));
+            assert!(case.settled());
             assert_eq!((report.moves_done, report.failovers), (1, 1));
             let from_source = format!("{} MIGRATE", address(source));
             assert!(cluster.sent.iter().any(|l| l.starts_with(&from_source)));
@@ -777,103 +790,68 @@ mod tests {
         ];
         for (step, after) in steps.iter().enumerate() {
             for roll_back in [false, true] {
-                let mut cluster = FakeCluster::new(&[SLOT], 150);
-                cluster.on(after, Fault::Kill);
-                let dir = tempfile::tempdir().unwrap();
-                let journal = dir.path().join("journal.json");
-                let (killed, _) = run_with(
-                    &mut cluster,
-                    &journal,
-                    &settings(false, Duration::ZERO),
-                    1,
-                    |run, _| run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard),
-                );
+                let mut case = Case::new(&[SLOT], after, Fault::Kill);
+                // Killed: the slot is given up on at once, half-way.
+                let (killed, _) = case.run((false, Duration::ZERO), 1, |run, _| {
+                    run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard)
+                });
                 assert!(matches!(killed, Err(Error::HalfWay { .. })), "{after}");
-                assert!(cluster.half_way() && !nothing_open(&journal), "{after}");
-                cluster.revive();
-                let (next, report) = run_with(
-                    &mut cluster,
-                    &journal,
-                    &settings(roll_back, Duration::from_secs(5)),
-                    1,
-                    |run, health| run.recover(health),
-                );
+                assert!(!case.settled(), "{after}");
+                case.cluster.revive();
+                let patient = (roll_back, Duration::from_secs(5));
+                let (next, report) = case.run(patient, 1, |run, health| run.recover(health));
                 next.unwrap();
                 // A slot given to the target already cannot go back.
                 let back = roll_back && step < 3;
                 let owner = if back { 0 } else { 1 };
-                assert_eq!(cluster.owner_of(SLOT), owner, "{after}, {roll_back}");
-                assert_eq!(cluster.holders(SLOT), [owner], "{after}, {roll_back}");
-                assert_eq!(
-                    (report.rolled_back, report.resumed),
-                    (back as usize, !back as usize)
-                );
-                assert!(!cluster.half_way() && nothing_open(&journal), "{after}");
+                assert_eq!(case.cluster.owner_of(SLOT), owner, "{after}, {roll_back}");
+                assert_eq!(case.cluster.holders(SLOT), [owner], "{after}, {roll_back}");
+                let done = (report.rolled_back, report.resumed);
+                assert_eq!(done, (back as usize, !back as usize));
+                assert!(case.settled(), "{after}");
             }
         }
     }
 
     #[test]
     fn a_move_on_a_stale_view_is_abandoned_and_its_trace_taken_back() {
-        let mut cluster = FakeCluster::new(&[SLOT], 10);
         // Someone else gives the slot to node 2 once the target imports it.
-        cluster.on("CLUSTER SETSLOT 100 IMPORTING", Fault::Give(SLOT, 2));
-        let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("journal.json");
-        let (result, report) = run_with(
-            &mut cluster,
-            &journal,
-            &settings(false, Duration::from_secs(5)),
-            1,
-            |run, _| run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard),
-        );
+        let after = "CLUSTER SETSLOT 100 IMPORTING";
+        let mut case = Case::new(&[SLOT], after, Fault::Give(SLOT, 2));
+        let (result, report) = case.execute(&[planned(SLOT, 0, 1)]);
         let error = result.unwrap_err();
         assert!(
             matches!(&error, Error::Unfit(why) if why.contains("plan again")),
             "{error}"
         );
+        let cluster = &case.cluster;
         assert_eq!(
             (cluster.owner_of(SLOT), cluster.holders(SLOT)),
             (2, vec![2])
         );
-        assert!(!cluster.half_way() && nothing_open(&journal));
-        assert_eq!(report.moves_done, 0);
+        assert!(case.settled() && report.moves_done == 0);
     }
 
     #[test]
     fn a_signal_mid_slot_stops_the_run_once_the_slot_is_made() {
-        let mut cluster = FakeCluster::new(&[SLOT, 200], 150);
-        cluster.on("MIGRATE", Fault::Signal);
-        let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("journal.json");
-        let moves = [planned(SLOT, 0, 1), planned(200, 0, 2)];
-        let (result, report) = run_with(
-            &mut cluster,
-            &journal,
-            &settings(false, Duration::from_secs(5)),
-            1,
-            |run, _| run.execute(&moves, Chosen::Standard),
-        );
+        let mut case = Case::new(&[SLOT, 200], "MIGRATE", Fault::Signal);
+        let (result, report) = case.execute(&[planned(SLOT, 0, 1), planned(200, 0, 2)]);
         result.unwrap();
         assert!(report.interrupted && report.moves_done == 1);
+        let cluster = &case.cluster;
         assert_eq!((cluster.owner_of(SLOT), cluster.owner_of(200)), (1, 0));
         assert_eq!(cluster.holders(SLOT), [1]);
-        assert!(!cluster.half_way() && nothing_open(&journal));
+        assert!(case.settled());
     }
 
     #[test]
     fn a_run_whose_lease_is_lost_stops_before_its_next_slot() {
-        let mut cluster = FakeCluster::new(&[SLOT], 10);
-        let dir = tempfile::tempdir().unwrap();
-        let (result, report) = run_with(
-            &mut cluster,
-            &dir.path().join("journal.json"),
-            &settings(false, Duration::from_secs(5)),
-            0,
-            |run, _| run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard),
-        );
+        let mut case = Case::new(&[SLOT], "never", Fault::Kill);
+        let (result, report) = case.run((false, Duration::from_secs(5)), 0, |run, _| {
+            run.execute(&[planned(SLOT, 0, 1)], Chosen::Standard)
+        });
         assert!(matches!(result, Err(Error::LeaseLost(_))), "{result:?}");
-        assert_eq!((report.moves_done, cluster.owner_of(SLOT)), (0, 0));
-        assert!(!cluster.sent.iter().any(|l| l.contains("SETSLOT")));
+        assert_eq!((report.moves_done, case.cluster.owner_of(SLOT)), (0, 0));
+        assert!(!case.cluster.sent.iter().any(|l| l.contains("SETSLOT")));
     }
 }

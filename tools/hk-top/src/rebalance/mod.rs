@@ -224,16 +224,6 @@ impl Args {
             .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")))
     }
 
-    /// The lease's own link (its renewal runs on a thread of its own): a
-    /// renewal that fails is tried at the next, not waited for.
-    fn lease_link(&self, connection: &ConnectionSettings) -> Box<dyn Link + Send> {
-        let patience = Patience {
-            wait: Duration::ZERO,
-            reply: Duration::from_secs(5),
-        };
-        Box::new(Pool::new(connection, patience))
-    }
-
     fn patience(&self) -> Patience {
         Patience {
             wait: Duration::from_secs(self.patience_s),
@@ -299,7 +289,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         print_result(args, &plan, source, &health, None, &[]);
         return Ok(ExitCode::SUCCESS);
     }
-    let (lease, views, health) = hold_cluster(args, o, &mut link)?;
+    let (lease, views, health) = hold_cluster(o, &mut link)?;
     let mut journal = open_journal(args, &views)?;
     let settings = args.settings(o.connection);
     let (mut on_move, mut say) = (|_: &MoveMade| {}, log);
@@ -433,12 +423,16 @@ fn reviewed_plan(path: &std::path::Path, views: &topology::Views) -> Result<Plan
 /// plan checked against a reading from before would pass stale (seen: a
 /// second run "moving" five slots already moved).
 fn hold_cluster(
-    args: &Args,
     o: &Cluster<'_>,
     link: &mut dyn Link,
 ) -> Result<(Lease, topology::Views, health::Health), Error> {
-    let lease = Lease::take(args.lease_link(o.connection), o.address)?;
+    // The lease's own link (it renews on a thread of its own): a renewal
+    // that fails is tried at the next, not waited for.
+    let (wait, reply) = (Duration::ZERO, Duration::from_secs(5));
+    let lease_link = Pool::new(o.connection, Patience { wait, reply });
+    let lease = Lease::take(Box::new(lease_link), o.address)?;
     let (views, health) = apply::settled(link, &[o.address.to_string()])?;
+    crate::fault::pause_after_read();
     Ok((lease, views, health))
 }
 

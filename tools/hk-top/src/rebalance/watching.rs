@@ -25,7 +25,7 @@ const FAILED_ROUNDS: u32 = 3;
 
 pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Error> {
     let mut link = args.link(o.connection);
-    let (lease, views, health) = hold_cluster(args, o, &mut link)?;
+    let (lease, views, health) = hold_cluster(o, &mut link)?;
     let asked = Source::parse(&args.source);
     let source = measure::choose_source(&mut link, &views.primaries(), asked)?;
     let measure = args.measure_for(source)?;
@@ -48,10 +48,12 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
         hooks,
     );
     run.recover(&health)?;
-    let mut meter = Meter::new(source, Duration::from_secs(args.window_s));
-    let mut watch = Watch::new(args.confirm as usize, args.cpu_line);
-    let mut cpu = CpuWatch::default();
-    let mut options = args.planner_options(measure, Action::Watch);
+    let mut watcher = Watcher {
+        meter: Meter::new(source, Duration::from_secs(args.window_s)),
+        options: args.planner_options(measure, Action::Watch),
+        cpu: CpuWatch::default(),
+        watch: Watch::new(args.confirm as usize, args.cpu_line),
+    };
     let mut method = None;
     let mut failed_rounds = 0;
     while !stop.asked() && args.rounds.is_none_or(|most| round.get() < most) {
@@ -66,15 +68,7 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
         } else {
             run.settle()
         };
-        match settled.and_then(|health| {
-            let mut this_round = Round {
-                meter: &mut meter,
-                options: &mut options,
-                cpu: &mut cpu,
-                watch: &mut watch,
-            };
-            this_round.plan(&mut run, &health, args, stop)
-        }) {
+        match settled.and_then(|health| watcher.plan(&mut run, &health, args, stop)) {
             Ok(Some(plan)) => {
                 let chosen = match method {
                     Some(chosen) => chosen,
@@ -90,7 +84,7 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
                         }
                     }
                 }
-                watch.acted();
+                watcher.watch.acted();
             }
             Ok(None) => {}
             // A round that cannot measure (a node down, the cluster
@@ -119,14 +113,14 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
 }
 
 /// What a watch carries from round to round.
-struct Round<'a> {
-    meter: &'a mut Meter,
-    options: &'a mut heavykeeper_rebalance::Options,
-    cpu: &'a mut CpuWatch,
-    watch: &'a mut Watch,
+struct Watcher {
+    meter: Meter,
+    options: heavykeeper_rebalance::Options,
+    cpu: CpuWatch,
+    watch: Watch,
 }
 
-impl Round<'_> {
+impl Watcher {
     /// Measures and plans on the cluster as `run` last read it (`health`
     /// its health); the plan to carry out, if the round acts.
     fn plan(
@@ -147,7 +141,7 @@ impl Round<'_> {
                 primaries.iter().map(|n| n.address().to_string()).collect();
             Ok::<_, Error>((input, self.cpu.sample(link, &addresses)))
         })?;
-        let plan = heavykeeper_rebalance::plan(&input, self.options);
+        let plan = heavykeeper_rebalance::plan(&input, &self.options);
         let verdict = self.watch.observe(&plan, |node| busy.get(node).copied());
         print_round(args.json, run, &plan, &verdict, self.options.frozen.len());
         Ok((verdict == Verdict::Act).then_some(plan))
