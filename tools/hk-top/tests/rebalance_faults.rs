@@ -81,23 +81,27 @@ impl Scene {
     /// hk-top as `rebalance --json --apply --migration standard` with no
     /// cooldown and the journal `journal` names in the scene's directory
     /// (its own: "journal.json"), then `extra`, in the environment `env`.
-    fn hk_top(&self, journal: &str, extra: &[&str], env: &[(&str, &str)]) -> Command {
+    fn hk_top<S: AsRef<str>>(&self, journal: &str, extra: &[S], env: &[(&str, &str)]) -> Command {
         let (port, journal) = (self.port(), self.dir.path().join(journal));
         let mut args = vec!["-p", &port, "rebalance", "--json", "--apply"];
         args.extend(["--migration", "standard", "--cooldown-s", "0"]);
         args.extend(["--journal", journal.to_str().unwrap()]);
-        args.extend(extra);
+        args.extend(extra.iter().map(AsRef::as_ref));
         let mut cmd = hk_top_command(&args, env);
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         cmd
     }
 
-    fn run(&self, extra: &[&str], env: &[(&str, &str)]) -> Output {
+    fn run<S: AsRef<str>>(&self, extra: &[S], env: &[(&str, &str)]) -> Output {
         self.hk_top("journal.json", extra, env).output().unwrap()
     }
 
-    fn spawn(&self, extra: &[&str], env: &[(&str, &str)]) -> Child {
-        self.hk_top("journal.json", extra, env).spawn().unwrap()
+    /// A run started, its lines read as they come.
+    fn start<S: AsRef<str>>(&self, extra: &[S], env: &[(&str, &str)]) -> Running {
+        let mut child = self.hk_top("journal.json", extra, env).spawn().unwrap();
+        let err = Lines::of(child.stderr.take().unwrap());
+        let out = Lines::of(child.stdout.take().unwrap());
+        Running { child, err, out }
     }
 
     /// Node 0's slots (with keys), those at `at` in their order.
@@ -152,26 +156,32 @@ impl Scene {
     }
 }
 
-/// Waits for a child, at most `limit`.
-fn wait_exit(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("hk-top did not end in {limit:?}");
-        }
-        sleep(Duration::from_millis(20));
-    }
+/// A run under way: hk-top, and the lines it printed so far.
+struct Running {
+    child: Child,
+    err: Lines,
+    out: Lines,
 }
 
-fn parse_json_lines(lines: &[String]) -> Vec<Json> {
-    lines
-        .iter()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
+impl Running {
+    /// Once it ended (within a minute): its status, what it said on
+    /// stderr, and its last JSON report (null if none).
+    fn end(mut self) -> (std::process::ExitStatus, String, Json) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hk-top did not end: {:?}",
+                self.err.now()
+            );
+            sleep(Duration::from_millis(20));
+        };
+        let last = (self.out.all().iter().rev()).find_map(|l| serde_json::from_str(l).ok());
+        (status, self.err.all().join("\n"), last.unwrap_or_default())
+    }
 }
 
 /// Ctrl-C or SIGTERM at any moment of a run: the slot in hand is finished,
@@ -185,27 +195,22 @@ fn a_signal_stops_a_run_between_two_slots_and_the_next_run_goes_on() {
     // mid-slot finishing the slot in hand is apply.rs's
     // a_signal_mid_slot_stops_the_run_once_the_slot_is_made).
     for (signal_name, code, after, at) in [("INT", 130, 1, 0..4), ("TERM", 143, 2, 4..8)] {
-        let plan = scene.plan(&scene.slots(at));
-        let plan = [plan[0].as_str(), plan[1].as_str()];
-        let mut child = scene.spawn(&plan, &[("HK_TOP_TEST_SLOT_PAUSE_MS", "150")]);
-        let err = Lines::of(child.stderr.take().unwrap());
-        let out = Lines::of(child.stdout.take().unwrap());
-        err.wait_for(&format!("[{after}/"), Duration::from_secs(60));
-        signal(&child, signal_name);
-        let status = wait_exit(&mut child, Duration::from_secs(60));
-        let said = err.all().join("\n");
+        let run = scene.start(
+            &scene.plan(&scene.slots(at)),
+            &[("HK_TOP_TEST_SLOT_PAUSE_MS", "150")],
+        );
+        run.err
+            .wait_for(&format!("[{after}/"), Duration::from_secs(60));
+        signal(&run.child, signal_name);
+        let (status, said, report) = run.end();
         assert_eq!(status.code(), Some(code), "SIG{signal_name}: {said}");
         assert!(
             !said.contains("os error 4") && !said.contains("Interrupted"),
             "{said}"
         );
-        let report = parse_json_lines(&out.all());
-        let applied = &report.last().unwrap_or_else(|| panic!("no JSON: {said}"))["applied"];
-        assert_eq!(applied["interrupted"], true, "{applied}");
-        assert!(
-            applied["moves_done"].as_u64().unwrap() >= after,
-            "{applied}"
-        );
+        let applied = &report["applied"];
+        assert_eq!(applied["interrupted"], true, "{said}");
+        assert!(applied["moves_done"].as_u64() >= Some(after), "{applied}");
         assert_no_slot_half_way(&scene.cluster);
         assert_eq!(
             open_moves(&scene.journal()),
@@ -213,8 +218,7 @@ fn a_signal_stops_a_run_between_two_slots_and_the_next_run_goes_on() {
             "stopped between slots: {said}"
         );
     }
-    let plan = scene.plan(&scene.slots(8..12));
-    let done = scene.run(&[plan[0].as_str(), plan[1].as_str()], &[]);
+    let done = scene.run(&scene.plan(&scene.slots(8..12)), &[]);
     assert!(done.status.success(), "{}", text(&done));
     let finished = json_of(&done);
     assert_eq!(finished["applied"]["interrupted"], false);
@@ -250,25 +254,19 @@ fn run_through_a_stall(scene: &Scene, extra: &[&str], pause_ms: &str, seconds: f
         ("HK_TOP_TEST_SLOT_PAUSE_MS", pause_ms),
         ("HK_TOP_TEST_REPLY_MS", REPLY_MS),
     ];
-    let mut child = scene.spawn(extra, &env);
-    let err = Lines::of(child.stderr.take().unwrap());
-    let out = Lines::of(child.stdout.take().unwrap());
-    err.wait_for("[1/", Duration::from_secs(60));
-    let stall = std::thread::spawn(move || {
-        let _: redis::RedisResult<()> = redis::cmd("DEBUG")
-            .arg("SLEEP")
-            .arg(seconds)
-            .query(&mut source);
-    });
-    let status = wait_exit(&mut child, Duration::from_secs(120));
-    stall.join().unwrap();
-    let said = err.all().join("\n");
+    let run = scene.start(extra, &env);
+    run.err.wait_for("[1/", Duration::from_secs(60));
+    let stall = redis::cmd("DEBUG").arg("SLEEP").arg(seconds).clone();
+    let stall = std::thread::spawn(move || stall.query::<()>(&mut source));
+    let (status, said, report) = run.end();
+    stall.join().unwrap().unwrap();
     assert!(status.success(), "{said}");
-    let report = parse_json_lines(&out.all())
-        .pop()
-        .unwrap_or_else(|| panic!("no JSON: {said}"));
-    let planned = report["moves"].as_array().unwrap().len();
-    assert_eq!(report["applied"]["moves_done"], planned, "{said}");
+    let planned = report["moves"].as_array().map(Vec::len);
+    assert_eq!(
+        report["applied"]["moves_done"].as_u64(),
+        planned.map(|n| n as u64),
+        "{said}"
+    );
     eprintln!(
         "fault figures (source stalled {seconds} s, {extra:?}): {}",
         applied_summary(&report["applied"])
@@ -287,17 +285,12 @@ fn run_through_a_stall(scene: &Scene, extra: &[&str], pause_ms: &str, seconds: f
 #[test]
 fn a_stalled_source_is_waited_out_or_named_and_the_slot_finished() {
     let scene = Scene::new(60, 50, false);
-    let plan = scene.plan(&scene.slots(0..3));
-    let said = run_through_a_stall(&scene, &[&plan[0], &plan[1]], "100", 1.5);
+    let [flag, plan] = scene.plan(&scene.slots(0..3));
+    let said = run_through_a_stall(&scene, &[&flag, &plan], "100", 1.5);
     assert!(said.contains("waiting for it"), "the wait is said: {said}");
     let stalled = scene.cluster.nodes[0].address();
-    let plan = scene.plan(&scene.slots(3..9));
-    let said = run_through_a_stall(
-        &scene,
-        &[&plan[0], &plan[1], "--patience-s", "1"],
-        "300",
-        2.0,
-    );
+    let [flag, plan] = scene.plan(&scene.slots(3..9));
+    let said = run_through_a_stall(&scene, &[&flag, &plan, "--patience-s", "1"], "300", 2.0);
     // The call gave up at the patience (1 s) and said which node and
     // which slot.
     let named = (said.lines())
@@ -333,15 +326,13 @@ fn a_failover_mid_run_goes_on_with_the_primary_that_took_over() {
             })
         },
     );
-    let plan = scene.plan(&scene.slots(0..6));
-    let plan = [plan[0].as_str(), plan[1].as_str()];
     // The failover once the run has read the cluster, before its first
     // move: a primary's election may fail while slots change hands (a
     // slot's newer epoch), and the run's view is then stale.
-    let mut child = scene.spawn(&plan, &[("HK_TOP_TEST_READ_PAUSE_MS", "2000")]);
-    let err = Lines::of(child.stderr.take().unwrap());
-    let out = Lines::of(child.stdout.take().unwrap());
-    err.wait_for("the cluster is read", Duration::from_secs(60));
+    let pause = [("HK_TOP_TEST_READ_PAUSE_MS", "2000")];
+    let run = scene.start(&scene.plan(&scene.slots(0..6)), &pause);
+    run.err
+        .wait_for("the cluster is read", Duration::from_secs(60));
     let mut replica = scene.cluster.replicas[0].client();
     let _: () = redis::cmd("CLUSTER")
         .arg("FAILOVER")
@@ -355,11 +346,9 @@ fn a_failover_mid_run_goes_on_with_the_primary_that_took_over() {
             redis::from_redis_value::<String>(&role[0]).unwrap() == "master"
         },
     );
-    let status = wait_exit(&mut child, Duration::from_secs(60));
-    let said = err.all().join("\n");
+    let (status, said, report) = run.end();
     assert!(status.success() && said.contains("failed over"), "{said}");
-    let report = parse_json_lines(&out.all());
-    let applied = report.last().unwrap()["applied"].clone();
+    let applied = report["applied"].clone();
     let seen = scene.assert_intact_with_failover();
     eprintln!(
         "fault figures (failover of the source mid-run): {}; clients {}",
@@ -406,11 +395,11 @@ fn a_cluster_serving_nothing_is_too_light_to_balance() {
 fn a_killed_run_is_refused_to_others_and_rolled_back_or_finished_by_the_next() {
     let scene = Scene::new(60, 20, false).measured();
     let killed = |at: &str| {
-        let out = scene.run(&[], &[("HK_TOP_TEST_STOP", at)]);
+        let out = scene.run(NONE, &[("HK_TOP_TEST_STOP", at)]);
         assert_eq!(out.status.code(), Some(9), "{}", text(&out));
     };
     killed("migrating");
-    let refused = scene.hk_top("elsewhere.json", &[], &[]).output().unwrap();
+    let refused = scene.hk_top("elsewhere.json", NONE, &[]).output().unwrap();
     assert_eq!(refused.status.code(), Some(3), "{}", text(&refused));
     assert!(text(&refused).contains("half-migrated by someone else"));
     let (port, journal) = (scene.port(), scene.journal());
@@ -435,7 +424,7 @@ fn a_killed_run_is_refused_to_others_and_rolled_back_or_finished_by_the_next() {
     );
     assert_no_slot_half_way(&scene.cluster);
     killed("keys");
-    let resumed = scene.run(&[], &[]);
+    let resumed = scene.run(NONE, &[]);
     assert!(resumed.status.success(), "{}", text(&resumed));
     assert_eq!(
         json_of(&resumed)["applied"]["resumed"],
@@ -511,3 +500,6 @@ fn a_plan_file_is_checked_whole_and_a_second_run_refused_while_one_holds_the_clu
 }
 
 const LEASE_KEY: &str = "hk-top:rebalance:lease";
+
+/// No more flags.
+const NONE: &[&str] = &[];
