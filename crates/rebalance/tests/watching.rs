@@ -33,13 +33,9 @@ struct Sim {
 
 impl Sim {
     fn input(&self) -> Input {
+        let hot = |slot: &u16| f64::from(u8::from(self.hot.contains(slot))) * 0.6;
         let rate = |slot: &u16| {
-            let hot = if self.hot.contains(slot) {
-                0.6 / self.hot.len() as f64
-            } else {
-                0.0
-            };
-            6000.0 * (0.4 / self.owner.len() as f64 + hot)
+            6000.0 * (0.4 / self.owner.len() as f64 + hot(slot) / self.hot.len() as f64)
         };
         let nodes = (0..NODES.len())
             .map(|n| NodeSlots {
@@ -71,10 +67,11 @@ impl Sim {
 
 #[test]
 fn a_watch_follows_a_hot_set_that_shifts_and_moves_no_slot_twice_within_its_cooldown() {
+    let owner = (0..300u16)
+        .map(|i| (i * 50, usize::from(i / 100)))
+        .collect();
     let mut sim = Sim {
-        owner: (0..300u16)
-            .map(|i| (i * 50, usize::from(i / 100)))
-            .collect(),
+        owner,
         hot: Vec::new(),
     };
     let mut watch = Watch::new(CONFIRM, 0.9);
@@ -109,10 +106,8 @@ fn a_watch_follows_a_hot_set_that_shifts_and_moves_no_slot_twice_within_its_cool
                 let to = NODES.iter().position(|n| *n == m.to).unwrap();
                 shed += usize::from(m.from == NODES[hot_node]);
                 sim.owner.insert(m.slot, to);
-                cooldown.record(Moved {
-                    slot: m.slot,
-                    at_ms: now,
-                });
+                let (slot, at_ms) = (m.slot, now);
+                cooldown.record(Moved { slot, at_ms });
             }
             watch.acted();
         }

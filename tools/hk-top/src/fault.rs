@@ -35,20 +35,11 @@ pub fn pause_before_slot() {
     pause_as_asked("HK_TOP_TEST_SLOT_PAUSE_MS");
 }
 
-/// `HK_TOP_TEST_REPLY_MS=n`: a reply may take `n` ms instead of
-/// `production`, so that a test stalls a node past it in a second, not 20.
-pub fn reply_timeout(production: Duration) -> Duration {
-    scaled("HK_TOP_TEST_REPLY_MS", production)
-}
-
-/// `HK_TOP_TEST_SETTLE_MS=n`: the primaries get `n` ms to agree on the
-/// slot map instead of `production`, so that a test of a cluster that never
-/// will (a node stopped) is refused at once.
-pub fn settle_time(production: Duration) -> Duration {
-    scaled("HK_TOP_TEST_SETTLE_MS", production)
-}
-
-fn scaled(variable: &str, production: Duration) -> Duration {
+/// `variable=n` (ms) instead of `production`: `HK_TOP_TEST_REPLY_MS`, how
+/// long a reply may take (a test stalls a node past it in a second, not
+/// 20); `HK_TOP_TEST_SETTLE_MS`, how long the primaries get to agree (a
+/// cluster that never will, a node stopped, is refused at once).
+pub fn scaled(variable: &str, production: Duration) -> Duration {
     #[cfg(debug_assertions)]
     if let Some(ms) = (std::env::var(variable).ok()).and_then(|v| v.parse().ok()) {
         return Duration::from_millis(ms);

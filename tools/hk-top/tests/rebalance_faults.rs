@@ -136,15 +136,6 @@ impl Scene {
         let traffic = self.traffic.take().unwrap();
         let (seen, expected) = traffic.stop();
         assert_eq!(seen.failures(), (0, 0, 0), "{seen:?}");
-        wait_until("the slot maps to settle", Duration::from_secs(10), || {
-            (self.cluster.nodes.iter()).all(|n| {
-                let listing: String = redis::cmd("CLUSTER")
-                    .arg("NODES")
-                    .query(&mut n.client())
-                    .unwrap();
-                !listing.contains("->-") && !listing.contains("-<-")
-            })
-        });
         assert_no_slot_half_way(&self.cluster);
         assert_every_key_intact(&self.cluster, &self.keys, &expected);
         assert_eq!(
@@ -316,13 +307,12 @@ fn a_failover_mid_run_goes_on_with_the_primary_that_took_over() {
         Duration::from_secs(30),
         || {
             (cluster.nodes.iter().chain(&cluster.replicas)).all(|n| {
-                let listing: String = redis::cmd("CLUSTER")
-                    .arg("NODES")
-                    .query(&mut n.client())
-                    .unwrap();
-                let (lines, replicas) = (listing.lines().count(), listing.matches("slave").count());
-                let settled = !listing.contains("handshake") && !listing.contains("fail");
-                lines == 6 && replicas == 3 && settled && !listing.contains("disconnected")
+                let listing = cluster_nodes(n);
+                let known = listing.lines().count() == 6 && listing.matches("slave").count() == 3;
+                known
+                    && !["handshake", "fail", "disconnected"]
+                        .iter()
+                        .any(|s| listing.contains(s))
             })
         },
     );
@@ -405,16 +395,10 @@ fn a_killed_run_is_refused_to_others_and_rolled_back_or_finished_by_the_next() {
     let (port, journal) = (scene.port(), scene.journal());
     let owners_before = owner_map(&scene.cluster);
     let journal = journal.to_str().unwrap();
-    let back = [
-        "-p",
-        &port,
-        "rebalance",
-        "--json",
-        "--roll-back",
-        "--journal",
-        journal,
-    ];
-    let out = hk_top(&back, &[]);
+    let out = hk_top_line(
+        &format!("-p {port} rebalance --json --roll-back --journal {journal}"),
+        &[],
+    );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(json_of(&out)["applied"]["rolled_back"], 1, "{}", text(&out));
     assert_eq!(

@@ -47,18 +47,10 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
     let journal = dir.path().join("journal.json");
     let port = cluster.nodes[1].port.to_string();
     let journal = journal.to_str().unwrap();
-    let apply = [
-        "-p",
-        &port,
-        "rebalance",
-        "--json",
-        "--apply",
-        "--window-s",
-        "1",
-        "--journal",
-        journal,
-    ];
-    let out = hk_top(&apply, &[]);
+    let out = hk_top_line(
+        &format!("-p {port} rebalance --json --apply --window-s 1 --journal {journal}"),
+        &[],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let report = json_of(&out);
     assert_eq!(report["source"], "slot-stats", "{report}");
@@ -79,22 +71,9 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
     // slot start again on its new node), while the reads are counted; and
     // the network as the measure, at the same time.
     let settled = traffic.seen();
-    let network_port = port.clone();
-    let network = std::thread::spawn(move || {
-        let measure = ["--measure", "network", "--window-s", "1"];
-        hk_top(
-            &[
-                &["-p", network_port.as_str(), "rebalance", "--json"][..],
-                &measure,
-            ]
-            .concat(),
-            &[],
-        )
-    });
-    let after = hk_top(
-        &["-p", &port, "rebalance", "--json", "--window-s", "2"],
-        &[],
-    );
+    let network = format!("-p {port} rebalance --json --measure network --window-s 1");
+    let network = std::thread::spawn(move || hk_top_line(&network, &[]));
+    let after = hk_top_line(&format!("-p {port} rebalance --json --window-s 2"), &[]);
     let landed = shares(&settled, &traffic.seen());
     let (seen, expected) = traffic.stop();
     assert!(after.status.success(), "{}", text(&after));
@@ -103,7 +82,7 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
         "slot-stats figures: {} moves, {} keys, {:.2} s ({}); CPU shares afterwards {}; reads {landed:?}",
         report["applied"]["moves_done"], report["applied"]["keys_moved"],
         report["applied"]["seconds"].as_f64().unwrap_or(0.0), report["applied"]["method"],
-        shares_of(&after)
+        plan_shares(&after)
     );
     let cpu: Vec<f64> = (after["nodes"].as_array().unwrap().iter())
         .map(|n| n["share_before"].as_f64().unwrap())
@@ -137,17 +116,10 @@ fn a_cluster_serving_almost_nothing_is_not_balanced_and_statistics_off_are_named
     load_keys(&cluster, &keys);
     let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], 5.0);
     let port = cluster.nodes[0].port.to_string();
-    let light = [
-        "-p",
-        &port,
-        "rebalance",
-        "--json",
-        "--window-s",
-        "1",
-        "--tolerance",
-        "0.05",
-    ];
-    let out = hk_top(&light, &[]);
+    let out = hk_top_line(
+        &format!("-p {port} rebalance --json --window-s 1 --tolerance 0.05"),
+        &[],
+    );
     let (seen, _) = traffic.stop();
     assert!(out.status.success(), "{}", text(&out));
     let plan = json_of(&out);
@@ -174,17 +146,4 @@ fn a_cluster_serving_almost_nothing_is_not_balanced_and_statistics_off_are_named
     );
     let reads = hk_top(&["-p", &port, "rebalance", "--measure", "reads"], &[]);
     assert_eq!(reads.status.code(), Some(2), "{}", text(&reads));
-}
-
-fn shares_of(report: &serde_json::Value) -> String {
-    (report["nodes"].as_array().unwrap().iter())
-        .map(|n| {
-            format!(
-                "{} {:.3}",
-                n["node"],
-                n["share_before"].as_f64().unwrap_or(f64::NAN)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -30,18 +30,10 @@ use support::*;
 fn watch(cluster: &Cluster, dir: &tempfile::TempDir, extra: &[&str]) -> (Child, Lines, Lines) {
     let port = cluster.nodes[0].port.to_string();
     let journal = dir.path().join("journal.json");
-    let mut args = vec![
-        "-p",
-        &port,
-        "rebalance",
-        "--watch",
-        "--json",
-        "--migration",
-        "standard",
-    ];
-    args.extend(["--journal", journal.to_str().unwrap()]);
-    args.extend(extra);
-    let mut child = hk_top_spawn(&args, &[]);
+    let journal = journal.to_str().unwrap();
+    let line =
+        format!("-p {port} rebalance --watch --json --migration standard --journal {journal}");
+    let mut child = hk_top_spawn(&[line.split(' ').collect(), extra.to_vec()].concat(), &[]);
     let out = Lines::of(child.stdout.take().unwrap());
     let err = Lines::of(child.stderr.take().unwrap());
     (child, out, err)
@@ -96,26 +88,24 @@ fn watch_figures_over_a_hot_set_that_shifts() {
     let weighted: Vec<(String, f64)> = keys.iter().map(|k| (k.0.clone(), 1.0)).collect();
     let traffic = Traffic::start_weighted(&cluster, weighted, 6000.0, 0.05);
     let dir = tempfile::tempdir().unwrap();
-    let every = ["--interval-s", "3", "--confirm", "2", "--cooldown-s", "60"];
-    let (mut child, out, _err) = watch(
-        &cluster,
-        &dir,
-        &[&every[..], &["--max-moves", "64"]].concat(),
-    );
+    let every: Vec<&str> = "--interval-s 3 --confirm 2 --cooldown-s 60 --max-moves 64"
+        .split(' ')
+        .collect();
+    let (mut child, out, _err) = watch(&cluster, &dir, &every);
     let moves = || {
-        events(&out.now())
-            .iter()
+        (events(&out.now()).iter())
             .filter(|e| e["event"] == "move")
             .count()
     };
     let mut per_phase = Vec::new();
     for phase in 0..4 {
         let (hot_node, owners) = (cluster.nodes[phase % 3].address(), owner_map(&cluster));
-        let hot = (keys
+        let on = |key: &str| owners[slot_of(key) as usize] == hot_node;
+        let hot = keys
             .iter()
-            .filter(|k| owners[slot_of(&k.0) as usize] == hot_node))
-        .map(|k| k.0.clone())
-        .collect();
+            .filter(|k| on(&k.0))
+            .map(|k| k.0.clone())
+            .collect();
         traffic.set_hot(hot, 0.6);
         let before = moves();
         std::thread::sleep(Duration::from_secs(40));

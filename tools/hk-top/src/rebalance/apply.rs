@@ -21,6 +21,7 @@ use super::interrupt::Stop;
 use super::journal::{Done, Entry, Journal};
 use super::lease::Lease;
 use super::link::Link;
+use super::log;
 use super::migrate::{self, Endpoint, Login, Moved};
 use super::topology::{ClusterNode, Views};
 use heavykeeper_rebalance::{Cooldown, Move};
@@ -99,14 +100,6 @@ pub struct MoveMade {
     pub seconds: f64,
 }
 
-/// Where a run reports what it does.
-pub struct Hooks<'a> {
-    /// Progress and problems, for a person.
-    pub log: &'a mut dyn FnMut(String),
-    /// Each move as it is made.
-    pub on_move: &'a mut dyn FnMut(&MoveMade),
-}
-
 /// Everything a run carries out moves with.
 pub struct Run<'a> {
     link: &'a mut dyn Link,
@@ -117,7 +110,7 @@ pub struct Run<'a> {
     stop: &'a Stop,
     lease: &'a Lease,
     report: Report,
-    log: &'a mut dyn FnMut(String),
+    /// Each move as it is made (progress and problems go to the log).
     on_move: &'a mut dyn FnMut(&MoveMade),
 }
 
@@ -157,7 +150,7 @@ const FAILOVERS_PER_SLOT: usize = 3;
 /// and health once the primaries agree, or after [`SETTLE`] with whatever
 /// problems are left.
 pub fn settled(link: &mut dyn Link, addresses: &[String]) -> Result<(Views, Health), Error> {
-    let deadline = Instant::now() + crate::fault::settle_time(SETTLE);
+    let deadline = Instant::now() + crate::fault::scaled("HK_TOP_TEST_SETTLE_MS", SETTLE);
     let first = addresses.first().map_or("", String::as_str);
     loop {
         let views = (Views::read_any(link, addresses))
@@ -225,7 +218,7 @@ impl<'a> Run<'a> {
         settings: &'a Settings,
         stop: &'a Stop,
         lease: &'a Lease,
-        hooks: Hooks<'a>,
+        on_move: &'a mut dyn FnMut(&MoveMade),
     ) -> Self {
         Run {
             link,
@@ -235,8 +228,7 @@ impl<'a> Run<'a> {
             stop,
             lease,
             report: Report::default(),
-            log: hooks.log,
-            on_move: hooks.on_move,
+            on_move,
         }
     }
 
@@ -305,7 +297,7 @@ impl<'a> Run<'a> {
             let given = target.owns(open.slot);
             let (source, target) = (endpoint(source), endpoint(target));
             if given && self.settings.roll_back {
-                (self.log)(format!(
+                log(format!(
                     "slot {} was given to {} already: finishing it rather than rolling it back",
                     open.slot, target.address
                 ));
@@ -317,7 +309,7 @@ impl<'a> Run<'a> {
                 // keys answered reads of those keys with nothing.
                 self.move_slot(open.slot, source.clone(), target.clone())?;
                 let (back, ..) = self.move_slot(open.slot, target, source.clone())?;
-                (self.log)(format!(
+                log(format!(
                     "rolled back slot {} to {} ({} keys back)",
                     open.slot, source.address, back.keys
                 ));
@@ -325,7 +317,7 @@ impl<'a> Run<'a> {
                 self.journal.end(open.slot).map_err(Error::Local)?;
             } else {
                 let (moved, _, to) = self.move_slot(open.slot, source, target)?;
-                (self.log)(format!(
+                log(format!(
                     "finished slot {}: -> {} ({} keys)",
                     open.slot, to, moved.keys
                 ));
@@ -351,7 +343,6 @@ impl<'a> Run<'a> {
         let Some(&flavor) = flavors.iter().flatten().next() else {
             return Ok(());
         };
-        let log = &mut self.log;
         atomic::wait_running(
             self.link,
             flavor,
@@ -396,7 +387,7 @@ impl<'a> Run<'a> {
         // method was left to hk-top, the standard migration does the job.
         if let Err(Error::AtomicRefused { reply, .. }) = &result {
             if self.settings.method == Method::Auto && self.report.moves_done == 0 {
-                (self.log)(format!("the server's own slot migration is refused ({reply}): moving slots with the standard migration"));
+                log(format!("the server's own slot migration is refused ({reply}): moving slots with the standard migration"));
                 self.report.atomic_refused = Some(reply.clone());
                 self.report.method = Chosen::Standard.name();
                 result = self.by_slots(moves);
@@ -439,7 +430,7 @@ impl<'a> Run<'a> {
             )));
         }
         if source.address != m.from || target.address != m.to {
-            (self.log)(format!(
+            log(format!(
                 "slot {}: {} -> {} failed over since the plan: moving it {} -> {}",
                 m.slot, m.from, m.to, source.address, target.address
             ));
@@ -465,7 +456,7 @@ impl<'a> Run<'a> {
             };
             self.report.moves_done += 1;
             self.report.keys_moved += moved.keys;
-            (self.log)(format!(
+            log(format!(
                 "[{}/{}] slot {} {} -> {}: {} keys in {:.3} s",
                 i + 1,
                 moves.len(),
@@ -543,7 +534,7 @@ impl<'a> Run<'a> {
                     if failovers > FAILOVERS_PER_SLOT {
                         return Err(self.half_way(slot, &source, &target, cause));
                     }
-                    (self.log)(format!(
+                    log(format!(
                         "slot {slot}: {} -> {} failed over ({cause}): going on {} -> {}",
                         source.address, target.address, s.address, t.address
                     ));
@@ -566,7 +557,7 @@ impl<'a> Run<'a> {
             if Instant::now() > deadline {
                 return Err(self.half_way(slot, &source, &target, cause));
             }
-            (self.log)(format!(
+            log(format!(
                 "slot {slot} is half-way ({cause}): trying again to finish it"
             ));
             std::thread::sleep(RETRY_PAUSE);
@@ -632,7 +623,6 @@ impl<'a> Run<'a> {
             let (source, target) = self.pair(first)?;
             let slots: Vec<u16> = moves.iter().map(|m| m.slot).collect();
             let began = Instant::now();
-            let log = &mut self.log;
             atomic::migrate_slots(
                 self.link,
                 flavor,
@@ -644,7 +634,7 @@ impl<'a> Run<'a> {
             let seconds = began.elapsed().as_secs_f64();
             self.report.moves_done += moves.len();
             self.report.keys_moved += moves.iter().map(|m| m.keys).sum::<u64>();
-            (self.log)(format!(
+            log(format!(
                 "{from} -> {to}: {} slots in {seconds:.3} s",
                 slots.len()
             ));
@@ -666,23 +656,7 @@ impl<'a> Run<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rebalance::fake_cluster::{address, words, FakeCluster, Fault};
-    use redis::{Cmd, RedisResult, Value};
-
-    /// The lease's key: taken, then each renewal answered `renewed` (1:
-    /// still ours, 0: another run's now).
-    struct LeaseKey(i64);
-
-    impl Link for LeaseKey {
-        fn run(&mut self, _: &str, cmd: &Cmd) -> RedisResult<Value> {
-            let renewal = words(cmd)[0] == "EVAL";
-            Ok(if renewal {
-                Value::Int(self.0)
-            } else {
-                Value::Okay
-            })
-        }
-    }
+    use crate::rebalance::fake_cluster::{address, FakeCluster, Fault, LeaseKey};
 
     /// Node 0's, with keys.
     const SLOT: u16 = 100;
@@ -730,18 +704,17 @@ mod tests {
                 login: Login::default(),
                 timeout,
             };
-            let lease = Lease::take(Box::new(LeaseKey(renewed)), &address(0)).unwrap();
+            let key = LeaseKey {
+                held: None,
+                renewed,
+            };
+            let lease = Lease::take(Box::new(key), "b:1").unwrap();
             lease.renew();
             let (views, health) = settled(&mut self.cluster, &[address(0)]).unwrap();
             let mut journal = Journal::open(&self.dir.path().join("journal.json")).unwrap();
             let stop = self.cluster.stop.clone();
-            let (mut log, mut on_move) = (|_: String| {}, |_: &MoveMade| {});
-            let hooks = Hooks {
-                log: &mut log,
-                on_move: &mut on_move,
-            };
-            let link = &mut self.cluster;
-            let mut run = Run::new(link, views, &mut journal, &settings, &stop, &lease, hooks);
+            let (link, on_move) = (&mut self.cluster, &mut |_: &MoveMade| {});
+            let mut run = Run::new(link, views, &mut journal, &settings, &stop, &lease, on_move);
             let result = act(&mut run, &health);
             (result, run.report.clone())
         }

@@ -367,26 +367,33 @@ mod tests {
         }
     }
 
-    #[test]
-    fn one_job_per_pair_watched_until_it_ends() {
+    /// `slots` moved from `h:S` to `h:T` over `link`: the outcome, and the
+    /// states the job was seen in.
+    fn migrate(
+        link: &mut dyn Link,
+        flavor: Flavor,
+        slots: &[u16],
+    ) -> (Result<(), Error>, Vec<String>) {
         let endpoint = |id: &str| Endpoint {
             id: id.into(),
             address: format!("h:{id}"),
         };
+        let (mut seen, pair) = (Vec::new(), (&endpoint("S"), &endpoint("T")));
+        let five = Duration::from_secs(5);
+        let done = migrate_slots(link, flavor, pair, slots, five, &mut |s| {
+            seen.push(s.to_string())
+        });
+        (done, seen)
+    }
+
+    #[test]
+    fn one_job_per_pair_watched_until_it_ends() {
         let mut server = Server {
             states: VecDeque::from(["connecting", "snapshotting", "success"]),
             sent: Vec::new(),
         };
-        let mut seen = Vec::new();
-        migrate_slots(
-            &mut server,
-            Flavor::Valkey,
-            (&endpoint("S"), &endpoint("T")),
-            &[9, 3, 4, 5],
-            Duration::from_secs(5),
-            &mut |s| seen.push(s.to_string()),
-        )
-        .unwrap();
+        let (done, seen) = migrate(&mut server, Flavor::Valkey, &[9, 3, 4, 5]);
+        done.unwrap();
         assert_eq!(
             seen,
             ["connecting", "snapshotting", "success"],
@@ -403,15 +410,7 @@ mod tests {
             states: VecDeque::from(["failed"]),
             sent: Vec::new(),
         };
-        let error = migrate_slots(
-            &mut failing,
-            Flavor::Valkey,
-            (&endpoint("S"), &endpoint("T")),
-            &[1],
-            Duration::from_secs(5),
-            &mut |_| {},
-        )
-        .unwrap_err();
+        let error = migrate(&mut failing, Flavor::Valkey, &[1]).0.unwrap_err();
         assert!(error.to_string().contains("failed"), "{error}");
     }
 
@@ -458,24 +457,12 @@ mod tests {
 
     #[test]
     fn redis_imports_on_the_target_and_cancels_a_task_that_keeps_failing() {
-        let endpoint = |id: &str| Endpoint {
-            id: id.into(),
-            address: format!("h:{id}"),
-        };
         let mut server = Redis84 {
             states: VecDeque::from([("connecting", 0), ("streaming-buffer", 0), ("completed", 0)]),
             sent: Vec::new(),
         };
-        let mut seen = Vec::new();
-        migrate_slots(
-            &mut server,
-            Flavor::Redis,
-            (&endpoint("S"), &endpoint("T")),
-            &[3, 4, 5],
-            Duration::from_secs(5),
-            &mut |s| seen.push(s.to_string()),
-        )
-        .unwrap();
+        let (done, seen) = migrate(&mut server, Flavor::Redis, &[3, 4, 5]);
+        done.unwrap();
         assert_eq!(seen, ["connecting", "streaming-buffer", "completed"]);
         assert!(server.sent.contains(&(
             "h:T".to_string(),
@@ -485,15 +472,7 @@ mod tests {
             states: VecDeque::from([("failed", 1), ("failed", REDIS_RETRIES)]),
             sent: Vec::new(),
         };
-        let error = migrate_slots(
-            &mut failing,
-            Flavor::Redis,
-            (&endpoint("S"), &endpoint("T")),
-            &[3],
-            Duration::from_secs(5),
-            &mut |_| {},
-        )
-        .unwrap_err();
+        let error = migrate(&mut failing, Flavor::Redis, &[3]).0.unwrap_err();
         assert!(error.to_string().contains("failed"), "{error}");
         assert!(failing.sent.contains(&(
             "h:T".to_string(),
@@ -504,37 +483,13 @@ mod tests {
     #[test]
     fn slots_become_ranges_and_rows_become_jobs() {
         assert_eq!(ranges(&[5, 3, 4, 9, 9, 11]), [(3, 5), (9, 9), (11, 11)]);
-        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-        let row = Value::Array(
-            [
-                "name",
-                "j1",
-                "operation",
-                "EXPORT",
-                "slot_ranges",
-                "0-100",
-                "target_node",
-                "T",
-                "source_node",
-                "S",
-                "state",
-                "success",
-                "message",
-                "",
-            ]
-            .iter()
-            .map(|s| bulk(s))
-            .collect(),
+        let job = job_of(&job_row("j1", "T", "success")).unwrap();
+        let read = (
+            job.name.as_str(),
+            job.target.as_str(),
+            job.slot_ranges.as_str(),
         );
-        let job = job_of(&row).unwrap();
-        assert_eq!(
-            (
-                job.name.as_str(),
-                job.target.as_str(),
-                job.slot_ranges.as_str()
-            ),
-            ("j1", "T", "0-100")
-        );
+        assert_eq!(read, ("j1", "T", "3-5 9-9"));
         assert!(job.ended(Flavor::Valkey) && job.succeeded());
         assert_eq!(job_of(&Value::Int(3)), None);
     }

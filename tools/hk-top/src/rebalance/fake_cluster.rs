@@ -272,3 +272,27 @@ impl Link for FakeCluster {
         reply
     }
 }
+
+/// The lease's key, on node `b:1` (node `a:1` sends there with `MOVED`):
+/// holding `held`, and taken where it holds nothing; a renewal of a lease
+/// taken so answered `renewed` (1: still ours, 0: another run's now).
+pub struct LeaseKey {
+    pub held: Option<String>,
+    pub renewed: i64,
+}
+
+impl Link for LeaseKey {
+    fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
+        if address == "a:1" {
+            return Err((redis::ErrorKind::Moved, "MOVED", "1 b:1".to_string()).into());
+        }
+        Ok(match (words(cmd)[0].as_str(), &self.held) {
+            ("SET", None) => Value::Okay,
+            ("EVAL", None) => Value::Int(self.renewed),
+            ("GET", Some(held)) => Value::BulkString(held.clone().into_bytes()),
+            // The swap of a dead holder's lease.
+            ("EVAL", Some(_)) => Value::Okay,
+            _ => Value::Nil,
+        })
+    }
+}

@@ -351,7 +351,7 @@ fn held_by(holder: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rebalance::fake_cluster::words;
+    use crate::rebalance::fake_cluster::LeaseKey;
 
     #[test]
     fn a_holder_reads_back_from_its_value_and_is_described() {
@@ -364,39 +364,11 @@ mod tests {
             "{said}"
         );
         assert_eq!(Holder::parse("not a lease"), None);
-        let dead = Holder {
-            pid: u32::MAX / 2,
-            ..me
-        };
-        assert!(dead.died_here());
     }
 
-    /// The lease's key on node `b:1` (node `a:1` sends there with
-    /// `MOVED`), holding `held`.
-    struct Key {
-        held: Option<String>,
-    }
-
-    impl Link for Key {
-        fn run(&mut self, address: &str, cmd: &redis::Cmd) -> RedisResult<Value> {
-            if address == "a:1" {
-                return Err((ErrorKind::Moved, "MOVED", "1 b:1".to_string()).into());
-            }
-            Ok(match (words(cmd)[0].as_str(), &self.held) {
-                ("SET", None) => Value::Okay,
-                ("GET", Some(held)) => Value::BulkString(held.clone().into_bytes()),
-                // The swap of a dead holder's lease, and its release.
-                ("EVAL", Some(_)) => Value::Okay,
-                _ => Value::Nil,
-            })
-        }
-    }
-
-    fn take(held: Option<&Holder>) -> Result<Lease, Error> {
-        let key = Key {
-            held: held.map(Holder::to_value),
-        };
-        Lease::take(Box::new(key), "a:1")
+    fn take(held: Option<Holder>) -> Result<Lease, Error> {
+        let held = held.as_ref().map(Holder::to_value);
+        Lease::take(Box::new(LeaseKey { held, renewed: 1 }), "a:1")
     }
 
     #[test]
@@ -404,18 +376,21 @@ mod tests {
         let lease = take(None).unwrap();
         assert!(lease.check().is_ok());
         assert_eq!(lock(&lease.shared.keeper).owner, "b:1", "MOVED followed");
-        let elsewhere = Holder {
-            host: "elsewhere".into(),
+        let (host, pid) = ("elsewhere".to_string(), u32::MAX / 2);
+        match take(Some(Holder {
+            host,
             ..Holder::me()
-        };
-        match take(Some(&elsewhere)) {
+        })) {
             Err(Error::Held { holder, .. }) => assert!(holder.contains("elsewhere"), "{holder}"),
             other => panic!("{:?}", other.map(|_| ())),
         }
         let dead = Holder {
-            pid: u32::MAX / 2,
+            pid,
             ..Holder::me()
         };
-        assert!(take(Some(&dead)).is_ok(), "a holder dead on this host");
+        assert!(
+            dead.died_here() && take(Some(dead)).is_ok(),
+            "dead on this host"
+        );
     }
 }

@@ -283,28 +283,4 @@ mod tests {
             ]
         );
     }
-
-    #[test]
-    fn a_target_that_owns_the_slot_already_only_needs_the_others_told() {
-        let owner = redis::RedisError::from((
-            redis::ErrorKind::ResponseError,
-            "ERR",
-            "I'm already the owner of hash slot 7".to_string(),
-        ));
-        let mut link = Script {
-            sent: Vec::new(),
-            replies: VecDeque::from([Err(owner)]),
-        };
-        let (s, t) = (node("S", "h:1"), node("T", "h:2"));
-        migrate_slot(&mut link, 7, &s, &t, &[], &Login::default(), &mut |_| {}).unwrap();
-        let sent: Vec<&str> = link.sent.iter().map(|(_, c)| c.as_str()).collect();
-        assert_eq!(
-            sent,
-            [
-                "CLUSTER SETSLOT 7 IMPORTING S",
-                "CLUSTER SETSLOT 7 NODE T",
-                "CLUSTER SETSLOT 7 NODE T"
-            ]
-        );
-    }
 }

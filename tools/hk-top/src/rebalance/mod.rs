@@ -33,7 +33,7 @@ mod watching;
 
 use crate::connection::settings::ConnectionSettings;
 use crate::export::snapshot::put;
-use apply::{Hooks, Method, MoveMade, Report, Run, Settings};
+use apply::{Method, MoveMade, Report, Run, Settings};
 use clap::builder::PossibleValuesParser;
 use clap::ArgAction;
 use error::Error;
@@ -229,7 +229,10 @@ impl Args {
             wait: Duration::from_secs(self.patience_s),
             // Longer than MIGRATE's own timeout for a batch (10 s), but
             // never past the patience: a node has that long in all.
-            reply: crate::fault::reply_timeout(Duration::from_secs(self.patience_s.clamp(1, 15))),
+            reply: crate::fault::scaled(
+                "HK_TOP_TEST_REPLY_MS",
+                Duration::from_secs(self.patience_s.clamp(1, 15)),
+            ),
         }
     }
 
@@ -292,11 +295,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
     let (lease, views, health) = hold_cluster(o, &mut link)?;
     let mut journal = open_journal(args, &views)?;
     let settings = args.settings(o.connection);
-    let (mut on_move, mut say) = (|_: &MoveMade| {}, log);
-    let hooks = Hooks {
-        log: &mut say,
-        on_move: &mut on_move,
-    };
+    let on_move = &mut |_: &MoveMade| {};
     let mut run = Run::new(
         &mut link,
         views,
@@ -304,7 +303,7 @@ fn once(args: &Args, o: &Cluster<'_>, action: Action, stop: &Stop) -> Result<Exi
         &settings,
         stop,
         &lease,
-        hooks,
+        on_move,
     );
     run.recover(&health)?;
     if action == Action::RollBack {

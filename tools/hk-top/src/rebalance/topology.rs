@@ -175,30 +175,25 @@ impl View {
 }
 
 impl Views {
-    /// Asks `first`, then every node it lists.
-    pub fn read(link: &mut dyn Link, first: &str) -> RedisResult<Views> {
-        let seed = read_view(link, first)?;
-        let mut views = BTreeMap::new();
-        let addresses: Vec<String> = seed.nodes.iter().map(|n| n.address().to_string()).collect();
-        for address in addresses {
-            let view = read_view(link, &address).map_err(|e| e.to_string());
-            views.insert(address, view);
-        }
-        Ok(Views { views })
-    }
-
-    /// [`Views::read`] from the first of `addresses` that answers.
+    /// Asks the first of `addresses` that answers, then every node it
+    /// lists.
     pub fn read_any(link: &mut dyn Link, addresses: &[String]) -> RedisResult<Views> {
-        let mut last = None;
+        let mut seed = Err(redis::RedisError::from((
+            redis::ErrorKind::IoError,
+            "no node to ask",
+        )));
         for address in addresses {
-            match Views::read(link, address) {
-                Ok(views) => return Ok(views),
-                Err(e) => last = Some(e),
+            seed = read_view(link, address);
+            if seed.is_ok() {
+                break;
             }
         }
-        Err(last.unwrap_or_else(|| {
-            redis::RedisError::from((redis::ErrorKind::IoError, "no node to ask"))
-        }))
+        let mut views = BTreeMap::new();
+        for node in seed?.nodes {
+            let view = read_view(link, node.address()).map_err(|e| e.to_string());
+            views.insert(node.address().to_string(), view);
+        }
+        Ok(Views { views })
     }
 
     /// Every node address the views name.

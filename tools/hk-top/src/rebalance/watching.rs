@@ -8,7 +8,7 @@
 //! on stdout (a JSON object with `--json`, as is each round); Ctrl-C ends
 //! it between two slots.
 
-use super::apply::{self, Hooks, MoveMade, Run};
+use super::apply::{self, MoveMade, Run};
 use super::cpu::CpuWatch;
 use super::error::Error;
 use super::interrupt::Stop;
@@ -33,11 +33,7 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
     let settings = args.settings(o.connection);
     let round = Cell::new(0u64);
     let json = args.json;
-    let (mut on_move, mut say) = (|m: &MoveMade| print_move(json, round.get(), m), log);
-    let hooks = Hooks {
-        log: &mut say,
-        on_move: &mut on_move,
-    };
+    let on_move = &mut |m: &MoveMade| print_move(json, round.get(), m);
     let mut run = Run::new(
         &mut link,
         views,
@@ -45,7 +41,7 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
         &settings,
         stop,
         &lease,
-        hooks,
+        on_move,
     );
     run.recover(&health)?;
     let mut watcher = Watcher {

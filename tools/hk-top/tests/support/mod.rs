@@ -49,6 +49,11 @@ pub fn hk_top_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     cmd
 }
 
+/// hk-top run with the words of `line` (none with a space) as arguments.
+pub fn hk_top_line(line: &str, env: &[(&str, &str)]) -> Output {
+    hk_top(&line.split(' ').collect::<Vec<_>>(), env)
+}
+
 pub fn hk_top(args: &[&str], env: &[(&str, &str)]) -> Output {
     hk_top_command(args, env).output().expect("run hk-top")
 }
@@ -533,19 +538,24 @@ pub fn assert_every_key_intact(
     assert_eq!(total, keys.len() as i64, "no key left twice or lost");
 }
 
-/// No slot half-migrated on any primary.
+/// `CLUSTER NODES`, as `node` sees the cluster.
+pub fn cluster_nodes(node: &common::Server) -> String {
+    redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut node.client())
+        .unwrap()
+}
+
+/// No slot half-migrated on any primary (once the nodes' flags are
+/// cleared: a slot half-way stays so).
 pub fn assert_no_slot_half_way(cluster: &Cluster) {
-    for node in &cluster.nodes {
-        let listing: String = redis::cmd("CLUSTER")
-            .arg("NODES")
-            .query(&mut node.client())
-            .unwrap();
-        assert!(
-            !listing.contains("->-") && !listing.contains("-<-"),
-            "a slot half-way on {}: {listing}",
-            node.address()
-        );
-    }
+    common::wait_until("no slot half-way", Duration::from_secs(10), || {
+        let half_way = |l: String| l.contains("->-") || l.contains("-<-");
+        !cluster
+            .nodes
+            .iter()
+            .any(|node| half_way(cluster_nodes(node)))
+    });
 }
 
 pub fn tracker_reads(cluster: &Cluster) -> Vec<f64> {
@@ -640,4 +650,19 @@ pub fn open_moves(journal: &std::path::Path) -> usize {
         .and_then(|b| serde_json::from_slice::<Json>(&b).ok())
         .and_then(|j| j["open"].as_array().map(Vec::len))
         .unwrap_or(0)
+}
+
+/// A plan's nodes with their shares, before and after: for a message.
+pub fn plan_shares(plan: &Json) -> String {
+    let share = |n: &Json, at: &str| n[at].as_f64().unwrap_or(f64::NAN);
+    let nodes = plan["nodes"].as_array().unwrap().iter();
+    let shares = nodes.map(|n| {
+        format!(
+            "{} {:.3}->{:.3}",
+            n["node"],
+            share(n, "share_before"),
+            share(n, "share_after")
+        )
+    });
+    shares.collect::<Vec<_>>().join(", ")
 }
