@@ -35,7 +35,7 @@ out=bench/results/rebalance.txt
 for server in redis-server ${VALKEY_SERVER:+"$VALKEY_SERVER"}; do
   echo "== rebalance under load: $(basename "$server")"
   REDIS_SERVER="$server" HK_MODULE="$module" \
-    cargo test --release -q -p hk-top --test rebalance a_hot_node_sheds_slots -- --nocapture 2>&1 \
+    cargo test --release -q -p hk-top --test stories rebalance::a_hot_node_sheds_slots -- --nocapture 2>&1 \
     | grep "rebalance figures" | sed "s|^|$(basename "$server"): |" | tee -a "$out"
 done
 
@@ -50,8 +50,8 @@ out=bench/results/rebalance-faults.txt
 echo "== rebalance under faults and --watch: redis-server"
 # hk-top in its test build: its fault hooks (a pause before each slot, a stop
 # at a named step) exist only there; the module is the release one.
-HK_MODULE="$module" cargo test -q -p hk-top --test rebalance_faults --test rebalance_watch \
-  -- --nocapture --test-threads 1 --include-ignored 2>&1 | grep -E "fault figures|watch figures" | sed "s|^|redis-server: |" | tee -a "$out"
+HK_MODULE="$module" cargo test -q -p hk-top --test stories \
+  -- rebalance_faults:: rebalance_watch:: --nocapture --test-threads 1 --include-ignored 2>&1 | grep -E "fault figures|watch figures" | sed "s|^|redis-server: |" | tee -a "$out"
 cargo run --release -q -p hk-bench -- --plot-watch "$out" --out bench/results
 
 # hk-top's Prometheus exporter: the time of one scrape, and the series and bytes it returns,

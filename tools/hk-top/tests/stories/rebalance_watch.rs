@@ -8,22 +8,11 @@
 //! crates/rebalance/tests/watching.rs. And `make bench`'s figures of a
 //! watch over a hot set that shifts (a measurement, run by name).
 
-// A test: a panic is how it fails (clippy.toml allows these in test
-// functions; this file's helpers are test code too).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod support;
-
+use crate::support::common::{wait_until, Cluster};
+use crate::support::*;
 use serde_json::Value as Json;
 use std::process::Child;
 use std::time::Duration;
-use support::common::{wait_until, Cluster};
-use support::*;
 
 /// `rebalance --watch --json` on `cluster` with a journal in `dir`, then
 /// `extra`; its stdout's and stderr's lines.

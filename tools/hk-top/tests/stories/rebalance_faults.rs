@@ -8,24 +8,13 @@
 //! at each step left, a stale view, a lost lease) is tested on a scripted
 //! cluster in `src/rebalance/apply.rs`, the lease's refusal in `lease.rs`.
 
-// A test: a panic is how it fails (clippy.toml allows these in test
-// functions; this file's helpers are test code too).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod support;
-
+use crate::support::common::{wait_until, Cluster, ClusterOptions};
+use crate::support::*;
 use serde_json::Value as Json;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
-use support::common::{wait_until, Cluster, ClusterOptions};
-use support::*;
 
 /// A cluster with keys on many slots, most reads on the first node's,
 /// clients reading and writing, a journal in a directory of its own.

@@ -7,24 +7,13 @@
 //! Redis 7.0 (the standard migration) and, with `REDIS_SERVER` set to a
 //! Valkey 9 binary, on its own atomic slot migration.
 
-// A test: a panic is how it fails (clippy.toml allows these in test
-// functions; this file's helpers are test code too).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
-
-mod support;
-
+use crate::support::common::{self, wait_until, Cluster};
+use crate::support::*;
 use redis::Connection;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
-use support::common::{self, wait_until, Cluster};
-use support::*;
 
 /// The cluster: 1,000 keys on distinct slots, 60% of ~9k GET/s on
 /// the first node's, 20% on each other's. The plan moves slots from the
