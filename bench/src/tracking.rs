@@ -316,10 +316,6 @@ fn huge_keys(server: &Server) -> Result<HugeKeys, String> {
 }
 
 impl TrackingFigures {
-    pub fn at_sample(&self, sample: u64) -> Option<&Sampling> {
-        self.samplings.iter().find(|s| s.sample == sample)
-    }
-
     pub fn markdown(&self) -> String {
         let mut md = String::from("\n## Tracking the server's own hot keys\n\n");
         if let Some(e) = &self.error {

@@ -165,15 +165,6 @@ impl Sent {
         self.reads.get(key).copied().unwrap_or(0)
     }
 
-    /// Reads of keys starting with `prefix`.
-    pub fn with_prefix(&self, prefix: &str) -> u64 {
-        self.reads
-            .iter()
-            .filter(|(k, _)| k.starts_with(prefix))
-            .map(|(_, n)| n)
-            .sum()
-    }
-
     pub fn total(&self) -> u64 {
         self.reads.values().sum()
     }

@@ -147,11 +147,6 @@ impl Prometheus {
             .unwrap_or_default()
     }
 
-    /// An instant query's whole answer (its status and error included).
-    pub fn query_answer(&self, promql: &str) -> Json {
-        self.api(&format!("/api/v1/query?query={}", encoded(promql)))
-    }
-
     /// The result matrix of a range query from `start` to now, one point
     /// every `step` seconds.
     pub fn query_range(&self, promql: &str, start: f64, step: f64) -> Vec<Json> {
