@@ -15,7 +15,7 @@ use super::sketches::Sketches;
 use super::time_slots::{Schedule, TimeSlots};
 use crate::host::clock;
 use heavykeeper_tracker::budget::cost_meter::CostMeter;
-use heavykeeper_tracker::counting::{key_tracker::Row, prefixes::PrefixRule};
+use heavykeeper_tracker::counting::{prefixes::PrefixRule, tally::Row};
 use heavykeeper_tracker::sampling::coverage::CountedSlot;
 use heavykeeper_tracker::server::command_table::CommandTable;
 use heavykeeper_tracker::server::name_effect::NameEffect;

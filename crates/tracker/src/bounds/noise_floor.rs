@@ -51,7 +51,16 @@
 
 use crate::bounds::error_bar::positive;
 use crate::counting::fading_counters::FadingCounters;
-use crate::counting::tally::Tally;
+
+/// What the noise floor reads of a row (a tally hands it over:
+/// `Tally::grain`): its count, the part of it sampled (NaN: all of it), and
+/// that part's variance.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Grain {
+    pub count: f64,
+    pub sampled: f64,
+    pub variance: f64,
+}
 
 /// A row is left out when the background makes one like it by luck with at
 /// least this probability.
@@ -91,9 +100,9 @@ pub struct Outline {
 
 impl Outline {
     /// Can the background not have made this row by luck?
-    pub fn tells_apart(&self, tally: &Tally) -> bool {
-        let (exact, sampled) = parts(tally);
-        let phantom_truth = tally.count / PHANTOM_RATIO - exact;
+    pub fn tells_apart(&self, row: Grain) -> bool {
+        let (exact, sampled) = parts(row);
+        let phantom_truth = row.count / PHANTOM_RATIO - exact;
         if phantom_truth <= 0.0 || sampled <= 0.0 || !self.is_known() {
             return true;
         }
@@ -149,13 +158,13 @@ impl Outline {
     }
 }
 
-/// A tally's exact and sampled parts.
-fn parts(tally: &Tally) -> (f64, f64) {
-    let count = tally.count.max(0.0);
-    let sampled = if tally.sampled.is_nan() {
+/// A row's exact and sampled parts.
+fn parts(row: Grain) -> (f64, f64) {
+    let count = row.count.max(0.0);
+    let sampled = if row.sampled.is_nan() {
         count
     } else {
-        tally.sampled.clamp(0.0, count)
+        row.sampled.clamp(0.0, count)
     };
     (count - sampled, sampled)
 }
@@ -217,12 +226,12 @@ impl Background {
 
     /// What the background could make of `tally`'s grain (`None` for a
     /// row counted access by access: no noise at all).
-    pub fn outline_for(&self, tally: &Tally) -> Option<Outline> {
-        let (_, sampled) = parts(tally);
-        if !positive(sampled) || !positive(tally.variance) || !tally.variance.is_finite() {
+    pub fn outline_for(&self, row: Grain) -> Option<Outline> {
+        let (_, sampled) = parts(row);
+        if !positive(sampled) || !positive(row.variance) || !row.variance.is_finite() {
             return None;
         }
-        let unit = tally.variance / sampled;
+        let unit = row.variance / sampled;
         // One class finer too: a class spans a factor of two.
         let from = class(unit).saturating_sub(1);
         let sum = |xs: &[f64; CLASSES]| xs.iter().skip(from).sum::<f64>();
@@ -234,9 +243,9 @@ impl Background {
     }
 
     /// Can the background not have made this row by luck?
-    pub fn tells_apart(&self, tally: &Tally) -> bool {
-        self.outline_for(tally)
-            .is_none_or(|outline| outline.tells_apart(tally))
+    pub fn tells_apart(&self, row: Grain) -> bool {
+        self.outline_for(row)
+            .is_none_or(|outline| outline.tells_apart(row))
     }
 
     /// This background and `other` together (a list of reads and writes).
@@ -305,13 +314,11 @@ impl StreamMakeup {
 mod tests {
     use super::*;
 
-    fn sampled(count: f64, variance: f64) -> Tally {
-        Tally {
+    fn sampled(count: f64, variance: f64) -> Grain {
+        Grain {
             count,
-            per_second: count,
             sampled: count,
             variance,
-            ..Tally::default()
         }
     }
 
@@ -344,7 +351,7 @@ mod tests {
     }
 
     /// A row of `events` events of `unit` accesses each.
-    fn events(events: f64, unit: f64) -> Tally {
+    fn events(events: f64, unit: f64) -> Grain {
         sampled(events * unit, events * unit * unit)
     }
 
@@ -352,24 +359,23 @@ mod tests {
     fn a_row_of_a_few_lucky_events_is_noise_and_a_hot_one_is_not() {
         let bg = wide_background();
         // Four events of 100 (each key's mean ~1): the luckiest of many.
-        assert!(!bg.tells_apart(&events(4.0, 100.0)));
+        assert!(!bg.tells_apart(events(4.0, 100.0)));
         // Fifteen: a key at five could reach it, and 20,000 keys can be.
-        assert!(!bg.tells_apart(&events(15.0, 100.0)));
+        assert!(!bg.tells_apart(events(15.0, 100.0)));
         // Forty events: no key at a third of that gets there.
-        assert!(bg.tells_apart(&events(40.0, 100.0)));
+        assert!(bg.tells_apart(events(40.0, 100.0)));
         // A burst: three events of 5,000 accesses each, a grain no event of
         // the background has.
-        assert!(bg.tells_apart(&events(3.0, 5_000.0)));
+        assert!(bg.tells_apart(events(3.0, 5_000.0)));
         // Counted access by access: no noise at all.
-        let exact = Tally {
+        let exact = Grain {
             count: 300.0,
-            per_second: 300.0,
-            ..Tally::default()
+            ..Grain::default()
         };
-        assert!(bg.tells_apart(&exact));
+        assert!(bg.tells_apart(exact));
         // Nothing in the background: nothing to tell it from.
         let none = Background::among(std::iter::empty());
-        assert!(none.tells_apart(&events(4.0, 100.0)));
+        assert!(none.tells_apart(events(4.0, 100.0)));
     }
 
     #[test]
@@ -386,12 +392,12 @@ mod tests {
             makeup.record(40.0, 1_600.0, 0);
         }
         let bg = makeup.background(0);
-        assert!(!bg.tells_apart(&events(2.4, 40.0)));
-        let outline = bg.outline_for(&events(2.4, 40.0)).unwrap();
+        assert!(!bg.tells_apart(events(2.4, 40.0)));
+        let outline = bg.outline_for(events(2.4, 40.0)).unwrap();
         assert!((outline.events - 2_000.0).abs() < 1e-6, "{outline:?}");
         assert!((outline.candidates - 2_000.0).abs() < 1e-6, "{outline:?}");
         // Forty events of 2: fine grain, told from both.
-        assert!(bg.tells_apart(&events(40.0, 2.0)));
+        assert!(bg.tells_apart(events(40.0, 2.0)));
     }
 
     #[test]
@@ -399,20 +405,18 @@ mod tests {
         let bg = wide_background();
         // 300 exact, 400 sampled in four events: the truth is at least 300,
         // a third of 700 is less, so the row cannot be a phantom.
-        let mixed = Tally {
+        let mixed = Grain {
             count: 700.0,
-            per_second: 700.0,
             sampled: 400.0,
             variance: 40_000.0,
-            ..Tally::default()
         };
-        assert!(bg.tells_apart(&mixed));
+        assert!(bg.tells_apart(mixed));
     }
 
     #[test]
     fn the_lower_bound_of_a_picked_row_allows_for_the_keys_it_was_picked_from() {
         let bg = wide_background();
-        let outline = bg.outline_for(&events(25.0, 100.0)).unwrap();
+        let outline = bg.outline_for(events(25.0, 100.0)).unwrap();
         // 25 events: a key named in advance would have a lower bound of
         // ~16 events; picked out of 100,000 events' worth of keys, ~8.
         let low = outline.lowest_truth(2_500.0) / 100.0;
@@ -428,7 +432,7 @@ mod tests {
         // Nothing sampled: nothing below.
         assert_eq!(outline.lowest_truth(0.0), 0.0);
         // A grain no event of the background has: no key to compete.
-        let burst = bg.outline_for(&events(3.0, 5_000.0)).unwrap();
+        let burst = bg.outline_for(events(3.0, 5_000.0)).unwrap();
         assert_eq!(burst.lowest_truth(15_000.0), 15_000.0);
     }
 
@@ -438,12 +442,12 @@ mod tests {
         makeup.record(10.0, 100.0, 0);
         makeup.record(10.0, 0.0, 0);
         let later = makeup.background(1_000);
-        let outline = later.outline_for(&events(1.0, 10.0)).unwrap();
+        let outline = later.outline_for(events(1.0, 10.0)).unwrap();
         assert!((outline.candidates - 0.5).abs() < 1e-9, "{outline:?}");
         assert!((outline.events - 0.5).abs() < 1e-9, "{outline:?}");
         // Counters known one by one: the same outline.
         let among = Background::among([(50.0, 2_500.0), (50.0, 2_500.0)].into_iter());
-        let o = among.outline_for(&events(1.0, 50.0)).unwrap();
+        let o = among.outline_for(events(1.0, 50.0)).unwrap();
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(close(o.unit, 50.0) && close(o.events, 2.0) && close(o.candidates, 2.0));
     }

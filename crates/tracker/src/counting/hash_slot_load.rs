@@ -4,8 +4,8 @@
 //! unbiased, each with its variance (its error bar).
 
 use crate::access::Access;
-use crate::counting::key_tracker::Row;
 use crate::counting::sampled_counters::{Estimate, SampledCounters};
+use crate::counting::tally::Row;
 use crate::counting::tally::Tally;
 use crate::sampling::time_slot::TimeSlot;
 use crate::server::hash_slot::SLOTS;

@@ -12,7 +12,7 @@ use crate::counting::hash_slot_load::{HashSlotLoad, HashSlotRate};
 use crate::counting::insert::Insert;
 use crate::counting::member_spread::{Inserted, MemberSpread};
 use crate::counting::sampled_counters::{Estimate, SampledCounters};
-use crate::counting::tally::Tally;
+use crate::counting::tally::{Row, Tally};
 use crate::sampling::time_slot::TimeSlot;
 use heavykeeper_sketch::{HeavyKeeper, ItemHash, Params};
 use std::collections::HashSet;
@@ -28,12 +28,6 @@ pub struct HotKey {
     pub misses: Tally,
     /// For a prefix's row: reads and writes of keys under it.
     pub under: Tally,
-}
-
-/// A listed row, whose tallies' upper ends can also allow for `seconds` of
-/// its accesses not counted yet ([`Tally::allowing_for`]).
-pub trait Row {
-    fn allowing_for(self, seconds: f64) -> Self;
 }
 
 impl Row for HotKey {
@@ -53,7 +47,7 @@ impl HotKey {
     /// the tallies it is ranked by are bounded as picked, by what the
     /// background could make of the grain of the one it is ranked by.
     fn picked_from(mut self, ranking: Ranking, background: &Background) -> HotKey {
-        let outline = background.outline_for(&self.ranked(ranking));
+        let outline = background.outline_for(self.ranked(ranking).grain());
         let pick = |tally: &mut Tally| *tally = tally.picked_from(outline);
         match ranking {
             Ranking::Reads => pick(&mut self.reads),
@@ -125,7 +119,7 @@ fn pick<T>(
 ) -> Vec<Picked<T>> {
     rows.into_iter()
         .map(|row| {
-            let told_apart = background.tells_apart(&ranked(&row));
+            let told_apart = background.tells_apart(ranked(&row).grain());
             Picked {
                 row,
                 noise: !told_apart,
@@ -323,7 +317,7 @@ impl KeyTracker {
             .into_iter()
             .filter(|row| ranked(row).count > 0.0)
             .map(|row| {
-                let outline = background.outline_for(&ranked(&row));
+                let outline = background.outline_for(ranked(&row).grain());
                 HashSlotRate {
                     reads: row.reads.picked_from(outline),
                     writes: row.writes.picked_from(outline),

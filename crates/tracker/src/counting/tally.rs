@@ -6,7 +6,7 @@ use crate::bounds::error_bar::{bounds, positive, Bounds};
 
 /// The 97.5% upper bound of a Poisson mean when none was seen.
 const UNSEEN_95: f64 = 3.689;
-use crate::bounds::noise_floor::Outline;
+use crate::bounds::noise_floor::{Grain, Outline};
 
 /// One kind of access to a key (or a hash slot, or the node): its faded
 /// count and its rate now, and what its error bar is made of.
@@ -33,6 +33,15 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// What the noise floor reads of this row.
+    pub fn grain(&self) -> Grain {
+        Grain {
+            count: self.count,
+            sampled: self.sampled,
+            variance: self.variance,
+        }
+    }
+
     /// The rate's 95% interval ([`crate::bounds::error_bar`]).
     pub fn bounds(&self) -> Bounds {
         let mut count = bounds(self.count, self.sampled, self.variance, self.undercount);
@@ -87,6 +96,12 @@ impl Tally {
             picked_from: self.picked_from.or(other.picked_from),
         }
     }
+}
+
+/// A listed row, whose tallies' upper ends can also allow for `seconds` of
+/// its accesses not counted yet ([`Tally::allowing_for`]).
+pub trait Row {
+    fn allowing_for(self, seconds: f64) -> Self;
 }
 
 #[cfg(test)]
