@@ -42,7 +42,7 @@ done
 # The rebalance under faults (signals, a stalled source, a failover), each
 # under live traffic with every read checked: slots and keys moved, time,
 # redirections and client errors, as the fault tests print them; and --watch
-# over a hot set that shifts every 40 s (moves per shift, the largest node's
+# over a hot set that shifts once the watch settled (moves per shift, the largest node's
 # share over time, plotted: a measurement the tests skip, run here with
 # --include-ignored). Redis 7.0; a few minutes.
 out=bench/results/rebalance-faults.txt

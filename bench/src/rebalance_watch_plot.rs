@@ -29,7 +29,7 @@ pub fn draw(runs: &[(String, Vec<(f64, f64)>)], path: &Path) -> Result<(), Strin
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "hk-top rebalance --watch: the hot set moves every 40 s",
+            "hk-top rebalance --watch: the hot set moves once the watch settled",
             ("sans-serif", 18),
         )
         .margin(12)

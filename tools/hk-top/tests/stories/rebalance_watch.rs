@@ -65,11 +65,11 @@ fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
 }
 
 /// `make bench`'s figures: a watch left running while the hot set moves
-/// from one primary to the next every 40 s, the largest node's share round
-/// by round as a `watch figures` line (bench/run.sh plots it). The phases
-/// are the measurement's length, not waits for a state.
+/// from one primary to the next once the watch has settled on the last
+/// shift, the largest node's share round by round as a `watch figures`
+/// line (bench/run.sh plots it).
 #[test]
-#[ignore = "a measurement for make bench (160 s): run by name with --ignored"]
+#[ignore = "a measurement for make bench (a few minutes): run by name with --ignored"]
 fn watch_figures_over_a_hot_set_that_shifts() {
     let cluster = Cluster::start(TRACK_FAST);
     let keys = distinct_slot_keys(&cluster, 300);
@@ -97,7 +97,7 @@ fn watch_figures_over_a_hot_set_that_shifts() {
             .collect();
         traffic.set_hot(hot, 0.6);
         let before = moves();
-        std::thread::sleep(Duration::from_secs(40));
+        until_settled(&out, before);
         per_phase.push(moves() - before);
     }
     signal(&child, "INT");
@@ -119,4 +119,28 @@ fn watch_figures_over_a_hot_set_that_shifts() {
         shares.join(" "),
         seen.summary()
     );
+}
+
+/// Rounds with no move after which the watch has settled on a shift.
+const QUIET_ROUNDS: usize = 4;
+
+/// Waits until the watch has answered a shift: a move made since `before`
+/// moves, then `QUIET_ROUNDS` rounds with none (at most 90 s: a shift
+/// that needs no move ends there).
+fn until_settled(out: &Lines, before: usize) {
+    let settled = || {
+        let events = events(&out.now());
+        let moves = events.iter().filter(|e| e["event"] == "move").count();
+        let last_move = events.iter().rposition(|e| e["event"] == "move");
+        let quiet = last_move.map_or(0, |at| {
+            (events.iter().skip(at))
+                .filter(|e| e["event"] == "round")
+                .count()
+        });
+        moves > before && quiet >= QUIET_ROUNDS
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !settled() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
