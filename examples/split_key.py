@@ -32,8 +32,12 @@ key with half a cluster's traffic), when neither a near cache
   write to the key and its copies both while any process may not have seen the
   change: readers fall back to the key, so a write to all never misleads one.
 
-The workload: product 1 is read as fast as two threads can for the first 40%
-of the run (hot: split), then a few times a second (cool: merged back); a
+The workload: product 1 is read by two threads at `--hot-rate` reads a second
+(or as fast as they can, if slower) for the first 40% of the run (hot: split),
+then a few times a second (cool: merged back). The hot rate is paced so that
+the run does not depend on the machine: the tracker's rate falls by half each
+half-life once the reads slow, so a key read at 30,000/s needs seven half-lives
+to cool below the line and a key read at 2,000/s three; a
 writer changes it every `--write-every` seconds with a version number. Prints
 one JSON line at the end:
 {"reads": N, "reads_on_copies": N, "stale_reads": N, "missing_reads": N,
@@ -151,14 +155,22 @@ class Writer(threading.Thread):
 
 
 class Reader(threading.Thread):
-    def __init__(self, keys, writer, until_hot_ends, until):
+    def __init__(self, keys, writer, hot_rate, until_hot_ends, until):
         super().__init__(daemon=True)
         self.keys, self.writer = keys, writer
+        self.hot_gap = 1.0 / hot_rate
         self.hot_until, self.until = until_hot_ends, until
         self.stats = {"reads": 0, "stale_reads": 0, "missing_reads": 0}
 
     def run(self):
+        due = time.monotonic()
         while time.monotonic() < self.until:
+            # Paced while hot: each read has its time; a reader that falls
+            # behind reads at once, and never makes up for more than a moment.
+            now = time.monotonic()
+            due = max(due + self.hot_gap, now - 0.1)
+            if now < due and now < self.hot_until:
+                time.sleep(due - now)
             newest = self.writer.acknowledged
             value = self.keys.get(KEY)
             self.stats["reads"] += 1
@@ -179,6 +191,8 @@ def main():
     parser.add_argument("--copies", type=int, default=4)
     parser.add_argument("--line", type=int, default=300,
                         help="track-notify-above: the rate at which a key is split")
+    parser.add_argument("--hot-rate", type=float, default=2000.0,
+                        help="reads a second of the hot key while it is hot")
     parser.add_argument("--write-every", type=float, default=0.02)
     parser.add_argument("--configure", action="store_true",
                         help="turn tracking and hot-key events on in the server")
@@ -215,7 +229,7 @@ def main():
     writer.start()
     start = time.monotonic()
     hot_ends, end = start + 0.4 * args.seconds, start + args.seconds
-    readers = [Reader(keys, writer, hot_ends, end) for _ in range(2)]
+    readers = [Reader(keys, writer, args.hot_rate / 2, hot_ends, end) for _ in range(2)]
     for r in readers:
         r.start()
     while time.monotonic() < end:
