@@ -47,6 +47,8 @@ pub mod sampling {
 }
 pub mod worker;
 pub mod counting {
+    pub mod client_attribution;
+    pub mod client_shares;
     pub mod fading_counters;
     pub mod hash_slot_load;
     pub mod insert;

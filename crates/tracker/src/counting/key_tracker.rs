@@ -7,6 +7,7 @@
 use crate::access::Access;
 use crate::bounds::error_bar::undercount;
 use crate::bounds::noise_floor::{Background, StreamMakeup};
+use crate::counting::client_attribution::ClientAttribution;
 use crate::counting::fading_counters::FadingCounters;
 use crate::counting::hash_slot_load::{HashSlotLoad, HashSlotRate};
 use crate::counting::insert::Insert;
@@ -168,6 +169,8 @@ pub struct KeyTracker {
     totals: SampledCounters,
     /// Each hash slot's load, in a cluster.
     slots: Option<HashSlotLoad>,
+    /// Who made each member's count (where the server names clients).
+    clients: Option<ClientAttribution>,
     seed: u64,
     keys_counted: u64,
     /// When the first access was counted: a rate read before several
@@ -198,6 +201,7 @@ impl KeyTracker {
             sketches: [counted(), counted(), counted(), counted()],
             totals: SampledCounters::new(2, shape.half_life_ms, now_ms),
             slots: None,
+            clients: None,
             seed,
             keys_counted: 0,
             started_ms: None,
@@ -227,6 +231,22 @@ impl KeyTracker {
         if self.slots.is_none() {
             self.slots = Some(HashSlotLoad::new(self.shape.half_life_ms, now_ms));
         }
+    }
+
+    /// Counts who makes each member's count from now on (a member that
+    /// joined before is counted from when it joins again).
+    pub fn count_clients(&mut self, now_ms: i64) {
+        if self.clients.is_none() {
+            self.clients = Some(ClientAttribution::new(self.shape.half_life_ms, now_ms));
+        }
+    }
+
+    pub fn clients(&self) -> Option<&ClientAttribution> {
+        self.clients.as_ref()
+    }
+
+    pub fn clients_mut(&mut self) -> Option<&mut ClientAttribution> {
+        self.clients.as_mut()
     }
 
     /// The hash slot load and the totals, for a batch of accesses gathered
@@ -376,6 +396,14 @@ impl KeyTracker {
                 time_ms: insert.time_ms,
             };
             counted.spread.arrived(&arrived, inserted);
+        }
+        if let Some(clients) = self.clients.as_mut() {
+            if let Some((_, hash, _)) = arrived.expelled {
+                clients.leave(insert.access, hash);
+            }
+            if arrived.member.is_some_and(|(before, _)| before == 0.0) {
+                clients.join(insert.access, arrived.hash, insert.time_ms);
+            }
         }
         self.note_start(insert.time_ms);
         if matches!(insert.access, Access::Read | Access::Write) {
@@ -603,6 +631,7 @@ impl KeyTracker {
             .sum::<usize>()
             + self.totals.heap_bytes()
             + self.slots.as_ref().map_or(0, HashSlotLoad::heap_bytes)
+            + self.clients.as_ref().map_or(0, ClientAttribution::heap_bytes)
     }
 }
 

@@ -13,6 +13,7 @@
 
 use crate::access::Access;
 use crate::budget::insert_allowance::InsertAllowance;
+use crate::counting::client_attribution::ClientAttribution;
 use crate::counting::insert::Insert;
 use crate::counting::key_tracker::KeyTracker;
 use crate::counting::prefixes::PrefixRule;
@@ -20,7 +21,7 @@ use crate::sampling::coalescer::{Coalesced, Coalescer, HARD_MAX_KEYS};
 use crate::sampling::thinning::{threshold, Thinning};
 use crate::sampling::time_slot::TimeSlot;
 use crate::server::hash_slot::hash_slot;
-use crate::worker::key_batch::{split_item, BatchAccess, KeyBatch};
+use crate::worker::key_batch::{split_item, BatchAccess, Client, KeyBatch};
 use heavykeeper_sketch::ItemHash;
 
 /// Keys inserted per step of a drain.
@@ -44,6 +45,10 @@ pub trait Sink {
     /// The accesses of one batch, as they are taken in (before they are
     /// coalesced): for loads counted exactly, per hash slot and in all.
     fn batch_loads(&mut self, _batch: &KeyBatch) {}
+    /// Where each access's client is counted, if anywhere.
+    fn clients(&mut self) -> Option<&mut ClientAttribution> {
+        None
+    }
 }
 
 impl Sink for KeyTracker {
@@ -58,6 +63,10 @@ impl Sink for KeyTracker {
 
     fn is_listed(&self, item: &[u8], hash: ItemHash, access: Access) -> bool {
         self.is_member(item, hash, access)
+    }
+
+    fn clients(&mut self) -> Option<&mut ClientAttribution> {
+        self.clients_mut()
     }
 
     /// The node's totals, and each hash slot's load: every access of the
@@ -182,18 +191,25 @@ impl<S: Sink> Counting<S> {
         }
         self.tracker.batch_loads(batch);
         let slot = batch.time_slot();
+        let each = PerAccess::of(batch.weight());
+        let mut sender = SenderRun::default();
         for access in batch.iter() {
-            self.take(access, slot);
+            if matches!(access.access, Access::Read | Access::Write) {
+                sender.sent(&mut self.tracker, &access, each);
+            }
+            self.take(access, slot, each);
         }
+        sender.flush(&mut self.tracker, each);
         self.work.accesses += batch.len() as u64;
     }
 
     #[inline]
-    fn take(&mut self, access: BatchAccess<'_>, slot: TimeSlot) {
+    fn take(&mut self, access: BatchAccess<'_>, slot: TimeSlot, each: PerAccess) {
         if self.filling.is_due(access.time_ms) {
             self.rotate(false);
         }
         let hash = ItemHash::of(access.item, self.seed);
+        attribute(&mut self.tracker, access.access, hash, &access, each);
         self.filling
             .add(access.item, hash, access.access, slot, access.time_ms);
         if let (Some(rule), Access::Read | Access::Write) = (&self.prefixes, access.access) {
@@ -204,15 +220,12 @@ impl<S: Sink> Counting<S> {
             // key's own bytes only, never from the marker or the hash.
             let key =
                 crate::server::tracked_name::own_bytes(access.item.get(2..).unwrap_or_default());
+            let tracker = &mut self.tracker;
             rule.each_prefix(key, |prefix| {
                 let item = access.item.get(..2 + prefix.len()).unwrap_or_default();
-                filling.add(
-                    item,
-                    ItemHash::of(item, seed),
-                    Access::Prefix,
-                    slot,
-                    access.time_ms,
-                );
+                let hash = ItemHash::of(item, seed);
+                attribute(tracker, Access::Prefix, hash, &access, each);
+                filling.add(item, hash, Access::Prefix, slot, access.time_ms);
             });
         }
     }
@@ -323,6 +336,72 @@ impl<S: Sink> Counting<S> {
     /// Keys held, not yet in the tracker.
     pub fn held(&self) -> usize {
         self.filling.len() + self.draining.len() - self.drained
+    }
+}
+
+/// What each access of a batch stands for, and that estimate's variance
+/// (an access kept with probability `1/w` and weighed `w`: `w (w − 1)`).
+#[derive(Clone, Copy)]
+struct PerAccess {
+    weight: f64,
+    variance: f64,
+}
+
+impl PerAccess {
+    fn of(weight: u64) -> Self {
+        let weight = weight as f64;
+        Self {
+            weight,
+            variance: weight * (weight - 1.0),
+        }
+    }
+}
+
+/// The access's client, counted for the member it is of (if a member).
+#[inline(always)]
+fn attribute<S: Sink>(
+    tracker: &mut S,
+    access: Access,
+    hash: ItemHash,
+    from: &BatchAccess<'_>,
+    each: PerAccess,
+) {
+    if from.client.id == 0 {
+        return;
+    }
+    if let Some(clients) = tracker.clients().filter(|c| c.watches(hash.value())) {
+        let (w, v) = (each.weight, each.variance);
+        clients.add(access, hash.value(), from.client, w, v, from.time_ms);
+    }
+}
+
+/// The node's key accesses by client, counted a run of one client's
+/// accesses at a time (a pipeline is one run).
+#[derive(Default)]
+struct SenderRun {
+    client: Client,
+    accesses: f64,
+    time_ms: i64,
+}
+
+impl SenderRun {
+    #[inline(always)]
+    fn sent<S: Sink>(&mut self, tracker: &mut S, access: &BatchAccess<'_>, each: PerAccess) {
+        if access.client != self.client {
+            self.flush(tracker, each);
+            (self.client, self.time_ms) = (access.client, access.time_ms);
+        }
+        self.accesses += 1.0;
+    }
+
+    fn flush<S: Sink>(&mut self, tracker: &mut S, each: PerAccess) {
+        if self.client.id != 0 && self.accesses > 0.0 {
+            if let Some(clients) = tracker.clients() {
+                let n = self.accesses;
+                clients.add_overall(self.client, n * each.weight, n * each.variance, self.time_ms);
+            }
+        }
+        self.accesses = 0.0;
     }
 }
 
@@ -504,6 +583,48 @@ mod tests {
         // k0's reads (100 × 2) and the {k0} writes (300 × 2) share its slot.
         assert!(close(top.reads.per_second, 200.0) && close(top.writes.per_second, 600.0));
         assert!(close(slots.iter().map(|s| s.total()).sum::<f64>(), 1_200.0));
+    }
+
+    #[test]
+    fn each_member_and_the_node_know_who_sent_their_accesses() {
+        let mut c = counting();
+        let mut t = KeyTracker::new(TrackerShape { k: 20, half_life_ms: 1e12 }, 3, 0);
+        t.count_clients(0);
+        c.tracker = t;
+        let mut b = KeyBatch::default();
+        let slot = TimeSlot::new(1, 2);
+        // Hosts 1..=4 read "hot" 60, 25, 10 and 5 times in 100; a fifth
+        // client reads 3,000 keys once each, none of them hot.
+        for i in 0..1_000u64 {
+            let host = match i % 100 {
+                0..60 => 1,
+                60..85 => 2,
+                85..95 => 3,
+                _ => 4,
+            };
+            b.set_client(Client { id: 10 + u64::from(host), host });
+            b.push(0, b"hot", Access::Read, slot, || 0);
+        }
+        b.set_client(Client { id: 99, host: 9 });
+        for i in 0..3_000 {
+            b.push(0, format!("k{i}").as_bytes(), Access::Read, slot, || 0);
+        }
+        b.seal(0);
+        c.absorb(&b);
+        // The first drain makes "hot" a member; from the next batch on its
+        // senders are counted.
+        c.current();
+        c.absorb(&b);
+        let now = c.current();
+        let clients = now.clients().unwrap();
+        let hash = now.hash(&crate::counting::key_tracker::item_of(0, b"hot"));
+        let hosts = clients.row(Access::Read, hash.value()).unwrap().hosts.parts(0);
+        let got: Vec<(u64, f64)> = hosts.iter().map(|p| (p.client, p.count.round())).collect();
+        // Each access stands for 2 (a slot in 2): the counts are twice.
+        assert_eq!(got, [(1, 1_200.0), (2, 500.0), (3, 200.0), (4, 100.0)]);
+        let overall = clients.overall().connections.parts(0);
+        assert_eq!(overall[0].client, 99, "{overall:?}");
+        assert!((overall[0].count - 2.0 * 2.0 * 3_000.0).abs() < 1e-6, "{overall:?}");
     }
 
     #[test]

@@ -25,9 +25,23 @@ pub struct KeyBatch {
     /// Each access's end in `items`, shifted left by 2, with its
     /// [`Access`] code in the low bits.
     entries: Vec<u32>,
+    /// Who sent them (Redis 7.2+, Valkey), in runs: from entry `.0` on,
+    /// client `.1`. One run per pipeline, not a word per access.
+    clients: Vec<(u32, Client)>,
+    /// The client of the run open now (0: none said).
+    client: Client,
     time_slot: TimeSlot,
     first_ms: i64,
     sealed_ms: i64,
+}
+
+/// Who sent an access: a connection (its client id; 0 where the server
+/// does not say, as Redis 7.0) and its host (an id the gathering side gave
+/// the address without its port).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Client {
+    pub id: u64,
+    pub host: u32,
 }
 
 /// One access of a batch, as the counting side reads it.
@@ -37,6 +51,8 @@ pub struct BatchAccess<'a> {
     pub item: &'a [u8],
     pub access: Access,
     pub time_ms: i64,
+    /// The client that sent it.
+    pub client: Client,
 }
 
 impl KeyBatch {
@@ -96,6 +112,32 @@ impl KeyBatch {
         self.entries.push((end as u32) << 2 | access.code());
     }
 
+    /// The accesses pushed from now on are client `id`'s.
+    #[inline(always)]
+    pub fn set_client(&mut self, id: Client) {
+        if id != self.client {
+            self.client_changed(id);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn client_changed(&mut self, id: Client) {
+        let at = self.entries.len() as u32;
+        match self.clients.last_mut() {
+            // The run before took no access: it is replaced.
+            Some(run) if run.0 == at => run.1 = id,
+            _ => self.clients.push((at, id)),
+        }
+        self.client = id;
+    }
+
+    /// The client of access `i`.
+    fn client_of(&self, i: usize) -> Client {
+        let after = self.clients.partition_point(|&(start, _)| start as usize <= i);
+        after.checked_sub(1).map_or(Client::default(), |run| self.clients[run].1)
+    }
+
     /// Adds every access of `other` (gathered in the same slot) after this
     /// batch's own.
     pub fn append(&mut self, other: &KeyBatch) {
@@ -110,6 +152,16 @@ impl KeyBatch {
             return;
         }
         self.items.extend_from_slice(&other.items);
+        let first = self.entries.len() as u32;
+        if self.clients.last().is_some_and(|run| run.0 == first) {
+            self.clients.pop();
+        }
+        if other.clients.first().is_none_or(|run| run.0 > 0) {
+            // `other` begins with accesses of no client said.
+            self.clients.push((first, Client::default()));
+        }
+        (self.clients).extend(other.clients.iter().map(|&(at, id)| (at + first, id)));
+        self.client = other.client;
         self.entries
             .extend(other.entries.iter().map(|&e| e + ((shift as u32) << 2)));
     }
@@ -171,7 +223,12 @@ impl KeyBatch {
         let (step, rest) = (span / n, span % n);
         let (mut time, mut carried) = (self.first_ms, 0i64);
         let mut start = 0usize;
-        self.entries.iter().map(move |&entry| {
+        let mut runs = self.clients.iter().peekable();
+        let mut client = Client::default();
+        self.entries.iter().enumerate().map(move |(i, &entry)| {
+            while let Some(&(_, id)) = runs.next_if(|run| run.0 as usize <= i) {
+                client = id;
+            }
             let end = (entry >> 2) as usize;
             let item = self.items.get(start..end).unwrap_or_default();
             start = end;
@@ -179,6 +236,7 @@ impl KeyBatch {
                 item,
                 access: Access::from_code(entry),
                 time_ms: time,
+                client,
             };
             time += step;
             carried += rest;
@@ -207,18 +265,23 @@ impl KeyBatch {
                 .unwrap_or_default(),
             access: Access::from_code(entry),
             time_ms: self.first_ms + span.saturating_mul(i as i64) / n,
+            client: self.client_of(i),
         })
     }
 
     /// Heap bytes held (what it holds now or held before it was emptied).
     pub fn heap_bytes(&self) -> usize {
-        self.items.capacity() + self.entries.capacity() * std::mem::size_of::<u32>()
+        self.items.capacity()
+            + self.entries.capacity() * std::mem::size_of::<u32>()
+            + self.clients.capacity() * std::mem::size_of::<(u32, Client)>()
     }
 
     /// Empties the batch, keeping its memory.
     pub fn clear(&mut self) {
         self.items.clear();
         self.entries.clear();
+        self.clients.clear();
+        self.client = Client::default();
     }
 
     /// Empties the batch and gives back memory past `max_bytes` of items
@@ -228,6 +291,7 @@ impl KeyBatch {
         self.clear();
         self.items.shrink_to(max_bytes);
         self.entries.shrink_to(max_accesses);
+        self.clients.shrink_to(max_accesses / 16);
     }
 }
 
@@ -374,6 +438,30 @@ mod tests {
             (empty.len(), empty.time_slot(), empty.span_ms().0),
             (2, slot, 20)
         );
+    }
+
+    #[test]
+    fn each_access_keeps_its_client_through_runs_and_appends() {
+        let (mut a, mut b) = (KeyBatch::default(), KeyBatch::default());
+        let slot = TimeSlot::WHOLE;
+        a.push(0, b"before", Access::Read, slot, || 0);
+        let c = |id| Client { id, host: 1 };
+        a.set_client(c(7));
+        a.set_client(c(8)); // took nothing: replaced
+        a.push(0, b"x", Access::Read, slot, || 0);
+        a.push(0, b"y", Access::Write, slot, || 0);
+        b.push(0, b"unsaid", Access::Read, slot, || 0);
+        b.set_client(c(9));
+        b.push(0, b"z", Access::Miss, slot, || 0);
+        a.append(&b);
+        a.push(0, b"after", Access::Read, slot, || 0);
+        let clients: Vec<u64> = a.iter().map(|x| x.client.id).collect();
+        assert_eq!(clients, [0, 8, 8, 0, 9, 9]);
+        let one_by_one: Vec<u64> = (0..6).map(|i| a.get(i).unwrap().client.id).collect();
+        assert_eq!(one_by_one, clients);
+        a.clear();
+        a.push(0, b"fresh", Access::Read, slot, || 0);
+        assert_eq!(a.get(0).unwrap().client, Client::default());
     }
 
     #[test]

@@ -1,0 +1,166 @@
+//! Who made each row's count: a [`ClientShares`] for every member of the
+//! tracker's sketches (a key's reads, writes, misses; a prefix), and one
+//! for the node's accesses as a whole (the hottest clients, whatever keys
+//! they use).
+//!
+//! Each count is kept twice: by connection (its client id), and by host
+//! (the address without its port): a service's pool of connections may be
+//! more than the bins, but its hosts are few, so the default grouping
+//! stays exact where the connections would be sampled.
+//!
+//! A member's clients are counted from when it joins its sketch until it
+//! leaves: a row's shares are those of the accesses since it joined, its
+//! rate the row's own. The rows are few (the top-k of each sketch); what
+//! the counting side pays per access is one look into a table of bits
+//! indexed by the item's hash, and a bin's update only for accesses of a
+//! member.
+
+use super::client_shares::ClientShares;
+use crate::access::Access;
+use crate::worker::key_batch::Client;
+use hashbrown::HashMap;
+
+/// Clients named per row: a row made by more shares the rest unbiased.
+pub const CLIENTS_PER_ROW: usize = 16;
+/// Clients named for the node as a whole.
+pub const CLIENTS_OVERALL: usize = 128;
+/// Buckets of the members' table of bits (a count each, so that a member
+/// leaving clears only its own).
+const WATCH_BUCKETS: usize = 1 << 14;
+
+/// Who made one count: by connection and by host.
+#[derive(Clone, Debug)]
+pub struct Senders {
+    pub connections: ClientShares,
+    pub hosts: ClientShares,
+}
+
+impl Senders {
+    fn new(capacity: usize, half_life_ms: f64, now_ms: i64) -> Self {
+        Self {
+            connections: ClientShares::new(capacity, half_life_ms, now_ms),
+            hosts: ClientShares::new(capacity, half_life_ms, now_ms),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, client: Client, weight: f64, variance: f64, time_ms: i64) {
+        (self.connections).add(client.id, weight, variance, time_ms);
+        (self.hosts).add(u64::from(client.host), weight, variance, time_ms);
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.connections.heap_bytes() + self.hosts.heap_bytes()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ClientAttribution {
+    rows: HashMap<(u64, u8), Senders>,
+    /// Members per bucket of their hash.
+    watched: Vec<u16>,
+    overall: Senders,
+    half_life_ms: f64,
+}
+
+impl ClientAttribution {
+    pub fn new(half_life_ms: f64, now_ms: i64) -> Self {
+        Self {
+            rows: HashMap::new(),
+            watched: vec![0; WATCH_BUCKETS],
+            overall: Senders::new(CLIENTS_OVERALL, half_life_ms, now_ms),
+            half_life_ms,
+        }
+    }
+
+    fn bucket(hash: u64) -> usize {
+        (hash >> 50) as usize % WATCH_BUCKETS
+    }
+
+    /// The item of `hash` joined the sketch of `access`.
+    pub fn join(&mut self, access: Access, hash: u64, now_ms: i64) {
+        let entry = self.rows.entry((hash, access.code() as u8));
+        if let hashbrown::hash_map::Entry::Vacant(vacant) = entry {
+            vacant.insert(Senders::new(CLIENTS_PER_ROW, self.half_life_ms, now_ms));
+            let bucket = &mut self.watched[Self::bucket(hash)];
+            *bucket = bucket.saturating_add(1);
+        }
+    }
+
+    /// The item of `hash` left the sketch of `access`.
+    pub fn leave(&mut self, access: Access, hash: u64) {
+        if self.rows.remove(&(hash, access.code() as u8)).is_some() {
+            let bucket = &mut self.watched[Self::bucket(hash)];
+            *bucket = bucket.saturating_sub(1);
+        }
+    }
+
+    /// May the item of `hash` be a member of a sketch? (False: surely not.)
+    #[inline(always)]
+    pub fn watches(&self, hash: u64) -> bool {
+        self.watched[Self::bucket(hash)] != 0
+    }
+
+    /// `weight` accesses (sampling variance `variance`) of the item of
+    /// `hash` by `client`, if the item is a member of `access`'s sketch.
+    #[inline]
+    pub fn add(&mut self, access: Access, hash: u64, client: Client, weight: f64, variance: f64, time_ms: i64) {
+        if let Some(shares) = self.rows.get_mut(&(hash, access.code() as u8)) {
+            shares.add(client, weight, variance, time_ms);
+        }
+    }
+
+    /// `weight` key accesses of `client`, whatever the keys.
+    #[inline]
+    pub fn add_overall(&mut self, client: Client, weight: f64, variance: f64, time_ms: i64) {
+        self.overall.add(client, weight, variance, time_ms);
+    }
+
+    /// The clients of the member of `hash` in `access`'s sketch.
+    pub fn row(&self, access: Access, hash: u64) -> Option<&Senders> {
+        self.rows.get(&(hash, access.code() as u8))
+    }
+
+    pub fn overall(&self) -> &Senders {
+        &self.overall
+    }
+
+    /// Rows with clients counted.
+    pub fn rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        let rows: usize = self.rows.values().map(Senders::heap_bytes).sum();
+        rows + self.rows.allocation_size()
+            + self.watched.capacity() * 2
+            + self.overall.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_members_count_their_clients_and_a_leaver_is_forgotten() {
+        let mut a = ClientAttribution::new(1e12, 0);
+        let (hot, cool) = (0xabcd_u64 << 40, 0x1234_u64 << 48);
+        a.join(Access::Read, hot, 0);
+        assert!(a.watches(hot) && !a.watches(cool));
+        let c = Client { id: 7, host: 2 };
+        a.add(Access::Read, hot, c, 3.0, 0.0, 1);
+        a.add(Access::Write, hot, c, 3.0, 0.0, 1);
+        a.add(Access::Read, cool, c, 3.0, 0.0, 1);
+        let row = a.row(Access::Read, hot).unwrap();
+        assert_eq!(row.connections.parts(1)[0].client, 7);
+        assert_eq!(row.hosts.parts(1)[0].client, 2);
+        assert!((row.hosts.parts(1)[0].count - 3.0).abs() < 1e-9);
+        assert!(a.row(Access::Write, hot).is_none() && a.rows() == 1);
+        a.join(Access::Write, hot, 1);
+        a.leave(Access::Read, hot);
+        assert!(a.watches(hot), "still a member of the writes");
+        a.leave(Access::Write, hot);
+        assert!(!a.watches(hot) && a.rows() == 0);
+    }
+}
