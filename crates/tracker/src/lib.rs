@@ -25,6 +25,7 @@
 // The folders and their modules, as the table above lists them.
 pub mod access;
 pub mod server {
+    pub mod client_names;
     pub mod client_table;
     pub mod command_name;
     pub mod command_reply;
@@ -61,6 +62,7 @@ pub mod counting {
 pub mod bounds {
     pub mod error_bar;
     pub mod noise_floor;
+    pub mod sender_rows;
 }
 pub mod budget {
     pub mod cost_budget;

@@ -104,7 +104,15 @@ impl ClientAttribution {
     /// `weight` accesses (sampling variance `variance`) of the item of
     /// `hash` by `client`, if the item is a member of `access`'s sketch.
     #[inline]
-    pub fn add(&mut self, access: Access, hash: u64, client: Client, weight: f64, variance: f64, time_ms: i64) {
+    pub fn add(
+        &mut self,
+        access: Access,
+        hash: u64,
+        client: Client,
+        weight: f64,
+        variance: f64,
+        time_ms: i64,
+    ) {
         if let Some(shares) = self.rows.get_mut(&(hash, access.code() as u8)) {
             shares.add(client, weight, variance, time_ms);
         }
@@ -132,9 +140,7 @@ impl ClientAttribution {
 
     pub fn heap_bytes(&self) -> usize {
         let rows: usize = self.rows.values().map(Senders::heap_bytes).sum();
-        rows + self.rows.allocation_size()
-            + self.watched.capacity() * 2
-            + self.overall.heap_bytes()
+        rows + self.rows.allocation_size() + self.watched.capacity() * 2 + self.overall.heap_bytes()
     }
 }
 

@@ -100,9 +100,9 @@ impl ClientShares {
 
     /// Unbiased space saving's step for a newcomer to full bins.
     fn replace_smallest(&mut self, client: u64, stored: f64, variance: f64) {
-        let Some(i) = (0..self.bins.len()).min_by(|&a, &b| {
-            self.bins[a].stored.total_cmp(&self.bins[b].stored)
-        }) else {
+        let Some(i) = (0..self.bins.len())
+            .min_by(|&a, &b| self.bins[a].stored.total_cmp(&self.bins[b].stored))
+        else {
             return;
         };
         self.overflowed = true;
@@ -166,7 +166,11 @@ impl ClientShares {
             return 0.0;
         }
         let unit = self.exponent(now_ms).exp2().recip();
-        let smallest = self.bins.iter().map(|b| b.stored).fold(f64::INFINITY, f64::min);
+        let smallest = self
+            .bins
+            .iter()
+            .map(|b| b.stored)
+            .fold(f64::INFINITY, f64::min);
         smallest * unit
     }
 
@@ -236,10 +240,15 @@ mod tests {
         let parts = s.parts(100);
         let counts: Vec<(u64, f64)> = parts.iter().map(|p| (p.client, p.count.round())).collect();
         assert_eq!(counts, vec![(1, 60.0), (2, 25.0), (3, 10.0), (4, 5.0)]);
-        assert!(parts.iter().all(|p| (p.count - p.count.round()).abs() < 1e-6));
+        assert!(parts
+            .iter()
+            .all(|p| (p.count - p.count.round()).abs() < 1e-6));
         assert!(parts.iter().all(|p| p.variance == 0.0));
         assert_eq!(s.threshold(100), 0.0);
-        assert_eq!(share_bounds((60.0, 0.0), (100.0, 0.0), 0.0), (0.6, 0.6, 0.6));
+        assert_eq!(
+            share_bounds((60.0, 0.0), (100.0, 0.0), 0.0),
+            (0.6, 0.6, 0.6)
+        );
     }
 
     #[test]
@@ -267,7 +276,9 @@ mod tests {
             let mut sent = [0.0; 4];
             let mut rng = run as u64 * 7 + 1;
             for t in 0..4_000 {
-                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                rng = rng
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let u = (rng >> 11) as f64 / (1u64 << 53) as f64;
                 let host = match u {
                     u if u < 0.6 => 0,
@@ -279,7 +290,9 @@ mod tests {
                 s.add(host as u64 * 100 + (rng >> 3) % 20, 1.0, 0.0, t);
             }
             let parts = s.parts(4_000);
-            let whole = parts.iter().fold((0.0, 0.0), |a, p| (a.0 + p.count, a.1 + p.variance));
+            let whole = parts
+                .iter()
+                .fold((0.0, 0.0), |a, p| (a.0 + p.count, a.1 + p.variance));
             for (h, truth) in sent.iter().enumerate() {
                 let mine = parts.iter().filter(|p| p.client / 100 == h as u64);
                 let g = mine.fold((0.0, 0.0), |a, p| (a.0 + p.count, a.1 + p.variance));
@@ -293,18 +306,40 @@ mod tests {
         // Each mean error within four of its standard errors of zero.
         for h in 0..hosts.len() {
             let standard_error = (sq[h] / runs as f64).sqrt();
-            assert!(error[h].abs() < 4.0 * standard_error, "host {h}: {error:?} {sq:?}");
+            assert!(
+                error[h].abs() < 4.0 * standard_error,
+                "host {h}: {error:?} {sq:?}"
+            );
         }
         assert!(covered * 10 >= checked * 9, "{covered} of {checked}");
     }
 
     #[test]
     fn reads_and_writes_sum_per_client() {
-        let a = ClientPart { client: 1, count: 2.0, variance: 1.0 };
-        let b = ClientPart { client: 2, count: 5.0, variance: 0.0 };
-        let c = ClientPart { client: 1, count: 4.0, variance: 1.0 };
+        let a = ClientPart {
+            client: 1,
+            count: 2.0,
+            variance: 1.0,
+        };
+        let b = ClientPart {
+            client: 2,
+            count: 5.0,
+            variance: 0.0,
+        };
+        let c = ClientPart {
+            client: 1,
+            count: 4.0,
+            variance: 1.0,
+        };
         let all = summed([a, b, c]);
-        assert_eq!(all[0], ClientPart { client: 1, count: 6.0, variance: 2.0 });
+        assert_eq!(
+            all[0],
+            ClientPart {
+                client: 1,
+                count: 6.0,
+                variance: 2.0
+            }
+        );
         assert_eq!(all[1], b);
     }
 }

@@ -7,7 +7,9 @@
 use crate::access::Access;
 use crate::bounds::error_bar::undercount;
 use crate::bounds::noise_floor::{Background, StreamMakeup};
+use crate::bounds::sender_rows::Senders;
 use crate::counting::client_attribution::ClientAttribution;
+use crate::counting::client_shares::{summed, ClientShares};
 use crate::counting::fading_counters::FadingCounters;
 use crate::counting::hash_slot_load::{HashSlotLoad, HashSlotRate};
 use crate::counting::insert::Insert;
@@ -247,6 +249,59 @@ impl KeyTracker {
 
     pub fn clients_mut(&mut self) -> Option<&mut ClientAttribution> {
         self.clients.as_mut()
+    }
+
+    /// Who sent the count of `item` (a database, then a key or a prefix)
+    /// that `ranking` lists (reads plus writes summed for the total), by
+    /// host or by connection, since it joined its sketch; `None` where
+    /// clients are not counted or it is not a member.
+    pub fn senders(
+        &self,
+        ranking: Ranking,
+        item: &[u8],
+        by_host: bool,
+        now_ms: i64,
+    ) -> Option<Senders> {
+        let clients = self.clients.as_ref()?;
+        let hash = self.hash(item).value();
+        let accesses: &[Access] = match ranking {
+            Ranking::Reads => &[Access::Read],
+            Ranking::Writes => &[Access::Write],
+            Ranking::Total => &[Access::Read, Access::Write],
+            Ranking::Misses => &[Access::Miss],
+            Ranking::Prefixes => &[Access::Prefix],
+        };
+        let rows: Vec<&ClientShares> = (accesses.iter())
+            .filter_map(|&access| clients.row(access, hash))
+            .map(|row| {
+                if by_host {
+                    &row.hosts
+                } else {
+                    &row.connections
+                }
+            })
+            .collect();
+        if rows.is_empty() {
+            return None;
+        }
+        Some(Senders {
+            parts: summed(rows.iter().flat_map(|r| r.parts(now_ms))),
+            threshold: rows.iter().map(|r| r.threshold(now_ms)).sum(),
+        })
+    }
+
+    /// Who sent the node's key accesses, by host or by connection.
+    pub fn node_senders(&self, by_host: bool, now_ms: i64) -> Option<Senders> {
+        let overall = self.clients.as_ref()?.overall();
+        let shares = if by_host {
+            &overall.hosts
+        } else {
+            &overall.connections
+        };
+        Some(Senders {
+            parts: shares.parts(now_ms),
+            threshold: shares.threshold(now_ms),
+        })
     }
 
     /// The hash slot load and the totals, for a batch of accesses gathered
@@ -631,7 +686,10 @@ impl KeyTracker {
             .sum::<usize>()
             + self.totals.heap_bytes()
             + self.slots.as_ref().map_or(0, HashSlotLoad::heap_bytes)
-            + self.clients.as_ref().map_or(0, ClientAttribution::heap_bytes)
+            + self
+                .clients
+                .as_ref()
+                .map_or(0, ClientAttribution::heap_bytes)
     }
 }
 

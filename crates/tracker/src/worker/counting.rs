@@ -398,7 +398,12 @@ impl SenderRun {
         if self.client.id != 0 && self.accesses > 0.0 {
             if let Some(clients) = tracker.clients() {
                 let n = self.accesses;
-                clients.add_overall(self.client, n * each.weight, n * each.variance, self.time_ms);
+                clients.add_overall(
+                    self.client,
+                    n * each.weight,
+                    n * each.variance,
+                    self.time_ms,
+                );
             }
         }
         self.accesses = 0.0;
@@ -588,7 +593,14 @@ mod tests {
     #[test]
     fn each_member_and_the_node_know_who_sent_their_accesses() {
         let mut c = counting();
-        let mut t = KeyTracker::new(TrackerShape { k: 20, half_life_ms: 1e12 }, 3, 0);
+        let mut t = KeyTracker::new(
+            TrackerShape {
+                k: 20,
+                half_life_ms: 1e12,
+            },
+            3,
+            0,
+        );
         t.count_clients(0);
         c.tracker = t;
         let mut b = KeyBatch::default();
@@ -602,7 +614,10 @@ mod tests {
                 85..95 => 3,
                 _ => 4,
             };
-            b.set_client(Client { id: 10 + u64::from(host), host });
+            b.set_client(Client {
+                id: 10 + u64::from(host),
+                host,
+            });
             b.push(0, b"hot", Access::Read, slot, || 0);
         }
         b.set_client(Client { id: 99, host: 9 });
@@ -618,13 +633,20 @@ mod tests {
         let now = c.current();
         let clients = now.clients().unwrap();
         let hash = now.hash(&crate::counting::key_tracker::item_of(0, b"hot"));
-        let hosts = clients.row(Access::Read, hash.value()).unwrap().hosts.parts(0);
+        let hosts = clients
+            .row(Access::Read, hash.value())
+            .unwrap()
+            .hosts
+            .parts(0);
         let got: Vec<(u64, f64)> = hosts.iter().map(|p| (p.client, p.count.round())).collect();
         // Each access stands for 2 (a slot in 2): the counts are twice.
         assert_eq!(got, [(1, 1_200.0), (2, 500.0), (3, 200.0), (4, 100.0)]);
         let overall = clients.overall().connections.parts(0);
         assert_eq!(overall[0].client, 99, "{overall:?}");
-        assert!((overall[0].count - 2.0 * 2.0 * 3_000.0).abs() < 1e-6, "{overall:?}");
+        assert!(
+            (overall[0].count - 2.0 * 2.0 * 3_000.0).abs() < 1e-6,
+            "{overall:?}"
+        );
     }
 
     #[test]

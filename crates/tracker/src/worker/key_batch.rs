@@ -134,8 +134,12 @@ impl KeyBatch {
 
     /// The client of access `i`.
     fn client_of(&self, i: usize) -> Client {
-        let after = self.clients.partition_point(|&(start, _)| start as usize <= i);
-        after.checked_sub(1).map_or(Client::default(), |run| self.clients[run].1)
+        let after = self
+            .clients
+            .partition_point(|&(start, _)| start as usize <= i);
+        after
+            .checked_sub(1)
+            .map_or(Client::default(), |run| self.clients[run].1)
     }
 
     /// Adds every access of `other` (gathered in the same slot) after this
