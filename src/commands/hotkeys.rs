@@ -10,6 +10,8 @@
 //! luckiest of many cool keys) is left out, so a list may be shorter than
 //! `COUNT`; `WITHNOISE` lists those rows too, each row then ending with `1`
 //! if it is such a row, else `0`. `HK.HOTKEYS RESET` forgets every count.
+//! `HK.HOTKEYS CLIENTS key ...` says who drives a row: see
+//! [`super::clients`].
 
 use crate::callback;
 use crate::host::args::{err, integer, is_keyword};
@@ -26,6 +28,11 @@ const MISSES_OFF: &str = "miss tracking is off: CONFIG SET heavykeeper.track-mis
 const PREFIXES_OFF: &str = "prefix tracking is off: CONFIG SET heavykeeper.track-prefix-depths 2";
 
 pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
+    if let [_, mode, rest @ ..] = args.as_slice() {
+        if is_keyword(mode, "CLIENTS") {
+            return super::clients::of_row(ctx, rest);
+        }
+    }
     if let [_, only] = args.as_slice() {
         if is_keyword(only, "RESET") {
             return if tracking::reset() {
@@ -149,13 +156,33 @@ pub static SPEC: CommandSpec = CommandSpec {
     // It names keys of every database, whatever the caller's key patterns.
     acl: "read slow dangerous",
     summary:
-        "Lists the server's hottest keys now (needs heavykeeper.track), its hottest missing keys (MISSES, needs track-misses) or key prefixes (PREFIXES: hot tenants), leaving out rows its sampling's noise could have made (WITHNOISE: marked), or RESET forgets them.",
+        "Lists the server's hottest keys now (needs heavykeeper.track), its hottest missing keys (MISSES, needs track-misses) or key prefixes (PREFIXES: hot tenants), leaving out rows its sampling's noise could have made (WITHNOISE: marked); CLIENTS names the clients that drive one row (Redis 7.2+ or Valkey); RESET forgets every count.",
     complexity: "O(track-k)",
     since: "1.0.0",
     args: &[Arg::one_of(
         "mode",
         &[
             Arg::flag("reset", "RESET"),
+            Arg::block(
+                "clients",
+                &[
+                    Arg::string("key").token("CLIENTS"),
+                    Arg::integer("db").token("DB").optional(),
+                    Arg::one_of(
+                        "access",
+                        &[
+                            Arg::flag("reads", "READS"),
+                            Arg::flag("writes", "WRITES"),
+                            Arg::flag("misses", "MISSES"),
+                            Arg::flag("prefixes", "PREFIXES"),
+                        ],
+                    )
+                    .optional(),
+                    Arg::one_of("by", super::clients::BY).token("BY").optional(),
+                    Arg::integer("n").token("COUNT").optional(),
+                    Arg::flag("withbounds", "WITHBOUNDS").optional(),
+                ],
+            ),
             Arg::block(
                 "listing",
                 &[

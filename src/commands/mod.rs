@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod add;
+pub mod clients;
 pub mod hotkeys;
 pub mod hotslots;
 pub mod info;
@@ -21,7 +22,7 @@ use crate::host::command_spec::CommandSpec;
 
 /// Every `HK.*` command.
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
-    const SINGLE: [&CommandSpec; 7] = [
+    const SINGLE: [&CommandSpec; 8] = [
         &reserve::SPEC,
         &list::SPEC,
         &info::SPEC,
@@ -29,6 +30,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         &load_state::SPEC,
         &hotkeys::SPEC,
         &hotslots::SPEC,
+        &clients::SPEC,
     ];
     SINGLE
         .into_iter()

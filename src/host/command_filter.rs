@@ -168,18 +168,11 @@ impl FilterCall {
         flags as u32 & raw::REDISMODULE_CTX_FLAGS_LUA != 0
     }
 
-    /// The database of client `id` as the server says: `Some(Some(db))`
-    /// for a connection, `Some(None)` for none (a fake client), `None` if
-    /// it cannot say. A costly call (it fills in the client's address too).
-    pub fn client_db(&self, id: u64) -> Option<Option<u16>> {
-        let info_by_id = crate::server_api!(RedisModule_GetClientInfoById)?;
-        // SAFETY: a plain C structure; zero is a valid value of each field.
-        let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
-        info.version = 1;
-        // SAFETY: `info` is a version-1 structure, as the API requires.
-        let found =
-            unsafe { info_by_id((&mut info as *mut raw::RedisModuleClientInfo).cast(), id) };
-        Some((found == raw::REDISMODULE_OK as c_int).then_some(info.db as u16))
+    /// The database of client `id` as the server says (`None` for a
+    /// client that is no connection) and its host; `None` if it cannot
+    /// say. A costly call.
+    pub fn client_db(&self, id: u64) -> Option<(Option<u16>, Vec<u8>)> {
+        super::client_info::database_and_host(id)
     }
 
     /// Does `key` exist in database `db` now (looked up without effects)?

@@ -8,6 +8,7 @@ pub mod allocator;
 pub mod args;
 pub mod argv;
 pub mod channel_permission;
+pub mod client_info;
 pub mod clock;
 pub mod command_filter;
 pub mod command_spec;

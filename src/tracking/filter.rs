@@ -20,8 +20,8 @@ use super::keys::FilteredCommand;
 use super::state::Tracking;
 use super::with_state;
 use crate::host::command_filter::{self, FilterCall, KeyUse};
-use crate::host::{events, module_context};
-use heavykeeper_tracker::server::client_table::Db;
+use crate::host::{client_info, events, module_context};
+use heavykeeper_tracker::server::client_table::Asked;
 use heavykeeper_tracker::server::command_table::CommandTable;
 use heavykeeper_tracker::Access;
 use std::time::Instant;
@@ -84,11 +84,22 @@ fn timed(tracking: &mut Tracking, command: &FilterCall) {
     tracking.meter().timed_call(start);
 }
 
-/// A client that disconnects is forgotten (ids are never reused).
+/// A client that disconnects is forgotten (ids are never reused); where
+/// its accesses are counted by client, what it was called is kept a while
+/// (asked outside the state: `CLIENT LIST` passes this filter).
 fn forget_client(id: u64) {
+    let named = with_state(|state| {
+        state
+            .as_ref()
+            .is_some_and(|t| t.senders().counts_by_client(id))
+    });
+    let info = match (named, module_context::get()) {
+        (Some(true), Some(ctx)) => client_info::list(&ctx, &[id]).pop(),
+        _ => None,
+    };
     with_state(|state| {
         if let Some(t) = state.as_mut() {
-            t.forget_client(id);
+            t.forget_client(id, info);
         }
     });
 }
@@ -125,7 +136,7 @@ impl FilteredCommand for FilterCall {
         FilterCall::in_script(self)
     }
 
-    fn client_db(&self, id: u64) -> Option<Db> {
+    fn client_db(&self, id: u64) -> Option<Asked> {
         FilterCall::client_db(self, id)
     }
 

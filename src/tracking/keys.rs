@@ -1,7 +1,7 @@
 //! A command as the filter sees it, and its keys: found once, by one
 //! function, whether the key specs say where they are or the server must.
 
-use heavykeeper_tracker::server::client_table::Db;
+use heavykeeper_tracker::server::client_table::Asked;
 use heavykeeper_tracker::server::command_table::{Args, KeyUse};
 use heavykeeper_tracker::server::hash_slot_map::{HashSlotMap, Request, Route};
 use heavykeeper_tracker::{hash_slot, Access};
@@ -19,9 +19,9 @@ pub trait FilteredCommand {
     fn server_keys(&self) -> Vec<(usize, Option<Access>)>;
     /// Is a script running (Redis 7.0: its commands pass the filter too)?
     fn in_script(&self) -> bool;
-    /// The database of client `id`, as the server says: `Some(None)` for a
-    /// client that is no connection, `None` if it cannot say.
-    fn client_db(&self, id: u64) -> Option<Db>;
+    /// The database of client `id`, as the server says (`None` for a
+    /// client that is no connection), and its host; `None` if it cannot say.
+    fn client_db(&self, id: u64) -> Option<Asked>;
     /// Does `key` exist in database `db` now? (Looked up without effects,
     /// for keys of a slot being migrated away.)
     fn key_exists(&self, db: u16, key: &[u8]) -> bool;

@@ -33,6 +33,7 @@ pub mod sketches;
 pub mod state;
 pub mod time_slots;
 pub mod timers;
+pub mod who;
 
 use crate::host::main_thread_cell::MainThreadCell;
 use heavykeeper_tracker::counting::hash_slot_load::HashSlotRate;

@@ -9,10 +9,11 @@ use super::keys::FilteredCommand;
 use super::sketches::Sketches;
 use super::time_slots::{Closed, TimeSlots};
 use crate::host::{clock, module_context};
+use heavykeeper_tracker::server::client_names::{ClientInfo, GoneClients, HostNumbers};
 use heavykeeper_tracker::server::client_table::{ClientTable, Trust};
 use heavykeeper_tracker::server::name_effect::NameEffect;
 use heavykeeper_tracker::server::script_watch::ScriptWatch;
-use heavykeeper_tracker::worker::key_batch::KeyBatch;
+use heavykeeper_tracker::worker::key_batch::{Client, KeyBatch};
 use redis_module::Context;
 
 pub struct Senders {
@@ -21,6 +22,7 @@ pub struct Senders {
     auth: AuthWatch,
     /// Does the server's filter say which client sent a command (7.2+)?
     names_clients: bool,
+    gone: GoneClients,
 }
 
 impl Senders {
@@ -30,6 +32,7 @@ impl Senders {
             scripts: ScriptWatch::default(),
             auth: AuthWatch::default(),
             names_clients,
+            gone: GoneClients::default(),
         }
     }
 
@@ -74,15 +77,21 @@ impl Senders {
             }
             return Some((0, sketches.batch()));
         };
-        let (db, trust) = self.clients.get(id, || cmd.client_db(id))?;
-        let db = db?;
-        if self.auth.all_let_in() || trust == Trust::Verified {
-            return Some((db, sketches.batch()));
-        }
-        match admit(&mut self.auth, id, trust)? {
-            true => Some((db, self.auth.held())),
-            false => Some((db, sketches.batch())),
-        }
+        let seen = self.clients.get(id, || cmd.client_db(id))?;
+        let db = seen.db?;
+        let batch = if self.auth.all_let_in() || seen.trust == Trust::Verified {
+            sketches.batch()
+        } else {
+            match admit(&mut self.auth, id, seen.trust)? {
+                true => self.auth.held(),
+                false => sketches.batch(),
+            }
+        };
+        batch.set_client(Client {
+            id,
+            host: seen.host,
+        });
+        Some((db, batch))
     }
 
     /// The checked client's command has run (if one is checked): trust it
@@ -119,7 +128,8 @@ impl Senders {
             (NameEffect::Reset, Some(id)) => self.clients.reset(id),
             // A refused client may be let in now: check it again.
             (NameEffect::Login, Some(id)) => {
-                if let Some((_, Trust::RefusedUntil(_))) = self.clients.get(id, || None) {
+                let seen = self.clients.get(id, || None);
+                if seen.is_some_and(|s| matches!(s.trust, Trust::RefusedUntil(_))) {
                     self.clients.set_trust(id, Trust::Unverified);
                 }
             }
@@ -204,12 +214,27 @@ impl Senders {
         self.auth.held().clear();
     }
 
-    pub fn forget_client(&mut self, id: u64) {
+    /// Are client `id`'s accesses counted by client?
+    pub fn counts_by_client(&self, id: u64) -> bool {
+        self.names_clients && self.clients.knows(id)
+    }
+
+    /// A client disconnected: what it was called (`info`, as `CLIENT LIST`
+    /// said) is kept a while, as its accesses may still be in a row.
+    pub fn forget_client(&mut self, id: u64, info: Option<(u64, ClientInfo)>) {
+        if let Some((listed, info)) = info.filter(|(listed, _)| *listed == id) {
+            self.gone.gone(listed, info);
+        }
         self.clients.remove(id);
     }
 
+    /// The hosts by number, and the clients gone.
+    pub fn names(&self) -> (&HostNumbers, &GoneClients) {
+        (self.clients.hosts(), &self.gone)
+    }
+
     pub fn heap_bytes(&self) -> usize {
-        self.clients.heap_bytes()
+        self.clients.heap_bytes() + self.gone.heap_bytes()
     }
 }
 

@@ -10,10 +10,28 @@ use heavykeeper_tracker::worker::{self, counting::Counting, key_batch::KeyBatch}
 use heavykeeper_tracker::{KeyTracker, Tally, TrackerShape, Worker};
 use std::sync::MutexGuard;
 
+/// What is counted besides the keys.
+#[derive(Clone, Copy)]
+pub struct Besides {
+    /// Each hash slot's load (in a cluster).
+    pub hash_slots: bool,
+    /// Who sends each member's accesses (where the server names clients).
+    pub clients: bool,
+}
+
+impl Besides {
+    pub fn new(hash_slots: bool, clients: bool) -> Self {
+        Self {
+            hash_slots,
+            clients,
+        }
+    }
+}
+
 pub struct Sketches {
     worker: Worker,
     shape: TrackerShape,
-    in_cluster: bool,
+    besides: Besides,
     /// Where keys are cut into prefixes (`None`: prefixes not counted).
     prefixes: Option<PrefixRule>,
     /// Accesses gathered for the worker.
@@ -25,11 +43,11 @@ pub struct Sketches {
 }
 
 impl Sketches {
-    pub fn new(shape: TrackerShape, in_cluster: bool) -> Self {
+    pub fn new(shape: TrackerShape, besides: Besides) -> Self {
         Self {
-            worker: fresh_worker(shape, in_cluster, None),
+            worker: fresh_worker(shape, besides, None),
             shape,
-            in_cluster,
+            besides,
             prefixes: None,
             batch: KeyBatch::default(),
             dropped: 0,
@@ -41,7 +59,7 @@ impl Sketches {
     /// was gathered too.
     pub fn restart(&mut self, shape: TrackerShape) {
         self.shape = shape;
-        self.worker = fresh_worker(shape, self.in_cluster, self.prefixes.clone());
+        self.worker = fresh_worker(shape, self.besides, self.prefixes.clone());
         self.batch.clear();
     }
 
@@ -118,12 +136,15 @@ impl Sketches {
     }
 }
 
-/// A worker counting afresh: each slot's load too in a cluster.
-fn fresh_worker(shape: TrackerShape, in_cluster: bool, prefixes: Option<PrefixRule>) -> Worker {
+/// A worker counting afresh, and what `besides` says.
+fn fresh_worker(shape: TrackerShape, besides: Besides, prefixes: Option<PrefixRule>) -> Worker {
     let now = clock::now_ms();
     let mut tracker = KeyTracker::new(shape, rand::random(), now);
-    if in_cluster {
+    if besides.hash_slots {
         tracker.count_hash_slots(now);
+    }
+    if besides.clients {
+        tracker.count_clients(now);
     }
     let worker = Worker::start(tracker);
     worker.set_prefixes(prefixes);

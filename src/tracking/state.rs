@@ -11,12 +11,13 @@ use super::keys::{for_each_key, served_here, FilteredCommand};
 use super::notify::{Announced, Change};
 use super::routing::Routing;
 use super::senders::Senders;
-use super::sketches::Sketches;
+use super::sketches::{Besides, Sketches};
 use super::time_slots::{Schedule, TimeSlots};
 use crate::host::clock;
 use heavykeeper_tracker::budget::cost_meter::CostMeter;
 use heavykeeper_tracker::counting::{prefixes::PrefixRule, tally::Row};
 use heavykeeper_tracker::sampling::coverage::CountedSlot;
+use heavykeeper_tracker::server::client_names::ClientInfo;
 use heavykeeper_tracker::server::command_table::CommandTable;
 use heavykeeper_tracker::server::name_effect::NameEffect;
 use heavykeeper_tracker::worker::counting::Counting;
@@ -61,7 +62,7 @@ impl Tracking {
         in_cluster: bool,
     ) -> Self {
         Self {
-            sketches: Sketches::new(shape, in_cluster),
+            sketches: Sketches::new(shape, Besides::new(in_cluster, names_clients)),
             cost: Cost::new(sampling, budget),
             slots: TimeSlots::new(sampling),
             commands,
@@ -225,8 +226,8 @@ impl Tracking {
         self.cost.meter()
     }
 
-    pub fn forget_client(&mut self, id: u64) {
-        self.senders.forget_client(id);
+    pub fn forget_client(&mut self, id: u64, info: Option<(u64, ClientInfo)>) {
+        self.senders.forget_client(id, info);
     }
 
     /// The periodic tick (`elapsed_ns` since the last): what counting cost,
@@ -285,6 +286,10 @@ impl Tracking {
         let carried = self.slots.carried_seconds();
         let rows = list(self.current().tracker(), clock::now_ms())?;
         Some(rows.into_iter().map(|p| p.allowing_for(carried)).collect())
+    }
+
+    pub fn senders(&self) -> &Senders {
+        &self.senders
     }
 
     pub fn routing(&self) -> Option<&Routing> {

@@ -79,8 +79,8 @@ impl FilteredCommand for Fake {
     fn in_script(&self) -> bool {
         self.in_script
     }
-    fn client_db(&self, _id: u64) -> Option<Db> {
-        Some(Some(self.db))
+    fn client_db(&self, _id: u64) -> Option<Asked> {
+        Some((Some(self.db), b"127.0.0.1".to_vec()))
     }
     fn key_exists(&self, _db: u16, _key: &[u8]) -> bool {
         false

@@ -92,9 +92,36 @@ pub fn as_pattern(prefix: &[u8]) -> Vec<u8> {
     pattern
 }
 
+/// The prefix a [`as_pattern`] pattern stands for (a prefix given as it
+/// is, without the final `*`, is taken as it is).
+pub fn from_pattern(pattern: &[u8]) -> Vec<u8> {
+    let Some(body) = pattern.strip_suffix(b"*") else {
+        return pattern.to_vec();
+    };
+    let mut prefix = Vec::with_capacity(body.len());
+    let mut escaped = false;
+    for &b in body {
+        if b == b'\\' && !escaped {
+            escaped = true;
+            continue;
+        }
+        escaped = false;
+        prefix.push(b);
+    }
+    prefix
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_gives_its_prefix_back() {
+        for prefix in [&b"tenant:7:"[..], b"a*b?[c]\\:", b""] {
+            assert_eq!(from_pattern(&as_pattern(prefix)), prefix);
+        }
+        assert_eq!(from_pattern(b"tenant:7:"), b"tenant:7:");
+    }
 
     fn prefixes(rule: &PrefixRule, key: &[u8]) -> Vec<Vec<u8>> {
         let mut out = Vec::new();

@@ -9,7 +9,9 @@
 //! change it (`SELECT`, `RESET`, an `EXEC` that may hold a `SELECT`).
 //! Between counted slots the filter sees nothing, not a `SELECT` either:
 //! each slot after an uncounted one is a new epoch, in which every client
-//! is asked again at its first command.
+//! is asked again at its first command. The same answer says the client's
+//! address: its host is numbered here ([`HostNumbers`]), for the counts of
+//! who sends what.
 //!
 //! Trust: a command filter runs before the server checks authentication,
 //! so a client that never logged in would be counted like any other. A
@@ -17,6 +19,7 @@
 //! ([`Trust::Verified`], see the module's `tracking/auth.rs`); a client refused is not
 //! asked about again for a while ([`Trust::RefusedUntil`]).
 
+use super::client_names::HostNumbers;
 use hashbrown::HashMap;
 
 /// Whether a client's commands may be counted.
@@ -35,11 +38,25 @@ pub enum Trust {
 /// keys are not counted).
 pub type Db = Option<u16>;
 
+/// What the server says of a client when asked: its database and its
+/// address without the port.
+pub type Asked = (Db, Vec<u8>);
+
+/// What the table knows of a client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub db: Db,
+    pub trust: Trust,
+    /// Its host's number ([`HostNumbers`]).
+    pub host: u32,
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Client {
     /// The database, and the epoch it was learnt in (`None`: unknown).
     db: Option<(Db, u64)>,
     trust: Trust,
+    host: u32,
 }
 
 /// More clients than this at once, and the memory is taken back (each is
@@ -52,52 +69,67 @@ pub struct ClientTable {
     epoch: u64,
     /// The last client looked up in this epoch, apart: a pipeline's
     /// commands come one client at a time, so most lookups stop here.
-    last: Option<(u64, Db, Trust)>,
+    last: Option<(u64, Seen)>,
+    hosts: HostNumbers,
 }
 
 impl ClientTable {
-    /// The client's database and trust, asking the server for the
-    /// database (`ask`) only if it is not known in this epoch; `None` if
-    /// the server could not say.
+    /// What is known of the client, asking the server (`ask`) only if its
+    /// database is not known in this epoch; `None` if the server could not
+    /// say.
     #[inline(always)]
-    pub fn get(&mut self, id: u64, ask: impl FnOnce() -> Option<Db>) -> Option<(Db, Trust)> {
-        if let Some((last, db, trust)) = self.last {
+    pub fn get(&mut self, id: u64, ask: impl FnOnce() -> Option<Asked>) -> Option<Seen> {
+        if let Some((last, seen)) = self.last {
             if last == id {
-                return Some((db, trust));
+                return Some(seen);
             }
         }
-        let (db, trust) = self.lookup(id, ask)?;
-        self.last = Some((id, db, trust));
-        Some((db, trust))
+        let seen = self.lookup(id, ask)?;
+        self.last = Some((id, seen));
+        Some(seen)
     }
 
     #[cold]
     #[inline(never)]
-    fn lookup(&mut self, id: u64, ask: impl FnOnce() -> Option<Db>) -> Option<(Db, Trust)> {
+    fn lookup(&mut self, id: u64, ask: impl FnOnce() -> Option<Asked>) -> Option<Seen> {
         let epoch = self.epoch;
         let known = self.known.get(&id).copied();
         let trust = known.map_or(Trust::Unverified, |c| c.trust);
         if let Some(Client {
             db: Some((db, learnt)),
+            host,
             ..
         }) = known
         {
             if learnt == epoch {
-                return Some((db, trust));
+                return Some(Seen { db, trust, host });
             }
         }
-        let db = ask()?;
+        let (db, addr) = ask()?;
+        let host = self.hosts.number(&addr);
         if self.known.len() >= MAX_CLIENTS && known.is_none() {
             self.known = HashMap::new();
         }
+        let learnt = Some((db, epoch));
         self.known.insert(
             id,
             Client {
-                db: Some((db, epoch)),
+                db: learnt,
                 trust,
+                host,
             },
         );
-        Some((db, trust))
+        Some(Seen { db, trust, host })
+    }
+
+    /// The hosts numbered so far.
+    pub fn hosts(&self) -> &HostNumbers {
+        &self.hosts
+    }
+
+    /// Is the client known (its commands seen)?
+    pub fn knows(&self, id: u64) -> bool {
+        self.known.contains_key(&id)
     }
 
     /// Commands went by unseen: any client may have changed database.
@@ -124,7 +156,15 @@ impl ClientTable {
         if let Some(client) = self.known.get_mut(&id) {
             client.trust = trust;
         } else {
-            self.known.insert(id, Client { db: None, trust });
+            let host = super::client_names::OTHER_HOSTS;
+            self.known.insert(
+                id,
+                Client {
+                    db: None,
+                    trust,
+                    host,
+                },
+            );
         }
         self.forget_last(id);
     }
@@ -136,13 +176,13 @@ impl ClientTable {
     }
 
     fn forget_last(&mut self, id: u64) {
-        if self.last.is_some_and(|(last, _, _)| last == id) {
+        if self.last.is_some_and(|(last, _)| last == id) {
             self.last = None;
         }
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.known.allocation_size()
+        self.known.allocation_size() + self.hosts.heap_bytes()
     }
 }
 
@@ -150,55 +190,79 @@ impl ClientTable {
 mod tests {
     use super::*;
 
+    /// The database and trust the table says, asking (if it asks) with
+    /// `db` at host 10.0.0.1.
+    fn get(t: &mut ClientTable, id: u64, db: Option<Db>) -> Option<(Db, Trust)> {
+        let seen = t.get(id, || db.map(|db| (db, b"10.0.0.1".to_vec())));
+        seen.map(|s| (s.db, s.trust))
+    }
+
     #[test]
     fn the_server_is_asked_once_per_client_until_it_may_have_changed() {
         let mut t = ClientTable::default();
         let mut asked = 0;
         let mut ask = |db: Db| {
             asked += 1;
-            Some(db)
+            Some((db, b"10.0.0.1".to_vec()))
         };
         let u = Trust::Unverified;
-        assert_eq!(t.get(7, || ask(Some(3))), Some((Some(3), u)));
-        assert_eq!(t.get(7, || ask(Some(9))), Some((Some(3), u)));
-        assert_eq!(t.get(8, || ask(None)), Some((None, u)));
-        assert_eq!(t.get(8, || ask(Some(1))), Some((None, u)));
+        let mut get = |t: &mut ClientTable, id, db| t.get(id, || ask(db)).map(|s| (s.db, s.trust));
+        assert_eq!(get(&mut t, 7, Some(3)), Some((Some(3), u)));
+        assert_eq!(get(&mut t, 7, Some(9)), Some((Some(3), u)));
+        assert_eq!(get(&mut t, 8, None), Some((None, u)));
+        assert_eq!(get(&mut t, 8, Some(1)), Some((None, u)));
         t.forget_db(7);
-        assert_eq!(t.get(7, || ask(Some(5))), Some((Some(5), u)));
+        assert_eq!(get(&mut t, 7, Some(5)), Some((Some(5), u)));
         // The server could not say: nothing is remembered.
         assert_eq!(t.get(9, || None), None);
         assert!(!t.known.contains_key(&9));
         // After unseen commands, every client is asked again, once.
         t.new_epoch();
-        assert_eq!(t.get(7, || ask(Some(6))), Some((Some(6), u)));
-        assert_eq!(t.get(7, || ask(Some(8))), Some((Some(6), u)));
+        assert_eq!(get(&mut t, 7, Some(6)), Some((Some(6), u)));
+        assert_eq!(get(&mut t, 7, Some(8)), Some((Some(6), u)));
         assert_eq!(asked, 4);
     }
 
     #[test]
     fn trust_outlives_epochs_and_database_changes_but_not_a_reset() {
         let mut t = ClientTable::default();
-        t.get(1, || Some(Some(0)));
+        get(&mut t, 1, Some(Some(0)));
         t.set_trust(1, Trust::Verified);
-        assert_eq!(t.get(1, || Some(Some(0))), Some((Some(0), Trust::Verified)));
+        assert_eq!(
+            get(&mut t, 1, Some(Some(0))),
+            Some((Some(0), Trust::Verified))
+        );
         t.new_epoch();
         t.forget_db(1);
-        assert_eq!(t.get(1, || Some(Some(4))), Some((Some(4), Trust::Verified)));
+        assert_eq!(
+            get(&mut t, 1, Some(Some(4))),
+            Some((Some(4), Trust::Verified))
+        );
         t.reset(1);
         assert_eq!(
-            t.get(1, || Some(Some(0))),
+            get(&mut t, 1, Some(Some(0))),
             Some((Some(0), Trust::Unverified))
         );
         // Trust set before the database is known is kept when it is learnt.
         t.set_trust(2, Trust::RefusedUntil(99));
-        assert_eq!(
-            t.get(2, || Some(Some(1))),
-            Some((Some(1), Trust::RefusedUntil(99)))
-        );
+        let refused = Trust::RefusedUntil(99);
+        assert_eq!(get(&mut t, 2, Some(Some(1))), Some((Some(1), refused)));
         t.remove(2);
         assert_eq!(
-            t.get(2, || Some(Some(1))),
+            get(&mut t, 2, Some(Some(1))),
             Some((Some(1), Trust::Unverified))
         );
+    }
+
+    #[test]
+    fn each_host_has_its_number_whatever_its_connections() {
+        let mut t = ClientTable::default();
+        let host = |t: &mut ClientTable, id, addr: &[u8]| {
+            t.get(id, || Some((Some(0), addr.to_vec()))).unwrap().host
+        };
+        let (a, b) = (host(&mut t, 1, b"10.0.0.2"), host(&mut t, 2, b"10.0.0.3"));
+        assert_ne!(a, b);
+        assert_eq!(host(&mut t, 3, b"10.0.0.2"), a);
+        assert_eq!(t.hosts().host(b), b"10.0.0.3");
     }
 }
