@@ -25,7 +25,7 @@ use crate::host::args::{err, integer};
 use crate::host::command_spec::{Arg, CommandSpec};
 use crate::host::options::Options;
 use crate::host::reply;
-use crate::tracking::who::{who_drives, Asked, Unanswered, WhoRow};
+use crate::tracking::who::{who_drives, Unanswered, WhoRow, Whose};
 use heavykeeper_tracker::counting::prefixes::from_pattern;
 use heavykeeper_tracker::server::client_names::GroupBy;
 use heavykeeper_tracker::Ranking;
@@ -43,7 +43,7 @@ pub fn of_row(ctx: &Context, args: &[RedisString]) -> RedisResult {
         Ranking::Prefixes => from_pattern(key.as_slice()),
         _ => key.as_slice().to_vec(),
     };
-    let asked = Asked::Row {
+    let asked = Whose::Row {
         ranking: query.ranking,
         db: query.db,
         key,
@@ -54,10 +54,10 @@ pub fn of_row(ctx: &Context, args: &[RedisString]) -> RedisResult {
 /// `HK.HOTCLIENTS ...`.
 pub fn hotclients(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let query = parse(args.get(1..).unwrap_or_default(), false)?;
-    answer(ctx, &Asked::Node, &query)
+    answer(ctx, &Whose::Node, &query)
 }
 
-fn answer(ctx: &Context, asked: &Asked, query: &Query) -> RedisResult {
+fn answer(ctx: &Context, asked: &Whose, query: &Query) -> RedisResult {
     let rows = who_drives(ctx, asked, query.by, query.count).map_err(|e| match e {
         Unanswered::Off => err(OFF),
         Unanswered::NoClientIds => err(NO_CLIENT_IDS),

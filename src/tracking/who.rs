@@ -20,7 +20,7 @@ use redis_module::Context;
 
 /// Whose accesses are asked about.
 #[derive(Clone, Debug)]
-pub enum Asked {
+pub enum Whose {
     /// The row `ranking` lists for `key` (a prefix for
     /// [`Ranking::Prefixes`]) in database `db`.
     Row {
@@ -71,7 +71,7 @@ enum Scale {
 /// The groups that sent `asked`'s accesses, most first, at most `count`.
 pub fn who_drives(
     ctx: &Context,
-    asked: &Asked,
+    asked: &Whose,
     by: GroupBy,
     count: usize,
 ) -> Result<Vec<WhoRow>, Unanswered> {
@@ -105,7 +105,7 @@ pub fn who_drives(
 }
 
 /// The senders of `asked` from the tracker (`None`: not a member).
-fn read(tracking: &mut Tracking, asked: &Asked, by: GroupBy) -> Result<Option<Read>, Unanswered> {
+fn read(tracking: &mut Tracking, asked: &Whose, by: GroupBy) -> Result<Option<Read>, Unanswered> {
     if !tracking.senders().names_clients() {
         return Err(Unanswered::NoClientIds);
     }
@@ -115,7 +115,7 @@ fn read(tracking: &mut Tracking, asked: &Asked, by: GroupBy) -> Result<Option<Re
     let counting = tracking.current();
     let tracker: &KeyTracker = counting.tracker();
     let (senders, scale) = match asked {
-        Asked::Row { ranking, db, key } => {
+        Whose::Row { ranking, db, key } => {
             let item = item_of(*db, key);
             let Some(senders) = tracker.senders(*ranking, &item, by_host, now) else {
                 return Ok(None);
@@ -123,7 +123,7 @@ fn read(tracking: &mut Tracking, asked: &Asked, by: GroupBy) -> Result<Option<Re
             let tally = tracker.key(*db, key, now).ranked(*ranking);
             (senders, Scale::Row(tally.allowing_for(carried)))
         }
-        Asked::Node => {
+        Whose::Node => {
             let Some(senders) = tracker.node_senders(by_host, now) else {
                 return Ok(None);
             };

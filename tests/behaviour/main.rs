@@ -14,6 +14,7 @@
 )]
 
 mod acl;
+mod clients;
 mod configuration;
 mod containment;
 mod counting;

@@ -16,5 +16,6 @@
 )]
 
 mod tracking_accuracy;
+mod tracking_clients;
 mod tracking_shards;
 mod tracking_trust;

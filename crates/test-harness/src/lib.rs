@@ -756,3 +756,53 @@ impl Server {
         format!("127.0.0.1:{}", self.port)
     }
 }
+
+/// A connection from host 127.0.0.`N`: another host to the server (its
+/// own address in `CLIENT LIST`), speaking RESP by hand.
+pub struct HostClient {
+    replies: std::io::BufReader<std::net::TcpStream>,
+}
+
+impl HostClient {
+    /// Connects from 127.0.0.`host` to the server on `port`.
+    pub fn connect(port: u16, host: u8) -> Self {
+        use socket2::{Domain, Socket, Type};
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a socket");
+        let local: std::net::SocketAddr = format!("127.0.0.{host}:0").parse().unwrap();
+        socket.bind(&local.into()).expect("bind to 127.0.0.N");
+        let remote: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        socket.connect(&remote.into()).expect("connect");
+        HostClient {
+            replies: std::io::BufReader::new(socket.into()),
+        }
+    }
+
+    /// Sends `commands` in one pipeline and waits for every reply (none
+    /// read back: the commands' replies must not be the line `+done`).
+    pub fn pipeline<'a>(&mut self, commands: impl IntoIterator<Item = &'a [&'a str]>) {
+        use std::io::{BufRead, Write};
+        let mut sent = Vec::new();
+        for parts in commands.into_iter().chain([&["PING", "done"][..]]) {
+            sent.extend(format!("*{}\r\n", parts.len()).as_bytes());
+            for part in parts {
+                sent.extend(format!("${}\r\n{part}\r\n", part.len()).as_bytes());
+            }
+        }
+        self.replies.get_mut().write_all(&sent).expect("send");
+        let mut line = String::new();
+        while line != "$4\r\n" || !self.next_is("done\r\n") {
+            line.clear();
+            assert_ne!(
+                self.replies.read_line(&mut line).expect("read"),
+                0,
+                "closed"
+            );
+        }
+    }
+
+    fn next_is(&mut self, wanted: &str) -> bool {
+        use std::io::BufRead;
+        let mut line = String::new();
+        self.replies.read_line(&mut line).is_ok() && line == wanted
+    }
+}

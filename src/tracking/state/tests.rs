@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::tracking::keys::FilteredCommand;
-use heavykeeper_tracker::server::client_table::Db;
+use heavykeeper_tracker::server::client_table::Asked;
 use heavykeeper_tracker::server::command_reply::Reply;
 use heavykeeper_tracker::server::hash_slot_map::HashSlotMap;
 use heavykeeper_tracker::worker;
