@@ -24,6 +24,8 @@ struct Figures {
     thinned_ms: u64,
     rates: (Tally, Tally),
     memory: u64,
+    /// Rows whose senders are counted, and the bytes that takes.
+    clients: (u64, u64),
     keys_counted: u64,
     cost: f64,
     /// The last tick's shares of a core: filter, clocks, worker.
@@ -52,6 +54,12 @@ fn figures(for_crash_report: bool) -> Figures {
                     .worker()
                     .try_counting()
                     .map_or(0, |c| c.tracker().keys_counted()),
+                clients: t.worker().try_counting().map_or((0, 0), |c| {
+                    let counted = c.tracker().clients();
+                    let rows = counted.map_or(0, |a| a.rows());
+                    let bytes = counted.map_or(0, |a| a.heap_bytes());
+                    (rows as u64, bytes as u64)
+                }),
                 cost: t.cost().budget().recent_cost(),
                 parts: t.cost().recent_shares(),
                 cost_counting_all: t.cost().budget().cost_when_counting().unwrap_or(0.0),
@@ -113,7 +121,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
     let thinned = seconds(f.thinned_ms * 1_000_000);
     let uncounted = mean_ms(uncounted_ns, slots.saturating_sub(counted));
     let counted_mean = mean_ms(f.slots.counted_ns, counted);
-    let fields: [(&str, Value); 40] = [
+    let fields: [(&str, Value); 42] = [
         ("enabled", i64::from(super::counting()).into()),
         ("k", i64::from(shape.k).into()),
         ("halflife_seconds", halflife.into()),
@@ -136,6 +144,8 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         ("writes_per_second_low", rate(writes.bounds().low).into()),
         ("writes_per_second_high", rate(writes.bounds().high).into()),
         ("memory_bytes", number(f.memory).into()),
+        ("client_rows", number(f.clients.0).into()),
+        ("client_rows_memory_bytes", number(f.clients.1).into()),
         ("keys_counted", number(f.keys_counted).into()),
         ("commands_seen", number(f.seen.commands_seen).into()),
         (

@@ -292,6 +292,17 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "Memory the tracker holds: sketches, batches, client table",
     )
     .in_unit(Unit::Bytes),
+    gauge(
+        "tracker_client_rows",
+        "heavykeeper_tracker_client_rows",
+        "Rows whose senders the tracker counts (7.2+, Valkey)",
+    ),
+    gauge(
+        "tracker_client_rows_memory_bytes",
+        "heavykeeper_tracker_client_rows_memory",
+        "Memory the rows' senders take (part of the tracker's)",
+    )
+    .in_unit(Unit::Bytes),
     // what it saw
     counter(
         "tracker_keys_counted",
