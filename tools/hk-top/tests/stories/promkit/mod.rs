@@ -2,8 +2,6 @@
 //! runs it, a real Prometheus (Debian's package) scraping it every second,
 //! Prometheus's HTTP query API, and `/metrics` read as series.
 
-#![allow(dead_code)] // each story uses its part
-
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -3,8 +3,6 @@
 //! a cluster client does (following `MOVED` and `ASK`, retrying `TRYAGAIN`)
 //! while every read is checked against the last write.
 
-#![allow(dead_code)] // each story uses its part
-
 pub use test_harness as common;
 
 use common::Cluster;
