@@ -15,7 +15,7 @@
 
 use crate::redis_phase::{query, Server};
 use crate::tracker_settings::info_f64;
-use crate::tracking_cost::{server_name, servers};
+use crate::tracking_cost::{server_name, servers, start_counting};
 use crate::tracking_truth::{commands_processed, saturate};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -334,15 +334,7 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
             read_us: None,
             error: None,
         };
-        let server = Server::start_modules(
-            &binary,
-            &[(
-                module.to_path_buf(),
-                ["track", "yes", "track-halflife", "86400"]
-                    .map(String::from)
-                    .to_vec(),
-            )],
-        );
+        let server = start_counting(&binary, module);
         let result = server.and_then(|server| {
             out.server = server_name(&server)?;
             for _ in 0..runs {

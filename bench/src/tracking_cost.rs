@@ -312,6 +312,13 @@ pub fn servers() -> Vec<String> {
     found
 }
 
+/// `binary` with the module counting every key, with a day's half-life:
+/// its counts are totals.
+pub fn start_counting(binary: &str, module: &Path) -> Result<Server, String> {
+    let args = ["track", "yes", "track-halflife", "86400"].map(String::from);
+    Server::start_modules(binary, &[(module.to_path_buf(), args.to_vec())])
+}
+
 /// The floor module, built beside the module (`make bench` builds it).
 fn floor_module(module: &Path) -> Option<PathBuf> {
     let floor = module.with_file_name("libhk_filter_floor.so");

@@ -9,7 +9,7 @@
 
 use crate::redis_phase::{query, Server};
 use crate::tracker_settings::{config, info_f64};
-use crate::tracking_cost::{server_name, servers};
+use crate::tracking_cost::{server_name, servers, start_counting};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::io::{BufRead, BufReader, Write as _};
@@ -358,15 +358,7 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerTruth> {
     let (runs, seconds) = if quick { (1, 5) } else { (2, 12) };
     let mut all = Vec::new();
     for binary in servers() {
-        let server = Server::start_modules(
-            &binary,
-            &[(
-                module.to_path_buf(),
-                ["track", "yes", "track-halflife", "86400"]
-                    .map(String::from)
-                    .to_vec(),
-            )],
-        );
+        let server = start_counting(&binary, module);
         let mut truth = ServerTruth {
             server: binary.clone(),
             runs: Vec::new(),
