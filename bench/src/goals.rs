@@ -191,17 +191,13 @@ fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
             }
             let what = |goal: &str| format!("{goal}, {}, on {}", load.label(), s.server);
             let readings = runs.len() * KEYS.len();
-            let listed = runs
-                .iter()
-                .flat_map(|r| &r.keys)
-                .filter(|k| k.listed)
-                .count();
+            let keys = || runs.iter().flat_map(|r| &r.keys);
+            let listed = keys().filter(|k| k.listed).count();
             // Their shares of what the node ran: ~10% each at ~20k commands/s,
             // a few tenths of a percent beside a saturating load (the issue's
             // line is 1%; held to every reading all the same).
-            let shares = runs.iter().flat_map(|r| &r.keys).map(|k| k.share);
-            let least = shares.clone().fold(f64::INFINITY, f64::min);
-            let most = shares.fold(0.0, f64::max);
+            let least = keys().map(|k| k.share).fold(f64::INFINITY, f64::min);
+            let most = keys().map(|k| k.share).fold(0.0, f64::max);
             goals.push(Goal::new(
                 what("every key of the six shapes (steady, ten bursts a second, three large bursts, on-off, many clients, MGET) listed"),
                 "in every reading",
@@ -235,22 +231,14 @@ fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 ),
                 (worst - 1.0).abs() <= 0.4 && (mean - 1.0).abs() <= 0.2,
             ));
-            let covered = runs
-                .iter()
-                .flat_map(|r| &r.keys)
-                .filter(|k| k.covered)
-                .count();
+            let covered = keys().filter(|k| k.covered).count();
             goals.push(Goal::new(
                 what("the truth inside the 95% bounds"),
                 ">= 90% of readings",
                 format!("{covered} of {readings}"),
                 covered as f64 >= 0.9 * readings as f64,
             ));
-            let phantoms: usize = runs
-                .iter()
-                .flat_map(|r| &r.keys)
-                .map(|k| k.phantoms_above)
-                .sum();
+            let phantoms: usize = keys().map(|k| k.phantoms_above).sum();
             goals.push(Goal::new(
                 what("phantom rows (a key with a third of the accesses or fewer listed above)"),
                 "none",

@@ -52,6 +52,15 @@ impl Options {
             .as_deref()
             .is_none_or(|o| o.split(',').any(|s| s == stage))
     }
+
+    /// What `measure` measures where `stage` runs, else nothing.
+    fn measured<T: Default>(&self, stage: &str, measure: impl FnOnce() -> T) -> T {
+        if self.runs(stage) {
+            measure()
+        } else {
+            T::default()
+        }
+    }
 }
 
 fn options() -> Options {
@@ -101,20 +110,11 @@ fn main() -> Result<(), String> {
     } else {
         (10_000_000, 1_000_000)
     };
+    // Bytes: 4 KiB to 1 MiB, doubling; quick, every other one from 8 KiB.
     let budgets: Vec<usize> = if o.quick {
-        vec![8 << 10, 32 << 10, 128 << 10, 512 << 10]
+        (13..=19).step_by(2).map(|b| 1 << b).collect()
     } else {
-        vec![
-            4 << 10,
-            8 << 10,
-            16 << 10,
-            32 << 10,
-            64 << 10,
-            128 << 10,
-            256 << 10,
-            512 << 10,
-            1 << 20,
-        ]
+        (12..=20).map(|b| 1 << b).collect()
     };
     let ks = [10usize, 100, 1000];
 
@@ -164,48 +164,32 @@ fn main() -> Result<(), String> {
             );
         }
     };
-    let rows = if o.runs("accuracy") {
+    let rows = o.measured("accuracy", || {
         accuracy::grid(&loads, &ks, &budgets, o.threads, &progress)
-    } else {
-        Vec::new()
-    };
+    });
 
     stage(
         3,
         "default parameters, and the shapes they were chosen from",
     );
-    let defaults = if o.runs("accuracy") {
-        defaults::default_parameters(&loads, &ks)
-    } else {
-        Vec::new()
-    };
+    let defaults = o.measured("accuracy", || defaults::default_parameters(&loads, &ks));
 
     let shape_seeds = if o.quick { 2 } else { 5 };
-    let shapes = if o.runs("shapes") {
-        shapes::measure(&loads, shape_seeds)
-    } else {
-        Vec::new()
-    };
+    let shapes = o.measured("shapes", || shapes::measure(&loads, shape_seeds));
 
     stage(4, "in-process speed");
     // Zipf(1.0), the second of the three made first.
     let zipf1 = loads.get(1).ok_or("no Zipf(1.0) workload")?;
     let rounds = if o.quick { 1 } else { 3 };
-    let (equal, by_k) = if o.runs("speed") {
+    let (equal, by_k) = o.measured("speed", || {
         (
             speed::at_equal_memory(zipf1, 100, 64 << 10, rounds),
             speed::ns_by_k(zipf1, &[10, 100, 1000, 10_000], rounds),
         )
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    });
 
     stage(5, "through Redis");
-    let redis = if o.runs("redis") {
-        redis_phase::measure(&o.module, o.quick)
-    } else {
-        redis_phase::RedisFigures::default()
-    };
+    let redis = o.measured("redis", || redis_phase::measure(&o.module, o.quick));
 
     stage(
         6,
@@ -215,11 +199,7 @@ fn main() -> Result<(), String> {
         .runs("fading")
         .then(|| fading::measure(o.quick))
         .transpose()?;
-    let merges = if o.runs("merge") {
-        merging::measure(&loads, &ks)
-    } else {
-        Vec::new()
-    };
+    let merges = o.measured("merge", || merging::measure(&loads, &ks));
 
     stage(
         7,
@@ -254,10 +234,9 @@ fn main() -> Result<(), String> {
         9,
         "watched sketches: event delays, cost per arrival, the cap",
     );
-    let watched = o.runs("watch").then(|| {
-        let module = std::fs::canonicalize(&o.module).unwrap_or_else(|_| o.module.clone());
-        watch_bench::measure(&module, zipf1, o.quick)
-    });
+    let watched = o
+        .runs("watch")
+        .then(|| watch_bench::measure(&module, zipf1, o.quick));
 
     let names: Vec<String> = loads.iter().map(|w| w.name.clone()).collect();
     let mut m = Measurements {

@@ -33,13 +33,9 @@ pub struct Server {
 }
 
 impl Server {
+    /// Debian's redis-server with the module.
     pub fn start(module: &Path) -> Result<Self, String> {
-        Self::start_binary("redis-server", module)
-    }
-
-    /// A server from `binary` (redis-server, valkey-server, ...) with the module.
-    pub fn start_binary(binary: &str, module: &Path) -> Result<Self, String> {
-        Self::start_modules(binary, &[(module.to_path_buf(), Vec::new())])
+        Self::start_modules("redis-server", &[(module.to_path_buf(), Vec::new())])
     }
 
     /// A server from `binary` with each module and its arguments.
@@ -129,28 +125,19 @@ impl Drop for Server {
     }
 }
 
-/// Requests per second that `redis-benchmark` reports for one command.
-pub fn benchmark(
-    port: u16,
-    requests: usize,
-    pipeline: usize,
-    command: &[&str],
-) -> Result<f64, String> {
-    benchmark_over(port, requests, pipeline, 1_000_000, command)
+/// `args` as one command: its reply, or the error as text.
+pub fn query<T: redis::FromRedisValue>(
+    con: &mut redis::Connection,
+    args: &[&str],
+) -> Result<T, String> {
+    redis::Cmd::new()
+        .arg(args)
+        .query(con)
+        .map_err(|e| e.to_string())
 }
 
-/// The same, with `__rand_int__` drawn from `0..keyspace`.
-pub fn benchmark_over(
-    port: u16,
-    requests: usize,
-    pipeline: usize,
-    keyspace: usize,
-    command: &[&str],
-) -> Result<f64, String> {
-    benchmark_clients(port, 50, requests, pipeline, keyspace, command)
-}
-
-/// The same, from `clients` connections.
+/// Requests per second that `redis-benchmark` reports for one command from
+/// `clients` connections, `__rand_int__` drawn from `0..keyspace`.
 pub fn benchmark_clients(
     port: u16,
     clients: usize,
@@ -193,39 +180,33 @@ pub fn add_versus_incr(
     rounds: usize,
 ) -> Result<Vec<VersusIncr>, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let _: () = redis::cmd("HK.RESERVE")
-        .arg("bench:hk")
-        .arg(100)
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
+    query::<()>(&mut con, &["HK.RESERVE", "bench:hk", "100"])?;
+    let commands: [&[&str]; 3] = [
+        &["INCR", "bench:counter"],
+        &["HK.ADD", "bench:hk", "item:__rand_int__"],
+        &["HK.QUERY", "bench:hk", "item:__rand_int__"],
+    ];
     let mut out = Vec::new();
     for pipeline in [1usize, 16] {
-        let (mut incr, mut add, mut query) = (Vec::new(), Vec::new(), Vec::new());
+        let mut rps: [Vec<f64>; 3] = Default::default();
         for _ in 0..rounds {
-            incr.push(benchmark(
-                server.port,
-                requests,
-                pipeline,
-                &["INCR", "bench:counter"],
-            )?);
-            add.push(benchmark(
-                server.port,
-                requests,
-                pipeline,
-                &["HK.ADD", "bench:hk", "item:__rand_int__"],
-            )?);
-            query.push(benchmark(
-                server.port,
-                requests,
-                pipeline,
-                &["HK.QUERY", "bench:hk", "item:__rand_int__"],
-            )?);
+            for (command, rps) in commands.iter().zip(&mut rps) {
+                rps.push(benchmark_clients(
+                    server.port,
+                    50,
+                    requests,
+                    pipeline,
+                    1_000_000,
+                    command,
+                )?);
+            }
         }
+        let [incr_rps, add_rps, query_rps] = rps.map(|mut r| median(&mut r).ok_or(NO_ROUNDS));
         out.push(VersusIncr {
             pipeline,
-            incr_rps: median(&mut incr).ok_or(NO_ROUNDS)?,
-            add_rps: median(&mut add).ok_or(NO_ROUNDS)?,
-            query_rps: median(&mut query).ok_or(NO_ROUNDS)?,
+            incr_rps: incr_rps?,
+            add_rps: add_rps?,
+            query_rps: query_rps?,
         });
     }
     Ok(out)
@@ -261,11 +242,7 @@ pub fn batch_costs(
     let mut con = server.connection().map_err(|e| e.to_string())?;
     let keys: Vec<String> = ks.iter().map(|k| format!("bench:rounds:{k}")).collect();
     for (key, k) in keys.iter().zip(ks) {
-        let _: () = redis::cmd("HK.RESERVE")
-            .arg(key)
-            .arg(*k)
-            .query(&mut con)
-            .map_err(|e| e.to_string())?;
+        query::<()>(&mut con, &["HK.RESERVE", key, &k.to_string()])?;
     }
     let mut chunks = w.stream.chunks(batch).cycle();
     // Warm every sketch (and the HyperLogLog) up to a steady state.
@@ -305,10 +282,7 @@ fn round_ns(
     w: &Workload,
     batches: &[&[u32]],
 ) -> Result<f64, String> {
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(con)
-        .map_err(|e| e.to_string())?;
+    query::<()>(con, &["CONFIG", "RESETSTAT"])?;
     for ids in batches {
         send_batch(con, command, key, w, ids)?;
     }
@@ -336,10 +310,7 @@ fn send_batch(
 
 /// `(calls, usec)` of `command` from `INFO commandstats`.
 pub fn command_stats(con: &mut redis::Connection, command: &str) -> Result<(f64, f64), String> {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(con)
-        .map_err(|e| e.to_string())?;
+    let info: String = query(con, &["INFO", "commandstats"])?;
     let prefix = format!("cmdstat_{command}:");
     let line = info
         .lines()

@@ -266,24 +266,18 @@ pub fn write(m: &Measurements, out: &Path) -> PathBuf {
         let _ = writeln!(md, "| {k} | {ns:.1} |");
     }
     md.push_str(&m.redis.markdown());
-    if let Some(fade) = &m.fade {
-        md.push_str(&fade.markdown());
-    }
-    if !m.merges.is_empty() {
-        md.push_str(&crate::merging::markdown(&m.merges));
-    }
-    if let Some(layout) = &m.layout {
-        md.push_str(&layout.markdown());
-    }
-    if let Some(ties) = &m.ties {
-        md.push_str(&ties.markdown());
-    }
-    if let Some(tracked) = &m.tracked {
-        md.push_str(&tracked.markdown());
-    }
-    if let Some(watched) = &m.watched {
-        md.push_str(&watched.markdown());
-    }
+    md.extend(
+        [
+            m.fade.as_ref().map(|f| f.markdown()),
+            (!m.merges.is_empty()).then(|| crate::merging::markdown(&m.merges)),
+            m.layout.as_ref().map(|l| l.markdown()),
+            m.ties.as_ref().map(|t| t.markdown()),
+            m.tracked.as_ref().map(|t| t.markdown()),
+            m.watched.as_ref().map(|w| w.markdown()),
+        ]
+        .into_iter()
+        .flatten(),
+    );
 
     if let Err(e) = std::fs::create_dir_all(out) {
         eprintln!("cannot create {}: {e}", out.display());

@@ -15,12 +15,10 @@ pub fn sample_label(sample: u64) -> String {
 
 /// `CONFIG SET heavykeeper.<name> <value>`.
 pub fn config(con: &mut redis::Connection, name: &str, value: &str) -> Result<(), String> {
-    redis::cmd("CONFIG")
-        .arg("SET")
-        .arg(format!("heavykeeper.{name}"))
-        .arg(value)
-        .query::<()>(con)
-        .map_err(|e| e.to_string())
+    crate::redis_phase::query(
+        con,
+        &["CONFIG", "SET", &format!("heavykeeper.{name}"), value],
+    )
 }
 
 /// A numeric field of `INFO heavykeeper` (`heavykeeper_<field>`).

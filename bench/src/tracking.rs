@@ -6,7 +6,7 @@
 //! default ([`tracking_truth`], its own stage), and what the tracker holds
 //! when clients send huge keys.
 
-use crate::redis_phase::Server;
+use crate::redis_phase::{query, Server};
 use crate::tracker_settings::{config, info_f64, sample_label, DEFAULT_SAMPLE};
 use crate::tracking_bounds;
 use crate::tracking_cost::{self, ServerCost};
@@ -146,12 +146,7 @@ fn precision(
         }
         pipe.query::<()>(&mut con).map_err(|e| e.to_string())?;
     }
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg("READS")
-        .arg("COUNT")
-        .arg(100)
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
+    let flat: Vec<redis::Value> = query(&mut con, &["HK.HOTKEYS", "READS", "COUNT", "100"])?;
     let counted = counted.share(&mut con);
     let listed: HashSet<Vec<u8>> = flat
         .chunks(4)
@@ -244,10 +239,7 @@ fn steady_rates(
         std::thread::sleep(Duration::from_millis(2));
     }
     let at = started.elapsed().as_secs_f64();
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg("READS")
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
+    let flat: Vec<redis::Value> = query(&mut con, &["HK.HOTKEYS", "READS"])?;
     let counted = counted.share(&mut con);
     let reported = |key: &str| -> f64 {
         flat.chunks(4)
@@ -284,10 +276,7 @@ fn huge_keys(server: &Server) -> Result<HugeKeys, String> {
     config(&mut con, "track-k", "100")?;
     config(&mut con, "track", "yes")?;
     let info = |con: &mut redis::Connection, section: &str, field: &str| -> Result<i64, String> {
-        let text: String = redis::cmd("INFO")
-            .arg(section)
-            .query(con)
-            .map_err(|e| e.to_string())?;
+        let text: String = query(con, &["INFO", section])?;
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{field}:")))
             .and_then(|v| v.trim().parse().ok())
@@ -304,9 +293,7 @@ fn huge_keys(server: &Server) -> Result<HugeKeys, String> {
             .query::<i64>(&mut con)
             .map_err(|e| e.to_string())?;
     }
-    redis::cmd("HK.HOTKEYS")
-        .query::<redis::Value>(&mut con)
-        .map_err(|e| e.to_string())?;
+    query::<redis::Value>(&mut con, &["HK.HOTKEYS"])?;
     let figures = HugeKeys {
         tracker_bytes: info(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes")? as u64,
         used_memory_growth: info(&mut con, "memory", "used_memory")? - before,

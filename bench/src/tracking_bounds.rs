@@ -13,9 +13,9 @@
 //! sent of it, or for a `redis-benchmark` key its share of what the
 //! benchmark sent). And what `WITHBOUNDS` costs a reader.
 
-use crate::redis_phase::Server;
+use crate::redis_phase::{query, Server};
 use crate::tracker_settings::info_f64;
-use crate::tracking_cost::{server_name, servers};
+use crate::tracking_cost::{server_name, servers, start_counting};
 use crate::tracking_truth::{commands_processed, saturate};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -161,16 +161,12 @@ fn listed(
     reads: bool,
     count: usize,
 ) -> Result<Vec<(String, f64, f64, f64)>, String> {
-    let mut cmd = redis::cmd("HK.HOTKEYS");
+    let count = count.to_string();
+    let mut args = vec!["HK.HOTKEYS", "COUNT", &count, "WITHBOUNDS"];
     if reads {
-        cmd.arg("READS");
+        args.insert(1, "READS");
     }
-    let flat: Vec<redis::Value> = cmd
-        .arg("COUNT")
-        .arg(count)
-        .arg("WITHBOUNDS")
-        .query(con)
-        .map_err(|e| e.to_string())?;
+    let flat: Vec<redis::Value> = query(con, &args)?;
     let mut rows = Vec::new();
     for row in flat.chunks(6) {
         let [key, _, rate, count, low, high] = row else {
@@ -207,10 +203,7 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
             None
         }
     };
-    redis::cmd("HK.HOTKEYS")
-        .arg("RESET")
-        .query::<()>(&mut con)
-        .map_err(|e| e.to_string())?;
+    query::<()>(&mut con, &["HK.HOTKEYS", "RESET"])?;
     let commands = commands_processed(&mut con);
     let started = Instant::now();
     let sent = traffic::send(&url, &load.shapes(seconds), Duration::from_secs(seconds));
@@ -316,14 +309,13 @@ fn read_cost(server: &Server) -> Result<(f64, f64), String> {
     for _ in 0..5 {
         for (best, bounds) in best.iter_mut().zip([false, true]) {
             let started = Instant::now();
+            let command: &[&str] = if bounds {
+                &["HK.HOTKEYS", "COUNT", "100", "WITHBOUNDS"]
+            } else {
+                &["HK.HOTKEYS", "COUNT", "100"]
+            };
             for _ in 0..200 {
-                let mut cmd = redis::cmd("HK.HOTKEYS");
-                cmd.arg("COUNT").arg(100);
-                if bounds {
-                    cmd.arg("WITHBOUNDS");
-                }
-                cmd.query::<redis::Value>(&mut con)
-                    .map_err(|e| e.to_string())?;
+                query::<redis::Value>(&mut con, command)?;
             }
             *best = best.min(started.elapsed().as_secs_f64() * 1e6 / 200.0);
         }
@@ -342,15 +334,7 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
             read_us: None,
             error: None,
         };
-        let server = Server::start_modules(
-            &binary,
-            &[(
-                module.to_path_buf(),
-                ["track", "yes", "track-halflife", "86400"]
-                    .map(String::from)
-                    .to_vec(),
-            )],
-        );
+        let server = start_counting(&binary, module);
         let result = server.and_then(|server| {
             out.server = server_name(&server)?;
             for _ in 0..runs {

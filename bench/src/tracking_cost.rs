@@ -14,7 +14,7 @@
 //! event), the module's timers, the tracker's worker thread (`hk-tracker`)
 //! and every thread. And what `track-misses yes` costs a hit and a miss.
 
-use crate::redis_phase::{benchmark_clients, median, Server};
+use crate::redis_phase::{benchmark_clients, median, query, Server};
 use crate::tracker_settings::{config, info_f64, sample_label, DEFAULT_SAMPLE};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -74,10 +74,7 @@ impl Mode {
     fn apply(self, con: &mut redis::Connection, floor: bool) -> Result<(), String> {
         let (track, sample, floor_mode) = self.settings();
         if floor {
-            redis::cmd("HKFLOOR.MODE")
-                .arg(floor_mode)
-                .query::<()>(con)
-                .map_err(|e| e.to_string())?;
+            query::<()>(con, &["HKFLOOR.MODE", floor_mode])?;
         }
         config(con, "track-sample", &sample.to_string())?;
         config(con, "track", track)
@@ -315,6 +312,13 @@ pub fn servers() -> Vec<String> {
     found
 }
 
+/// `binary` with the module counting every key, with a day's half-life:
+/// its counts are totals.
+pub fn start_counting(binary: &str, module: &Path) -> Result<Server, String> {
+    let args = ["track", "yes", "track-halflife", "86400"].map(String::from);
+    Server::start_modules(binary, &[(module.to_path_buf(), args.to_vec())])
+}
+
 /// The floor module, built beside the module (`make bench` builds it).
 fn floor_module(module: &Path) -> Option<PathBuf> {
     let floor = module.with_file_name("libhk_filter_floor.so");
@@ -354,10 +358,7 @@ pub fn measure(module: &Path, quick: bool) -> Result<Vec<ServerCost>, String> {
 
 pub fn server_name(server: &Server) -> Result<String, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let info: String = redis::cmd("INFO")
-        .arg("server")
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
+    let info: String = query(&mut con, &["INFO", "server"])?;
     let field = |name: &str| {
         info.lines()
             .find_map(|l| l.strip_prefix(&format!("{name}:")))
@@ -654,26 +655,11 @@ fn cluster_instructions(
         let mut server = Callgrind::start(binary, module, None, true)?;
         let mut con = server.connection()?;
         let port = server.port;
-        redis::cmd("CLUSTER")
-            .arg("ADDSLOTSRANGE")
-            .arg(0)
-            .arg(16383)
-            .query::<()>(&mut con)
-            .ok()?;
-        let ok = (0..300).any(|_| {
-            let info: String = redis::cmd("CLUSTER")
-                .arg("INFO")
-                .query(&mut con)
-                .unwrap_or_default();
-            let ok = info.contains("cluster_state:ok");
-            if !ok {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            ok
-        });
-        if !ok {
-            return None;
-        }
+        query::<()>(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]).ok()?;
+        retry(300, || {
+            let info: String = query(&mut con, &["CLUSTER", "INFO"]).unwrap_or_default();
+            info.contains("cluster_state:ok").then_some(())
+        })?;
         let get = |port, n| benchmark_clients(port, 8, n, 16, 100_000, &["GET", GET_KEY]);
         get(port, 50_000).ok()?;
         let mut rows = Vec::new();
@@ -685,7 +671,7 @@ fn cluster_instructions(
             rows.push((v, run));
         }
         // The slots were counted: HK.HOTSLOTS lists some.
-        let slots: Vec<redis::Value> = redis::cmd("HK.HOTSLOTS").query(&mut con).ok()?;
+        let slots: Vec<redis::Value> = query(&mut con, &["HK.HOTSLOTS"]).ok()?;
         if slots.is_empty() {
             eprintln!("    cluster: HK.HOTSLOTS listed no slot");
         }
@@ -701,20 +687,6 @@ struct Callgrind {
     port: u16,
     dir: PathBuf,
     dumps: usize,
-}
-
-/// One dump: what each thread ran since the counters were zeroed.
-struct Dump {
-    /// The main thread (callgrind's thread 1).
-    main: f64,
-    /// The main thread's inside `processCommand`.
-    in_command: Option<f64>,
-    /// The main thread's in the module's timers.
-    timers: f64,
-    /// The threads that ran the module's code (the tracker's worker).
-    worker: f64,
-    /// Every thread.
-    all: f64,
 }
 
 impl Callgrind {
@@ -765,12 +737,9 @@ impl Callgrind {
             dir,
             dumps: 0,
         };
-        (0..300)
-            .any(|_| {
-                std::thread::sleep(Duration::from_millis(100));
-                server.connection().is_some()
-            })
-            .then_some(server)
+        std::thread::sleep(Duration::from_millis(100));
+        retry(300, || server.connection().map(|_| ()))?;
+        Some(server)
     }
 
     fn connection(&self) -> Option<redis::Connection> {
@@ -824,8 +793,9 @@ impl Callgrind {
         ))
     }
 
-    /// Dumps the counters and reads every thread's part of the dump.
-    fn dump(&mut self) -> Option<Dump> {
+    /// Dumps the counters and reads every thread's part of the dump: what
+    /// each ran since the counters were zeroed (totals, not per `GET`).
+    fn dump(&mut self) -> Option<PerGet> {
         self.control(&["--dump"])?;
         self.dumps += 1;
         let prefix = format!("cg.out.{}-", self.dumps);
@@ -836,13 +806,7 @@ impl Callgrind {
                 .ok()
                 .filter(|t| t.contains("summary:") && t.contains("totals:"))
         };
-        (0..100).find_map(|_| {
-            let text = complete(&main_file);
-            if text.is_none() {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            text
-        })?;
+        retry(100, || complete(&main_file))?;
         // Every thread's file of this dump, each complete.
         std::thread::sleep(Duration::from_millis(200));
         let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
@@ -858,13 +822,7 @@ impl Callgrind {
         files.sort();
         let (mut main, mut worker, mut all) = (None, 0.0, 0.0);
         for file in &files {
-            let text = (0..50).find_map(|_| {
-                let text = complete(file);
-                if text.is_none() {
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                text
-            })?;
+            let text = retry(50, || complete(file))?;
             let total: f64 = text
                 .lines()
                 .find_map(|l| l.strip_prefix("summary: "))
@@ -885,14 +843,26 @@ impl Callgrind {
                 .map(|(_, n)| *n)
                 .reduce(f64::max)
         };
-        Some(Dump {
+        Some(PerGet {
             main: main?,
             in_command: of("processCommand"),
             timers: of("moduleTimerHandler").unwrap_or(0.0),
             worker,
             all,
+            ..Default::default()
         })
     }
+}
+
+/// `f` until it gives something, at most `tries` times, 100 ms apart.
+fn retry<T>(tries: usize, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    (0..tries).find_map(|_| {
+        let found = f();
+        if found.is_none() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        found
+    })
 }
 
 /// Whether a thread's profile ran the module's own code (the tracker's

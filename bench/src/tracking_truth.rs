@@ -7,9 +7,9 @@
 //! commands refused before they run, and beside a client that never
 //! authenticated (which must not be counted).
 
-use crate::redis_phase::Server;
+use crate::redis_phase::{query, Server};
 use crate::tracker_settings::{config, info_f64};
-use crate::tracking_cost::{server_name, servers};
+use crate::tracking_cost::{server_name, servers, start_counting};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::io::{BufRead, BufReader, Write as _};
@@ -204,10 +204,7 @@ pub(crate) fn saturate(port: u16) -> Result<Child, String> {
 }
 
 pub(crate) fn commands_processed(con: &mut redis::Connection) -> f64 {
-    let info: String = redis::cmd("INFO")
-        .arg("stats")
-        .query(con)
-        .unwrap_or_default();
+    let info: String = query(con, &["INFO", "stats"]).unwrap_or_default();
     info.lines()
         .find_map(|l| l.strip_prefix("total_commands_processed:"))
         .and_then(|v| v.trim().parse().ok())
@@ -216,11 +213,7 @@ pub(crate) fn commands_processed(con: &mut redis::Connection) -> f64 {
 
 /// Counts listed by `HK.HOTKEYS`, by key (RESP2: flat rows of four).
 fn listed(con: &mut redis::Connection) -> Result<HashMap<String, f64>, String> {
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg("COUNT")
-        .arg(1000)
-        .query(con)
-        .map_err(|e| e.to_string())?;
+    let flat: Vec<redis::Value> = query(con, &["HK.HOTKEYS", "COUNT", "1000"])?;
     let mut counts = HashMap::new();
     for row in flat.chunks(4) {
         let [key, _, _, count] = row else {
@@ -241,10 +234,7 @@ fn poller(url: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
         };
         let mut polls = 0;
         while !stop.load(Ordering::Relaxed) {
-            if redis::cmd("HK.HOTKEYS")
-                .query::<redis::Value>(&mut con)
-                .is_ok()
-            {
+            if query::<redis::Value>(&mut con, &["HK.HOTKEYS"]).is_ok() {
                 polls += 1;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -305,20 +295,12 @@ fn one_run(server: &Server, scenario: Scenario, seconds: u64) -> Result<Run, Str
         Scenario::Every => config(&mut con, "track-sample", "1")?,
         Scenario::Unauthenticated => {
             // This connection stays logged in; the traffic logs in.
-            redis::cmd("CONFIG")
-                .arg("SET")
-                .arg("requirepass")
-                .arg(PASSWORD)
-                .query::<()>(&mut con)
-                .map_err(|e| e.to_string())?;
+            query::<()>(&mut con, &["CONFIG", "SET", "requirepass", PASSWORD])?;
             url = format!("redis://:{PASSWORD}@127.0.0.1:{}/", server.port);
         }
         _ => {}
     }
-    redis::cmd("HK.HOTKEYS")
-        .arg("RESET")
-        .query::<()>(&mut con)
-        .map_err(|e| e.to_string())?;
+    query::<()>(&mut con, &["HK.HOTKEYS", "RESET"])?;
     let field = |con: &mut redis::Connection, f: &str| info_f64(con, f).unwrap_or(f64::NAN);
     let (counted, cpu, commands, dropped) = (
         field(&mut con, "tracker_seconds_counted"),
@@ -350,12 +332,7 @@ fn one_run(server: &Server, scenario: Scenario, seconds: u64) -> Result<Run, Str
     }
     match scenario {
         Scenario::Every => config(&mut con, "track-sample", "0")?,
-        Scenario::Unauthenticated => redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("requirepass")
-            .arg("")
-            .query::<()>(&mut con)
-            .map_err(|e| e.to_string())?,
+        Scenario::Unauthenticated => query(&mut con, &["CONFIG", "SET", "requirepass", ""])?,
         _ => {}
     }
     if let Some(polls) = polls {
@@ -381,15 +358,7 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerTruth> {
     let (runs, seconds) = if quick { (1, 5) } else { (2, 12) };
     let mut all = Vec::new();
     for binary in servers() {
-        let server = Server::start_modules(
-            &binary,
-            &[(
-                module.to_path_buf(),
-                ["track", "yes", "track-halflife", "86400"]
-                    .map(String::from)
-                    .to_vec(),
-            )],
-        );
+        let server = start_counting(&binary, module);
         let mut truth = ServerTruth {
             server: binary.clone(),
             runs: Vec::new(),

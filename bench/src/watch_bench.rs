@@ -1,7 +1,7 @@
 //! Watched sketches through a real server: how soon a subscriber hears of
 //! a crossing, what watching costs an arrival, and the event cap.
 
-use crate::redis_phase::{command_stats, Server};
+use crate::redis_phase::{command_stats, query, Server};
 use crate::workloads::Workload;
 use std::fmt::Write;
 use std::path::Path;
@@ -41,10 +41,7 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 /// A subscriber thread: (receipt time in Unix ms, JSON event) per message.
 fn subscribe(server: &Server, channel: &str) -> Result<mpsc::Receiver<(f64, String)>, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let _: redis::Value = redis::cmd("SUBSCRIBE")
-        .arg(channel)
-        .query(&mut con)
-        .map_err(|e| e.to_string())?;
+    query::<redis::Value>(&mut con, &["SUBSCRIBE", channel])?;
     let (send, receive) = mpsc::channel();
     std::thread::spawn(move || {
         while let Ok(redis::Value::Array(parts)) = con.recv_response() {
@@ -59,15 +56,8 @@ fn subscribe(server: &Server, channel: &str) -> Result<mpsc::Receiver<(f64, Stri
     Ok(receive)
 }
 
-fn cmd(con: &mut redis::Connection, parts: &[&str]) -> Result<redis::Value, String> {
-    let [name, args @ ..] = parts else {
-        return Err("an empty command".into());
-    };
-    let mut c = redis::cmd(name);
-    for p in args {
-        c.arg(*p);
-    }
-    c.query(con).map_err(|e| e.to_string())
+fn cmd(con: &mut redis::Connection, parts: &[&str]) -> Result<(), String> {
+    query(con, parts)
 }
 
 pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> WatchFigures {
@@ -283,36 +273,22 @@ fn idle_watches(module: &Path, n: usize) -> Result<(usize, f64, f64), String> {
         let mut pipe = redis::pipe();
         for i in chunk {
             let key = format!("idle:{i}");
-            pipe.cmd("HK.RESERVE")
-                .arg(&key)
-                .arg(1)
-                .arg("WIDTH")
-                .arg(8)
-                .arg("DEPTH")
-                .arg(1)
-                .arg("HALFLIFE")
-                .arg(3600)
-                .ignore();
+            let reserve = ["1", "WIDTH", "8", "DEPTH", "1", "HALFLIFE", "3600"];
+            pipe.cmd("HK.RESERVE").arg(&key).arg(&reserve).ignore();
             pipe.cmd("HK.WATCH")
                 .arg(&key)
-                .arg("idle")
-                .arg("MEMBERS")
+                .arg(&["idle", "MEMBERS"])
                 .ignore();
             pipe.cmd("HK.INCRBYAT")
                 .arg(&key)
-                .arg(&now)
-                .arg("x")
-                .arg(10)
+                .arg(&[&now, "x", "10"])
                 .ignore();
         }
         pipe.query::<()>(&mut con).map_err(|e| e.to_string())?;
     }
     // Let the timer derive every watch once (its first visit) before measuring.
     std::thread::sleep(Duration::from_secs(2));
-    let watched = redis::cmd("INFO")
-        .arg("heavykeeper")
-        .query::<String>(&mut con)
-        .map_err(|e| e.to_string())?;
+    let watched: String = query(&mut con, &["INFO", "heavykeeper"])?;
     if !watched.contains(&format!("heavykeeper_watched_keys:{n}")) {
         return Err(format!("expected {n} watched keys"));
     }

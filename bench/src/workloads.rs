@@ -155,48 +155,47 @@ pub fn shifting(distinct: usize, arrivals: usize, seed: u64) -> Result<Workload,
     Workload::new("shifting".into(), key_names(half * 2), stream)
 }
 
-/// Lower-cased alphabetic words of a text, in order.
-pub fn words_of(name: &str, text: impl Read) -> std::io::Result<Workload> {
+/// A workload of `items` in order, each distinct item an id (by first
+/// arrival).
+fn interned(
+    name: String,
+    items: impl IntoIterator<Item = std::io::Result<Vec<u8>>>,
+) -> std::io::Result<Workload> {
     let mut ids: HashMap<Vec<u8>, u32> = HashMap::new();
     let mut names = Vec::new();
-    let mut stream = Vec::new();
-    let reader = std::io::BufReader::new(text);
-    for line in reader.split(b'\n').map_while(Result::ok) {
-        for word in line
-            .split(|b| !b.is_ascii_alphabetic())
-            .filter(|w| !w.is_empty())
-        {
-            let word = word.to_ascii_lowercase();
-            let next = names.len() as u32;
-            let id = *ids.entry(word.clone()).or_insert_with(|| {
-                names.push(word);
+    let stream = (items.into_iter())
+        .map(|item| {
+            let (item, next) = (item?, names.len() as u32);
+            Ok(*ids.entry(item.clone()).or_insert_with(|| {
+                names.push(item);
                 next
-            });
-            stream.push(id);
-        }
-    }
-    Workload::new(name.into(), names, stream).map_err(std::io::Error::other)
+            }))
+        })
+        .collect::<std::io::Result<_>>()?;
+    Workload::new(name, names, stream).map_err(std::io::Error::other)
+}
+
+/// Lower-cased alphabetic words of a text, in order.
+pub fn words_of(name: &str, text: impl Read) -> std::io::Result<Workload> {
+    let lines = std::io::BufReader::new(text)
+        .split(b'\n')
+        .map_while(Result::ok);
+    let words = lines.flat_map(|line| {
+        (line.split(|b| !b.is_ascii_alphabetic()))
+            .filter(|w| !w.is_empty())
+            .map(|w| Ok(w.to_ascii_lowercase()))
+            .collect::<Vec<_>>()
+    });
+    interned(name.into(), words)
 }
 
 /// One item per line, as given (the `STREAM=path` workload).
 pub fn lines_of(path: &Path) -> std::io::Result<Workload> {
     let file = std::fs::File::open(path)?;
-    let mut ids: HashMap<Vec<u8>, u32> = HashMap::new();
-    let mut names = Vec::new();
-    let mut stream = Vec::new();
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let line = line?;
-        let next = names.len() as u32;
-        let id = *ids.entry(line.clone()).or_insert_with(|| {
-            names.push(line);
-            next
-        });
-        stream.push(id);
-    }
     let name = path
         .file_name()
         .map_or("stream".into(), |n| n.to_string_lossy().into_owned());
-    Workload::new(name, names, stream).map_err(std::io::Error::other)
+    interned(name, std::io::BufReader::new(file).split(b'\n'))
 }
 
 /// Identifier tokens of a tree of source files, in path order: source code's
@@ -219,29 +218,19 @@ pub fn source_tokens(name: &str, root: &Path, extension: &str) -> std::io::Resul
     if files.is_empty() {
         return Err(std::io::Error::other(format!("no .{extension} files")));
     }
-    let mut ids: HashMap<Vec<u8>, u32> = HashMap::new();
-    let mut names = Vec::new();
-    let mut stream = Vec::new();
-    for file in files {
-        let Ok(text) = std::fs::read(&file) else {
-            continue;
-        };
-        for run in text.split(|b| !(b.is_ascii_alphanumeric() || *b == b'_')) {
-            // A token starts at a letter or `_`: `2x` is the token `x`.
+    let texts = files.iter().filter_map(|file| std::fs::read(file).ok());
+    let tokens = texts.flat_map(|text| {
+        let runs = text.split(|b| !(b.is_ascii_alphanumeric() || *b == b'_'));
+        // A token starts at a letter or `_`: `2x` is the token `x`.
+        let tokens = runs.map(|run| {
             let digits = run.iter().take_while(|b| b.is_ascii_digit()).count();
-            let token = run.get(digits..).unwrap_or_default();
-            if token.is_empty() {
-                continue;
-            }
-            let next = names.len() as u32;
-            let id = *ids.entry(token.to_vec()).or_insert_with(|| {
-                names.push(token.to_vec());
-                next
-            });
-            stream.push(id);
-        }
-    }
-    Workload::new(name.into(), names, stream).map_err(std::io::Error::other)
+            run.get(digits..).unwrap_or_default()
+        });
+        (tokens.filter(|t| !t.is_empty()))
+            .map(|t| Ok(t.to_vec()))
+            .collect::<Vec<_>>()
+    });
+    interned(name.into(), tokens)
 }
 
 /// The Python standard library Debian installs (`libpython3-stdlib`), the

@@ -172,12 +172,7 @@ impl Drop for Lease {
             renewer.thread().unpark();
             let _ = renewer.join();
         }
-        let release = redis::cmd("EVAL")
-            .arg(RELEASE_SCRIPT)
-            .arg(1)
-            .arg(LEASE_KEY)
-            .arg(self.shared.holder.to_value())
-            .clone();
+        let release = eval(RELEASE_SCRIPT, &[&self.shared.holder.to_value()]);
         let _ = lock(&self.shared.keeper).run(&release);
     }
 }
@@ -195,13 +190,8 @@ fn renew_until_stopped(shared: &Shared) {
 impl Shared {
     fn renew(&self) {
         let asked = Instant::now();
-        let renew = redis::cmd("EVAL")
-            .arg(RENEW_SCRIPT)
-            .arg(1)
-            .arg(LEASE_KEY)
-            .arg(self.holder.to_value())
-            .arg(TTL.as_millis() as u64)
-            .clone();
+        let ttl_ms = TTL.as_millis().to_string();
+        let renew = eval(RENEW_SCRIPT, &[&self.holder.to_value(), &ttl_ms]);
         match lock(&self.keeper).run(&renew) {
             Ok(Value::Int(1)) => *lock(&self.valid_until) = asked + TTL,
             Ok(_) => self.lost.store(true, Ordering::Relaxed),
@@ -218,18 +208,21 @@ const RENEW_SCRIPT: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return
 const RELEASE_SCRIPT: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 
+/// `EVAL script 1 <the lease's key> args...`.
+fn eval(script: &str, args: &[&str]) -> redis::Cmd {
+    let mut eval = redis::cmd("EVAL");
+    eval.arg(script).arg(1).arg(LEASE_KEY).arg(args);
+    eval
+}
+
 /// When the lease was taken (`SET NX`, or a dead holder's swapped), or
 /// `None` where it changed hands under the try (lapsed between two
 /// commands): try again.
 fn try_take(link: &mut KeyLink, me: &Holder) -> Result<Option<Instant>, Error> {
     let taken_at = Instant::now();
-    let ttl_ms = TTL.as_millis() as u64;
+    let (me_value, ttl_ms) = (me.to_value(), TTL.as_millis().to_string());
     let set = redis::cmd("SET")
-        .arg(LEASE_KEY)
-        .arg(me.to_value())
-        .arg("NX")
-        .arg("PX")
-        .arg(ttl_ms)
+        .arg(&[LEASE_KEY, &me_value, "NX", "PX", &ttl_ms])
         .clone();
     let mut taken = matches!(link.run(&set)?, Value::Okay | Value::SimpleString(_));
     if !taken {
@@ -240,14 +233,7 @@ fn try_take(link: &mut KeyLink, me: &Holder) -> Result<Option<Instant>, Error> {
         let holder = Holder::parse(&held);
         match holder {
             Some(h) if h.died_here() => {
-                let swap = redis::cmd("EVAL")
-                    .arg(SWAP_SCRIPT)
-                    .arg(1)
-                    .arg(LEASE_KEY)
-                    .arg(&held)
-                    .arg(me.to_value())
-                    .arg(ttl_ms)
-                    .clone();
+                let swap = eval(SWAP_SCRIPT, &[&held, &me_value, &ttl_ms]);
                 taken = matches!(link.run(&swap)?, Value::Okay | Value::SimpleString(_));
                 if !taken {
                     return Ok(None);

@@ -4,23 +4,10 @@
 
 use test_harness as common;
 
+use crate::support::hk_top_ok as hk_top;
 use common::{value, Cluster, Server, TRACK_EVERY_COMMAND};
 use serde_json::Value as Json;
 use std::collections::HashMap;
-use std::process::Command;
-
-fn hk_top(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_hk-top"))
-        .args(args)
-        .output()
-        .expect("run hk-top");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
 
 #[test]
 fn once_prints_the_hottest_keys_of_one_server() {

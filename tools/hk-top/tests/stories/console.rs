@@ -437,27 +437,16 @@ fn hot_misses_join_the_view_once_the_server_counts_them() {
 }
 
 #[test]
-fn ctrl_c_leaves_the_terminal_as_found() {
+fn ctrl_c_sigterm_and_sighup_each_leave_the_terminal_as_found() {
     let server = busy_server();
-    let t = start_on(&server, 80, 24, &[]);
-    t.keys(&["C-c"]);
-    t.assert_restored(0);
-}
-
-#[test]
-fn sigterm_leaves_the_terminal_as_found() {
-    let server = busy_server();
-    let t = start_on(&server, 80, 24, &[]);
-    t.signal("TERM");
-    t.assert_restored(128 + 15);
-}
-
-#[test]
-fn sighup_leaves_the_terminal_as_found() {
-    let server = busy_server();
-    let t = start_on(&server, 80, 24, &[]);
-    t.signal("HUP");
-    t.assert_restored(128 + 1);
+    for (end, status) in [("C-c", 0), ("TERM", 128 + 15), ("HUP", 128 + 1)] {
+        let t = start_on(&server, 80, 24, &[]);
+        match end {
+            "C-c" => t.keys(&[end]),
+            signal => t.signal(signal),
+        }
+        t.assert_restored(status);
+    }
 }
 
 #[test]

@@ -20,23 +20,13 @@
 
 use crate::picture::{Line, Panel, PanelData};
 use crate::promkit::{now, range_values, sample_value, Exporter, Prometheus};
-use crate::support::{load_keys, owner_map, slot_of, Traffic};
+use crate::support::{load_keys, owner_map, slot_of, track_misses, Traffic};
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use test_harness::Cluster;
 
-const TRACK: &[&str] = &[
-    "track",
-    "yes",
-    "track-sample",
-    "1",
-    "track-halflife",
-    "10",
-    "track-misses",
-    "yes",
-];
 /// GETs and SETs per second, all clients together.
 const RATE: f64 = 3000.0;
 const HOT_KEY: &str = "product:42";
@@ -408,7 +398,7 @@ fn every_panel_s_queries_bring_back_what_it_shows_and_the_rules_evaluate() {
     check_model(&dashboard);
     let specs = panels(&dashboard);
 
-    let cluster = Cluster::start(TRACK);
+    let cluster = Cluster::start(&track_misses("10"));
     let Workload {
         weighted,
         keys,

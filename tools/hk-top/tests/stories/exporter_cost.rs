@@ -7,21 +7,12 @@
 //! only that every node answered and the series stay within their bound.
 
 use crate::promkit::{samples, Exporter};
+use crate::support::track_misses;
 use heavykeeper_tracker::hash_slot;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use test_harness::{info_field, wait_until, Server};
 
-const TRACK: &[&str] = &[
-    "track",
-    "yes",
-    "track-sample",
-    "1",
-    "track-halflife",
-    "600",
-    "track-misses",
-    "yes",
-];
 const CLUSTER_ARGS: &[&str] = &[
     "--cluster-enabled",
     "yes",
@@ -35,7 +26,7 @@ const SCRAPES: usize = 20;
 /// `CLUSTER ADDSLOTSRANGE`, more are joined by `redis-cli --cluster create`.
 fn primaries(n: usize) -> Vec<Server> {
     let nodes: Vec<Server> = (0..n)
-        .map(|_| Server::start_configured(TRACK, CLUSTER_ARGS))
+        .map(|_| Server::start_configured(&track_misses("600"), CLUSTER_ARGS))
         .collect();
     if n == 1 {
         let _: () = redis::cmd("CLUSTER")

@@ -9,7 +9,7 @@
 //! (no stale series left behind).
 
 use crate::promkit::{range_values, sample_value, samples, Exporter, Prometheus, Sample};
-use crate::support::{owner_map, slot_of};
+use crate::support::{owner_map, slot_of, track_misses};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 use test_harness::{wait_until, Cluster};
@@ -19,18 +19,6 @@ const WAVES: usize = 20;
 const PER_WAVE: usize = 2_000;
 /// Each wave lasts this long at least, so that Prometheus scrapes it.
 const WAVE: Duration = Duration::from_millis(1_200);
-
-/// Forgets in seconds: the lists follow the waves.
-const TRACK: &[&str] = &[
-    "track",
-    "yes",
-    "track-sample",
-    "1",
-    "track-halflife",
-    "2",
-    "track-misses",
-    "yes",
-];
 
 /// The families whose series are rows of a node's lists, cut to `--count`.
 fn is_list(name: &str) -> bool {
@@ -100,7 +88,8 @@ fn send_wave(wave: usize, owners: &[String], cons: &mut HashMap<String, redis::C
 
 #[test]
 fn series_stay_within_count_and_keys_that_left_the_lists_leave_prometheus() {
-    let cluster = Cluster::start(TRACK);
+    // Forgets in seconds: the lists follow the waves.
+    let cluster = Cluster::start(&track_misses("2"));
     let exporter = Exporter::start(cluster.nodes[0].port, &["--count", &COUNT.to_string()]);
     let prometheus = Prometheus::start(&[exporter.port], None);
     let owners = owner_map(&cluster);

@@ -6,6 +6,7 @@
 
 use test_harness as common;
 
+use crate::support::{hk_top, hk_top_ok};
 use base64::Engine;
 use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};
 use serde_json::Value as Json;
@@ -201,19 +202,12 @@ fn db_node_and_sort_narrow_and_order_once() {
     assert_eq!(names(&[b"-p", p, b"--db", b"0"]).len(), 3);
     assert!(names(&[b"-p", p, b"--db", b"1"]).is_empty());
     // The table takes the same flags.
-    let out = Command::new(env!("CARGO_BIN_EXE_hk-top"))
-        .args(["-p", &port, "--once", "--match", "{c}*"])
-        .output()
-        .unwrap();
-    let table = String::from_utf8(out.stdout).unwrap();
+    let table = hk_top_ok(&["-p", &port, "--once", "--match", "{c}*"]);
     let rows: Vec<&str> = table.lines().skip(1).collect();
     assert_eq!(rows.len(), 1, "{table}");
     assert!(rows[0].starts_with("{c}:k "), "{table}");
     // A sort key that does not exist is refused, with the ones that do.
-    let out = Command::new(env!("CARGO_BIN_EXE_hk-top"))
-        .args(["-p", &port, "--once", "--sort", "hotness"])
-        .output()
-        .unwrap();
+    let out = hk_top(&["-p", &port, "--once", "--sort", "hotness"], &[]);
     assert_eq!(out.status.code(), Some(2));
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("total") && e.contains("writes"), "{e}");

@@ -12,13 +12,10 @@ use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};
 use redis::Value;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn hk_top(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hk-top"))
-        .args(args)
-        .output()
-        .expect("run hk-top")
+    crate::support::hk_top(args, &[])
 }
 
 /// stdout of a run that succeeded with nothing on stderr.

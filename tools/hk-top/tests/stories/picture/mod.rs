@@ -2,8 +2,6 @@
 //! panel's queries, laid out on the dashboard's own grid (24 columns), with
 //! the `plotters` crate: not Grafana's rendering, but Grafana's data.
 
-#![allow(dead_code)] // each story uses its part
-
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use std::path::Path;

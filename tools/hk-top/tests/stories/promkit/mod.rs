@@ -2,8 +2,6 @@
 //! runs it, a real Prometheus (Debian's package) scraping it every second,
 //! Prometheus's HTTP query API, and `/metrics` read as series.
 
-#![allow(dead_code)] // each story uses its part
-
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -138,27 +136,28 @@ impl Prometheus {
             .unwrap_or(Json::Null)
     }
 
-    /// The result vector of an instant query now.
-    pub fn query(&self, promql: &str) -> Vec<Json> {
-        let found = self.api(&format!("/api/v1/query?query={}", encoded(promql)));
+    /// The `data.result` of a query's answer (none where it failed).
+    fn result(&self, path: &str) -> Vec<Json> {
+        let found = self.api(path);
         found["data"]["result"]
             .as_array()
             .cloned()
             .unwrap_or_default()
     }
 
+    /// The result vector of an instant query now.
+    pub fn query(&self, promql: &str) -> Vec<Json> {
+        self.result(&format!("/api/v1/query?query={}", encoded(promql)))
+    }
+
     /// The result matrix of a range query from `start` to now, one point
     /// every `step` seconds.
     pub fn query_range(&self, promql: &str, start: f64, step: f64) -> Vec<Json> {
-        let found = self.api(&format!(
+        self.result(&format!(
             "/api/v1/query_range?query={}&start={start:.3}&end={:.3}&step={step}",
             encoded(promql),
             now()
-        ));
-        found["data"]["result"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+        ))
     }
 
     /// `/api/v1/label/<label>/values?match[]=<selector>`.

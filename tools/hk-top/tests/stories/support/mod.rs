@@ -3,8 +3,6 @@
 //! a cluster client does (following `MOVED` and `ASK`, retrying `TRYAGAIN`)
 //! while every read is checked against the last write.
 
-#![allow(dead_code)] // each story uses its part
-
 pub use test_harness as common;
 
 use common::Cluster;
@@ -24,6 +22,21 @@ pub const TRACK_FAST: &[&str] = &["track", "yes", "track-sample", "1", "track-ha
 /// The same, forgetting in 2 s: what was counted before the moves fades
 /// sooner.
 pub const TRACK_2S: &[&str] = &["track", "yes", "track-sample", "1", "track-halflife", "2"];
+
+/// A tracker that counts every command and every miss, forgetting in
+/// `halflife` seconds.
+pub fn track_misses(halflife: &str) -> [&str; 8] {
+    [
+        "track",
+        "yes",
+        "track-sample",
+        "1",
+        "track-halflife",
+        halflife,
+        "track-misses",
+        "yes",
+    ]
+}
 
 /// Waits until what the loading wrote has faded from the trackers (its
 /// writes under 2% of what they count): from then on they count the
@@ -65,6 +78,13 @@ pub fn hk_top_spawn(args: &[&str], env: &[(&str, &str)]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start hk-top")
+}
+
+/// stdout of an hk-top run that succeeded (else a panic with what it said).
+pub fn hk_top_ok(args: &[&str]) -> String {
+    let out = hk_top(args, &[]);
+    assert!(out.status.success(), "{args:?}: {}", text(&out));
+    String::from_utf8(out.stdout).expect("utf-8 output")
 }
 
 pub fn text(out: &Output) -> String {
