@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{list_with_count, value, Server};
+use common::{list_with_count, query, value, Server};
 use redis::Value;
 
 #[test]
@@ -27,7 +27,7 @@ fn an_app_team_finds_its_hottest_keys() {
             (b"cart:9".to_vec(), 3)
         ]
     );
-    let listed: Vec<String> = redis::cmd("HK.LIST").arg("hot").query(&mut con).unwrap();
+    let listed: Vec<String> = query(&mut con, &["HK.LIST", "hot"]);
     assert_eq!(listed, vec!["user:1", "user:2", "cart:9"]);
     let present: Vec<i64> = redis::cmd("HK.QUERY")
         .arg("hot")
@@ -107,9 +107,9 @@ fn items_are_binary_safe_through_every_command() {
     expected.sort();
     for reload in [false, true] {
         if reload {
-            let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+            value(&mut con, &["DEBUG", "RELOAD"]);
         }
-        let mut listed: Vec<Vec<u8>> = redis::cmd("HK.LIST").arg("bin").query(&mut con).unwrap();
+        let mut listed: Vec<Vec<u8>> = query(&mut con, &["HK.LIST", "bin"]);
         listed.sort();
         assert_eq!(listed, expected, "after reload: {reload}");
     }
@@ -137,10 +137,6 @@ fn counts_stop_at_two_to_the_53_through_every_command() {
     );
     value(&mut con, &["HK.INCRBY", "k2", "x", "10"]);
     value(&mut con, &["HK.MERGE", "k", "k", "k2"]);
-    let counts: Vec<i64> = redis::cmd("HK.COUNT")
-        .arg("k")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let counts: Vec<i64> = query(&mut con, &["HK.COUNT", "k", "x"]);
     assert_eq!(counts, vec![9_007_199_254_740_992]);
 }

@@ -344,10 +344,20 @@ pub fn run<T: FromRedisValue>(con: &mut Connection, parts: &[&[u8]]) -> redis::R
     cmd.query(con)
 }
 
+/// Runs a command and returns its reply as `T`, or panics with the error.
+pub fn query<T: FromRedisValue>(con: &mut Connection, parts: &[&str]) -> T {
+    let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
+    run(con, &bytes).unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+}
+
 /// Runs a command and returns the raw reply value, or panics with the error.
 pub fn value(con: &mut Connection, parts: &[&str]) -> Value {
-    let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
-    run::<Value>(con, &bytes).unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+    query(con, parts)
+}
+
+/// `RESTORE key 0 payload`: a dump (or a crafted payload) restored as a client would.
+pub fn restore(con: &mut Connection, key: &str, payload: &[u8]) -> redis::RedisResult<()> {
+    run(con, &[b"RESTORE", key.as_bytes(), b"0", payload])
 }
 
 /// The error a command fails with, as the server wrote it.
@@ -480,6 +490,14 @@ pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<St
         l.strip_prefix(&format!("{field}:"))
             .map(|v| v.trim().to_string())
     })
+}
+
+/// A number in `INFO section`; panics if the field is missing or not a number.
+pub fn info_number<T: std::str::FromStr>(con: &mut Connection, section: &str, field: &str) -> T {
+    let text =
+        info_field(con, section, field).unwrap_or_else(|| panic!("INFO {section} has no {field}"));
+    text.parse()
+        .unwrap_or_else(|_| panic!("INFO {section}: {field} is {text}, not a number"))
 }
 
 /// Waits until the server's background thread has freed what it was handed
