@@ -80,10 +80,10 @@ fn a_user_limited_to_a_key_pattern_reaches_only_those_sketches() {
     let mut admin = server.client();
     value(&mut admin, &["HK.RESERVE", "app:hot", "5"]);
     value(&mut admin, &["HK.RESERVE", "other:hot", "5"]);
-    let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", "app", "on", ">secret", "~app:*", "+@all"])
-        .query(&mut admin)
-        .unwrap();
+    value(
+        &mut admin,
+        &["ACL", "SETUSER", "app", "on", ">secret", "~app:*", "+@all"],
+    );
     let mut con = server.client();
     value(&mut con, &["AUTH", "app", "secret"]);
     assert_eq!(

@@ -123,12 +123,10 @@ fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
     let gone_by = t + ((top.log2().ceil() + 1.0) * 2_000.0) as i64;
     let later: Vec<String> = query(&mut con, &["HK.LIST", "cdn", "AT", &gone_by.to_string()]);
     assert!(later.is_empty(), "{later:?}");
-    let halfway: Vec<String> = redis::cmd("HK.LIST")
-        .arg("cdn")
-        .arg("AT")
-        .arg(t + 2_000)
-        .query(&mut con)
-        .unwrap();
+    let halfway: Vec<String> = query(
+        &mut con,
+        &["HK.LIST", "cdn", "AT", &(t + 2_000).to_string()],
+    );
     assert_eq!(halfway.len(), 5);
 
     // A freed slot is taken by the next arrival.

@@ -48,10 +48,7 @@ fn copy_makes_an_independent_deep_copy() {
 fn writes_notify_keyspace_subscribers() {
     let server = Server::start();
     let mut con = server.client();
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "notify-keyspace-events", "Ed"])
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
     let mut listener = server.client();
     let mut pubsub = listener.as_pubsub();
     pubsub.subscribe("__keyevent@0__:hk.add").unwrap();

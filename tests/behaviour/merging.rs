@@ -52,11 +52,12 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
     value(&mut con, &["SET", "str", "v"]);
     assert!(error(&mut con, &["HK.MERGE", "total", "str"]).starts_with("WRONGTYPE"));
     assert_eq!(common::digest(&mut con, "total"), before);
-    let keys: Vec<String> = redis::cmd("COMMAND")
-        .arg("GETKEYS")
-        .arg(&["HK.MERGE", "total", "shard:1", "shard:2"])
-        .query(&mut con)
-        .unwrap();
+    let keys: Vec<String> = query(
+        &mut con,
+        &[
+            "COMMAND", "GETKEYS", "HK.MERGE", "total", "shard:1", "shard:2",
+        ],
+    );
     assert_eq!(keys, vec!["total", "shard:1", "shard:2"]);
 }
 

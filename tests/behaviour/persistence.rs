@@ -516,10 +516,7 @@ fn a_sketch_that_fails_to_encode_is_saved_empty_and_nothing_else_is_lost() {
     );
     value(&mut con, &["SET", "after", "2"]);
     value(&mut con, &["DEBUG", "RELOAD"]);
-    let keys: Vec<Option<String>> = redis::cmd("MGET")
-        .arg(&["before", "after"])
-        .query(&mut con)
-        .unwrap();
+    let keys: Vec<Option<String>> = query(&mut con, &["MGET", "before", "after"]);
     assert_eq!(keys, vec![Some("1".into()), Some("2".into())]);
     let info = common::hk_info(&mut con, "poisoned");
     assert_eq!(info["width"], Value::Int(64));

@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{error, info_field, info_number, query, run, value, Server};
+use common::{error, info_field, info_number, query, repeat, run, value, Server};
 use redis::{Connection, Value};
 
 /// `key, db, rate, count` rows of `HK.HOTKEYS ...` on a RESP2 connection.
@@ -198,11 +198,7 @@ fn for_a_while(con: &mut redis::Connection, ms: u64, command: &[&str]) -> u64 {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(ms);
     let mut sent = 0;
     while std::time::Instant::now() < deadline {
-        let mut pipe = redis::pipe();
-        for _ in 0..10 {
-            pipe.cmd(command[0]).arg(&command[1..]).ignore();
-        }
-        let _: () = pipe.query(con).unwrap();
+        repeat(con, 10, command);
         sent += 10;
     }
     sent
@@ -485,11 +481,7 @@ fn in_a_cluster_one_subscriber_hears_the_hot_keys_of_every_node() {
             continue;
         }
         let mut con = owner.client();
-        let mut pipe = redis::pipe();
-        for _ in 0..500 {
-            pipe.cmd("GET").arg(&key).ignore();
-        }
-        let _: () = pipe.query(&mut con).unwrap();
+        repeat(&mut con, 500, &["GET", &key]);
         let _: Value = query(&mut con, &["HK.HOTKEYS"]);
         keys.insert((key, owner.address()));
         if keys.len() == cluster.nodes.len() {

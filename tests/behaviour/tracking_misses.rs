@@ -4,7 +4,7 @@
 
 use test_harness as common;
 
-use common::{error, info_field, query, run, value, Server};
+use common::{error, info_field, query, repeat, run, value, Server};
 use redis::{Connection, Value};
 
 const MISSES_ON: &[&str] = &[
@@ -24,22 +24,14 @@ fn misses(con: &mut Connection) -> Vec<(String, i64, i64)> {
         .collect()
 }
 
-fn gets(con: &mut Connection, key: &str, n: usize) {
-    let mut pipe = redis::pipe();
-    for _ in 0..n {
-        pipe.cmd("GET").arg(key);
-    }
-    let _: Vec<Value> = pipe.query(con).expect("GETs");
-}
-
 #[test]
 fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
     let server = Server::start_configured(MISSES_ON, &[]);
     let mut con = server.client();
     value(&mut con, &["SET", "present", "v"]);
-    gets(&mut con, "user:404", 300);
-    gets(&mut con, "present", 1_000);
-    gets(&mut con, "product:gone", 100);
+    repeat(&mut con, 300, &["GET", "user:404"]);
+    repeat(&mut con, 1_000, &["GET", "present"]);
+    repeat(&mut con, 100, &["GET", "product:gone"]);
     let listed = misses(&mut con);
     assert_eq!(
         listed
@@ -58,8 +50,8 @@ fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
 fn a_missing_key_that_comes_into_being_leaves_the_list() {
     let server = Server::start_configured(MISSES_ON, &[]);
     let mut con = server.client();
-    gets(&mut con, "soon", 500);
-    gets(&mut con, "never", 50);
+    repeat(&mut con, 500, &["GET", "soon"]);
+    repeat(&mut con, 50, &["GET", "never"]);
     assert_eq!(misses(&mut con).len(), 2);
     value(&mut con, &["SET", "soon", "filled"]);
     let listed = misses(&mut con);
@@ -120,7 +112,7 @@ fn misses_are_per_database_and_binary_safe() {
 fn misses_are_counted_only_when_asked_for() {
     let server = Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[]);
     let mut con = server.client();
-    gets(&mut con, "missing", 100);
+    repeat(&mut con, 100, &["GET", "missing"]);
     let e = error(&mut con, &["HK.HOTKEYS", "MISSES"]);
     assert!(e.contains("track-misses"), "{e}");
     value(
@@ -131,14 +123,14 @@ fn misses_are_counted_only_when_asked_for() {
         info_field(&mut con, "heavykeeper", "heavykeeper_tracker_misses").as_deref(),
         Some("1")
     );
-    gets(&mut con, "missing", 70);
+    repeat(&mut con, 70, &["GET", "missing"]);
     assert_eq!(misses(&mut con), [("missing".to_string(), 0, 70)]);
     // Off again: the list stops growing (and says it is off).
     value(
         &mut con,
         &["CONFIG", "SET", "heavykeeper.track-misses", "no"],
     );
-    gets(&mut con, "missing", 70);
+    repeat(&mut con, 70, &["GET", "missing"]);
     assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("track-misses"));
     // Tracking off altogether: the usual error.
     value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "no"]);

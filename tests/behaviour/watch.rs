@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{error, hk_info, query, restore, value, Server, Subscriber};
+use common::{error, hk_info, query, repeat, restore, value, Server, Subscriber};
 use redis::Value;
 use serde_json::Value as Json;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -319,11 +319,7 @@ fn the_tracker_tells_when_a_key_of_the_server_turns_hot_and_cools() {
     let mut con = server.client();
     let mut sub = Subscriber::new(&server, "hotkeys", false);
     // ~500 reads in a moment: 500·ln2 = 347 req/s, above 200.
-    let mut pipe = redis::pipe();
-    for _ in 0..500 {
-        pipe.cmd("GET").arg("product:42").ignore();
-    }
-    let _: () = pipe.query(&mut con).unwrap();
+    repeat(&mut con, 500, &["GET", "product:42"]);
     // The worker counts batches of 512: read the list to flush them.
     let _: Value = query(&mut con, &["HK.HOTKEYS"]);
     let events = sub.events(Duration::from_secs(3), 2);

@@ -157,11 +157,7 @@ fn a_watched_payload_loaded_with_loadstate_announces() {
         above: Some(20.0),
         below: None,
     }));
-    let _: Value = redis::cmd("HK.LOADSTATE")
-        .arg("loaded")
-        .arg(encode(&sketch))
-        .query(&mut con)
-        .unwrap();
+    run::<Value>(&mut con, &[b"HK.LOADSTATE", b"loaded", &encode(&sketch)]).unwrap();
     assert_eq!(cooled(&mut sub, WAIT, 1), keys(&["loaded"]));
 }
 

@@ -29,11 +29,7 @@ fn load_hot_sketch(con: &mut Connection, key: &[u8], channel: &[u8]) {
         above: Some(20.0),
         below: None,
     }));
-    let _: Value = redis::cmd("HK.LOADSTATE")
-        .arg(key)
-        .arg(encode(&sketch))
-        .query(con)
-        .expect("HK.LOADSTATE");
+    run::<Value>(con, &[b"HK.LOADSTATE", key, &encode(&sketch)]).expect("HK.LOADSTATE");
 }
 
 /// Reads events until one of `kind` (at most 5 s).

@@ -406,23 +406,22 @@ fn rate_after_an_early_read(early: EarlyRead) {
 /// count bounds, and whether the noise of the node's traffic could have
 /// made it.
 fn rows_with_noise(con: &mut Connection) -> Vec<(String, CountBounds, bool)> {
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg(&["READS", "COUNT", "20", "WITHBOUNDS", "WITHNOISE"])
-        .query(con)
-        .expect("HK.HOTKEYS WITHNOISE");
-    flat.chunks(7)
-        .map(|row| {
-            let key: String = redis::from_redis_value(&row[0]).unwrap();
-            let f = |i: usize| -> f64 { redis::from_redis_value(&row[i]).unwrap() };
-            let per = if f(2) > 0.0 { f(3) / f(2) } else { 0.0 };
-            let bounds = CountBounds {
-                rate: f(2),
-                count: f(3),
-                low: f(4) * per,
-                high: f(5) * per,
-            };
-            let noise: i64 = redis::from_redis_value(&row[6]).unwrap();
-            (key, bounds, noise == 1)
+    let command = [
+        "HK.HOTKEYS",
+        "READS",
+        "COUNT",
+        "20",
+        "WITHBOUNDS",
+        "WITHNOISE",
+    ];
+    let rows: Vec<(String, redis::Value, f64, f64, f64, f64, i64)> = query(con, &command);
+    rows.into_iter()
+        .map(|(key, _, rate, count, low, high, noise)| {
+            (
+                key,
+                CountBounds::from_rates(rate, count, low, high),
+                noise == 1,
+            )
         })
         .collect()
 }
