@@ -204,21 +204,27 @@ fn for_a_while(con: &mut redis::Connection, ms: u64, command: &[&str]) -> u64 {
     sent
 }
 
-/// Sampling is by time: the filter sees nothing between windows, a
-/// `SELECT` included, and still each key counts in its client's database.
-#[test]
-fn a_select_between_counting_windows_still_moves_the_client() {
-    let server = Server::start_configured(
+/// A tracker that counts `1/sample` of the time, keeping rates for an hour.
+fn sampling(sample: u32) -> Server {
+    let sample = sample.to_string();
+    Server::start_configured(
         &[
             "track",
             "yes",
             "track-halflife",
             "3600",
             "track-sample",
-            "4",
+            &sample,
         ],
         &[],
-    );
+    )
+}
+
+/// Sampling is by time: the filter sees nothing between windows, a
+/// `SELECT` included, and still each key counts in its client's database.
+#[test]
+fn a_select_between_counting_windows_still_moves_the_client() {
+    let server = sampling(4);
     let mut con = server.client();
     if !common::filter_names_clients(&mut con) {
         eprintln!("skipped: this server's filter cannot tell which client sent a command");
@@ -241,17 +247,7 @@ fn a_select_between_counting_windows_still_moves_the_client() {
 /// windows counted, widens with them.)
 #[test]
 fn sampling_a_sixteenth_of_the_time_keeps_counts_right() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-halflife",
-            "3600",
-            "track-sample",
-            "16",
-        ],
-        &[],
-    );
+    let server = sampling(16);
     let mut con = server.client();
     let sent = for_a_while(&mut con, 4_000, &["GET", "hot"]) as f64;
     let hot = common::hotkeys_with_bounds(&mut con, 10)
@@ -453,20 +449,7 @@ fn counted_keys_are_exactly_the_keys_the_server_finds() {
 
 #[test]
 fn in_a_cluster_one_subscriber_hears_the_hot_keys_of_every_node() {
-    let cluster = common::Cluster::start(&[
-        "track",
-        "yes",
-        "track-sample",
-        "1",
-        "track-halflife",
-        "1",
-        "track-notify-above",
-        "200",
-        "track-channel",
-        "hotkeys",
-        "watch-interval-ms",
-        "20",
-    ]);
+    let cluster = common::Cluster::start(crate::HOT_KEY_EVENTS);
     // One subscriber, on the first node only.
     let mut sub = common::Subscriber::new(&cluster.nodes[0], "hotkeys", false);
     // A hot key on each node: ~500 reads in a moment is 347 req/s.

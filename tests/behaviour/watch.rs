@@ -299,23 +299,7 @@ fn in_a_cluster_events_are_shard_messages_on_the_keys_slot() {
 
 #[test]
 fn the_tracker_tells_when_a_key_of_the_server_turns_hot_and_cools() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-halflife",
-            "1",
-            "track-notify-above",
-            "200",
-            "track-channel",
-            "hotkeys",
-            "watch-interval-ms",
-            "20",
-        ],
-        &[],
-    );
+    let server = Server::start_configured(crate::HOT_KEY_EVENTS, &[]);
     let mut con = server.client();
     let mut sub = Subscriber::new(&server, "hotkeys", false);
     // ~500 reads in a moment: 500·ln2 = 347 req/s, above 200.

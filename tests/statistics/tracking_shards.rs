@@ -236,21 +236,23 @@ fn a_tenant_spread_over_many_keys_comes_first_among_prefixes() {
     assert_eq!(names, [&b"tenant:*"[..], b"tenant:7:*"]);
 }
 
+/// A server counting every command, keys' prefixes cut at `delimiter`, one deep.
+fn prefixes_cut_at(delimiter: &str) -> Server {
+    let args = [
+        "track",
+        "yes",
+        "track-sample",
+        "1",
+        "track-prefix-depths",
+        "1",
+    ];
+    let delimiter = ["track-prefix-delimiter", delimiter];
+    Server::start_configured(&[&args[..], &delimiter].concat(), &[])
+}
+
 #[test]
 fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-prefix-delimiter",
-            "/",
-            "track-prefix-depths",
-            "1",
-        ],
-        &[],
-    );
+    let server = prefixes_cut_at("/");
     let mut con = server.client();
     // Each key 3 times (a count that fades below 1 is not listed).
     for key in [
@@ -306,19 +308,7 @@ fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
 /// bytes, never from the marker, so that every prefix row matches keys.
 #[test]
 fn a_long_keys_prefixes_come_from_its_own_bytes() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-prefix-delimiter",
-            "#",
-            "track-prefix-depths",
-            "1",
-        ],
-        &[],
-    );
+    let server = prefixes_cut_at("#");
     let mut con = server.client();
     let without = "x".repeat(3000);
     let with = format!("tenant#{}", "y".repeat(3000));

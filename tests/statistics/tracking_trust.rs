@@ -166,17 +166,7 @@ fn a_client_that_logs_in_late_is_counted_from_then_on() {
 
 #[test]
 fn with_no_password_set_everyone_is_counted_at_once() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-halflife",
-            "3600",
-            "track-sample",
-            "1",
-        ],
-        &[],
-    );
+    let server = Server::start_configured(common::TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     gets(&mut con, "open:key", 1_000).expect("GETs");
     let keys = listed(&mut con);
