@@ -4,7 +4,7 @@
 
 use test_harness as common;
 
-use common::{error, value, Server};
+use common::{error, query, value, Server};
 use redis::{Connection, Value};
 
 /// A user with these ACL rules (password `pw`), connected.
@@ -80,16 +80,12 @@ fn a_user_limited_to_a_key_pattern_reaches_only_those_sketches() {
     let mut admin = server.client();
     value(&mut admin, &["HK.RESERVE", "app:hot", "5"]);
     value(&mut admin, &["HK.RESERVE", "other:hot", "5"]);
-    let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", "app", "on", ">secret", "~app:*", "+@all"])
-        .query(&mut admin)
-        .unwrap();
+    value(
+        &mut admin,
+        &["ACL", "SETUSER", "app", "on", ">secret", "~app:*", "+@all"],
+    );
     let mut con = server.client();
-    let _: () = redis::cmd("AUTH")
-        .arg("app")
-        .arg("secret")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["AUTH", "app", "secret"]);
     assert_eq!(
         value(&mut con, &["HK.ADD", "app:hot", "k"]),
         Value::Array(vec![Value::Nil])
@@ -111,22 +107,15 @@ fn a_merge_only_reads_its_sources() {
     assert!(e.starts_with("NOPERM"), "{e}");
 
     let mut con = server.client();
-    let keys: Vec<String> = redis::cmd("COMMAND")
-        .arg("GETKEYS")
-        .arg("HK.MERGE")
-        .arg("dest")
-        .arg("s1")
-        .arg("s2")
-        .query(&mut con)
-        .unwrap();
+    let keys: Vec<String> = query(
+        &mut con,
+        &["COMMAND", "GETKEYS", "HK.MERGE", "dest", "s1", "s2"],
+    );
     assert_eq!(keys, ["dest", "s1", "s2"]);
-    let flags: Vec<(String, Vec<String>)> = redis::cmd("COMMAND")
-        .arg("GETKEYSANDFLAGS")
-        .arg("HK.MERGE")
-        .arg("dest")
-        .arg("s1")
-        .query(&mut con)
-        .unwrap();
+    let flags: Vec<(String, Vec<String>)> = query(
+        &mut con,
+        &["COMMAND", "GETKEYSANDFLAGS", "HK.MERGE", "dest", "s1"],
+    );
     assert!(flags[0].1.contains(&"OW".to_string()), "{flags:?}");
     assert_eq!(flags[1].1, ["RO", "access"], "{flags:?}");
 }
@@ -174,7 +163,7 @@ fn categories_grant_and_deny_where_the_server_has_them() {
 
     // The module's own category, where the server can add one.
     let mut con = server.client();
-    let categories: Vec<String> = redis::cmd("ACL").arg("CAT").query(&mut con).unwrap();
+    let categories: Vec<String> = query(&mut con, &["ACL", "CAT"]);
     if categories.iter().any(|c| c == "heavykeeper") {
         let mut hk_only = user(&server, "hk", &["~*", "+@heavykeeper"]);
         value(&mut hk_only, &["HK.ADD", "hot", "a"]);
@@ -209,11 +198,7 @@ fn command_info_shows_arity_flags_and_key_specs() {
         ("hk.unwatch", 2, &["write"], 1, 1, 1),
     ];
     for &(name, arity, flags, first, last, step) in expected {
-        let info: Vec<Vec<Value>> = redis::cmd("COMMAND")
-            .arg("INFO")
-            .arg(name)
-            .query(&mut con)
-            .unwrap();
+        let info: Vec<Vec<Value>> = query(&mut con, &["COMMAND", "INFO", name]);
         let entry = &info[0];
         let got_arity: i64 = redis::from_redis_value(&entry[1]).unwrap();
         let got_flags: Vec<String> = redis::from_redis_value(&entry[2]).unwrap();
@@ -236,13 +221,7 @@ fn command_info_shows_arity_flags_and_key_specs() {
         };
         assert_eq!(specs_len > 0, first > 0, "{name}: key specs {key_specs:?}");
     }
-    let keys: Vec<String> = redis::cmd("COMMAND")
-        .arg("GETKEYS")
-        .arg("HK.ADD")
-        .arg("mykey")
-        .arg("a")
-        .query(&mut con)
-        .unwrap();
+    let keys: Vec<String> = query(&mut con, &["COMMAND", "GETKEYS", "HK.ADD", "mykey", "a"]);
     assert_eq!(keys, vec!["mykey"]);
     // The server checks arity before the module sees the command.
     let e = error(&mut con, &["HK.INFO", "a", "b"]);

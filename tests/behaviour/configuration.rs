@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{error, info_field, value, wait_until, Server};
+use common::{error, info_field, info_number, query, value, wait_until, Server};
 use redis::Value;
 use std::time::Duration;
 
@@ -63,11 +63,7 @@ fn load_arguments_and_config_set_accept_and_refuse_the_same_values() {
     );
     let mut con = server.client();
     let get = |con: &mut redis::Connection, name: &str| -> String {
-        let pair: Vec<String> = redis::cmd("CONFIG")
-            .arg("GET")
-            .arg(name)
-            .query(con)
-            .unwrap();
+        let pair: Vec<String> = query(con, &["CONFIG", "GET", name]);
         pair[1].clone()
     };
     assert_eq!(
@@ -104,20 +100,14 @@ fn load_arguments_and_config_set_accept_and_refuse_the_same_values() {
 fn the_size_cap_refuses_a_large_reserve_until_config_set_raises_it() {
     let server = Server::start_with(&["--heavykeeper.max-sketch-bytes", "100000"]);
     let mut con = server.client();
-    let cap: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("heavykeeper.max-sketch-bytes")
-        .query(&mut con)
-        .unwrap();
+    let cap: Vec<String> = query(&mut con, &["CONFIG", "GET", "heavykeeper.max-sketch-bytes"]);
     assert_eq!(cap[1], "100000");
     let e = error(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "100000"]);
     assert!(e.starts_with("ERR sketch would take"), "{e}");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("heavykeeper.max-sketch-bytes")
-        .arg("100000000")
-        .query(&mut con)
-        .unwrap();
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "100000000"],
+    );
     assert_eq!(
         value(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "100000"]),
         Value::Okay
@@ -130,15 +120,8 @@ fn a_reserve_that_would_not_fit_under_maxmemory_is_refused() {
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "first", "10", "WIDTH", "262144"]);
     // Room for half of another one.
-    let size: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg("first")
-        .query(&mut con)
-        .unwrap();
-    let used: i64 = info_field(&mut con, "memory", "used_memory")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let size: i64 = query(&mut con, &["MEMORY", "USAGE", "first"]);
+    let used: i64 = info_number(&mut con, "memory", "used_memory");
     let limit = (used + size / 2).to_string();
     value(&mut con, &["CONFIG", "SET", "maxmemory", &limit]);
     let e = error(&mut con, &["HK.RESERVE", "second", "10", "WIDTH", "262144"]);
@@ -156,9 +139,7 @@ fn a_large_sketch_is_freed_off_the_main_thread() {
     let mut con = server.client();
     let lazyfreed = |con: &mut redis::Connection| -> i64 {
         // In `memory` on Redis 7.0, `stats` elsewhere.
-        info_field(con, "all", "lazyfreed_objects")
-            .and_then(|v| v.parse().ok())
-            .expect("lazyfreed_objects in INFO stats")
+        info_number(con, "all", "lazyfreed_objects")
     };
     let before = lazyfreed(&mut con);
     value(&mut con, &["HK.RESERVE", "big", "1000", "WIDTH", "262144"]);

@@ -7,7 +7,7 @@
 
 use test_harness as common;
 
-use common::{error, module_figure, now_ms, value, Server, Subscriber};
+use common::{error, module_figure, now_ms, query, value, Server, Subscriber};
 use redis::{Connection, Value};
 use std::time::Duration;
 
@@ -74,10 +74,7 @@ fn a_panicking_info_section_is_contained() {
             "heavykeeper:fault:panic-on-info",
         ],
     );
-    let info: String = redis::cmd("INFO")
-        .arg("heavykeeper")
-        .query(&mut con)
-        .unwrap();
+    let info: String = query(&mut con, &["INFO", "heavykeeper"]);
     // The section that panicked is missing; the others are there.
     assert!(!info.contains("heavykeeper_sketches:"), "{info}");
     assert!(info.contains("heavykeeper_watched_keys:"), "{info}");
@@ -106,11 +103,7 @@ fn a_panicking_config_change_is_refused_and_changes_nothing() {
         ],
     );
     assert!(refused.starts_with("ERR"), "{refused}");
-    let current: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("heavykeeper.track-channel")
-        .query(&mut con)
-        .unwrap();
+    let current: Vec<String> = query(&mut con, &["CONFIG", "GET", "heavykeeper.track-channel"]);
     assert_eq!(current[1], "heavykeeper:hotkeys");
     assert_eq!(module_figure(&mut con, "panics_contained"), 1);
     alive(&mut con);
@@ -159,7 +152,7 @@ fn panicking_data_type_callbacks_are_contained() {
     assert!(copied.is_err() || copied == Ok(Value::Int(0)), "{copied:?}");
     assert_eq!(value(&mut con, &["EXISTS", "k2"]), Value::Int(0));
     // RESTORE of its dump: the load callback refused, nothing half-made.
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("k").query(&mut con).unwrap();
+    let dump: Vec<u8> = query(&mut con, &["DUMP", "k"]);
     let restored = common::run::<Value>(&mut con, &[b"RESTORE", b"k3", b"0", &dump]);
     assert!(restored.is_err(), "{restored:?}");
     assert_eq!(value(&mut con, &["EXISTS", "k3"]), Value::Int(0));
@@ -180,10 +173,7 @@ fn a_panic_in_the_command_filter_is_contained_logged_and_counted() {
     let before = module_figure(&mut con, "panics_contained");
     for _ in 0..3 {
         // The command itself runs: only its count is lost.
-        let _: Option<String> = redis::cmd("GET")
-            .arg("heavykeeper:fault:panic-on-filter")
-            .query(&mut con)
-            .unwrap();
+        let _: Option<String> = query(&mut con, &["GET", "heavykeeper:fault:panic-on-filter"]);
     }
     assert_eq!(module_figure(&mut con, "panics_contained"), before + 3);
     assert!(
@@ -195,9 +185,9 @@ fn a_panic_in_the_command_filter_is_contained_logged_and_counted() {
     );
     // And the tracker goes on counting the commands after it.
     for _ in 0..20 {
-        let _: Option<String> = redis::cmd("GET").arg("after").query(&mut con).unwrap();
+        let _: Option<String> = query(&mut con, &["GET", "after"]);
     }
-    let listed: Vec<Value> = redis::cmd("HK.HOTKEYS").query(&mut con).unwrap();
+    let listed: Vec<Value> = query(&mut con, &["HK.HOTKEYS"]);
     assert!(
         listed
             .iter()

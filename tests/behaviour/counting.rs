@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{list_with_count, value, Server};
+use common::{list_with_count, query, run, value, Server};
 use redis::Value;
 
 #[test]
@@ -27,19 +27,11 @@ fn an_app_team_finds_its_hottest_keys() {
             (b"cart:9".to_vec(), 3)
         ]
     );
-    let listed: Vec<String> = redis::cmd("HK.LIST").arg("hot").query(&mut con).unwrap();
+    let listed: Vec<String> = query(&mut con, &["HK.LIST", "hot"]);
     assert_eq!(listed, vec!["user:1", "user:2", "cart:9"]);
-    let present: Vec<i64> = redis::cmd("HK.QUERY")
-        .arg("hot")
-        .arg(&["user:1", "tiny", "never"])
-        .query(&mut con)
-        .unwrap();
+    let present: Vec<i64> = query(&mut con, &["HK.QUERY", "hot", "user:1", "tiny", "never"]);
     assert_eq!(present, vec![1, 0, 0]);
-    let counts: Vec<i64> = redis::cmd("HK.COUNT")
-        .arg("hot")
-        .arg(&["user:1", "cart:9", "never"])
-        .query(&mut con)
-        .unwrap();
+    let counts: Vec<i64> = query(&mut con, &["HK.COUNT", "hot", "user:1", "cart:9", "never"]);
     assert_eq!(counts, vec![100, 3, 0]);
 }
 
@@ -96,29 +88,20 @@ fn items_are_binary_safe_through_every_command() {
         big,
     ];
     for item in &odd {
-        let _: Value = redis::cmd("HK.INCRBY")
-            .arg("bin")
-            .arg(item.as_slice())
-            .arg(3)
-            .query(&mut con)
-            .unwrap();
+        run::<Value>(&mut con, &[b"HK.INCRBY", b"bin", item, b"3"]).unwrap();
     }
     let mut expected = odd.clone();
     expected.sort();
     for reload in [false, true] {
         if reload {
-            let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+            value(&mut con, &["DEBUG", "RELOAD"]);
         }
-        let mut listed: Vec<Vec<u8>> = redis::cmd("HK.LIST").arg("bin").query(&mut con).unwrap();
+        let mut listed: Vec<Vec<u8>> = query(&mut con, &["HK.LIST", "bin"]);
         listed.sort();
         assert_eq!(listed, expected, "after reload: {reload}");
     }
     for item in &odd {
-        let counts: Vec<i64> = redis::cmd("HK.COUNT")
-            .arg("bin")
-            .arg(item.as_slice())
-            .query(&mut con)
-            .unwrap();
+        let counts: Vec<i64> = run(&mut con, &[b"HK.COUNT", b"bin", item]).unwrap();
         assert_eq!(counts, vec![3]);
     }
 }
@@ -137,10 +120,6 @@ fn counts_stop_at_two_to_the_53_through_every_command() {
     );
     value(&mut con, &["HK.INCRBY", "k2", "x", "10"]);
     value(&mut con, &["HK.MERGE", "k", "k", "k2"]);
-    let counts: Vec<i64> = redis::cmd("HK.COUNT")
-        .arg("k")
-        .arg("x")
-        .query(&mut con)
-        .unwrap();
+    let counts: Vec<i64> = query(&mut con, &["HK.COUNT", "k", "x"]);
     assert_eq!(counts, vec![9_007_199_254_740_992]);
 }

@@ -3,17 +3,13 @@
 
 use test_harness as common;
 
-use common::{info_field, value, wait_for_lazy_frees, Server};
+use common::{info_field, info_number, query, value, wait_for_lazy_frees, Server};
 use redis::Value;
 use std::collections::HashMap;
 
 /// `COMMAND DOCS name` as a field map (RESP2 flat pairs).
 fn docs(con: &mut redis::Connection, name: &str) -> HashMap<String, Value> {
-    let reply: Vec<Value> = redis::cmd("COMMAND")
-        .arg("DOCS")
-        .arg(name)
-        .query(con)
-        .unwrap();
+    let reply: Vec<Value> = query(con, &["COMMAND", "DOCS", name]);
     let Some(Value::Array(fields)) = reply.get(1) else {
         panic!("no docs for {name}: {reply:?}");
     };
@@ -31,13 +27,10 @@ fn text(v: &Value) -> String {
 fn every_command_is_documented() {
     let server = Server::start();
     let mut con = server.client();
-    let names: Vec<String> = redis::cmd("COMMAND")
-        .arg("LIST")
-        .arg("FILTERBY")
-        .arg("MODULE")
-        .arg("heavykeeper")
-        .query(&mut con)
-        .unwrap();
+    let names: Vec<String> = query(
+        &mut con,
+        &["COMMAND", "LIST", "FILTERBY", "MODULE", "heavykeeper"],
+    );
     assert_eq!(names.len(), 16, "{names:?}");
     for name in &names {
         let d = docs(&mut con, name);
@@ -66,10 +59,7 @@ fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
     let server = Server::start();
     let mut con = server.client();
     let field = |con: &mut redis::Connection, f: &str| -> i64 {
-        info_field(con, "heavykeeper", &format!("heavykeeper_{f}"))
-            .unwrap_or_else(|| panic!("INFO heavykeeper has no {f}"))
-            .parse()
-            .unwrap()
+        info_number(con, "heavykeeper", &format!("heavykeeper_{f}"))
     };
     assert_eq!(field(&mut con, "sketches"), 0);
     value(&mut con, &["HK.RESERVE", "a", "100"]);
@@ -81,27 +71,18 @@ fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
     );
     assert_eq!(field(&mut con, "sketches"), 2);
     assert_eq!(field(&mut con, "arrivals_counted"), 43);
-    let usage = |con: &mut redis::Connection, key: &str| -> i64 {
-        redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg(key)
-            .query(con)
-            .unwrap()
-    };
+    let usage =
+        |con: &mut redis::Connection, key: &str| -> i64 { query(con, &["MEMORY", "USAGE", key]) };
     let memory = field(&mut con, "sketch_memory_bytes");
     let both = usage(&mut con, "a") + usage(&mut con, "b");
     // MEMORY USAGE adds the key's own overhead (name, object) to the sketch.
     assert!(memory <= both && memory > both - 200, "{memory} vs {both}");
 
     // Copies, restores, deletes and reloads keep the figures right.
-    let _: () = redis::cmd("COPY")
-        .arg("a")
-        .arg("c")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["COPY", "a", "c"]);
     assert_eq!(field(&mut con, "sketches"), 3);
-    let _: () = redis::cmd("DEL").arg("a").query(&mut con).unwrap();
-    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    value(&mut con, &["DEL", "a"]);
+    value(&mut con, &["DEBUG", "RELOAD"]);
     wait_for_lazy_frees(&mut con);
     assert_eq!(field(&mut con, "sketches"), 2);
     let memory = field(&mut con, "sketch_memory_bytes");

@@ -15,7 +15,7 @@
 
 use test_harness as common;
 
-use common::Server;
+use common::{query, Server};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -151,18 +151,11 @@ fn check_reference(
 fn every_registered_command_and_config_has_its_heading_in_the_reference() {
     let server = Server::start_configured(&["topk-compat", "yes"], &[]);
     let mut con = server.client();
-    let commands: Vec<String> = redis::cmd("COMMAND")
-        .arg("LIST")
-        .arg("FILTERBY")
-        .arg("MODULE")
-        .arg("heavykeeper")
-        .query(&mut con)
-        .expect("COMMAND LIST FILTERBY MODULE heavykeeper");
-    let configs: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("heavykeeper.*")
-        .query(&mut con)
-        .expect("CONFIG GET heavykeeper.*");
+    let commands: Vec<String> = query(
+        &mut con,
+        &["COMMAND", "LIST", "FILTERBY", "MODULE", "heavykeeper"],
+    );
+    let configs: Vec<String> = query(&mut con, &["CONFIG", "GET", "heavykeeper.*"]);
     // Name/value pairs: the names.
     let configs: BTreeSet<String> = configs.into_iter().step_by(2).collect();
     let commands: BTreeSet<String> = commands.iter().map(|c| c.to_ascii_uppercase()).collect();

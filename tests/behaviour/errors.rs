@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{digest, error, value, Server};
+use common::{digest, error, query, value, Server};
 use redis::Value;
 
 #[test]
@@ -139,7 +139,7 @@ fn reserve_refuses_existing_keys_and_bad_parameters() {
         let e = error(&mut con, cmd);
         assert!(e.starts_with(prefix), "{cmd:?}: {e}");
     }
-    let exists: i64 = redis::cmd("EXISTS").arg("n").query(&mut con).unwrap();
+    let exists: i64 = query(&mut con, &["EXISTS", "n"]);
     assert_eq!(exists, 0, "a failed RESERVE created nothing");
 }
 

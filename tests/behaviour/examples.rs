@@ -24,6 +24,18 @@ fn run_example(script: &str, server: &Server, extra: &[&str]) -> String {
     stdout
 }
 
+/// The figures of the JSON line a script ends with, by name.
+fn figures(out: &str) -> impl Fn(&str) -> u64 + '_ {
+    let last = out.lines().last().unwrap_or_default();
+    let stats: serde_json::Value =
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {out}"));
+    move |name| {
+        stats[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: {out}"))
+    }
+}
+
 /// The number after `label` in `text`.
 fn number_after(text: &str, label: &str) -> f64 {
     let rest = text
@@ -45,14 +57,7 @@ fn number_after(text: &str, label: &str) -> f64 {
 fn the_near_cache_serves_hot_reads_locally_and_never_stale() {
     let server = Server::start();
     let out = run_example("near_cache.py", &server, &["--configure", "--seconds", "6"]);
-    let last = out.lines().last().unwrap_or_default();
-    let stats: serde_json::Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let figure = |name: &str| {
-        stats[name]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{name}: {out}"))
-    };
+    let figure = figures(&out);
     assert_eq!(figure("stale_reads"), 0, "{out}");
     assert!(figure("served_locally") * 2 > figure("reads"), "{out}");
     assert!((1..=4).contains(&figure("admissions")), "{out}");
@@ -77,14 +82,7 @@ fn the_gateway_answers_429_to_the_scraper_only() {
 fn a_split_key_is_split_when_hot_and_merged_back_when_it_cools() {
     let server = Server::start();
     let out = run_example("split_key.py", &server, &["--configure", "--seconds", "12"]);
-    let last = out.lines().last().unwrap_or_default();
-    let stats: serde_json::Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let figure = |name: &str| {
-        stats[name]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{name}: {out}"))
-    };
+    let figure = figures(&out);
     assert_eq!(figure("stale_reads"), 0, "{out}");
     assert_eq!(figure("missing_reads"), 0, "{out}");
     assert_eq!(figure("splits"), 1, "{out}");

@@ -6,7 +6,8 @@
 use test_harness as common;
 
 use common::{
-    digest, hk_info, info_field, list_with_count, list_with_count_at, value, wait_until, Server,
+    digest, hk_info, info_field, list_with_count, list_with_count_at, query, restore, value,
+    wait_until, Server,
 };
 use redis::{Connection, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,7 +36,7 @@ fn add_at(con: &mut Connection, key: &str, t: i64, items: &[&str]) {
 }
 
 fn rate(con: &mut Connection, key: &str, item: &str) -> f64 {
-    let rates: Vec<f64> = redis::cmd("HK.RATE").arg(key).arg(item).query(con).unwrap();
+    let rates: Vec<f64> = query(con, &["HK.RATE", key, item]);
     rates[0]
 }
 
@@ -66,12 +67,7 @@ fn a_steady_item_reports_its_rate() {
     assert!((r - 200.0).abs() <= 20.0, "rate {r}");
 
     // WITHRATE lists the same rate next to the count.
-    let flat: Vec<Value> = redis::cmd("HK.LIST")
-        .arg("api")
-        .arg("WITHCOUNT")
-        .arg("WITHRATE")
-        .query(&mut con)
-        .unwrap();
+    let flat: Vec<Value> = query(&mut con, &["HK.LIST", "api", "WITHCOUNT", "WITHRATE"]);
     assert_eq!(flat[0], Value::BulkString(b"GET /steady".to_vec()));
     let count: i64 = redis::from_redis_value(&flat[1]).unwrap();
     let listed_rate: f64 = redis::from_redis_value(&flat[2]).unwrap();
@@ -117,7 +113,7 @@ fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
         }
         pipe.query::<()>(&mut con).unwrap();
     }
-    let listed: Vec<String> = redis::cmd("HK.LIST").arg("cdn").query(&mut con).unwrap();
+    let listed: Vec<String> = query(&mut con, &["HK.LIST", "cdn"]);
     assert_eq!(listed.len(), 5);
     assert!(listed.iter().all(|i| i.starts_with("new:")), "{listed:?}");
 
@@ -125,24 +121,17 @@ fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
     let counts = list_with_count(&mut con, "cdn");
     let top = counts[0].1 as f64;
     let gone_by = t + ((top.log2().ceil() + 1.0) * 2_000.0) as i64;
-    let later: Vec<String> = redis::cmd("HK.LIST")
-        .arg("cdn")
-        .arg("AT")
-        .arg(gone_by)
-        .query(&mut con)
-        .unwrap();
+    let later: Vec<String> = query(&mut con, &["HK.LIST", "cdn", "AT", &gone_by.to_string()]);
     assert!(later.is_empty(), "{later:?}");
-    let halfway: Vec<String> = redis::cmd("HK.LIST")
-        .arg("cdn")
-        .arg("AT")
-        .arg(t + 2_000)
-        .query(&mut con)
-        .unwrap();
+    let halfway: Vec<String> = query(
+        &mut con,
+        &["HK.LIST", "cdn", "AT", &(t + 2_000).to_string()],
+    );
     assert_eq!(halfway.len(), 5);
 
     // A freed slot is taken by the next arrival.
     add_at(&mut con, "cdn", gone_by, &["fresh"]);
-    let now: Vec<String> = redis::cmd("HK.LIST").arg("cdn").query(&mut con).unwrap();
+    let now: Vec<String> = query(&mut con, &["HK.LIST", "cdn"]);
     assert_eq!(now, vec!["fresh"]);
 }
 
@@ -170,11 +159,7 @@ fn days_of_simulated_time_neither_overflow_nor_drift() {
     assert!(r.is_finite() && (1.0..=1.5).contains(&r), "rate {r}");
     let info = hk_info(&mut con, "days");
     assert_eq!(info["clock"], Value::Int(start + minutes * 60_000));
-    let counts: Vec<i64> = redis::cmd("HK.COUNT")
-        .arg("days")
-        .arg("heartbeat")
-        .query(&mut con)
-        .unwrap();
+    let counts: Vec<i64> = query(&mut con, &["HK.COUNT", "days", "heartbeat"]);
     assert_eq!(counts, vec![120]);
 }
 
@@ -199,14 +184,17 @@ fn fill_fading(con: &mut Connection, key: &str) {
 }
 
 fn snapshot_at(con: &mut Connection, key: &str, at: i64) -> (String, Vec<Value>) {
-    let list: Vec<Value> = redis::cmd("HK.LIST")
-        .arg(key)
-        .arg("WITHCOUNT")
-        .arg("WITHRATE")
-        .arg("AT")
-        .arg(at)
-        .query(con)
-        .unwrap();
+    let list: Vec<Value> = query(
+        con,
+        &[
+            "HK.LIST",
+            key,
+            "WITHCOUNT",
+            "WITHRATE",
+            "AT",
+            &at.to_string(),
+        ],
+    );
     (digest(con, key), list)
 }
 
@@ -218,14 +206,14 @@ fn a_fading_sketch_survives_reload_restart_and_aof_replay() {
     let at = simulated_start() + 120_000;
     let before = snapshot_at(&mut con, "f", at);
 
-    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    value(&mut con, &["DEBUG", "RELOAD"]);
     assert_eq!(snapshot_at(&mut con, "f", at), before);
 
     server.restart(); // replays the AOF, commands with their timestamps
     let mut con = server.client();
     assert_eq!(snapshot_at(&mut con, "f", at), before);
 
-    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    let _: String = query(&mut con, &["BGREWRITEAOF"]);
     wait_until("the AOF rewrite", Duration::from_secs(30), || {
         info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
             && info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
@@ -241,24 +229,13 @@ fn a_sketch_loaded_later_has_faded_by_exactly_that_time() {
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "f", "5", "HALFLIFE", "60"]);
     let t = simulated_start();
-    let _: Value = redis::cmd("HK.INCRBYAT")
-        .arg("f")
-        .arg(t)
-        .arg("x")
-        .arg(4096)
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    let _: Value = query(&mut con, &["HK.INCRBYAT", "f", &t.to_string(), "x", "4096"]);
+    value(&mut con, &["DEBUG", "RELOAD"]);
     // Ten minutes = ten half-lives: 4096 -> 4.
     let ten_minutes_later = list_with_count_at(&mut con, "f", Some(t + 600_000));
     assert_eq!(ten_minutes_later, vec![(b"x".to_vec(), 4)]);
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("f").query(&mut con).unwrap();
-    let _: () = redis::cmd("RESTORE")
-        .arg("g")
-        .arg(0)
-        .arg(&dump)
-        .query(&mut con)
-        .unwrap();
+    let dump: Vec<u8> = query(&mut con, &["DUMP", "f"]);
+    restore(&mut con, "g", &dump).unwrap();
     assert_eq!(
         list_with_count_at(&mut con, "g", Some(t + 600_000)),
         ten_minutes_later

@@ -9,7 +9,7 @@
 
 use test_harness as common;
 
-use common::{value, Server};
+use common::{query, value, Server};
 use rand::{Rng, SeedableRng};
 use redis::{Connection, Value};
 
@@ -87,13 +87,10 @@ const ATOMS: &[&[u8]] = &[
 ];
 
 fn module_commands(con: &mut Connection) -> Vec<String> {
-    let names: Vec<String> = redis::cmd("COMMAND")
-        .arg("LIST")
-        .arg("FILTERBY")
-        .arg("MODULE")
-        .arg("heavykeeper")
-        .query(con)
-        .expect("COMMAND LIST FILTERBY MODULE");
+    let names: Vec<String> = query(
+        con,
+        &["COMMAND", "LIST", "FILTERBY", "MODULE", "heavykeeper"],
+    );
     // Every command the module registers, the TOPK.* drop-in included.
     for expected in [
         "hk.watch",

@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{error, list_with_count, value, Server};
+use common::{error, list_with_count, query, value, Server};
 use redis::Commands;
 
 #[test]
@@ -11,7 +11,7 @@ fn a_sketch_has_its_type_and_expires_and_renames_like_any_key() {
     let server = Server::start();
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "typed", "5"]);
-    let kind: String = redis::cmd("TYPE").arg("typed").query(&mut con).unwrap();
+    let kind: String = query(&mut con, &["TYPE", "typed"]);
     assert_eq!(kind, "heavykeep");
     let _: () = con.expire("typed", 100).unwrap();
     let ttl: i64 = con.ttl("typed").unwrap();
@@ -27,11 +27,7 @@ fn copy_makes_an_independent_deep_copy() {
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "src", "5"]);
     value(&mut con, &["HK.ADD", "src", "a", "a", "b"]);
-    let copied: i64 = redis::cmd("COPY")
-        .arg("src")
-        .arg("dst")
-        .query(&mut con)
-        .unwrap();
+    let copied: i64 = query(&mut con, &["COPY", "src", "dst"]);
     assert_eq!(copied, 1);
     assert_eq!(
         common::digest(&mut con, "src"),
@@ -52,10 +48,7 @@ fn copy_makes_an_independent_deep_copy() {
 fn writes_notify_keyspace_subscribers() {
     let server = Server::start();
     let mut con = server.client();
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "notify-keyspace-events", "Ed"])
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
     let mut listener = server.client();
     let mut pubsub = listener.as_pubsub();
     pubsub.subscribe("__keyevent@0__:hk.add").unwrap();

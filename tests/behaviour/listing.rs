@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{error, value, Server};
+use common::{error, query, value, Server};
 use redis::Value;
 
 fn items(values: &[&str]) -> Vec<Value> {
@@ -19,7 +19,7 @@ fn ties_are_listed_in_a_deterministic_order() {
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "t", "4"]);
     value(&mut con, &["HK.ADD", "t", "d", "b", "c", "a"]);
-    let listed: Vec<String> = redis::cmd("HK.LIST").arg("t").query(&mut con).unwrap();
+    let listed: Vec<String> = query(&mut con, &["HK.LIST", "t"]);
     assert_eq!(listed, vec!["a", "b", "c", "d"]);
 }
 
@@ -113,11 +113,7 @@ fn info_describes_the_sketchs_shape_contents_and_memory() {
     assert_eq!(text("arrivals"), "10");
     assert_eq!(text("members"), "1");
     let memory: i64 = redis::from_redis_value(&info["memory"]).unwrap();
-    let usage: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg("i")
-        .query(&mut con)
-        .unwrap();
+    let usage: i64 = query(&mut con, &["MEMORY", "USAGE", "i"]);
     assert!(
         // 8 bytes a bucket without fading.
         memory > 100 * 4 * 8 && usage >= memory,

@@ -13,6 +13,24 @@
     clippy::indexing_slicing
 )]
 
+/// A tracker that counts every command, forgets within a second, and
+/// announces on `hotkeys` a key read more than 200 times a second, every
+/// 20 ms: the stories of hot-key events, on one server and on a cluster.
+pub const HOT_KEY_EVENTS: &[&str] = &[
+    "track",
+    "yes",
+    "track-sample",
+    "1",
+    "track-halflife",
+    "1",
+    "track-notify-above",
+    "200",
+    "track-channel",
+    "hotkeys",
+    "watch-interval-ms",
+    "20",
+];
+
 mod acl;
 mod clients;
 mod configuration;

@@ -3,18 +3,14 @@
 
 use test_harness as common;
 
-use common::{value, Server};
+use common::{info_number, query, value, Server};
 
 #[test]
 fn defaults_fit_k100_in_64_kib() {
     let server = Server::start();
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "d", "100"]);
-    let usage: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg("d")
-        .query(&mut con)
-        .unwrap();
+    let usage: i64 = query(&mut con, &["MEMORY", "USAGE", "d"]);
     assert!(usage <= 64 * 1024, "{usage}");
 }
 
@@ -26,41 +22,23 @@ fn memory_usage_counts_item_bytes_and_matches_the_allocator() {
         &mut con,
         &["HK.RESERVE", "m", "10", "WIDTH", "64", "DEPTH", "2"],
     );
-    let empty: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg("m")
-        .query(&mut con)
-        .unwrap();
+    let empty: i64 = query(&mut con, &["MEMORY", "USAGE", "m"]);
     let long = "x".repeat(100_000);
     value(&mut con, &["HK.ADD", "m", &long]);
-    let full: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg("m")
-        .query(&mut con)
-        .unwrap();
+    let full: i64 = query(&mut con, &["MEMORY", "USAGE", "m"]);
     assert!(full - empty >= 100_000, "{empty} -> {full}");
 
     // Many sketches: what MEMORY USAGE claims is what the allocator handed out.
-    let before: i64 = common::info_field(&mut con, "memory", "used_memory")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let before: i64 = info_number(&mut con, "memory", "used_memory");
     let mut claimed = 0;
     for i in 0..200 {
         let key = format!("s{i}");
         value(&mut con, &["HK.RESERVE", &key, "50"]);
         value(&mut con, &["HK.ADD", &key, "a", "b", "c"]);
-        let usage: i64 = redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg(&key)
-            .query(&mut con)
-            .unwrap();
+        let usage: i64 = query(&mut con, &["MEMORY", "USAGE", &key]);
         claimed += usage;
     }
-    let after: i64 = common::info_field(&mut con, "memory", "used_memory")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let after: i64 = info_number(&mut con, "memory", "used_memory");
     let used = after - before;
     let ratio = claimed as f64 / used as f64;
     assert!(

@@ -5,7 +5,7 @@
 
 use test_harness as common;
 
-use common::{error, hk_info, info_field, list_with_count, value, Server};
+use common::{error, hk_info, info_number, list_with_count, query, value, Server};
 use redis::{Connection, Value};
 
 #[test]
@@ -52,11 +52,12 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
     value(&mut con, &["SET", "str", "v"]);
     assert!(error(&mut con, &["HK.MERGE", "total", "str"]).starts_with("WRONGTYPE"));
     assert_eq!(common::digest(&mut con, "total"), before);
-    let keys: Vec<String> = redis::cmd("COMMAND")
-        .arg("GETKEYS")
-        .arg(&["HK.MERGE", "total", "shard:1", "shard:2"])
-        .query(&mut con)
-        .unwrap();
+    let keys: Vec<String> = query(
+        &mut con,
+        &[
+            "COMMAND", "GETKEYS", "HK.MERGE", "total", "shard:1", "shard:2",
+        ],
+    );
     assert_eq!(keys, vec!["total", "shard:1", "shard:2"]);
 }
 
@@ -108,7 +109,7 @@ fn a_merge_is_idempotent_and_never_counts_a_stream_twice() {
         error(&mut con, &["HK.MERGE", "t2", "t2", "west"]),
         "ERR no such key"
     );
-    let exists: i64 = redis::cmd("EXISTS").arg("t2").query(&mut con).unwrap();
+    let exists: i64 = query(&mut con, &["EXISTS", "t2"]);
     assert_eq!(exists, 0);
 }
 
@@ -135,17 +136,9 @@ fn a_merge_reads_its_sources_in_place_without_copying_them() {
         );
         value(&mut con, &["HK.INCRBY", key, &format!("item:{i}"), "5"]);
     }
-    let sketch_bytes: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg("dest")
-        .query(&mut con)
-        .unwrap();
-    let used = |con: &mut redis::Connection, field: &str| -> i64 {
-        common::info_field(con, "memory", field)
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
+    let sketch_bytes: i64 = query(&mut con, &["MEMORY", "USAGE", "dest"]);
+    let used =
+        |con: &mut redis::Connection, field: &str| -> i64 { info_number(con, "memory", field) };
     for target in ["dest", "fresh"] {
         value(&mut con, &["CONFIG", "RESETSTAT"]);
         let before = used(&mut con, "used_memory");
@@ -189,11 +182,7 @@ fn an_item_just_outside_both_shards_top_k_is_not_locked_out_after_a_merge() {
     for _ in 0..100 {
         value(&mut con, &["HK.ADD", "all", "z"]);
     }
-    let queried: Vec<i64> = redis::cmd("HK.QUERY")
-        .arg("all")
-        .arg("z")
-        .query(&mut con)
-        .unwrap();
+    let queried: Vec<i64> = query(&mut con, &["HK.QUERY", "all", "z"]);
     assert_eq!(
         queried,
         vec![1],
@@ -265,15 +254,8 @@ fn a_merge_that_would_not_fit_under_maxmemory_answers_oom_and_changes_nothing() 
     shards(&mut con, "262144");
     value(&mut con, &["HK.MERGE", "total", "east"]);
     let before = seen(&mut con, "total");
-    let size: i64 = redis::cmd("MEMORY")
-        .arg("USAGE")
-        .arg("east")
-        .query(&mut con)
-        .unwrap();
-    let used: i64 = info_field(&mut con, "memory", "used_memory")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let size: i64 = query(&mut con, &["MEMORY", "USAGE", "east"]);
+    let used: i64 = info_number(&mut con, "memory", "used_memory");
     // Below maxmemory, so the server lets the command run; no room for a
     // result built beside the destination.
     let limit = (used + size / 2).to_string();

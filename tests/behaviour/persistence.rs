@@ -3,7 +3,10 @@
 
 use test_harness as common;
 
-use common::{digest, error, hk_info, info_field, list_with_count, run, value, wait_until, Server};
+use common::{
+    digest, error, hk_info, info_field, list_with_count, query, restore, run, value, wait_until,
+    Server,
+};
 use heavykeeper_sketch::ENCODING_VERSION;
 use redis::{Connection, Value};
 use std::time::Duration;
@@ -21,18 +24,14 @@ fn fill(con: &mut Connection, key: &str) {
         let _: Value = cmd.query(con).unwrap();
         value(con, &["HK.INCRBY", key, &format!("heavy:{round}"), "12345"]);
     }
-    let _: Value = redis::cmd("HK.ADD")
-        .arg(key)
-        .arg(&b"bin\0\r\n"[..])
-        .query(con)
-        .unwrap();
+    run::<Value>(con, &[b"HK.ADD", key.as_bytes(), b"bin\0\r\n"]).unwrap();
 }
 
 /// What must be equal before and after: digest, listing and info.
 type Snapshot = (String, Vec<(Vec<u8>, i64)>, Vec<Value>);
 
 fn snapshot(con: &mut Connection, key: &str) -> Snapshot {
-    let info: Vec<Value> = redis::cmd("HK.INFO").arg(key).query(con).unwrap();
+    let info: Vec<Value> = query(con, &["HK.INFO", key]);
     let info = info
         .chunks(2)
         .filter(|p| p[0] != Value::BulkString(b"memory".to_vec()))
@@ -47,17 +46,13 @@ fn debug_reload_gives_back_the_same_sketch() {
     let mut con = server.client();
     fill(&mut con, "s");
     let before = snapshot(&mut con, "s");
-    let dump_before: Vec<u8> = redis::cmd("DUMP").arg("s").query(&mut con).unwrap();
-    let _: () = redis::cmd("DEBUG").arg("RELOAD").query(&mut con).unwrap();
+    let dump_before: Vec<u8> = query(&mut con, &["DUMP", "s"]);
+    value(&mut con, &["DEBUG", "RELOAD"]);
     assert_eq!(snapshot(&mut con, "s"), before);
-    let dump_after: Vec<u8> = redis::cmd("DUMP").arg("s").query(&mut con).unwrap();
+    let dump_after: Vec<u8> = query(&mut con, &["DUMP", "s"]);
     assert_eq!(dump_after, dump_before);
     // The random state survived too: the next arrivals play out the same.
-    let _: () = redis::cmd("COPY")
-        .arg("s")
-        .arg("t")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["COPY", "s", "t"]);
     for key in ["s", "t"] {
         fill_more(&mut con, key);
     }
@@ -76,7 +71,7 @@ fn a_restart_from_rdb_gives_back_the_same_sketch() {
     let mut con = server.client();
     fill(&mut con, "s");
     let before = snapshot(&mut con, "s");
-    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    value(&mut con, &["SAVE"]);
     server.restart();
     let mut con = server.client();
     assert_eq!(snapshot(&mut con, "s"), before);
@@ -91,7 +86,7 @@ fn an_aof_replay_without_preamble_gives_back_the_same_sketch() {
 
     // A rewritten AOF rebuilds the key from its state, then replays the tail.
     fill(&mut con, "rewritten");
-    let _: String = redis::cmd("BGREWRITEAOF").query(&mut con).unwrap();
+    let _: String = query(&mut con, &["BGREWRITEAOF"]);
     wait_until("the AOF rewrite", Duration::from_secs(30), || {
         info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
             && info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
@@ -110,13 +105,8 @@ fn dump_and_restore_round_trip() {
     let server = Server::start();
     let mut con = server.client();
     fill(&mut con, "s");
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("s").query(&mut con).unwrap();
-    let _: () = redis::cmd("RESTORE")
-        .arg("r")
-        .arg(0)
-        .arg(&dump)
-        .query(&mut con)
-        .unwrap();
+    let dump: Vec<u8> = query(&mut con, &["DUMP", "s"]);
+    restore(&mut con, "r", &dump).unwrap();
     assert_eq!(digest(&mut con, "r"), digest(&mut con, "s"));
 }
 
@@ -145,14 +135,6 @@ impl Dump {
     }
 }
 
-fn restore(con: &mut Connection, key: &str, payload: &[u8]) -> redis::RedisResult<()> {
-    redis::cmd("RESTORE")
-        .arg(key)
-        .arg(0)
-        .arg(payload)
-        .query(con)
-}
-
 /// Restores `payload` as key `t`; if the server accepts it, the sketch must
 /// work, and is deleted again.
 fn try_restore(con: &mut Connection, payload: &[u8]) -> bool {
@@ -161,7 +143,7 @@ fn try_restore(con: &mut Connection, payload: &[u8]) -> bool {
     }
     value(con, &["HK.ADD", "t", "x", "y"]);
     let _ = list_with_count(con, "t");
-    let _: () = redis::cmd("DEL").arg("t").query(con).unwrap();
+    value(con, &["DEL", "t"]);
     true
 }
 
@@ -187,12 +169,7 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
         for i in 0..200 {
             value(&mut con, &["HK.ADD", "s", &format!("i{}", i % 23)]);
         }
-        let dump = Dump::parse(
-            &redis::cmd("DUMP")
-                .arg("s")
-                .query::<Vec<u8>>(&mut con)
-                .unwrap(),
-        );
+        let dump = Dump::parse(&query::<Vec<u8>>(&mut con, &["DUMP", "s"]));
 
         // Every truncation of the body. The server reads its own 10-byte
         // footer as data when the body runs short, so a cut in the last few
@@ -245,7 +222,7 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
             "compression {compression}\n{}",
             server.log()
         );
-        let exists: i64 = redis::cmd("EXISTS").arg("t").query(&mut con).unwrap();
+        let exists: i64 = query(&mut con, &["EXISTS", "t"]);
         assert_eq!(exists, 0, "no half-built key");
     }
 }
@@ -258,12 +235,7 @@ fn a_payload_from_a_newer_encoding_is_refused() {
         &mut con,
         &["HK.RESERVE", "s", "3", "WIDTH", "8", "DEPTH", "1"],
     );
-    let dump = Dump::parse(
-        &redis::cmd("DUMP")
-            .arg("s")
-            .query::<Vec<u8>>(&mut con)
-            .unwrap(),
-    );
+    let dump = Dump::parse(&query::<Vec<u8>>(&mut con, &["DUMP", "s"]));
     // Body: type 7 (module, v2), 0x81 + 8-byte big-endian module id whose low
     // 10 bits are the encoding version.
     assert_eq!(&dump.body[..2], &[7, 0x81]);
@@ -336,10 +308,10 @@ fn fixture_path(version: u8) -> String {
 /// older one's: those are history).
 fn write_current_fixture(con: &mut Connection) {
     fixture_commands(con, "fixture");
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("fixture").query(con).unwrap();
+    let dump: Vec<u8> = query(con, &["DUMP", "fixture"]);
     let hex: String = dump.iter().map(|b| format!("{b:02x}")).collect();
     std::fs::write(fixture_path(ENCODING_VERSION), hex + "\n").unwrap();
-    let _: () = redis::cmd("DEL").arg("fixture").query(con).unwrap();
+    value(con, &["DEL", "fixture"]);
 }
 
 /// Sketches saved by every encoding version this module ever wrote must
@@ -418,7 +390,7 @@ fn fading_pair(con: &mut Connection) -> (Vec<u8>, Dump) {
         ..Params::for_k(3, 5)
     };
     let local = common::empty_sketch_payload(params, created);
-    let dump = Dump::parse(&redis::cmd("DUMP").arg("f").query::<Vec<u8>>(con).unwrap());
+    let dump = Dump::parse(&query::<Vec<u8>>(con, &["DUMP", "f"]));
     (local, dump)
 }
 
@@ -524,7 +496,7 @@ fn merges_that_double_counts_saturate_and_the_server_still_restarts() {
     let mut con = server.client();
     assert_eq!(list_with_count(&mut con, "b")[0], (b"x".to_vec(), max));
     assert_eq!(list_with_count(&mut con, "o")[0], (b"x".to_vec(), max));
-    let bystander: String = redis::cmd("GET").arg("bystander").query(&mut con).unwrap();
+    let bystander: String = query(&mut con, &["GET", "bystander"]);
     assert_eq!(bystander, "still here");
 }
 
@@ -544,10 +516,7 @@ fn a_sketch_that_fails_to_encode_is_saved_empty_and_nothing_else_is_lost() {
     );
     value(&mut con, &["SET", "after", "2"]);
     value(&mut con, &["DEBUG", "RELOAD"]);
-    let keys: Vec<Option<String>> = redis::cmd("MGET")
-        .arg(&["before", "after"])
-        .query(&mut con)
-        .unwrap();
+    let keys: Vec<Option<String>> = query(&mut con, &["MGET", "before", "after"]);
     assert_eq!(keys, vec![Some("1".into()), Some("2".into())]);
     let info = common::hk_info(&mut con, "poisoned");
     assert_eq!(info["width"], Value::Int(64));
@@ -610,12 +579,7 @@ fn a_fixed_command_sequence_gives_the_recorded_dump_on_every_host() {
             ],
         );
     }
-    let dump = Dump::parse(
-        &redis::cmd("DUMP")
-            .arg("g")
-            .query::<Vec<u8>>(&mut con)
-            .unwrap(),
-    );
+    let dump = Dump::parse(&query::<Vec<u8>>(&mut con, &["DUMP", "g"]));
     let hex: String = dump.body.iter().map(|b| format!("{b:02x}")).collect();
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -695,7 +659,7 @@ fn counts_past_four_billion_stay_exact_through_a_restart() {
         (b"UPDATE ?".to_vec(), 7),
     ];
     assert_eq!(list_with_count(&mut con, "sql"), expect);
-    let _: String = redis::cmd("SAVE").query(&mut con).unwrap();
+    let _: String = query(&mut con, &["SAVE"]);
     server.restart();
     let mut con = server.client();
     assert_eq!(list_with_count(&mut con, "sql"), expect);
@@ -713,11 +677,7 @@ fn the_aof_spells_out_the_default_shape() {
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "hot", "100"]);
     let info = hk_info(&mut con, "hot");
-    let _: String = redis::cmd("SET")
-        .arg("flush")
-        .arg("1")
-        .query(&mut con)
-        .unwrap();
+    let _: String = query(&mut con, &["SET", "flush", "1"]);
     let mut log = Vec::new();
     for entry in walk(server.dir()) {
         if entry.extension().is_some_and(|e| e == "aof") {
@@ -764,26 +724,19 @@ fn restore_keeps_to_the_size_cap_and_a_reload_does_not() {
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "s", "100"]);
     value(&mut con, &["HK.ADD", "s", "a", "b"]);
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("s").query(&mut con).unwrap();
+    let dump: Vec<u8> = query(&mut con, &["DUMP", "s"]);
     // Under the default cap it restores.
-    let _: () = redis::cmd("RESTORE")
-        .arg("copy")
-        .arg(0)
-        .arg(&dump)
-        .query(&mut con)
-        .unwrap();
+    restore(&mut con, "copy", &dump).unwrap();
     value(
         &mut con,
         &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "1024"],
     );
     let refused = common::error(&mut con, &["HK.RESERVE", "x", "100"]);
     assert!(refused.contains("max-sketch-bytes"), "{refused}");
-    let restored: redis::RedisResult<()> = redis::cmd("RESTORE")
-        .arg("r")
-        .arg(0)
-        .arg(&dump)
-        .query(&mut con);
-    assert!(restored.is_err(), "restored past the cap");
+    assert!(
+        restore(&mut con, "r", &dump).is_err(),
+        "restored past the cap"
+    );
     assert_eq!(value(&mut con, &["EXISTS", "r"]), Value::Int(0));
     // The server's own data loads as it was.
     value(&mut con, &["DEBUG", "RELOAD"]);

@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{digest, info_field, list_with_count, value, wait_until, Server};
+use common::{digest, info_field, list_with_count, query, value, wait_until, Server};
 use redis::{Connection, Value};
 use std::time::Duration;
 use test_streams::zipf_stream;
@@ -25,11 +25,7 @@ fn replica_with(primary: &Server, module_args: &[&str]) -> Server {
 
 /// Blocks until every replica has acknowledged everything written so far.
 fn sync(primary: &mut Connection) {
-    let acked: i64 = redis::cmd("WAIT")
-        .arg(1)
-        .arg(30_000)
-        .query(primary)
-        .unwrap();
+    let acked: i64 = query(primary, &["WAIT", "1", "30000"]);
     assert_eq!(acked, 1, "the replica did not acknowledge in time");
 }
 
@@ -77,8 +73,8 @@ fn a_replica_ends_identical_to_its_primary() {
     let listed = list_with_count(&mut p, "hot");
     assert_eq!(listed.len(), 100);
     assert_eq!(list_with_count(&mut r, "hot"), listed);
-    let dump_p: Vec<u8> = redis::cmd("DUMP").arg("hot").query(&mut p).unwrap();
-    let dump_r: Vec<u8> = redis::cmd("DUMP").arg("hot").query(&mut r).unwrap();
+    let dump_p: Vec<u8> = query(&mut p, &["DUMP", "hot"]);
+    let dump_r: Vec<u8> = query(&mut r, &["DUMP", "hot"]);
     assert_eq!(dump_p, dump_r);
 }
 
@@ -126,7 +122,7 @@ fn two_servers_fed_the_same_commands_hold_byte_identical_sketches() {
             ],
         );
         zipf_traffic(&mut con, "s", false);
-        let dump: Vec<u8> = redis::cmd("DUMP").arg("s").query(&mut con).unwrap();
+        let dump: Vec<u8> = query(&mut con, &["DUMP", "s"]);
         dumps.push(dump);
     }
     assert_eq!(dumps[0], dumps[1]);

@@ -4,7 +4,7 @@
 
 use test_harness as common;
 
-use common::{error, value, Server};
+use common::{error, query, restore, value, Server};
 use redis::Value;
 use std::path::Path;
 use std::process::Command;
@@ -134,13 +134,8 @@ fn redisbloom_ties_survive_a_restore() {
     );
     // Two members, two empty slots, a tie.
     value(&mut con, &["TOPK.ADD", "a", "x", "y", "x", "y"]);
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("a").query(&mut con).unwrap();
-    let _: () = redis::cmd("RESTORE")
-        .arg("b")
-        .arg(0)
-        .arg(&dump)
-        .query(&mut con)
-        .unwrap();
+    let dump: Vec<u8> = query(&mut con, &["DUMP", "a"]);
+    restore(&mut con, "b", &dump).unwrap();
     for round in 0..40 {
         let items: Vec<String> = (0..3)
             .map(|i| format!("i{}", (round * 7 + i) % 6))

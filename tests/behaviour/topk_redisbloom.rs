@@ -7,7 +7,7 @@
 
 use test_harness as common;
 
-use common::{error, server_error_text, value, Server};
+use common::{error, query, server_error_text, value, Server};
 use redis::{Connection, Value};
 
 fn bloom_server() -> Server {
@@ -315,7 +315,7 @@ fn test_time() {
     for _ in 0..5 {
         add_all(&mut (0..100).map(|i| i * 50));
     }
-    let listed: Vec<String> = redis::cmd("TOPK.LIST").arg("topk").query(&mut con).unwrap();
+    let listed: Vec<String> = query(&mut con, &["TOPK.LIST", "topk"]);
     assert_eq!(listed.len(), 100);
     let hundreds = listed
         .iter()
@@ -410,7 +410,7 @@ fn test_list_no_duplicates() {
         .chain(stream.split(' '))
         .collect();
     value(&mut con, &parts);
-    let listed: Vec<String> = redis::cmd("TOPK.LIST").arg("topk").query(&mut con).unwrap();
+    let listed: Vec<String> = query(&mut con, &["TOPK.LIST", "topk"]);
     let distinct: std::collections::HashSet<&String> = listed.iter().collect();
     assert_eq!(distinct.len(), listed.len(), "{listed:?}");
 }
@@ -630,10 +630,7 @@ fn test_restore_topk_inflated_itemlen_is_safe() {
         &["TOPK.RESERVE", "topk_il{topk}", "1", "1", "1", "0.9"],
     );
     value(&mut con, &["TOPK.ADD", "topk_il{topk}", "a"]);
-    let dump: Vec<u8> = redis::cmd("DUMP")
-        .arg("topk_il{topk}")
-        .query(&mut con)
-        .unwrap();
+    let dump: Vec<u8> = query(&mut con, &["DUMP", "topk_il{topk}"]);
     let body = &dump[..dump.len() - 10];
     let version = &dump[dump.len() - 10..dump.len() - 8];
     let probe = "A".repeat(200);
@@ -710,7 +707,7 @@ const TOPK_COMMANDS: [&str; 7] = [
 ];
 
 fn acl_categories(con: &mut Connection) -> Vec<String> {
-    redis::cmd("ACL").arg("CAT").query(con).unwrap()
+    query(con, &["ACL", "CAT"])
 }
 
 /// Servers that take module ACL categories (Redis 7.4+, Valkey) have the
@@ -726,18 +723,10 @@ fn test_acl_category() {
         return;
     }
     assert!(categories.iter().any(|c| c == "topk"), "{categories:?}");
-    let mut listed: Vec<String> = redis::cmd("ACL")
-        .arg("CAT")
-        .arg("topk")
-        .query(&mut con)
-        .unwrap();
+    let mut listed: Vec<String> = query(&mut con, &["ACL", "CAT", "topk"]);
     listed.sort();
     assert_eq!(listed, TOPK_COMMANDS);
-    let read: Vec<String> = redis::cmd("ACL")
-        .arg("CAT")
-        .arg("read")
-        .query(&mut con)
-        .unwrap();
+    let read: Vec<String> = query(&mut con, &["ACL", "CAT", "read"]);
     assert!(read.iter().any(|c| c == "topk.query"));
 }
 
@@ -878,11 +867,7 @@ fn test_command_docs_topk() {
             .map(|(n, t)| (n.to_string(), t.to_string()))
             .collect();
         assert_eq!(got, want, "{name}");
-        let info: Vec<Value> = redis::cmd("COMMAND")
-            .arg("INFO")
-            .arg(name)
-            .query(&mut con)
-            .unwrap();
+        let info: Vec<Value> = query(&mut con, &["COMMAND", "INFO", name]);
         let Value::Array(entry) = &info[0] else {
             panic!("{info:?}")
         };
@@ -910,11 +895,7 @@ fn as_map(v: &Value) -> std::collections::HashMap<String, Value> {
 }
 
 fn command_docs(con: &mut Connection, name: &str) -> std::collections::HashMap<String, Value> {
-    let reply: Value = redis::cmd("COMMAND")
-        .arg("DOCS")
-        .arg(name)
-        .query(con)
-        .unwrap();
+    let reply: Value = query(con, &["COMMAND", "DOCS", name]);
     let outer = as_map(&reply);
     as_map(&outer[name])
 }

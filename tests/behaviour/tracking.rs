@@ -3,26 +3,12 @@
 
 use test_harness as common;
 
-use common::{error, info_field, value, Server};
+use common::{error, info_field, info_number, query, repeat, run, value, Server};
 use redis::{Connection, Value};
 
 /// `key, db, rate, count` rows of `HK.HOTKEYS ...` on a RESP2 connection.
 fn hotkeys(con: &mut Connection, args: &[&str]) -> Vec<(String, i64, f64, i64)> {
-    let mut cmd = redis::cmd("HK.HOTKEYS");
-    for a in args {
-        cmd.arg(*a);
-    }
-    let flat: Vec<Value> = cmd.query(con).expect("HK.HOTKEYS");
-    flat.chunks(4)
-        .map(|row| {
-            (
-                redis::from_redis_value(&row[0]).unwrap(),
-                redis::from_redis_value(&row[1]).unwrap(),
-                redis::from_redis_value(&row[2]).unwrap(),
-                redis::from_redis_value(&row[3]).unwrap(),
-            )
-        })
-        .collect()
+    query(con, &[&["HK.HOTKEYS"][..], args].concat())
 }
 
 fn counts(con: &mut Connection, args: &[&str]) -> Vec<(String, i64)> {
@@ -124,10 +110,7 @@ fn every_key_a_command_touches_counts_as_the_server_sees_it() {
     let lambda = std::f64::consts::LN_2 / 3600.0;
     assert!(all[0].2 >= 7.0 * lambda, "{all:?}");
     assert!((all[0].2 / all[1].2 - 7.0 / 6.0).abs() < 1e-6, "{all:?}");
-    let commands: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let commands: i64 = info_number(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen");
     assert!(commands >= 27, "{commands}");
 }
 
@@ -215,31 +198,33 @@ fn for_a_while(con: &mut redis::Connection, ms: u64, command: &[&str]) -> u64 {
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(ms);
     let mut sent = 0;
     while std::time::Instant::now() < deadline {
-        let mut pipe = redis::pipe();
-        for _ in 0..10 {
-            pipe.cmd(command[0]).arg(&command[1..]).ignore();
-        }
-        let _: () = pipe.query(con).unwrap();
+        repeat(con, 10, command);
         sent += 10;
     }
     sent
 }
 
-/// Sampling is by time: the filter sees nothing between windows, a
-/// `SELECT` included, and still each key counts in its client's database.
-#[test]
-fn a_select_between_counting_windows_still_moves_the_client() {
-    let server = Server::start_configured(
+/// A tracker that counts `1/sample` of the time, keeping rates for an hour.
+fn sampling(sample: u32) -> Server {
+    let sample = sample.to_string();
+    Server::start_configured(
         &[
             "track",
             "yes",
             "track-halflife",
             "3600",
             "track-sample",
-            "4",
+            &sample,
         ],
         &[],
-    );
+    )
+}
+
+/// Sampling is by time: the filter sees nothing between windows, a
+/// `SELECT` included, and still each key counts in its client's database.
+#[test]
+fn a_select_between_counting_windows_still_moves_the_client() {
+    let server = sampling(4);
     let mut con = server.client();
     if !common::filter_names_clients(&mut con) {
         eprintln!("skipped: this server's filter cannot tell which client sent a command");
@@ -262,17 +247,7 @@ fn a_select_between_counting_windows_still_moves_the_client() {
 /// windows counted, widens with them.)
 #[test]
 fn sampling_a_sixteenth_of_the_time_keeps_counts_right() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-halflife",
-            "3600",
-            "track-sample",
-            "16",
-        ],
-        &[],
-    );
+    let server = sampling(16);
     let mut con = server.client();
     let sent = for_a_while(&mut con, 4_000, &["GET", "hot"]) as f64;
     let hot = common::hotkeys_with_bounds(&mut con, 10)
@@ -291,10 +266,7 @@ fn sampling_a_sixteenth_of_the_time_keeps_counts_right() {
     // not there at all. (About a sixteenth of the time; fewer commands than
     // that where the filter's own cost slows the server, as in a debug
     // build: the weights are measured, so the count above is right anyway.)
-    let seen: f64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let seen: f64 = info_number(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen");
     assert!(seen > 0.0 && seen * 4.0 < sent, "{seen} seen of {sent}");
     assert_eq!(
         info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
@@ -339,10 +311,7 @@ fn reset_forgets_and_configs_are_validated() {
     }
     // Three keys read, room for two: exactly two listed.
     assert_eq!(counts(&mut con, &["READS"]).len(), 2);
-    let memory: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let memory: i64 = info_number(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes");
     assert!(memory > 10_000, "{memory}");
 }
 
@@ -379,7 +348,7 @@ fn a_replica_tracks_the_traffic_it_serves() {
     );
     let mut p = primary.client();
     times(&mut p, 3, &["SET", "written", "v"]);
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut p).unwrap();
+    let acked: i64 = query(&mut p, &["WAIT", "1", "10000"]);
     assert_eq!(acked, 1);
     times(&mut r, 4, &["GET", "read-on-replica"]);
     // The replica counts its own reads, and the writes its primary streams
@@ -396,7 +365,7 @@ fn a_replica_tracks_the_traffic_it_serves() {
     // Nothing of the tracker is replicated or written to the keyspace.
     let primary_counts = counts(&mut p, &[]);
     assert!(!primary_counts.iter().any(|(k, _)| k == "read-on-replica"));
-    let keys: i64 = redis::cmd("DBSIZE").query(&mut r).unwrap();
+    let keys: i64 = query(&mut r, &["DBSIZE"]);
     assert_eq!(keys, 1);
 }
 
@@ -480,20 +449,7 @@ fn counted_keys_are_exactly_the_keys_the_server_finds() {
 
 #[test]
 fn in_a_cluster_one_subscriber_hears_the_hot_keys_of_every_node() {
-    let cluster = common::Cluster::start(&[
-        "track",
-        "yes",
-        "track-sample",
-        "1",
-        "track-halflife",
-        "1",
-        "track-notify-above",
-        "200",
-        "track-channel",
-        "hotkeys",
-        "watch-interval-ms",
-        "20",
-    ]);
+    let cluster = common::Cluster::start(crate::HOT_KEY_EVENTS);
     // One subscriber, on the first node only.
     let mut sub = common::Subscriber::new(&cluster.nodes[0], "hotkeys", false);
     // A hot key on each node: ~500 reads in a moment is 347 req/s.
@@ -508,12 +464,8 @@ fn in_a_cluster_one_subscriber_hears_the_hot_keys_of_every_node() {
             continue;
         }
         let mut con = owner.client();
-        let mut pipe = redis::pipe();
-        for _ in 0..500 {
-            pipe.cmd("GET").arg(&key).ignore();
-        }
-        let _: () = pipe.query(&mut con).unwrap();
-        let _: Value = redis::cmd("HK.HOTKEYS").query(&mut con).unwrap();
+        repeat(&mut con, 500, &["GET", &key]);
+        let _: Value = query(&mut con, &["HK.HOTKEYS"]);
         keys.insert((key, owner.address()));
         if keys.len() == cluster.nodes.len() {
             break;
@@ -533,23 +485,14 @@ fn in_a_cluster_one_subscriber_hears_the_hot_keys_of_every_node() {
 fn huge_keys_cannot_grow_the_trackers_memory() {
     let server = tracking_server();
     let mut con = server.client();
-    let used = |con: &mut Connection| -> i64 {
-        info_field(con, "memory", "used_memory")
-            .unwrap()
-            .parse()
-            .unwrap()
-    };
+    let used = |con: &mut Connection| -> i64 { info_number(con, "memory", "used_memory") };
     let before = used(&mut con);
     // 300 distinct 1 MB keys, as a careless client might send.
     for i in 0..300u32 {
         let mut key = vec![b'k'; 1 << 20];
         key[..4].copy_from_slice(format!("{i:04}").as_bytes());
         // Twice in one command: a key seen once fades below one access at once.
-        let _: i64 = redis::cmd("EXISTS")
-            .arg(&key)
-            .arg(&key)
-            .query(&mut con)
-            .unwrap();
+        run::<i64>(&mut con, &[b"EXISTS", &key, &key]).unwrap();
     }
     let rows = hotkeys(&mut con, &["COUNT", "1000"]);
     assert_eq!(rows.len(), 100, "k = 100 keys listed");
@@ -560,10 +503,7 @@ fn huge_keys_cannot_grow_the_trackers_memory() {
         assert!(prefix.ends_with("...#"), "{}", &key[1000..]);
         assert!(hash.bytes().all(|b| b.is_ascii_hexdigit()), "{hash}");
     }
-    let tracker: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let tracker: i64 = info_number(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes");
     assert!(tracker < 8 << 20, "the tracker holds {tracker} bytes");
     let grown = used(&mut con) - before;
     assert!(grown < 32 << 20, "used_memory grew by {grown} bytes");
@@ -580,17 +520,10 @@ fn a_window_full_of_huge_keys_stays_within_its_bound() {
     while std::time::Instant::now() < deadline {
         let mut key = vec![b'k'; 256 << 10];
         key[..8].copy_from_slice(format!("{i:08}").as_bytes());
-        let _: i64 = redis::cmd("EXISTS")
-            .arg(&key)
-            .arg(&key)
-            .query(&mut con)
-            .unwrap();
+        run::<i64>(&mut con, &[b"EXISTS", &key, &key]).unwrap();
         i += 1;
     }
-    let tracker: i64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let tracker: i64 = info_number(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes");
     assert!(
         tracker < 8 << 20,
         "the tracker holds {tracker} bytes after {i} commands"
@@ -598,12 +531,7 @@ fn a_window_full_of_huge_keys_stays_within_its_bound() {
     // Every key was read once, in one slot of four: none can be told from
     // the others, so none is listed; WITHNOISE shows them, each marked.
     assert!(hotkeys(&mut con, &["COUNT", "10"]).is_empty());
-    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
-        .arg("COUNT")
-        .arg(10)
-        .arg("WITHNOISE")
-        .query(&mut con)
-        .unwrap();
+    let flat: Vec<Value> = query(&mut con, &["HK.HOTKEYS", "COUNT", "10", "WITHNOISE"]);
     assert!(!flat.is_empty());
     for row in flat.chunks(5) {
         assert_eq!(row[4], Value::Int(1), "{row:?}");

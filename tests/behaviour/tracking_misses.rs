@@ -4,7 +4,7 @@
 
 use test_harness as common;
 
-use common::{error, info_field, Server};
+use common::{error, info_field, query, repeat, run, value, Server};
 use redis::{Connection, Value};
 
 const MISSES_ON: &[&str] = &[
@@ -18,43 +18,20 @@ const MISSES_ON: &[&str] = &[
 
 /// `HK.HOTKEYS MISSES` as (key, db, count) rows.
 fn misses(con: &mut Connection) -> Vec<(String, i64, i64)> {
-    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
-        .arg("MISSES")
-        .arg("COUNT")
-        .arg(50)
-        .query(con)
-        .expect("HK.HOTKEYS MISSES");
-    flat.chunks(4)
-        .map(|row| {
-            (
-                redis::from_redis_value(&row[0]).expect("a key"),
-                redis::from_redis_value(&row[1]).expect("a db"),
-                redis::from_redis_value(&row[3]).expect("a count"),
-            )
-        })
+    let rows: Vec<(String, i64, Value, i64)> = query(con, &["HK.HOTKEYS", "MISSES", "COUNT", "50"]);
+    rows.into_iter()
+        .map(|(key, db, _, n)| (key, db, n))
         .collect()
-}
-
-fn gets(con: &mut Connection, key: &str, n: usize) {
-    let mut pipe = redis::pipe();
-    for _ in 0..n {
-        pipe.cmd("GET").arg(key);
-    }
-    let _: Vec<Value> = pipe.query(con).expect("GETs");
 }
 
 #[test]
 fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
     let server = Server::start_configured(MISSES_ON, &[]);
     let mut con = server.client();
-    let _: () = redis::cmd("SET")
-        .arg("present")
-        .arg("v")
-        .query(&mut con)
-        .unwrap();
-    gets(&mut con, "user:404", 300);
-    gets(&mut con, "present", 1_000);
-    gets(&mut con, "product:gone", 100);
+    value(&mut con, &["SET", "present", "v"]);
+    repeat(&mut con, 300, &["GET", "user:404"]);
+    repeat(&mut con, 1_000, &["GET", "present"]);
+    repeat(&mut con, 100, &["GET", "product:gone"]);
     let listed = misses(&mut con);
     assert_eq!(
         listed
@@ -65,10 +42,7 @@ fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
         "hottest first; a key that exists is never a miss"
     );
     // Every read counts as a read too, hit or miss.
-    let reads: Vec<Value> = redis::cmd("HK.HOTKEYS")
-        .arg("READS")
-        .query(&mut con)
-        .unwrap();
+    let reads: Vec<Value> = query(&mut con, &["HK.HOTKEYS", "READS"]);
     assert_eq!(reads.len() / 4, 3);
 }
 
@@ -76,14 +50,10 @@ fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
 fn a_missing_key_that_comes_into_being_leaves_the_list() {
     let server = Server::start_configured(MISSES_ON, &[]);
     let mut con = server.client();
-    gets(&mut con, "soon", 500);
-    gets(&mut con, "never", 50);
+    repeat(&mut con, 500, &["GET", "soon"]);
+    repeat(&mut con, 50, &["GET", "never"]);
     assert_eq!(misses(&mut con).len(), 2);
-    let _: () = redis::cmd("SET")
-        .arg("soon")
-        .arg("filled")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["SET", "soon", "filled"]);
     let listed = misses(&mut con);
     assert_eq!(
         listed.iter().map(|(k, ..)| k.as_str()).collect::<Vec<_>>(),
@@ -95,7 +65,7 @@ fn a_missing_key_that_comes_into_being_leaves_the_list() {
 fn misses_are_per_database_and_binary_safe() {
     let server = Server::start_configured(MISSES_ON, &[]);
     let mut con = server.client();
-    let _: () = redis::cmd("SELECT").arg(3).query(&mut con).unwrap();
+    value(&mut con, &["SELECT", "3"]);
     let key = b"bin\x00\xff:key";
     let mut pipe = redis::pipe();
     for _ in 0..40 {
@@ -104,25 +74,13 @@ fn misses_are_per_database_and_binary_safe() {
     let _: Vec<Value> = pipe.query(&mut con).unwrap();
     // Present in database 5, missing in 3: missed in 3 only.
     let mut five = server.client();
-    let _: () = redis::cmd("SELECT").arg(5).query(&mut five).unwrap();
-    let _: () = redis::cmd("SET")
-        .arg(&key[..])
-        .arg("v")
-        .query(&mut five)
-        .unwrap();
+    value(&mut five, &["SELECT", "5"]);
+    run::<()>(&mut five, &[b"SET", &key[..], b"v"]).unwrap();
     let mut zero = server.client();
-    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
-        .arg("MISSES")
-        .query(&mut zero)
-        .unwrap();
-    let rows: Vec<(Vec<u8>, i64)> = flat
-        .chunks(4)
-        .map(|r| {
-            (
-                redis::from_redis_value(&r[0]).unwrap(),
-                redis::from_redis_value(&r[1]).unwrap(),
-            )
-        })
+    let key_and_db = |(key, db, ..): (Vec<u8>, i64, Value, Value)| (key, db);
+    let rows: Vec<(Vec<u8>, i64)> = query::<Vec<_>>(&mut zero, &["HK.HOTKEYS", "MISSES"])
+        .into_iter()
+        .map(key_and_db)
         .collect();
     // Counted in the client's database where the filter names clients
     // (7.2+, Valkey); on Redis 7.0, in database 0 as the reads of the same
@@ -134,23 +92,14 @@ fn misses_are_per_database_and_binary_safe() {
     };
     assert!(rows.contains(&(key.to_vec(), db)), "{rows:?}");
     assert!(rows.contains(&(b"other:missing".to_vec(), db)), "{rows:?}");
-    let reads: Vec<Value> = redis::cmd("HK.HOTKEYS").query(&mut zero).unwrap();
-    let read_rows: Vec<(Vec<u8>, i64)> = reads
-        .chunks(4)
-        .map(|r| {
-            (
-                redis::from_redis_value(&r[0]).unwrap(),
-                redis::from_redis_value(&r[1]).unwrap(),
-            )
-        })
+    let read_rows: Vec<(Vec<u8>, i64)> = query::<Vec<_>>(&mut zero, &["HK.HOTKEYS"])
+        .into_iter()
+        .map(key_and_db)
         .collect();
     assert!(read_rows.contains(&(key.to_vec(), db)), "{read_rows:?}");
     // Under RESP3, one array per row.
     let mut resp3 = server.client_resp3();
-    let nested: Vec<Value> = redis::cmd("HK.HOTKEYS")
-        .arg("MISSES")
-        .query(&mut resp3)
-        .unwrap();
+    let nested: Vec<Value> = query(&mut resp3, &["HK.HOTKEYS", "MISSES"]);
     assert!(
         nested
             .iter()
@@ -163,37 +112,28 @@ fn misses_are_per_database_and_binary_safe() {
 fn misses_are_counted_only_when_asked_for() {
     let server = Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[]);
     let mut con = server.client();
-    gets(&mut con, "missing", 100);
+    repeat(&mut con, 100, &["GET", "missing"]);
     let e = error(&mut con, &["HK.HOTKEYS", "MISSES"]);
     assert!(e.contains("track-misses"), "{e}");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("heavykeeper.track-misses")
-        .arg("yes")
-        .query(&mut con)
-        .unwrap();
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.track-misses", "yes"],
+    );
     assert_eq!(
         info_field(&mut con, "heavykeeper", "heavykeeper_tracker_misses").as_deref(),
         Some("1")
     );
-    gets(&mut con, "missing", 70);
+    repeat(&mut con, 70, &["GET", "missing"]);
     assert_eq!(misses(&mut con), [("missing".to_string(), 0, 70)]);
     // Off again: the list stops growing (and says it is off).
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("heavykeeper.track-misses")
-        .arg("no")
-        .query(&mut con)
-        .unwrap();
-    gets(&mut con, "missing", 70);
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.track-misses", "no"],
+    );
+    repeat(&mut con, 70, &["GET", "missing"]);
     assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("track-misses"));
     // Tracking off altogether: the usual error.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("heavykeeper.track")
-        .arg("no")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "no"]);
     assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("heavykeeper.track yes"));
 }
 
@@ -202,12 +142,15 @@ fn a_script_and_a_transaction_miss_like_any_client() {
     let server = Server::start_configured(MISSES_ON, &[]);
     let mut con = server.client();
     for _ in 0..30 {
-        let _: Value = redis::cmd("EVAL")
-            .arg("return redis.call('GET', KEYS[1])")
-            .arg(1)
-            .arg("scripted:missing")
-            .query(&mut con)
-            .unwrap();
+        let _: Value = query(
+            &mut con,
+            &[
+                "EVAL",
+                "return redis.call('GET', KEYS[1])",
+                "1",
+                "scripted:missing",
+            ],
+        );
     }
     let listed = misses(&mut con);
     assert_eq!(listed, [("scripted:missing".to_string(), 0, 30)]);

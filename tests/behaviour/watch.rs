@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{error, hk_info, value, Server, Subscriber};
+use common::{error, hk_info, query, repeat, restore, value, Server, Subscriber};
 use redis::Value;
 use serde_json::Value as Json;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -197,13 +197,8 @@ fn the_watch_survives_reload_copy_and_dump_and_shows_in_info() {
     assert_eq!(info["watch_below"], Value::BulkString(b"2".to_vec()));
     value(&mut con, &["DEBUG", "RELOAD"]);
     value(&mut con, &["COPY", "w", "w2"]);
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("w").query(&mut con).unwrap();
-    let _: () = redis::cmd("RESTORE")
-        .arg("w3")
-        .arg(0)
-        .arg(&dump)
-        .query(&mut con)
-        .unwrap();
+    let dump: Vec<u8> = query(&mut con, &["DUMP", "w"]);
+    restore(&mut con, "w3", &dump).unwrap();
     for key in ["w", "w2", "w3"] {
         assert_eq!(
             hk_info(&mut con, key)["watch_channel"],
@@ -258,7 +253,7 @@ fn a_replica_agrees_on_the_watch_and_publishes_nothing() {
     let mut on_primary = Subscriber::new(&primary, "rep", false);
     let mut on_replica = Subscriber::new(&replica, "rep", false);
     value(&mut p, &["HK.INCRBY", "rw", "x", "20"]);
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(10_000).query(&mut p).unwrap();
+    let acked: i64 = query(&mut p, &["WAIT", "1", "10000"]);
     assert_eq!(acked, 1);
     assert_eq!(
         hk_info(&mut r, "rw")["watch_channel"],
@@ -287,7 +282,7 @@ fn in_a_cluster_events_are_shard_messages_on_the_keys_slot() {
     let mut con = server.client();
     value(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
     common::wait_until("the cluster", Duration::from_secs(30), || {
-        let info: String = redis::cmd("CLUSTER").arg("INFO").query(&mut con).unwrap();
+        let info: String = query(&mut con, &["CLUSTER", "INFO"]);
         info.contains("cluster_state:ok")
     });
     value(&mut con, &["HK.RESERVE", "{gw}limiter", "10"]);
@@ -304,33 +299,13 @@ fn in_a_cluster_events_are_shard_messages_on_the_keys_slot() {
 
 #[test]
 fn the_tracker_tells_when_a_key_of_the_server_turns_hot_and_cools() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-halflife",
-            "1",
-            "track-notify-above",
-            "200",
-            "track-channel",
-            "hotkeys",
-            "watch-interval-ms",
-            "20",
-        ],
-        &[],
-    );
+    let server = Server::start_configured(crate::HOT_KEY_EVENTS, &[]);
     let mut con = server.client();
     let mut sub = Subscriber::new(&server, "hotkeys", false);
     // ~500 reads in a moment: 500·ln2 = 347 req/s, above 200.
-    let mut pipe = redis::pipe();
-    for _ in 0..500 {
-        pipe.cmd("GET").arg("product:42").ignore();
-    }
-    let _: () = pipe.query(&mut con).unwrap();
+    repeat(&mut con, 500, &["GET", "product:42"]);
     // The worker counts batches of 512: read the list to flush them.
-    let _: Value = redis::cmd("HK.HOTKEYS").query(&mut con).unwrap();
+    let _: Value = query(&mut con, &["HK.HOTKEYS"]);
     let events = sub.events(Duration::from_secs(3), 2);
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[0]["event"], "hot");

@@ -6,7 +6,7 @@
 
 use test_harness as common;
 
-use common::{module_figure, now_ms, value, Server, Subscriber};
+use common::{module_figure, now_ms, query, restore, run, value, Server, Subscriber};
 use heavykeeper_sketch::{encode, HeavyKeeper, Params, WatchSpec};
 use redis::{Connection, Value};
 use std::collections::BTreeSet;
@@ -111,23 +111,13 @@ fn restore_copy_rename_move_and_swapdb_keep_the_watch() {
     hot_sketch(&mut con, "swapped");
     value(&mut con, &["SELECT", "0"]);
 
-    let dump: Vec<u8> = redis::cmd("DUMP").arg("dumped").query(&mut con).unwrap();
+    let dump: Vec<u8> = query(&mut con, &["DUMP", "dumped"]);
     value(&mut con, &["DEL", "dumped"]);
-    let _: Value = redis::cmd("RESTORE")
-        .arg("restored")
-        .arg(0)
-        .arg(dump)
-        .query(&mut con)
-        .unwrap();
+    restore(&mut con, "restored", &dump).unwrap();
     // RESTORE ... REPLACE onto a watched key: the old value goes, the new one is followed.
-    let dump_again: Vec<u8> = redis::cmd("DUMP").arg("restored").query(&mut con).unwrap();
-    let _: Value = redis::cmd("RESTORE")
-        .arg("replaced")
-        .arg(0)
-        .arg(dump_again)
-        .arg("REPLACE")
-        .query(&mut con)
-        .unwrap();
+    let dump_again: Vec<u8> = query(&mut con, &["DUMP", "restored"]);
+    let replace: [&[u8]; 5] = [b"RESTORE", b"replaced", b"0", &dump_again, b"REPLACE"];
+    run::<()>(&mut con, &replace).unwrap();
     value(&mut con, &["COPY", "original", "copy"]);
     value(&mut con, &["COPY", "original", "copied-over", "REPLACE"]);
     value(&mut con, &["RENAME", "old-name", "new-name"]);
@@ -167,11 +157,7 @@ fn a_watched_payload_loaded_with_loadstate_announces() {
         above: Some(20.0),
         below: None,
     }));
-    let _: Value = redis::cmd("HK.LOADSTATE")
-        .arg("loaded")
-        .arg(encode(&sketch))
-        .query(&mut con)
-        .unwrap();
+    run::<Value>(&mut con, &[b"HK.LOADSTATE", b"loaded", &encode(&sketch)]).unwrap();
     assert_eq!(cooled(&mut sub, WAIT, 1), keys(&["loaded"]));
 }
 
@@ -195,7 +181,7 @@ fn a_promoted_replica_announces_what_fading_does() {
     value(&mut con, &["HK.WATCH", "limiter", CHANNEL, "ABOVE", "20"]);
     let now = now_ms().to_string();
     value(&mut con, &["HK.INCRBYAT", "limiter", &now, "x", "4000"]);
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(&mut con).unwrap();
+    let acked: i64 = query(&mut con, &["WAIT", "1", "5000"]);
     assert_eq!(acked, 1);
     // A replica announces nothing of its own.
     assert!(on_replica.events(Duration::from_millis(300), 1).is_empty());

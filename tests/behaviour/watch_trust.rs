@@ -6,7 +6,7 @@
 
 use test_harness as common;
 
-use common::{error, now_ms, run, value, Server, Subscriber};
+use common::{error, now_ms, query, run, value, Server, Subscriber};
 use heavykeeper_sketch::{encode, HeavyKeeper, Params, WatchSpec};
 use redis::{Connection, Value};
 use std::time::Duration;
@@ -29,11 +29,7 @@ fn load_hot_sketch(con: &mut Connection, key: &[u8], channel: &[u8]) {
         above: Some(20.0),
         below: None,
     }));
-    let _: Value = redis::cmd("HK.LOADSTATE")
-        .arg(key)
-        .arg(encode(&sketch))
-        .query(con)
-        .expect("HK.LOADSTATE");
+    run::<Value>(con, &[b"HK.LOADSTATE", key, &encode(&sketch)]).expect("HK.LOADSTATE");
 }
 
 /// Reads events until one of `kind` (at most 5 s).
@@ -82,18 +78,10 @@ fn the_timer_leaves_the_lfu_counter_alone() {
     let mut con = server.client();
     let mut sub = Subscriber::new(&server, "fade", false);
     load_hot_sketch(&mut con, b"lfu", b"fade");
-    let before: i64 = redis::cmd("OBJECT")
-        .arg("FREQ")
-        .arg("lfu")
-        .query(&mut con)
-        .unwrap();
+    let before: i64 = query(&mut con, &["OBJECT", "FREQ", "lfu"]);
     wait_for(&mut sub, "cool");
     wait_for(&mut sub, "leave");
-    let after: i64 = redis::cmd("OBJECT")
-        .arg("FREQ")
-        .arg("lfu")
-        .query(&mut con)
-        .unwrap();
+    let after: i64 = query(&mut con, &["OBJECT", "FREQ", "lfu"]);
     assert_eq!(before, after, "the timer's visits counted as accesses");
 }
 
@@ -106,11 +94,7 @@ fn the_timer_leaves_the_lru_clock_alone() {
     wait_for(&mut sub, "cool");
     wait_for(&mut sub, "leave");
     // The leave was announced a moment ago, ~1.7 s after the key was made.
-    let idle: i64 = redis::cmd("OBJECT")
-        .arg("IDLETIME")
-        .arg("lru")
-        .query(&mut con)
-        .unwrap();
+    let idle: i64 = query(&mut con, &["OBJECT", "IDLETIME", "lru"]);
     assert!(
         idle >= 1,
         "idle {idle} s: the timer's visit refreshed the LRU clock"
@@ -120,11 +104,8 @@ fn the_timer_leaves_the_lru_clock_alone() {
 /// The keys invalidated for a client-side cache, as a thread reads them.
 fn invalidations(server: &Server) -> (i64, std::sync::mpsc::Receiver<Value>) {
     let mut con = server.client();
-    let id: i64 = redis::cmd("CLIENT").arg("ID").query(&mut con).unwrap();
-    let _: Value = redis::cmd("SUBSCRIBE")
-        .arg("__redis__:invalidate")
-        .query(&mut con)
-        .unwrap();
+    let id: i64 = query(&mut con, &["CLIENT", "ID"]);
+    let _: Value = query(&mut con, &["SUBSCRIBE", "__redis__:invalidate"]);
     let (send, receive) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         while let Ok(message) = con.recv_response() {
@@ -189,7 +170,7 @@ fn a_watch_publishes_only_where_its_user_may_publish() {
     let watch = error(&mut app, &["HK.WATCH", "k", "admin:control", "MEMBERS"]);
     assert!(watch.starts_with("NOPERM"), "{watch}");
     assert_eq!(watch, publish);
-    let log: Vec<Value> = redis::cmd("ACL").arg("LOG").query(&mut admin).unwrap();
+    let log: Vec<Value> = query(&mut admin, &["ACL", "LOG"]);
     assert!(
         format!("{log:?}").contains("admin:control"),
         "no ACL LOG entry: {log:?}"
@@ -247,13 +228,7 @@ fn a_watch_is_paid_for_in_memory_usage_and_the_size_cap() {
     let server = Server::start();
     let mut con = server.client();
     value(&mut con, &["HK.RESERVE", "k", "10", "WIDTH", "64"]);
-    let usage = |con: &mut Connection| -> i64 {
-        redis::cmd("MEMORY")
-            .arg("USAGE")
-            .arg("k")
-            .query(con)
-            .unwrap()
-    };
+    let usage = |con: &mut Connection| -> i64 { query(con, &["MEMORY", "USAGE", "k"]) };
     let before = usage(&mut con);
     let channel = "c".repeat(10_000);
     value(&mut con, &["HK.WATCH", "k", &channel, "MEMBERS"]);

@@ -7,7 +7,7 @@
 
 use test_harness as common;
 
-use common::{info_field, CountBounds, Server};
+use common::{info_field, info_number, query, value, CountBounds, Server};
 use redis::Connection;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -106,9 +106,7 @@ fn ratio(counts: &HashMap<String, CountBounds>, sent: &traffic::Sent, key: &str)
 }
 
 fn share_counted(con: &mut Connection) -> f64 {
-    info_field(con, "heavykeeper", "heavykeeper_tracker_share_counted")
-        .and_then(|v| v.parse().ok())
-        .expect("tracker_share_counted")
+    info_number(con, "heavykeeper", "heavykeeper_tracker_share_counted")
 }
 
 /// Did every access count as it came: no slot of time left uncounted, and
@@ -185,11 +183,7 @@ fn reading_twenty_times_a_second_and_resetting_change_no_count() {
             let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
             let mut reads = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let _: redis::Value = redis::cmd("HK.HOTKEYS")
-                    .arg("COUNT")
-                    .arg(20)
-                    .query(&mut con)
-                    .unwrap();
+                let _: redis::Value = query(&mut con, &["HK.HOTKEYS", "COUNT", "20"]);
                 reads += 1;
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -199,10 +193,7 @@ fn reading_twenty_times_a_second_and_resetting_change_no_count() {
     let before = traffic::send(&url, &mix(1), Duration::from_secs(3)).expect("traffic");
     let mut con = server.client();
     assert!(ratio(&listed(&mut con), &before, "steady") > 0.9);
-    let _: () = redis::cmd("HK.HOTKEYS")
-        .arg("RESET")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["HK.HOTKEYS", "RESET"]);
     let after = traffic::send(&url, &mix(1), Duration::from_secs(5)).expect("traffic");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let reads = poller.join().unwrap();
@@ -245,12 +236,9 @@ fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() 
         let now = slots(&mut con);
         std::mem::replace(&mut last, now.clone()) == now
     });
-    let _: () = redis::cmd("HK.HOTKEYS")
-        .arg("RESET")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["HK.HOTKEYS", "RESET"]);
     for _ in 0..100 {
-        let _: Option<String> = redis::cmd("GET").arg("after").query(&mut con).unwrap();
+        let _: Option<String> = query(&mut con, &["GET", "after"]);
     }
     let after = listed(&mut con).get("after").copied().unwrap_or_default();
     assert!(
@@ -258,9 +246,7 @@ fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() 
         "after the flood: {after:?} for 100 GETs; {}",
         tracker_state(&mut con)
     );
-    let cost: f64 = info_field(&mut con, "heavykeeper", "heavykeeper_tracker_cpu_seconds")
-        .and_then(|v| v.parse().ok())
-        .expect("tracker_cpu_seconds");
+    let cost: f64 = info_number(&mut con, "heavykeeper", "heavykeeper_tracker_cpu_seconds");
     assert!(cost > 0.0, "the tracker says what it spent");
 }
 
@@ -310,13 +296,11 @@ fn a_lasting_flood_is_thinned_to_the_workers_share_and_thinning_ends_with_it() {
     let mut flood = flood(&server);
     let mut con = server.client();
     let kept = |con: &mut Connection| -> f64 {
-        info_field(
+        info_number(
             con,
             "heavykeeper",
             "heavykeeper_tracker_accesses_kept_share",
         )
-        .and_then(|v| v.parse().ok())
-        .expect("tracker_accesses_kept_share")
     };
     common::wait_until(
         "the worker thins the flood",
@@ -334,14 +318,10 @@ fn a_lasting_flood_is_thinned_to_the_workers_share_and_thinning_ends_with_it() {
 
 /// `HK.HOTKEYS`'s rate of `key` (0 where not listed).
 fn rate_of(con: &mut Connection, key: &str) -> f64 {
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg("COUNT")
-        .arg(100)
-        .query(con)
-        .expect("HK.HOTKEYS");
-    flat.chunks(4)
-        .find(|row| redis::from_redis_value::<String>(&row[0]).is_ok_and(|k| k == key))
-        .map_or(0.0, |row| redis::from_redis_value(&row[2]).expect("a rate"))
+    let rows: Vec<(String, i64, f64, i64)> = query(con, &["HK.HOTKEYS", "COUNT", "100"]);
+    rows.into_iter()
+        .find(|row| row.0 == key)
+        .map_or(0.0, |row| row.2)
 }
 
 /// What an operator may do before the first counted access.
@@ -392,21 +372,16 @@ fn rate_after_an_early_read(early: EarlyRead) {
     match early {
         EarlyRead::Nothing | EarlyRead::Password => {}
         EarlyRead::Info => {
-            let _: String = redis::cmd("INFO")
-                .arg("heavykeeper")
-                .query(&mut con)
-                .unwrap();
+            let _: String = query(&mut con, &["INFO", "heavykeeper"]);
         }
         EarlyRead::HotKeys => {
-            let _: redis::Value = redis::cmd("HK.HOTKEYS").query(&mut con).unwrap();
+            let _: redis::Value = query(&mut con, &["HK.HOTKEYS"]);
         }
         EarlyRead::ConfigSet => {
-            let _: () = redis::cmd("CONFIG")
-                .arg("SET")
-                .arg("slowlog-log-slower-than")
-                .arg("20000")
-                .query(&mut con)
-                .unwrap();
+            value(
+                &mut con,
+                &["CONFIG", "SET", "slowlog-log-slower-than", "20000"],
+            );
         }
     }
     // Time passes before the first access: a warm-up counted from the
@@ -431,23 +406,22 @@ fn rate_after_an_early_read(early: EarlyRead) {
 /// count bounds, and whether the noise of the node's traffic could have
 /// made it.
 fn rows_with_noise(con: &mut Connection) -> Vec<(String, CountBounds, bool)> {
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg(&["READS", "COUNT", "20", "WITHBOUNDS", "WITHNOISE"])
-        .query(con)
-        .expect("HK.HOTKEYS WITHNOISE");
-    flat.chunks(7)
-        .map(|row| {
-            let key: String = redis::from_redis_value(&row[0]).unwrap();
-            let f = |i: usize| -> f64 { redis::from_redis_value(&row[i]).unwrap() };
-            let per = if f(2) > 0.0 { f(3) / f(2) } else { 0.0 };
-            let bounds = CountBounds {
-                rate: f(2),
-                count: f(3),
-                low: f(4) * per,
-                high: f(5) * per,
-            };
-            let noise: i64 = redis::from_redis_value(&row[6]).unwrap();
-            (key, bounds, noise == 1)
+    let command = [
+        "HK.HOTKEYS",
+        "READS",
+        "COUNT",
+        "20",
+        "WITHBOUNDS",
+        "WITHNOISE",
+    ];
+    let rows: Vec<(String, redis::Value, f64, f64, f64, f64, i64)> = query(con, &command);
+    rows.into_iter()
+        .map(|(key, _, rate, count, low, high, noise)| {
+            (
+                key,
+                CountBounds::from_rates(rate, count, low, high),
+                noise == 1,
+            )
         })
         .collect()
 }
@@ -481,10 +455,7 @@ fn beside_a_flood_the_rows_its_noise_made_are_marked_and_the_rest_hold_their_tru
     let mut flood = flood(&server);
     let mut con = server.client();
     let flood_rate = flood_rate(&mut con);
-    let _: () = redis::cmd("HK.HOTKEYS")
-        .arg("RESET")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["HK.HOTKEYS", "RESET"]);
     let before = gets(&mut con);
     let shapes = [Shape::Steady {
         key: "steady".into(),
@@ -555,10 +526,7 @@ fn a_key_read_in_three_large_bursts_beside_a_flood_is_listed() {
     let mut flood = flood(&server);
     let mut con = server.client();
     let flood_rate = flood_rate(&mut con);
-    let _: () = redis::cmd("HK.HOTKEYS")
-        .arg("RESET")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["HK.HOTKEYS", "RESET"]);
     let burst = (flood_rate * 0.1).ceil() as usize;
     let shapes = [Shape::Bursty {
         key: "bursts".into(),

@@ -4,44 +4,19 @@
 
 use test_harness as common;
 
-use common::{error, info_field, Cluster, Server};
+use common::{error, info_number, query, value, Cluster, Server};
 use heavykeeper_tracker::hash_slot;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
 
 /// `slot, reads/s, writes/s` rows of `HK.HOTSLOTS ...` (RESP2).
 fn hotslots(con: &mut Connection, args: &[&str]) -> Vec<(u16, f64, f64)> {
-    let flat: Vec<Value> = redis::cmd("HK.HOTSLOTS")
-        .arg(args)
-        .query(con)
-        .expect("HK.HOTSLOTS");
-    flat.chunks(3)
-        .map(|row| {
-            (
-                redis::from_redis_value(&row[0]).unwrap(),
-                redis::from_redis_value(&row[1]).unwrap(),
-                redis::from_redis_value(&row[2]).unwrap(),
-            )
-        })
-        .collect()
+    query(con, &[&["HK.HOTSLOTS"][..], args].concat())
 }
 
 /// `name, db, rate, count` rows of `HK.HOTKEYS ...` (RESP2).
 fn hotkeys(con: &mut Connection, args: &[&str]) -> Vec<(Vec<u8>, i64, f64, i64)> {
-    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
-        .arg(args)
-        .query(con)
-        .expect("HK.HOTKEYS");
-    flat.chunks(4)
-        .map(|row| {
-            (
-                redis::from_redis_value(&row[0]).unwrap(),
-                redis::from_redis_value(&row[1]).unwrap(),
-                redis::from_redis_value(&row[2]).unwrap(),
-                redis::from_redis_value(&row[3]).unwrap(),
-            )
-        })
-        .collect()
+    query(con, &[&["HK.HOTKEYS"][..], args].concat())
 }
 
 /// Sends `GET`s of `keys` in turn to `server`, `per_tick` every 10 ms for
@@ -128,14 +103,11 @@ fn each_nodes_hot_slots_add_up_to_the_reads_it_serves() {
             "only slots the node was sent"
         );
         // The node's own total says the same.
-        let total: f64 = info_field(
+        let total: f64 = info_number(
             &mut con,
             "heavykeeper",
             "heavykeeper_tracker_reads_per_second",
-        )
-        .unwrap()
-        .parse()
-        .unwrap();
+        );
         assert!(
             (total / sent - 1.0).abs() < 0.2,
             "node {node}: INFO says {total:.0}/s"
@@ -175,11 +147,7 @@ fn slots_rank_by_reads_writes_or_both() {
     assert!((rows[0].1 / reads - 2.5).abs() < 0.02, "{rows:?}");
     // RESP3: one array per slot.
     let mut resp3 = cluster.nodes[1].client_resp3();
-    let nested: Vec<Value> = redis::cmd("HK.HOTSLOTS")
-        .arg("COUNT")
-        .arg(1)
-        .query(&mut resp3)
-        .unwrap();
+    let nested: Vec<Value> = query(&mut resp3, &["HK.HOTSLOTS", "COUNT", "1"]);
     assert!(
         matches!(&nested[..], [Value::Array(row)] if row.len() == 3),
         "{nested:?}"
@@ -203,12 +171,7 @@ fn outside_a_cluster_hot_slots_is_an_error_that_says_why() {
     let mut con = server.client();
     let text = error(&mut con, &["HK.HOTSLOTS"]);
     assert!(text.contains("needs cluster mode"), "{text}");
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("heavykeeper.track")
-        .arg("no")
-        .query(&mut con)
-        .unwrap();
+    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "no"]);
     let text = error(&mut con, &["HK.HOTSLOTS"]);
     assert!(text.contains("tracking is off"), "{text}");
 }
@@ -240,14 +203,11 @@ fn a_tenant_spread_over_many_keys_comes_first_among_prefixes() {
     tenant_traffic(&mut con);
     let prefixes = hotkeys(&mut con, &["PREFIXES", "COUNT", "5"]);
     assert_eq!(prefixes[0].0, b"tenant:7:*".to_vec(), "{prefixes:?}");
-    let all: f64 = info_field(
+    let all: f64 = info_number(
         &mut con,
         "heavykeeper",
         "heavykeeper_tracker_reads_per_second",
-    )
-    .unwrap()
-    .parse()
-    .unwrap();
+    );
     let share = prefixes[0].2 / all;
     assert!(
         (share / 0.3 - 1.0).abs() < 0.2,
@@ -265,37 +225,34 @@ fn a_tenant_spread_over_many_keys_comes_first_among_prefixes() {
     );
 
     // One level up, every tenant is one prefix.
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("heavykeeper.track-prefix-depths")
-        .arg("1,2")
-        .query(&mut con)
-        .unwrap();
-    let _: () = redis::cmd("HK.HOTKEYS")
-        .arg("RESET")
-        .query(&mut con)
-        .unwrap();
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.track-prefix-depths", "1,2"],
+    );
+    value(&mut con, &["HK.HOTKEYS", "RESET"]);
     tenant_traffic(&mut con);
     let prefixes = hotkeys(&mut con, &["PREFIXES", "COUNT", "2"]);
     let names: Vec<&[u8]> = prefixes.iter().map(|p| p.0.as_slice()).collect();
     assert_eq!(names, [&b"tenant:*"[..], b"tenant:7:*"]);
 }
 
+/// A server counting every command, keys' prefixes cut at `delimiter`, one deep.
+fn prefixes_cut_at(delimiter: &str) -> Server {
+    let args = [
+        "track",
+        "yes",
+        "track-sample",
+        "1",
+        "track-prefix-depths",
+        "1",
+    ];
+    let delimiter = ["track-prefix-delimiter", delimiter];
+    Server::start_configured(&[&args[..], &delimiter].concat(), &[])
+}
+
 #[test]
 fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-prefix-delimiter",
-            "/",
-            "track-prefix-depths",
-            "1",
-        ],
-        &[],
-    );
+    let server = prefixes_cut_at("/");
     let mut con = server.client();
     // Each key 3 times (a count that fades below 1 is not listed).
     for key in [
@@ -308,7 +265,7 @@ fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
     ]
     .repeat(3)
     {
-        let _: Value = redis::cmd("GET").arg(key).query(&mut con).unwrap();
+        let _: Value = query(&mut con, &["GET", key]);
     }
     let prefixes = hotkeys(&mut con, &["PREFIXES"]);
     let names: Vec<String> = prefixes
@@ -332,19 +289,16 @@ fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
         );
         assert!(text.starts_with("ERR"), "{name} {bad:?}: {text}");
     }
-    let depths: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("heavykeeper.track-prefix-depths")
-        .query(&mut con)
-        .unwrap();
+    let depths: Vec<String> = query(
+        &mut con,
+        &["CONFIG", "GET", "heavykeeper.track-prefix-depths"],
+    );
     assert_eq!(depths[1], "1", "a refused value changes nothing");
 
-    let _: () = redis::cmd("CONFIG")
-        .arg("SET")
-        .arg("heavykeeper.track-prefix-depths")
-        .arg("0")
-        .query(&mut con)
-        .unwrap();
+    value(
+        &mut con,
+        &["CONFIG", "SET", "heavykeeper.track-prefix-depths", "0"],
+    );
     let text = error(&mut con, &["HK.HOTKEYS", "PREFIXES"]);
     assert!(text.contains("prefix tracking is off"), "{text}");
 }
@@ -354,24 +308,12 @@ fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
 /// bytes, never from the marker, so that every prefix row matches keys.
 #[test]
 fn a_long_keys_prefixes_come_from_its_own_bytes() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-prefix-delimiter",
-            "#",
-            "track-prefix-depths",
-            "1",
-        ],
-        &[],
-    );
+    let server = prefixes_cut_at("#");
     let mut con = server.client();
     let without = "x".repeat(3000);
     let with = format!("tenant#{}", "y".repeat(3000));
     for key in [&without, &with].repeat(3) {
-        let _: Value = redis::cmd("GET").arg(key).query(&mut con).unwrap();
+        let _: Value = query(&mut con, &["GET", key]);
     }
     let prefixes = hotkeys(&mut con, &["PREFIXES"]);
     let names: Vec<String> = prefixes
@@ -425,29 +367,26 @@ fn commands_a_node_redirects_count_nowhere() {
     let keys = hotkeys(&mut con, &[]);
     assert_eq!(keys.len(), 1, "{keys:?}");
     assert_eq!((keys[0].0.as_slice(), keys[0].3), (ours[1].as_bytes(), 200));
-    let redirected: u64 = info_field(
+    let redirected: u64 = info_number(
         &mut con,
         "heavykeeper",
         "heavykeeper_tracker_commands_redirected",
-    )
-    .unwrap()
-    .parse()
-    .unwrap();
+    );
     assert_eq!(redirected, 3_500);
     // A slot being imported: without ASKING its commands are MOVED; with
     // it, served here and counted.
     let second = &cluster.nodes[1];
-    let source_id: String = redis::cmd("CLUSTER")
-        .arg("MYID")
-        .query(&mut second.client())
-        .unwrap();
-    let _: () = redis::cmd("CLUSTER")
-        .arg("SETSLOT")
-        .arg(theirs_slot)
-        .arg("IMPORTING")
-        .arg(&source_id)
-        .query(&mut con)
-        .unwrap();
+    let source_id: String = query(&mut second.client(), &["CLUSTER", "MYID"]);
+    value(
+        &mut con,
+        &[
+            "CLUSTER",
+            "SETSLOT",
+            &theirs_slot.to_string(),
+            "IMPORTING",
+            &source_id,
+        ],
+    );
     std::thread::sleep(Duration::from_millis(300));
     for _ in 0..100 {
         let e = redis::cmd("GET")

@@ -5,7 +5,7 @@
 
 use test_harness as common;
 
-use common::{info_field, Server, Subscriber};
+use common::{info_field, info_number, query, value, Server, Subscriber};
 use redis::Connection;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,7 +18,7 @@ const PASSWORD: &str = "s3cret-for-tests";
 fn listed_once(con: &mut Connection, key: &str) -> Vec<(String, i64)> {
     let mut keys = Vec::new();
     common::wait_until(&format!("{key} listed"), Duration::from_secs(10), || {
-        let _: Option<String> = redis::cmd("GET").arg(key).query(con).unwrap();
+        let _: Option<String> = query(con, &["GET", key]);
         keys = listed(con);
         keys.iter().any(|(k, n)| k == key && *n > 0)
     });
@@ -27,19 +27,8 @@ fn listed_once(con: &mut Connection, key: &str) -> Vec<(String, i64)> {
 
 /// Keys listed by `HK.HOTKEYS` (RESP2 rows of key, db, rate, count).
 fn listed(con: &mut Connection) -> Vec<(String, i64)> {
-    let flat: Vec<redis::Value> = redis::cmd("HK.HOTKEYS")
-        .arg("COUNT")
-        .arg(100)
-        .query(con)
-        .expect("HK.HOTKEYS");
-    flat.chunks(4)
-        .map(|row| {
-            (
-                redis::from_redis_value(&row[0]).expect("a key"),
-                redis::from_redis_value(&row[3]).expect("a count"),
-            )
-        })
-        .collect()
+    let rows: Vec<(String, i64, f64, i64)> = query(con, &["HK.HOTKEYS", "COUNT", "100"]);
+    rows.into_iter().map(|(key, _, _, n)| (key, n)).collect()
 }
 
 fn gets(con: &mut Connection, key: &str, n: usize) -> redis::RedisResult<Vec<redis::Value>> {
@@ -128,24 +117,19 @@ fn a_client_that_never_logged_in_plants_no_hot_key_and_no_event() {
     );
     // The server says how it told them apart.
     let how = info_field(&mut admin, "heavykeeper", "heavykeeper_tracker_auth_check").unwrap();
-    let dropped: u64 = info_field(
+    let dropped: u64 = info_number(
         &mut admin,
         "heavykeeper",
         "heavykeeper_tracker_unauthenticated_dropped",
-    )
-    .and_then(|v| v.parse().ok())
-    .expect("tracker_unauthenticated_dropped");
+    );
     match how.as_str() {
         "per-client" => assert!(dropped > 0, "{dropped}"),
         "per-slot" => {
-            let discarded: u64 = info_field(
+            let discarded: u64 = info_number(
                 &mut admin,
                 "heavykeeper",
                 "heavykeeper_tracker_slots_discarded",
-            )
-            .unwrap()
-            .parse()
-            .unwrap();
+            );
             assert!(
                 discarded > 0,
                 "Redis 7.0: the slots holding refused commands are discarded"
@@ -160,10 +144,7 @@ fn a_client_that_logs_in_late_is_counted_from_then_on() {
     let server = tracking_with_password(&[]);
     let mut late = stranger(&server);
     assert!(gets(&mut late, "before:login", 10).is_err());
-    let _: () = redis::cmd("AUTH")
-        .arg(PASSWORD)
-        .query(&mut late)
-        .expect("AUTH");
+    value(&mut late, &["AUTH", PASSWORD]);
     // Redis 7.0 cannot say whose command was refused: it throws away the
     // slot of time (5-15 ms) that held a refusal, whoever sent in it.
     std::thread::sleep(Duration::from_millis(50));
@@ -185,17 +166,7 @@ fn a_client_that_logs_in_late_is_counted_from_then_on() {
 
 #[test]
 fn with_no_password_set_everyone_is_counted_at_once() {
-    let server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-halflife",
-            "3600",
-            "track-sample",
-            "1",
-        ],
-        &[],
-    );
+    let server = Server::start_configured(common::TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     gets(&mut con, "open:key", 1_000).expect("GETs");
     let keys = listed(&mut con);
@@ -227,12 +198,7 @@ fn a_password_set_while_tracking_closes_the_door_to_new_strangers() {
         let mut admin = server.client();
         // Sampling under way (its slots begin with the first tick).
         std::thread::sleep(Duration::from_millis(500));
-        let _: () = redis::cmd("CONFIG")
-            .arg("SET")
-            .arg("requirepass")
-            .arg(PASSWORD)
-            .query(&mut admin)
-            .expect("CONFIG SET requirepass");
+        value(&mut admin, &["CONFIG", "SET", "requirepass", PASSWORD]);
         stranger_gets(&server, "planted:late", 2_000);
         let keys = listed_once(&mut admin, "sentinel");
         assert!(

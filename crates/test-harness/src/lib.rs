@@ -344,10 +344,30 @@ pub fn run<T: FromRedisValue>(con: &mut Connection, parts: &[&[u8]]) -> redis::R
     cmd.query(con)
 }
 
+/// Runs a command and returns its reply as `T`, or panics with the error.
+pub fn query<T: FromRedisValue>(con: &mut Connection, parts: &[&str]) -> T {
+    let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
+    run(con, &bytes).unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+}
+
+/// Sends a command `n` times in one pipeline; panics if any fails.
+pub fn repeat(con: &mut Connection, n: usize, parts: &[&str]) {
+    let mut pipe = redis::pipe();
+    for _ in 0..n {
+        pipe.cmd(parts[0]).arg(&parts[1..]).ignore();
+    }
+    pipe.query::<()>(con)
+        .unwrap_or_else(|e| panic!("{parts:?} x {n}: {e}"));
+}
+
 /// Runs a command and returns the raw reply value, or panics with the error.
 pub fn value(con: &mut Connection, parts: &[&str]) -> Value {
-    let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
-    run::<Value>(con, &bytes).unwrap_or_else(|e| panic!("{parts:?}: {e}"))
+    query(con, parts)
+}
+
+/// `RESTORE key 0 payload`: a dump (or a crafted payload) restored as a client would.
+pub fn restore(con: &mut Connection, key: &str, payload: &[u8]) -> redis::RedisResult<()> {
+    run(con, &[b"RESTORE", key.as_bytes(), b"0", payload])
 }
 
 /// The error a command fails with, as the server wrote it.
@@ -405,12 +425,7 @@ pub fn hk_info(con: &mut Connection, key: &str) -> std::collections::HashMap<Str
 }
 
 pub fn digest(con: &mut Connection, key: &str) -> String {
-    redis::cmd("DEBUG")
-        .arg("DIGEST-VALUE")
-        .arg(key)
-        .query::<Vec<String>>(con)
-        .expect("DEBUG DIGEST-VALUE")
-        .remove(0)
+    query::<Vec<String>>(con, &["DEBUG", "DIGEST-VALUE", key]).remove(0)
 }
 
 /// Waits until `condition` holds, polling; panics after `limit`.
@@ -433,6 +448,17 @@ pub struct CountBounds {
 }
 
 impl CountBounds {
+    /// The count's bounds from a row's rate, count and rate bounds.
+    pub fn from_rates(rate: f64, count: f64, low_rate: f64, high_rate: f64) -> Self {
+        let per = if rate > 0.0 { count / rate } else { 0.0 };
+        CountBounds {
+            rate,
+            count,
+            low: low_rate * per,
+            high: high_rate * per,
+        }
+    }
+
     /// Is `truth` within twice the 95% bar on its side (about four
     /// standard errors: a true bar fails this once in ten thousand
     /// readings)? Where every access counted, low = count = high give or
@@ -450,25 +476,13 @@ impl CountBounds {
 /// `HK.HOTKEYS COUNT count WITHBOUNDS`: each key listed, in order, with its
 /// rate, count and bounds.
 pub fn hotkeys_with_bounds(con: &mut Connection, count: usize) -> Vec<(String, CountBounds)> {
-    let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
-        .arg("COUNT")
-        .arg(count)
-        .arg("WITHBOUNDS")
-        .query(con)
-        .expect("HK.HOTKEYS WITHBOUNDS");
-    flat.chunks(6)
-        .map(|row| {
-            let key: String = redis::from_redis_value(&row[0]).expect("a key");
-            let f = |i: usize| -> f64 { redis::from_redis_value(&row[i]).expect("a number") };
-            let (rate, count) = (f(2), f(3));
-            let per = if rate > 0.0 { count / rate } else { 0.0 };
-            let bounds = CountBounds {
-                rate,
-                count,
-                low: f(4) * per,
-                high: f(5) * per,
-            };
-            (key, bounds)
+    let rows: Vec<(String, Value, f64, f64, f64, f64)> = query(
+        con,
+        &["HK.HOTKEYS", "COUNT", &count.to_string(), "WITHBOUNDS"],
+    );
+    rows.into_iter()
+        .map(|(key, _, rate, count, low, high)| {
+            (key, CountBounds::from_rates(rate, count, low, high))
         })
         .collect()
 }
@@ -480,6 +494,14 @@ pub fn info_field(con: &mut Connection, section: &str, field: &str) -> Option<St
         l.strip_prefix(&format!("{field}:"))
             .map(|v| v.trim().to_string())
     })
+}
+
+/// A number in `INFO section`; panics if the field is missing or not a number.
+pub fn info_number<T: std::str::FromStr>(con: &mut Connection, section: &str, field: &str) -> T {
+    let text =
+        info_field(con, section, field).unwrap_or_else(|| panic!("INFO {section} has no {field}"));
+    text.parse()
+        .unwrap_or_else(|_| panic!("INFO {section}: {field} is {text}, not a number"))
 }
 
 /// Waits until the server's background thread has freed what it was handed
@@ -654,10 +676,7 @@ impl Cluster {
             Vec::new()
         };
         for (primary, replica) in nodes.iter().zip(&replicas) {
-            let id: String = redis::cmd("CLUSTER")
-                .arg("MYID")
-                .query(&mut primary.client())
-                .expect("CLUSTER MYID");
+            let id: String = query(&mut primary.client(), &["CLUSTER", "MYID"]);
             let added = Command::new("redis-cli")
                 .args([
                     "--cluster",
@@ -704,12 +723,7 @@ impl Cluster {
 
     /// The node that serves `key`.
     pub fn owner_of(&self, key: &str) -> &Server {
-        let mut con = self.nodes[0].client();
-        let slot: u16 = redis::cmd("CLUSTER")
-            .arg("KEYSLOT")
-            .arg(key)
-            .query(&mut con)
-            .unwrap();
+        let slot = query(&mut self.nodes[0].client(), &["CLUSTER", "KEYSLOT", key]);
         self.owner_of_slot(slot)
     }
 
