@@ -31,7 +31,7 @@ fn every_command_is_documented() {
         &mut con,
         &["COMMAND", "LIST", "FILTERBY", "MODULE", "heavykeeper"],
     );
-    assert_eq!(names.len(), 16, "{names:?}");
+    assert_eq!(names.len(), 17, "{names:?}");
     for name in &names {
         let d = docs(&mut con, name);
         for field in ["summary", "since", "complexity", "group"] {

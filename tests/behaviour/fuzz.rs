@@ -97,13 +97,14 @@ fn module_commands(con: &mut Connection) -> Vec<String> {
         "hk.unwatch",
         "hk.hotkeys",
         "hk.hotslots",
+        "hk.hotclients",
         "hk.loadstate",
         "topk.list",
         "topk.count",
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected}: {names:?}");
     }
-    assert_eq!(names.len(), 23, "{names:?}");
+    assert_eq!(names.len(), 24, "{names:?}");
     names
 }
 
