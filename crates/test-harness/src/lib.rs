@@ -121,6 +121,14 @@ impl Server {
         }
     }
 
+    /// A server of `binary` with the module (Valkey beside Redis in one run).
+    pub fn start_binary(binary: &str, module_args: &[&str], extra: &[&str]) -> Self {
+        let mut server = Self::unstarted(&[], module_args, extra);
+        server.binary = Some(binary.to_string());
+        server.launch();
+        server
+    }
+
     /// A server of `binary` (`None`: [`server_binary`]) without the module,
     /// with extra `--option value` arguments.
     pub fn start_bare(binary: Option<&str>, extra: &[&str]) -> Self {

@@ -8,6 +8,7 @@
 use crate::reading::balance::node_loads;
 use crate::reading::hot_keys::{KeyId, Snapshot};
 use crate::reading::metric::{error_bar, Bounds, Metric, Rates};
+use crate::reading::senders::Sender;
 use base64::Engine;
 use heavykeeper_tracker::hash_slot::hash_slot;
 use serde_json::{json, Value};
@@ -86,8 +87,29 @@ fn key_json(id: &KeyId, rates: &Rates, snapshot: &Snapshot) -> Value {
     if let Some(bar) = error_bar(rates.total(), rates.total_bounds()) {
         put(&mut row, "error_bar", json!(bar));
     }
+    if let Some(senders) = snapshot.senders.get(id) {
+        put(&mut row, "clients", senders_json(senders));
+    }
     put_key(&mut row, &id.key);
     row
+}
+
+/// Senders as JSON rows: `client` (or `client_base64`), `rate`, bounds.
+fn senders_json(senders: &[Sender]) -> Value {
+    (senders.iter())
+        .map(|s| {
+            let mut row = json!({"rate": s.rate, "rate_low": s.low, "rate_high": s.high});
+            match std::str::from_utf8(&s.who) {
+                Ok(who) => put(&mut row, "client", json!(who)),
+                Err(_) => put(
+                    &mut row,
+                    "client_base64",
+                    json!(base64::engine::general_purpose::STANDARD.encode(&s.who)),
+                ),
+            }
+            row
+        })
+        .collect()
 }
 
 /// A key's name as `key` where it is UTF-8, else its bytes as `key_base64`:
@@ -122,7 +144,11 @@ pub fn json(keys: &[(KeyId, Rates)], snapshot: &Snapshot) -> String {
         .iter()
         .map(|(node, error)| json!({"node": node, "error": error}))
         .collect();
-    json!({"keys": keys, "nodes": nodes_json(snapshot), "errors": errors}).to_string()
+    let clients: Vec<Value> = (snapshot.hot_clients.iter())
+        .map(|(node, senders)| json!({"node": node, "clients": senders_json(senders)}))
+        .collect();
+    let nodes = nodes_json(snapshot);
+    json!({"keys": keys, "nodes": nodes, "clients": clients, "errors": errors}).to_string()
 }
 
 /// Each node's traffic and share, as the balance view has them: the

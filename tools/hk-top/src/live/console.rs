@@ -23,6 +23,8 @@ pub enum Screen {
     /// the list.
     Details(KeyId),
     Nodes,
+    /// Each node's hottest clients.
+    Clients,
     Help,
 }
 
@@ -154,6 +156,7 @@ impl Console {
             Command::Last => self.step(isize::MAX),
             Command::Open => self.open(),
             Command::Nodes => self.toggle(Screen::Nodes),
+            Command::Clients => self.toggle(Screen::Clients),
             Command::Help => self.toggle(Screen::Help),
             Command::SortLeft | Command::SortRight => {
                 let right = command == Command::SortRight;
@@ -245,7 +248,7 @@ impl Console {
                     self.screen = Screen::Details(id);
                 }
             }
-            Screen::Details(_) | Screen::Help => self.screen = Screen::Keys,
+            Screen::Details(_) | Screen::Help | Screen::Clients => self.screen = Screen::Keys,
             Screen::Nodes => {
                 if let Some(node) = self.snapshot.nodes.get(self.node_row) {
                     let address = node.address.clone();

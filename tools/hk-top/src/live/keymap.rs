@@ -19,6 +19,8 @@ pub enum Command {
     /// The selected key's details (or, in the nodes view, that node's keys).
     Open,
     Nodes,
+    /// The nodes' hottest clients.
+    Clients,
     Help,
     SortLeft,
     SortRight,
@@ -151,6 +153,13 @@ pub const BINDINGS: &[Binding] = &[
         "the nodes and their shares",
         Some("nodes"),
         Command::Nodes,
+    ),
+    bind(
+        &[Char('w')],
+        "w",
+        "who sends the most: each node's hottest clients",
+        Some("who"),
+        Command::Clients,
     ),
     bind(
         &[Char('<')],

@@ -9,6 +9,7 @@
 use crate::connection::nodes::Node;
 use crate::connection::settings::ConnectionSettings;
 use crate::reading::metric::{Bounds, Metric, Rates};
+use crate::reading::senders::{self, Sender, KEYS_WITH_SENDERS};
 use redis::{RedisResult, Value};
 use std::collections::BTreeMap;
 
@@ -36,6 +37,10 @@ pub struct Snapshot {
     /// counted access, not only the listed keys'. Missing for a node whose
     /// user may not run `INFO`.
     pub totals: Vec<(String, Rates)>,
+    /// Who drives each node's hottest few keys, where the node can say.
+    pub senders: BTreeMap<KeyId, Vec<Sender>>,
+    /// Each node's hottest clients, where it can say.
+    pub hot_clients: Vec<(String, Vec<Sender>)>,
 }
 
 impl Snapshot {
@@ -73,6 +78,8 @@ pub struct NodeHotKeys {
     pub rows: Vec<(KeyId, Rates)>,
     pub counted: Vec<Metric>,
     pub totals: Option<Rates>,
+    pub senders: Vec<(KeyId, Vec<Sender>)>,
+    pub hot_clients: Option<Vec<Sender>>,
 }
 
 /// Every key each node's tracker holds (at most its `track-k`), so that
@@ -98,9 +105,14 @@ pub fn snapshot(connection: &ConnectionSettings, nodes: &[Node]) -> Snapshot {
     let mut errors = Vec::new();
     let mut optional_counted = Vec::new();
     let mut totals = Vec::new();
+    let (mut senders, mut hot_clients) = (BTreeMap::new(), Vec::new());
     for (node, answer) in nodes.iter().zip(answers) {
         match answer {
             Ok(answer) => {
+                senders.extend(answer.senders);
+                if let Some(clients) = answer.hot_clients {
+                    hot_clients.push((node.address.clone(), clients));
+                }
                 if let Some(rates) = answer.totals {
                     totals.push((node.address.clone(), rates));
                 }
@@ -128,6 +140,8 @@ pub fn snapshot(connection: &ConnectionSettings, nodes: &[Node]) -> Snapshot {
         errors,
         optional_counted,
         totals,
+        senders,
+        hot_clients,
     }
 }
 
@@ -135,7 +149,28 @@ fn node_rates(connection: &ConnectionSettings, address: &str) -> RedisResult<Nod
     let mut con = connection.connect(address)?;
     let mut answer = node_hot_keys(&mut con, address, None)?;
     answer.totals = tracker_totals(&mut con);
+    answer.hot_clients = senders::of_node(&mut con);
+    if answer.hot_clients.is_some() {
+        // The node names clients: who drives its hottest keys.
+        for id in hottest(&answer.rows, KEYS_WITH_SENDERS) {
+            if let Some(senders) = senders::of_key(&mut con, &id) {
+                answer.senders.push((id, senders));
+            }
+        }
+    }
     Ok(answer)
+}
+
+/// The `n` hottest keys of a node's rows (a key's rows of every metric
+/// joined).
+pub fn hottest(rows: &[(KeyId, Rates)], n: usize) -> Vec<KeyId> {
+    let mut joined: BTreeMap<&KeyId, Rates> = BTreeMap::new();
+    for (id, rates) in rows {
+        joined.entry(id).or_default().add_all(rates);
+    }
+    let mut keys: Vec<(&KeyId, Rates)> = joined.into_iter().collect();
+    keys.sort_by(|a, b| b.1.total().total_cmp(&a.1.total()));
+    keys.into_iter().take(n).map(|(id, _)| id.clone()).collect()
 }
 
 /// The node's reads and writes per second as its tracker counts them, with
@@ -178,6 +213,8 @@ pub fn node_hot_keys(
         rows: Vec::new(),
         counted: Vec::new(),
         totals: None,
+        senders: Vec::new(),
+        hot_clients: None,
     };
     let mut with_bounds = true;
     for metric in Metric::ALL {

@@ -19,6 +19,7 @@ mod promkit;
 mod support;
 
 mod alert_rules;
+mod clients;
 mod cluster;
 mod console;
 mod dashboard;

@@ -10,6 +10,7 @@ use super::node_read::Answer;
 use crate::reading::hot_keys::{KeyId, Row};
 use crate::reading::hot_slots::SlotRow;
 use crate::reading::metric::{Bounds, Metric, Rates};
+use crate::reading::senders::Sender;
 use crate::reading::slot_ranges;
 use heavykeeper_tracker::hash_slot::hash_slot;
 use prometheus_client::metrics::counter::Counter;
@@ -68,6 +69,9 @@ pub struct Families {
     hot_slots: [Bounded; 2],
     slot_ranges: Family<Labels, Value>,
     share: Family<Labels, Value>,
+    /// Who drives a hot key, and a node's hottest clients (by host).
+    key_clients: Bounded,
+    hot_clients: Bounded,
     gauges: Gauges,
     counters: Counters,
     /// The text fields, each an info metric.
@@ -122,6 +126,16 @@ impl Families {
             Unit::Other("ratio".to_string()),
             share.clone(),
         );
+        let key_clients = Bounded::register(
+            &mut registry,
+            "heavykeeper_hotkey_client_requests_per_second",
+            "Reads and writes per second one host sends one of the node's 5 hottest keys, its 3 biggest senders (HK.HOTKEYS CLIENTS; Redis 7.2+, Valkey)",
+        );
+        let hot_clients = Bounded::register(
+            &mut registry,
+            "heavykeeper_hotclient_key_accesses_per_second",
+            "Key accesses per second of one of the node's 10 hottest client hosts, whatever the keys (HK.HOTCLIENTS; Redis 7.2+, Valkey)",
+        );
         let (gauges, counters) = info_families(&mut registry);
         let texts = [&AUTH_CHECK, &CLUSTER_STATE]
             .into_iter()
@@ -140,6 +154,8 @@ impl Families {
             hot_slots,
             slot_ranges,
             share,
+            key_clients,
+            hot_clients,
             gauges,
             counters,
             texts,
@@ -174,6 +190,26 @@ impl Families {
         }
         if in_cluster {
             self.slot_ranges(&labels, &answer.all_slots);
+        }
+        for (id, senders) in &answer.key_senders {
+            let mut key = labels.clone();
+            key.push(("db".into(), id.db.to_string()));
+            key.push(bytes_label("key", &id.key));
+            self.senders(&self.key_clients, &key, senders);
+        }
+        self.senders(&self.hot_clients, &labels, &answer.hot_clients);
+    }
+
+    /// Each sender's rate, as a series of its host.
+    fn senders(&self, family: &Bounded, labels: &Labels, senders: &[Sender]) {
+        for sender in senders {
+            let mut labels = labels.clone();
+            labels.push(bytes_label("client", &sender.who));
+            let bounds = Bounds {
+                low: sender.low,
+                high: sender.high,
+            };
+            family.set(&labels, sender.rate, Some(bounds));
         }
     }
 

@@ -1,15 +1,18 @@
 //! What one node answers at one scrape: its `INFO heavykeeper`, its hottest
 //! keys of each kind, prefixes and slots (each cut to `--count`: the bound
-//! on series), and the load of every slot it serves. Read before anything
+//! on series), and the load of every slot it serves; where it names
+//! clients, its hottest clients and who drives its hottest few keys
+//! ([`crate::reading::senders`]: at most 10 + 5 × 3 series). Read before anything
 //! is registered, so that the nodes can be asked at once and the shares
 //! worked out from all of them.
 
 use crate::connection::nodes::Node;
 use crate::connection::settings::ConnectionSettings;
-use crate::reading::hot_keys::{node_hot_keys, totals_of, KeyId, Row};
+use crate::reading::hot_keys::{hottest, node_hot_keys, totals_of, KeyId, Row};
 use crate::reading::hot_prefixes::node_hot_prefixes;
 use crate::reading::hot_slots::{node_hot_slots, SlotRow};
 use crate::reading::metric::Rates;
+use crate::reading::senders::{self, Sender, KEYS_WITH_SENDERS};
 
 /// One node's answers; `None` for a node that could not be reached.
 pub struct NodeRead {
@@ -29,6 +32,9 @@ pub struct Answer {
     pub(super) hot_slots: Vec<SlotRow>,
     /// Every slot with load (a cluster node only).
     pub(super) all_slots: Vec<SlotRow>,
+    /// Who drives the hottest few keys, and the hottest clients.
+    pub(super) key_senders: Vec<(KeyId, Vec<Sender>)>,
+    pub(super) hot_clients: Vec<Sender>,
 }
 
 impl Answer {
@@ -88,10 +94,22 @@ fn ask(con: &mut redis::Connection, node: &Node, count: usize) -> Answer {
         hot_slots.is_ok(),
         all_slots.is_ok(),
     ];
+    let keys = keys.map(|k| k.rows).unwrap_or_default();
+    let hot_clients = senders::of_node(con);
+    let key_senders = match hot_clients {
+        // A node that names no clients is not asked of each key.
+        Some(_) => (hottest(&keys, KEYS_WITH_SENDERS).into_iter())
+            .filter_map(|id| Some((senders::of_key(con, &id)?, id)))
+            .map(|(senders, id)| (id, senders))
+            .collect(),
+        None => Vec::new(),
+    };
     Answer {
         failed: answered.iter().filter(|ok| !**ok).count() as u32,
         info: info.ok(),
-        keys: keys.map(|k| k.rows).unwrap_or_default(),
+        keys,
+        key_senders,
+        hot_clients: hot_clients.unwrap_or_default(),
         prefixes: prefixes.ok().flatten().unwrap_or_default(),
         hot_slots: hot_slots.ok().flatten().unwrap_or_default(),
         all_slots: all_slots.ok().flatten().unwrap_or_default(),

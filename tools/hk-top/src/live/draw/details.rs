@@ -9,6 +9,7 @@ use crate::live::columns::rate_text;
 use crate::live::console::Console;
 use crate::reading::hot_keys::KeyId;
 use crate::reading::metric::{error_bar, Bounds, Metric, Rates};
+use crate::reading::senders::summary;
 use heavykeeper_tracker::hash_slot::{hash_slot, hash_tag};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -80,6 +81,10 @@ fn facts(console: &Console, id: &KeyId) -> Vec<Line<'static>> {
         lines.push(field("SLOT", format!("{}{tag}", hash_slot(&id.key))));
     }
     lines.push(rates_line(console, id));
+    if let Some(senders) = console.snapshot().senders.get(id) {
+        let of = console.rates_of(id).map_or(0.0, |(_, rates)| rates.total());
+        lines.push(field("CLIENTS", summary(senders, of)));
+    }
     lines.push(Line::raw(""));
     lines
 }

@@ -4,6 +4,7 @@
 //! Two status lines (what is shown, and how it is sorted and filtered), the
 //! screen's body, and a line for the keys (or the filter being typed).
 
+mod clients;
 mod details;
 mod help;
 mod key_table;
@@ -34,6 +35,7 @@ pub fn draw(frame: &mut Frame, console: &Console) {
         Screen::Keys => key_table::draw(frame, body, console),
         Screen::Details(id) => details::draw(frame, body, console, id),
         Screen::Nodes => nodes::draw(frame, body, console),
+        Screen::Clients => clients::draw(frame, body, console),
         Screen::Help => help::draw(frame, body),
     }
     frame.render_widget(Paragraph::new(footer_line(console)), footer);

@@ -425,3 +425,49 @@ fn the_status_line_shows_the_primaries_shares_as_their_trackers_count() {
     let first = format!("shares {} 60% · {} 8%", node_address(0), node_address(1));
     assert!(lines[0].contains(&first), "{}", lines[0]);
 }
+
+/// Where the nodes name clients: the selected key's details say who drives
+/// it, and `w` shows each node's hottest clients (a node that cannot say,
+/// a line that says so).
+#[test]
+fn the_details_name_who_drives_the_key_and_w_shows_the_hottest_clients() {
+    use crate::reading::senders::Sender;
+    let sender = |who: &str, rate: f64| Sender {
+        who: who.as_bytes().to_vec(),
+        rate,
+        low: rate * 0.9,
+        high: rate * 1.1,
+    };
+    let mut snapshot = busy_snapshot();
+    // The first row: counter:hot, 5,000 writes a second.
+    let hottest = (snapshot.keys.iter())
+        .find(|(id, _)| id.key == b"counter:hot")
+        .unwrap()
+        .0
+        .clone();
+    let senders = vec![sender("10.0.0.12", 3_000.0), sender("10.0.0.31", 1_250.0)];
+    snapshot.senders.insert(hottest.clone(), senders);
+    let node = snapshot.nodes[0].address.clone();
+    snapshot
+        .hot_clients
+        .push((node, vec![sender("10.0.0.99", 9_000.0)]));
+    let mut c = console();
+    c.apply(snapshot);
+    c.press(&key(KeyCode::Enter));
+    let details = screen(&c, 200, 50).join("\n");
+    assert!(
+        details.contains("CLIENTS  10.0.0.12 3000/s (60%), 10.0.0.31 1250/s (25%)"),
+        "{details}"
+    );
+    c.press(&key(KeyCode::Esc));
+    c.press(&key(KeyCode::Char('w')));
+    let view = screen(&c, 200, 50).join("\n");
+    assert!(
+        view.contains("CLIENT (HOST)") && view.contains("10.0.0.99"),
+        "{view}"
+    );
+    assert!(
+        view.contains("(cannot say: Redis 7.2+ or Valkey names clients)"),
+        "{view}"
+    );
+}
