@@ -11,9 +11,13 @@
 //!   `NAME` its `CLIENT SETNAME`, `LIB` its `CLIENT SETINFO LIB-NAME`, `USER`
 //!   its ACL user. A row's clients are counted from when it became one of
 //!   the tracker's members; its rates are shares of the row's rate.
-//! - `HK.HOTCLIENTS [BY ...] [COUNT n] [WITHBOUNDS]`: the node's hottest
+//! - `HK.HOTCLIENTS [SLOT slot] [BY ...] [COUNT n] [WITHBOUNDS]`: the node's hottest
 //!   clients, by the key accesses they send whatever the keys, so that one
-//!   caller spread over many cool keys is found too.
+//!   caller spread over many cool keys is found too; with `SLOT`, who
+//!   drives one of a cluster node's hottest hash slots (its 32 hottest are
+//!   watched, chosen again each second; another slot answers no rows).
+//!   (Under `HK.HOTCLIENTS`, not `HK.HOTSLOTS`: it names clients, so it
+//!   takes `HK.HOTCLIENTS`'s ACL categories, `@dangerous` among them.)
 //!
 //! Both need a server whose command filter says which client sent a
 //! command: Redis 7.2 or later, or Valkey. A client gone keeps the name it
@@ -27,11 +31,13 @@ use crate::host::options::Options;
 use crate::host::reply;
 use crate::tracking::who::{who_drives, Unanswered, WhoRow, Whose};
 use heavykeeper_tracker::counting::prefixes::from_pattern;
+use heavykeeper_tracker::hash_slot::SLOTS;
 use heavykeeper_tracker::server::client_names::GroupBy;
 use heavykeeper_tracker::Ranking;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OFF: &str = "key tracking is off: CONFIG SET heavykeeper.track yes";
+const NOT_CLUSTER: &str = "SLOT needs cluster mode: a node outside a cluster serves no hash slots";
 const NO_CLIENT_IDS: &str = "naming clients needs Redis 7.2 or later, or Valkey: this server's \
     command filter does not say which client sent a command";
 
@@ -54,13 +60,18 @@ pub fn of_row(ctx: &Context, args: &[RedisString]) -> RedisResult {
 /// `HK.HOTCLIENTS ...`.
 pub fn hotclients(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let query = parse(args.get(1..).unwrap_or_default(), false)?;
-    answer(ctx, &Whose::Node, &query)
+    let whose = match query.slot {
+        Some(slot) => Whose::HashSlot(slot),
+        None => Whose::Node,
+    };
+    answer(ctx, &whose, &query)
 }
 
 fn answer(ctx: &Context, asked: &Whose, query: &Query) -> RedisResult {
     let rows = who_drives(ctx, asked, query.by, query.count).map_err(|e| match e {
         Unanswered::Off => err(OFF),
         Unanswered::NoClientIds => err(NO_CLIENT_IDS),
+        Unanswered::NotCluster => err(NOT_CLUSTER),
     })?;
     let rows = rows
         .into_iter()
@@ -85,6 +96,8 @@ fn reply_row(row: WhoRow, with_bounds: bool) -> Vec<RedisValue> {
 struct Query {
     ranking: Ranking,
     db: u16,
+    /// `HK.HOTCLIENTS SLOT n`.
+    slot: Option<u16>,
     by: GroupBy,
     count: usize,
     with_bounds: bool,
@@ -94,6 +107,7 @@ fn parse(args: &[RedisString], of_row: bool) -> Result<Query, RedisError> {
     let mut query = Query {
         ranking: Ranking::Total,
         db: 0,
+        slot: None,
         by: GroupBy::Host,
         count: 10,
         with_bounds: false,
@@ -111,8 +125,8 @@ fn parse(args: &[RedisString], of_row: bool) -> Result<Query, RedisError> {
         )
     } else {
         (
-            &["BY", "COUNT", "WITHBOUNDS"],
-            "BY how, COUNT n, WITHBOUNDS",
+            &["SLOT", "BY", "COUNT", "WITHBOUNDS"],
+            "SLOT n, BY how, COUNT n, WITHBOUNDS",
         )
     };
     let mut options = Options::new(args, names, expected);
@@ -124,6 +138,10 @@ fn parse(args: &[RedisString], of_row: bool) -> Result<Query, RedisError> {
             "MISSES" => query.ranking = Ranking::Misses,
             "PREFIXES" => query.ranking = Ranking::Prefixes,
             "BY" => query.by = group_by(options.value()?)?,
+            "SLOT" => {
+                let slot = integer(options.value()?, "SLOT", 0, SLOTS as u64 - 1)?;
+                query.slot = Some(slot as u16);
+            }
             "WITHBOUNDS" => query.with_bounds = true,
             _ => query.count = integer(options.value()?, "COUNT", 1, 1_000)? as usize,
         }
@@ -157,10 +175,11 @@ pub static SPEC: CommandSpec = CommandSpec {
     // It names other clients' addresses and users: as HK.HOTKEYS CLIENTS
     // (dangerous: not for ordinary users).
     acl: "read slow dangerous",
-    summary: "Lists the clients that send the most key accesses now, grouped by host, connection, name, library or user (needs heavykeeper.track, and Redis 7.2+ or Valkey).",
+    summary: "Lists the clients that send the most key accesses now (SLOT: to one of a cluster node's hottest hash slots), grouped by host, connection, name, library or user (needs heavykeeper.track, and Redis 7.2+ or Valkey).",
     complexity: "O(clients named)",
     since: "1.1.0",
     args: &[
+        Arg::integer("slot").token("SLOT").optional(),
         Arg::one_of("by", BY).token("BY").optional(),
         Arg::integer("n").token("COUNT").optional(),
         Arg::flag("withbounds", "WITHBOUNDS").optional(),

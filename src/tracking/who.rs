@@ -28,6 +28,8 @@ pub enum Whose {
         db: u16,
         key: Vec<u8>,
     },
+    /// A cluster node's hash slot (one of its hottest).
+    HashSlot(u16),
     /// The node's key accesses, whatever the keys.
     Node,
 }
@@ -48,6 +50,8 @@ pub enum Unanswered {
     Off,
     /// The server does not say which client sent a command (Redis 7.0).
     NoClientIds,
+    /// Hash slots asked of a node outside a cluster.
+    NotCluster,
 }
 
 /// What was read of the tracker: the senders, and how to make rows of
@@ -110,6 +114,7 @@ fn read(tracking: &mut Tracking, asked: &Whose, by: GroupBy) -> Result<Option<Re
         return Err(Unanswered::NoClientIds);
     }
     let carried = tracking.slots().carried_seconds();
+    let tracking_in_cluster = tracking.routing().is_some();
     let by_host = by == GroupBy::Host;
     let now = crate::host::clock::now_ms();
     let counting = tracking.current();
@@ -122,6 +127,16 @@ fn read(tracking: &mut Tracking, asked: &Whose, by: GroupBy) -> Result<Option<Re
             };
             let tally = tracker.key(*db, key, now).ranked(*ranking);
             (senders, Scale::Row(tally.allowing_for(carried)))
+        }
+        Whose::HashSlot(slot) => {
+            if !tracking_in_cluster {
+                return Err(Unanswered::NotCluster);
+            }
+            let Some((senders, rate)) = tracker.hash_slot_senders(*slot, by_host, now) else {
+                return Ok(None);
+            };
+            let tally = rate.reads.plus(rate.writes).allowing_for(carried);
+            (senders, Scale::Row(tally))
         }
         Whose::Node => {
             let Some(senders) = tracker.node_senders(by_host, now) else {

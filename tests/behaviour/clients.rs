@@ -211,3 +211,32 @@ fn naming_clients_is_for_those_who_may_see_them() {
         assert!(e.starts_with("NOPERM"), "{asked:?}: {e}");
     }
 }
+
+/// In a cluster, `HK.HOTCLIENTS SLOT n` says who drives one of the node's
+/// hottest hash slots (outside one, an error says there are none).
+#[test]
+fn a_hot_hash_slot_names_who_drives_it() {
+    let (server, mut con) = tracking_every_command();
+    if !filter_names_clients(&mut con) {
+        return;
+    }
+    let e = error(&mut con, &["HK.HOTCLIENTS", "SLOT", "1"]);
+    assert!(e.contains("cluster mode"), "{e}");
+    drop(server);
+    let cluster = common::Cluster::start(&["track", "yes", "track-sample", "1"]);
+    let owner = cluster.owner_of("product:42");
+    let slot = redis::cmd("CLUSTER")
+        .arg(&["KEYSLOT", "product:42"])
+        .query::<i64>(&mut owner.client())
+        .unwrap()
+        .to_string();
+    let mut rows = Vec::new();
+    // The node watches its hottest slots, chosen each second: read until
+    // the slot is one and its senders are counted.
+    wait_until("the slot's senders", Duration::from_secs(20), || {
+        service(owner, 6, "slot-reader", "product:42", 200);
+        rows = ask(&mut owner.client(), &["HK.HOTCLIENTS", "SLOT", &slot, "BY", "NAME"], 3);
+        !rows.is_empty()
+    });
+    assert_eq!(rows[0].0, "slot-reader", "{rows:?}");
+}

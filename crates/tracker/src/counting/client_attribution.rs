@@ -8,6 +8,9 @@
 //! more than the bins, but its hosts are few, so the default grouping
 //! stays exact where the connections would be sampled.
 //!
+//! A cluster node's hottest hash slots ([`WATCHED_HASH_SLOTS`], chosen
+//! again each second) count their senders too, from when they are chosen.
+//!
 //! A member's clients are counted from when it joins its sketch until it
 //! leaves: a row's shares are those of the accesses since it joined, its
 //! rate the row's own. The rows are few (the top-k of each sketch); what
@@ -24,6 +27,10 @@ use hashbrown::HashMap;
 pub const CLIENTS_PER_ROW: usize = 16;
 /// Clients named for the node as a whole.
 pub const CLIENTS_OVERALL: usize = 128;
+/// Hash slots whose senders are counted: the hottest, chosen each second.
+pub const WATCHED_HASH_SLOTS: usize = 32;
+const CHOOSE_SLOTS_EVERY_MS: i64 = 1_000;
+
 /// Buckets of the members' table of bits (a count each, so that a member
 /// leaving clears only its own).
 const WATCH_BUCKETS: usize = 1 << 14;
@@ -61,6 +68,9 @@ pub struct ClientAttribution {
     watched: Vec<u16>,
     overall: Senders,
     half_life_ms: f64,
+    hash_slots: HashMap<u16, Senders>,
+    /// When the hash slots were last chosen.
+    slots_chosen_ms: Option<i64>,
 }
 
 impl ClientAttribution {
@@ -70,6 +80,8 @@ impl ClientAttribution {
             watched: vec![0; WATCH_BUCKETS],
             overall: Senders::new(CLIENTS_OVERALL, half_life_ms, now_ms),
             half_life_ms,
+            hash_slots: HashMap::new(),
+            slots_chosen_ms: None,
         }
     }
 
@@ -124,6 +136,45 @@ impl ClientAttribution {
         self.overall.add(client, weight, variance, time_ms);
     }
 
+    /// Is it time to choose the watched hash slots again?
+    pub fn slots_due(&self, now_ms: i64) -> bool {
+        self.slots_chosen_ms
+            .is_none_or(|at| now_ms - at >= CHOOSE_SLOTS_EVERY_MS)
+    }
+
+    /// From now on the senders of `slots` are counted (those counted
+    /// already go on; the others are forgotten).
+    pub fn watch_slots(&mut self, slots: impl IntoIterator<Item = u16>, now_ms: i64) {
+        let mut kept = HashMap::new();
+        for slot in slots.into_iter().take(WATCHED_HASH_SLOTS) {
+            let senders = self.hash_slots.remove(&slot);
+            let fresh = || Senders::new(CLIENTS_PER_ROW, self.half_life_ms, now_ms);
+            kept.insert(slot, senders.unwrap_or_else(fresh));
+        }
+        self.hash_slots = kept;
+        self.slots_chosen_ms = Some(now_ms);
+    }
+
+    /// `weight` accesses of hash slot `slot` by `client`, if it is watched.
+    #[inline]
+    pub fn add_to_slot(
+        &mut self,
+        slot: u16,
+        client: Client,
+        weight: f64,
+        variance: f64,
+        time_ms: i64,
+    ) {
+        if let Some(senders) = self.hash_slots.get_mut(&slot) {
+            senders.add(client, weight, variance, time_ms);
+        }
+    }
+
+    /// The senders of hash slot `slot`, if it is watched.
+    pub fn hash_slot(&self, slot: u16) -> Option<&Senders> {
+        self.hash_slots.get(&slot)
+    }
+
     /// The clients of the member of `hash` in `access`'s sketch.
     pub fn row(&self, access: Access, hash: u64) -> Option<&Senders> {
         self.rows.get(&(hash, access.code() as u8))
@@ -139,8 +190,13 @@ impl ClientAttribution {
     }
 
     pub fn heap_bytes(&self) -> usize {
-        let rows: usize = self.rows.values().map(Senders::heap_bytes).sum();
-        rows + self.rows.allocation_size() + self.watched.capacity() * 2 + self.overall.heap_bytes()
+        let rows: usize = (self.rows.values().chain(self.hash_slots.values()))
+            .map(Senders::heap_bytes)
+            .sum();
+        rows + self.rows.allocation_size()
+            + self.hash_slots.allocation_size()
+            + self.watched.capacity() * 2
+            + self.overall.heap_bytes()
     }
 }
 

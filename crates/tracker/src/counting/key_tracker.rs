@@ -8,7 +8,7 @@ use crate::access::Access;
 use crate::bounds::error_bar::undercount;
 use crate::bounds::noise_floor::{Background, StreamMakeup};
 use crate::bounds::sender_rows::Senders;
-use crate::counting::client_attribution::ClientAttribution;
+use crate::counting::client_attribution::{ClientAttribution, WATCHED_HASH_SLOTS};
 use crate::counting::client_shares::{summed, ClientShares};
 use crate::counting::fading_counters::FadingCounters;
 use crate::counting::hash_slot_load::{HashSlotLoad, HashSlotRate};
@@ -290,6 +290,29 @@ impl KeyTracker {
         })
     }
 
+    /// Who sent hash slot `slot`'s reads and writes since it was last
+    /// chosen among the hottest, by host or by connection; with its rates.
+    pub fn hash_slot_senders(
+        &self,
+        slot: u16,
+        by_host: bool,
+        now_ms: i64,
+    ) -> Option<(Senders, HashSlotRate)> {
+        let senders = self.clients.as_ref()?.hash_slot(slot)?;
+        let shares = if by_host {
+            &senders.hosts
+        } else {
+            &senders.connections
+        };
+        let rows = self.hottest_hash_slots(None, usize::MAX, now_ms, true)?;
+        let rate = rows.into_iter().find(|picked| picked.row.slot == slot)?.row;
+        let senders = Senders {
+            parts: shares.parts(now_ms),
+            threshold: shares.threshold(now_ms),
+        };
+        Some((senders, rate))
+    }
+
     /// Who sent the node's key accesses, by host or by connection.
     pub fn node_senders(&self, by_host: bool, now_ms: i64) -> Option<Senders> {
         let overall = self.clients.as_ref()?.overall();
@@ -312,13 +335,21 @@ impl KeyTracker {
         slot: TimeSlot,
         first_ms: i64,
         time_ms: i64,
-    ) -> (&mut SampledCounters, Option<&mut HashSlotLoad>) {
+    ) -> (
+        &mut SampledCounters,
+        Option<&mut HashSlotLoad>,
+        Option<&mut ClientAttribution>,
+    ) {
         self.note_start(first_ms);
         self.totals.begin(slot, time_ms);
         if let Some(slots) = self.slots.as_mut() {
             slots.begin(slot, time_ms);
+            if let Some(clients) = self.clients.as_mut().filter(|c| c.slots_due(time_ms)) {
+                let hottest = slots.hottest(None, WATCHED_HASH_SLOTS, time_ms);
+                clients.watch_slots(hottest.iter().map(|s| s.slot), time_ms);
+            }
         }
-        (&mut self.totals, self.slots.as_mut())
+        (&mut self.totals, self.slots.as_mut(), self.clients.as_mut())
     }
 
     fn note_start(&mut self, time_ms: i64) {
@@ -795,7 +826,7 @@ mod tests {
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
         for seq in 1..=400u32 {
             let time = i64::from(seq) * 10;
-            let (_, slots) = t.loads(TimeSlot::new(seq, 16), time, time);
+            let (_, slots, _) = t.loads(TimeSlot::new(seq, 16), time, time);
             let slots = slots.unwrap();
             let unit = slots.unit_at(time);
             for _ in 0..200 {

@@ -76,7 +76,8 @@ impl Sink for KeyTracker {
         let (first, sealed) = batch.span_ms();
         let time = first + (sealed - first) / 2;
         let weight = batch.weight() as f64;
-        let (totals, slots) = self.loads(batch.time_slot(), first, time);
+        let (totals, slots, mut clients) = self.loads(batch.time_slot(), first, time);
+        let each = PerAccess::of(batch.weight());
         let unit = totals.unit_at(time) * weight;
         let (mut reads, mut writes) = (0.0, 0.0);
         let mut slots = slots.map(|s| {
@@ -91,7 +92,12 @@ impl Sink for KeyTracker {
             }
             if let (Some((load, unit)), Some((_, key))) = (slots.as_mut(), split_item(access.item))
             {
-                load.add(hash_slot(key), access.access, 1.0, *unit);
+                let slot = hash_slot(key);
+                load.add(slot, access.access, 1.0, *unit);
+                if let Some(clients) = clients.as_mut().filter(|_| access.client.id != 0) {
+                    let (w, v) = (each.weight, each.variance);
+                    clients.add_to_slot(slot, access.client, w, v, access.time_ms);
+                }
             }
         }
         totals.add(0, reads, reads * unit);
@@ -647,6 +653,52 @@ mod tests {
             (overall[0].count - 2.0 * 2.0 * 3_000.0).abs() < 1e-6,
             "{overall:?}"
         );
+    }
+
+    #[test]
+    fn the_hottest_hash_slots_know_who_sends_them() {
+        let mut t = KeyTracker::new(
+            TrackerShape {
+                k: 20,
+                half_life_ms: 1e12,
+            },
+            3,
+            0,
+        );
+        t.count_hash_slots(0);
+        t.count_clients(0);
+        let mut c = Counting::new(t, 100, 9);
+        let batch = |at: i64| {
+            let mut b = KeyBatch::default();
+            for (id, key, n) in [(5, "k0", 30), (6, "k1", 10)] {
+                b.set_client(Client {
+                    id,
+                    host: id as u32,
+                });
+                for _ in 0..n {
+                    b.push(0, key.as_bytes(), Access::Read, TimeSlot::WHOLE, || at);
+                }
+            }
+            b.seal(at);
+            b
+        };
+        // The slots are chosen from the load counted so far: none at first,
+        // the two slots with load a second on.
+        c.absorb(&batch(0));
+        c.absorb(&batch(1_000));
+        let tracker = c.tracker();
+        let (senders, rate) = tracker
+            .hash_slot_senders(hash_slot(b"k0"), true, 1_000)
+            .unwrap();
+        assert_eq!(senders.parts.len(), 1);
+        assert_eq!(
+            (senders.parts[0].client, senders.parts[0].count.round()),
+            (5, 30.0)
+        );
+        assert!(rate.reads.count > 59.0, "{rate:?}");
+        assert!(tracker
+            .hash_slot_senders(hash_slot(b"k9"), true, 1_000)
+            .is_none());
     }
 
     #[test]
