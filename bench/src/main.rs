@@ -19,6 +19,7 @@ mod ties;
 mod tracker_settings;
 mod tracking;
 mod tracking_bounds;
+mod tracking_clients;
 mod tracking_cost;
 mod tracking_truth;
 mod watch_bench;
@@ -40,7 +41,7 @@ struct Options {
     out: PathBuf,
     threads: usize,
     /// Only these stages, comma-separated (accuracy, shapes, speed, redis,
-    /// fading, merge, layout, ties, tracking, bounds, truth, watch); all when `None`.
+    /// fading, merge, layout, ties, tracking, bounds, clients, truth, watch); all when `None`.
     only: Option<String>,
     /// Only plot `hk-top rebalance --watch` from this file of figures.
     plot_watch: Option<PathBuf>,
@@ -86,7 +87,7 @@ fn options() -> Options {
             "--only" => o.only = args.next(),
             "--plot-watch" => o.plot_watch = args.next().map(PathBuf::from),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only STAGE[,STAGE...]: accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|bounds|truth|watch]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only STAGE[,STAGE...]: accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|bounds|clients|truth|watch]");
                 std::process::exit(2);
             }
         }
@@ -223,6 +224,11 @@ fn main() -> Result<(), String> {
         eprintln!("  counts and error bars by traffic shape, every server");
         let bounds = tracking_bounds::measure(&module, o.quick);
         tracked.get_or_insert_with(Default::default).bounds = bounds;
+    }
+    if o.runs("clients") {
+        eprintln!("  who drives a hot key: shares against what each host sent, every server");
+        let clients = tracking_clients::measure(&module, o.quick);
+        tracked.get_or_insert_with(Default::default).clients = clients;
     }
     if o.runs("truth") {
         eprintln!("  counts against truth at the default, every server");

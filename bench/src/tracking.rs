@@ -63,6 +63,8 @@ pub struct TrackingFigures {
     pub truth: Vec<ServerTruth>,
     /// Counts and error bars by traffic shape, per server (`--only bounds`).
     pub bounds: Vec<tracking_bounds::ServerBounds>,
+    /// Who drives a hot key, per server and load (`--only clients`).
+    pub clients: Vec<crate::tracking_clients::ClientShares>,
     pub samplings: Vec<Sampling>,
     pub huge_keys: Option<HugeKeys>,
     pub half_life_s: f64,
@@ -106,6 +108,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
             costs,
             truth: Vec::new(),
             bounds: Vec::new(),
+            clients: Vec::new(),
             samplings,
             huge_keys: Some(huge_keys(&server)?),
             half_life_s,
@@ -310,6 +313,9 @@ impl TrackingFigures {
         }
         if !self.costs.is_empty() {
             md.push_str(&tracking_cost::markdown(&self.costs));
+        }
+        if !self.clients.is_empty() {
+            md.push_str(&crate::tracking_clients::markdown(&self.clients));
         }
         if !self.samplings.is_empty() {
             let _ = writeln!(md, "\nThe list and the rates at each `track-sample` (Redis 7.0): precision is the share of the true top-100 of a Zipf(1.0) `GET` stream through the server (pipelines of 1,000 from one client, as fast as the server answers) that `HK.HOTKEYS READS COUNT 100` lists; rates are those of two steady keys (8,000 and 2,000 req/s among ~25,000 background `GET`s a second) after six half-lives of {} s, against the exact decayed rate of what was sent. Time counted: the share of the run's time counted (`tracker_seconds_counted` over wall time; 1 in N: 1/N).\n", self.half_life_s);

@@ -66,8 +66,10 @@ struct Read {
 
 /// From a share of the senders to a row's figures.
 enum Scale {
-    /// A share of a listed row: its rate, count and bounds.
-    Row(Tally),
+    /// A share of a listed row (its rate, count and bounds), and the part
+    /// of its count whose senders were counted (the rest came before the
+    /// row's senders were, from anyone).
+    Row(Tally, f64),
     /// A share of the node's senders' accesses (`whole`), as rates.
     Node { whole: f64, per_count: f64 },
 }
@@ -126,7 +128,8 @@ fn read(tracking: &mut Tracking, asked: &Whose, by: GroupBy) -> Result<Option<Re
                 return Ok(None);
             };
             let tally = tracker.key(*db, key, now).ranked(*ranking);
-            (senders, Scale::Row(tally.allowing_for(carried)))
+            let attributed = senders.parts.iter().map(|p| p.count).sum();
+            (senders, Scale::Row(tally.allowing_for(carried), attributed))
         }
         Whose::HashSlot(slot) => {
             if !tracking_in_cluster {
@@ -136,7 +139,8 @@ fn read(tracking: &mut Tracking, asked: &Whose, by: GroupBy) -> Result<Option<Re
                 return Ok(None);
             };
             let tally = rate.reads.plus(rate.writes).allowing_for(carried);
-            (senders, Scale::Row(tally))
+            let attributed = senders.parts.iter().map(|p| p.count).sum();
+            (senders, Scale::Row(tally, attributed))
         }
         Whose::Node => {
             let Some(senders) = tracker.node_senders(by_host, now) else {
@@ -179,14 +183,18 @@ impl Scale {
             high,
         } = row;
         match self {
-            Scale::Row(tally) => {
+            Scale::Row(tally, attributed) => {
+                // The row's accesses from before its senders were counted
+                // (as a rate): the group sent none of them, or all.
+                let per_count = tally.per_second / tally.count.max(f64::MIN_POSITIVE);
+                let unattributed = (tally.count - attributed).max(0.0) * per_count;
                 let bounds = tally.bounds();
                 WhoRow {
                     label,
                     per_second: share * tally.per_second,
                     count: share * tally.count,
-                    low: low * bounds.low,
-                    high: high * bounds.high,
+                    low: low * (bounds.low - unattributed).max(0.0),
+                    high: high * (bounds.high - unattributed).max(0.0) + unattributed,
                 }
             }
             Scale::Node { whole, per_count } => WhoRow {
