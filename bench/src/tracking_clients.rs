@@ -48,7 +48,7 @@ pub struct ClientShares {
 }
 
 fn share(h: usize, k: usize) -> usize {
-    SHARES[(h + k) % SHARES.len()]
+    SHARES.get((h + k) % SHARES.len()).copied().unwrap_or(0)
 }
 
 /// `GET`s at saturation (`redis-benchmark -P 16 -c 8` over 100,000 keys).
@@ -74,8 +74,8 @@ fn read_from_four_hosts(port: u16, tag: usize, run: Duration) -> Vec<[usize; KEY
                 let start = Instant::now();
                 let mut tick = 0;
                 while start.elapsed() < run {
-                    let gets: Vec<[&str; 2]> = (0..KEYS)
-                        .flat_map(|k| std::iter::repeat_n(["GET", &keys[k]], share(h, k) / 5))
+                    let gets: Vec<[&str; 2]> = (keys.iter().enumerate())
+                        .flat_map(|(k, key)| std::iter::repeat_n(["GET", key], share(h, k) / 5))
                         .collect();
                     client.pipeline(gets.iter().map(|g| &g[..]));
                     for (k, n) in sent.iter_mut().enumerate() {
@@ -101,10 +101,13 @@ fn hosts_of(con: &mut redis::Connection, key: &str) -> Result<Vec<(String, [f64;
     let text = |v: &Value| -> f64 { redis::from_redis_value::<f64>(v).unwrap_or(0.0) };
     Ok((flat.chunks(5))
         .filter_map(|row| {
-            let host: String = redis::from_redis_value(&row[0]).ok()?;
-            let (rate, count) = (text(&row[1]), text(&row[2]));
+            let [host, rate, count, low, high] = row else {
+                return None;
+            };
+            let host: String = redis::from_redis_value(host).ok()?;
+            let (rate, count) = (text(rate), text(count));
             let per = if rate > 0.0 { count / rate } else { 0.0 };
-            Some((host, [count, text(&row[3]) * per, text(&row[4]) * per]))
+            Some((host, [count, text(low) * per, text(high) * per]))
         })
         .collect())
 }
@@ -144,13 +147,14 @@ fn measure_one(
         for k in 0..KEYS {
             let hosts = hosts_of(&mut con, &format!("hot:{tag}:{k}"))?;
             let all: f64 = hosts.iter().map(|(_, c)| c[0]).sum();
-            let sent_all: usize = sent.iter().map(|s| s[k]).sum();
+            let of_key = |s: &[usize; KEYS]| s.get(k).copied().unwrap_or(0);
+            let sent_all: usize = sent.iter().map(of_key).sum();
             for (h, host_sent) in sent.iter().enumerate() {
                 let row = hosts
                     .iter()
                     .find(|(host, _)| *host == format!("127.0.0.{}", h + 2));
                 let [count, low, high] = row.map_or([0.0; 3], |(_, c)| *c);
-                let truth = host_sent[k] as f64;
+                let truth = of_key(host_sent) as f64;
                 figures.rows += 1;
                 // A day's fading over the reading, and rounding: 1e-4 and half
                 // an access either side.

@@ -13,7 +13,7 @@ use std::ffi::{c_int, CStr};
 pub fn database_and_host(id: u64) -> Option<(Option<u16>, Vec<u8>)> {
     let info = basics(id)?;
     Some(match info {
-        Some(info) => (Some(info.db as u16), address(&info)),
+        Some(info) => (Some(info.db), address(&info)),
         None => (None, Vec::new()),
     })
 }

@@ -94,23 +94,27 @@ impl ClientAttribution {
         let entry = self.rows.entry((hash, access.code() as u8));
         if let hashbrown::hash_map::Entry::Vacant(vacant) = entry {
             vacant.insert(Senders::new(CLIENTS_PER_ROW, self.half_life_ms, now_ms));
-            let bucket = &mut self.watched[Self::bucket(hash)];
-            *bucket = bucket.saturating_add(1);
+            if let Some(bucket) = self.watched.get_mut(Self::bucket(hash)) {
+                *bucket = bucket.saturating_add(1);
+            }
         }
     }
 
     /// The item of `hash` left the sketch of `access`.
     pub fn leave(&mut self, access: Access, hash: u64) {
         if self.rows.remove(&(hash, access.code() as u8)).is_some() {
-            let bucket = &mut self.watched[Self::bucket(hash)];
-            *bucket = bucket.saturating_sub(1);
+            if let Some(bucket) = self.watched.get_mut(Self::bucket(hash)) {
+                *bucket = bucket.saturating_sub(1);
+            }
         }
     }
 
     /// May the item of `hash` be a member of a sketch? (False: surely not.)
     #[inline(always)]
     pub fn watches(&self, hash: u64) -> bool {
-        self.watched[Self::bucket(hash)] != 0
+        self.watched
+            .get(Self::bucket(hash))
+            .is_some_and(|&n| n != 0)
     }
 
     /// `weight` accesses (sampling variance `variance`) of the item of

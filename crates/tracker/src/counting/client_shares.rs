@@ -81,9 +81,13 @@ impl ClientShares {
 
     #[cold]
     fn add_elsewhere(&mut self, client: u64, stored: f64, variance: f64) {
-        if let Some(i) = self.bins.iter().position(|b| b.client == client) {
+        let found = self
+            .bins
+            .iter_mut()
+            .enumerate()
+            .find(|(_, b)| b.client == client);
+        if let Some((i, bin)) = found {
             self.last = i;
-            let bin = &mut self.bins[i];
             bin.stored += stored;
             bin.variance += variance;
         } else if self.bins.len() < self.capacity {
@@ -100,14 +104,13 @@ impl ClientShares {
 
     /// Unbiased space saving's step for a newcomer to full bins.
     fn replace_smallest(&mut self, client: u64, stored: f64, variance: f64) {
-        let Some(i) = (0..self.bins.len())
-            .min_by(|&a, &b| self.bins[a].stored.total_cmp(&self.bins[b].stored))
-        else {
-            return;
-        };
         self.overflowed = true;
         let toss = self.toss();
-        let bin = &mut self.bins[i];
+        let smallest = (self.bins.iter_mut().enumerate())
+            .min_by(|(_, a), (_, b)| a.stored.total_cmp(&b.stored));
+        let Some((i, bin)) = smallest else {
+            return;
+        };
         bin.stored += stored;
         bin.variance += variance;
         if toss * bin.stored < stored {

@@ -66,10 +66,11 @@ impl ClientInfo {
         let mut id = None;
         let mut info = ClientInfo::default();
         for field in line.split(|&b| b == b' ') {
-            let Some(eq) = field.iter().position(|&b| b == b'=') else {
+            let mut parts = field.splitn(2, |&b| b == b'=');
+            let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
                 continue;
             };
-            let (name, value) = (&field[..eq], field[eq + 1..].to_vec());
+            let value = value.to_vec();
             match name {
                 b"id" => id = std::str::from_utf8(&value).ok()?.parse().ok(),
                 b"addr" => info.addr = value,
@@ -85,8 +86,9 @@ impl ClientInfo {
 
 /// `addr` without its port.
 pub fn host_of(addr: &[u8]) -> &[u8] {
-    match addr.iter().rposition(|&b| b == b':') {
-        Some(colon) if addr[colon + 1..].iter().all(u8::is_ascii_digit) => &addr[..colon],
+    let mut parts = addr.rsplitn(2, |&b| b == b':');
+    match (parts.next(), parts.next()) {
+        (Some(port), Some(host)) if port.iter().all(u8::is_ascii_digit) => host,
         _ => addr,
     }
 }

@@ -137,9 +137,8 @@ impl KeyBatch {
         let after = self
             .clients
             .partition_point(|&(start, _)| start as usize <= i);
-        after
-            .checked_sub(1)
-            .map_or(Client::default(), |run| self.clients[run].1)
+        let run = after.checked_sub(1).and_then(|run| self.clients.get(run));
+        run.map_or(Client::default(), |run| run.1)
     }
 
     /// Adds every access of `other` (gathered in the same slot) after this
