@@ -252,3 +252,43 @@ fn a_hot_hash_slot_names_who_drives_it() {
     });
     assert_eq!(rows[0].0, "slot-reader", "{rows:?}");
 }
+
+/// A client that never logged in is refused before its commands run: it
+/// drives nothing and is named nowhere, however much it sends.
+#[test]
+fn a_client_that_never_logged_in_is_named_nowhere() {
+    let server = Server::start_configured(
+        &["track", "yes", "track-sample", "1"],
+        &["--requirepass", "pw"],
+    );
+    let mut con = server.client_with_password("pw");
+    if !filter_names_clients(&mut con) {
+        return;
+    }
+    // A logged-in client from 127.0.0.2 makes the key a member and reads it.
+    let logged_in = |gets: usize| {
+        let get: &[&str] = &["GET", "product:42"];
+        let auth: &[&str] = &["AUTH", "pw"];
+        let mut client = HostClient::connect(server.port, 2);
+        client.pipeline(std::iter::once(auth).chain(std::iter::repeat_n(get, gets)));
+    };
+    logged_in(20);
+    wait_until("the key is listed", Duration::from_secs(10), || {
+        let listed: Vec<Value> = redis::cmd("HK.HOTKEYS").query(&mut con).unwrap();
+        !listed.is_empty()
+    });
+    // 127.0.0.9 never logs in: every GET answered NOAUTH (a few at a time:
+    // the server keeps such a client's buffers small).
+    let mut stranger = HostClient::connect(server.port, 9);
+    for _ in 0..200 {
+        let refused = stranger.refused(&["GET", "product:42"], 10);
+        assert!(refused[0].starts_with("-NOAUTH"), "{refused:?}");
+    }
+    logged_in(100);
+    let hosts = ask(&mut con, &["HK.HOTKEYS", "CLIENTS", "product:42"], 3);
+    let node = ask(&mut con, &["HK.HOTCLIENTS", "BY", "HOST"], 3);
+    for rows in [&hosts, &node] {
+        assert!(rows.iter().all(|r| r.0 != "127.0.0.9"), "{rows:?}");
+        assert_eq!(rows[0].0, "127.0.0.2", "{rows:?}");
+    }
+}

@@ -802,15 +802,8 @@ impl HostClient {
     /// Sends `commands` in one pipeline and waits for every reply (none
     /// read back: the commands' replies must not be the line `+done`).
     pub fn pipeline<'a>(&mut self, commands: impl IntoIterator<Item = &'a [&'a str]>) {
-        use std::io::{BufRead, Write};
-        let mut sent = Vec::new();
-        for parts in commands.into_iter().chain([&["PING", "done"][..]]) {
-            sent.extend(format!("*{}\r\n", parts.len()).as_bytes());
-            for part in parts {
-                sent.extend(format!("${}\r\n{part}\r\n", part.len()).as_bytes());
-            }
-        }
-        self.replies.get_mut().write_all(&sent).expect("send");
+        use std::io::BufRead;
+        self.send(commands.into_iter().chain([&["PING", "done"][..]]));
         let mut line = String::new();
         while line != "$4\r\n" || !self.next_is("done\r\n") {
             line.clear();
@@ -820,6 +813,33 @@ impl HostClient {
                 "closed"
             );
         }
+    }
+
+    /// Sends `command` `n` times, each refused with an error line (a
+    /// client not logged in: even `PING` is refused), and reads the errors.
+    pub fn refused(&mut self, command: &[&str], n: usize) -> Vec<String> {
+        use std::io::BufRead;
+        self.send(std::iter::repeat_n(command, n));
+        (0..n)
+            .map(|_| {
+                let mut line = String::new();
+                self.replies.read_line(&mut line).expect("read");
+                assert!(line.starts_with('-'), "not refused: {line:?}");
+                line
+            })
+            .collect()
+    }
+
+    fn send<'a>(&mut self, commands: impl IntoIterator<Item = &'a [&'a str]>) {
+        use std::io::Write;
+        let mut sent = Vec::new();
+        for parts in commands {
+            sent.extend(format!("*{}\r\n", parts.len()).as_bytes());
+            for part in parts {
+                sent.extend(format!("${}\r\n{part}\r\n", part.len()).as_bytes());
+            }
+        }
+        self.replies.get_mut().write_all(&sent).expect("send");
     }
 
     fn next_is(&mut self, wanted: &str) -> bool {

@@ -157,7 +157,7 @@ pub const BINDINGS: &[Binding] = &[
     bind(
         &[Char('w')],
         "w",
-        "who sends the most: each node's hottest clients",
+        "who sends the most (clients)",
         Some("who"),
         Command::Clients,
     ),
