@@ -108,6 +108,11 @@ const INFO_SERIES: &[(&str, &str)] = &[
         "heavykeeper_tracker_counted_seconds_total",
     ),
     ("tracker_memory_bytes", "heavykeeper_tracker_memory_bytes"),
+    ("tracker_client_rows", "heavykeeper_tracker_client_rows"),
+    (
+        "tracker_client_rows_memory_bytes",
+        "heavykeeper_tracker_client_rows_memory_bytes",
+    ),
     (
         "tracker_keys_counted",
         "heavykeeper_tracker_keys_counted_total",
