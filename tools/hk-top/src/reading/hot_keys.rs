@@ -153,7 +153,7 @@ fn node_rates(connection: &ConnectionSettings, address: &str) -> RedisResult<Nod
     if answer.hot_clients.is_some() {
         // The node names clients: who drives its hottest keys.
         for id in hottest(&answer.rows, KEYS_WITH_SENDERS) {
-            if let Some(senders) = senders::of_key(&mut con, &id) {
+            if let Some(senders) = senders::of_key(&mut con, id.db, &id.key) {
                 answer.senders.push((id, senders));
             }
         }

@@ -4,7 +4,6 @@
 //! refresh costs a node a handful of commands more and the exporter's
 //! series stay bounded ([`KEYS_WITH_SENDERS`] × [`SENDERS_PER_KEY`]).
 
-use super::hot_keys::KeyId;
 use redis::Value;
 
 /// Keys of each node whose senders are read, hottest first.
@@ -39,13 +38,14 @@ pub fn parse(flat: &[Value]) -> Option<Vec<Sender>> {
         .collect()
 }
 
-/// Who drives `id` on its node (`None`: the node cannot say).
-pub fn of_key(con: &mut dyn redis::ConnectionLike, id: &KeyId) -> Option<Vec<Sender>> {
+/// Who drives `key` of database `db` on the node (`None`: the node
+/// cannot say).
+pub fn of_key(con: &mut dyn redis::ConnectionLike, db: i64, key: &[u8]) -> Option<Vec<Sender>> {
     let flat: Vec<Value> = redis::cmd("HK.HOTKEYS")
         .arg("CLIENTS")
-        .arg(&id.key)
+        .arg(key)
         .arg("DB")
-        .arg(id.db)
+        .arg(db)
         .arg(&["COUNT", &SENDERS_PER_KEY.to_string(), "WITHBOUNDS"])
         .query(con)
         .ok()?;

@@ -99,7 +99,7 @@ fn ask(con: &mut redis::Connection, node: &Node, count: usize) -> Answer {
     let key_senders = match hot_clients {
         // A node that names no clients is not asked of each key.
         Some(_) => (hottest(&keys, KEYS_WITH_SENDERS).into_iter())
-            .filter_map(|id| Some((senders::of_key(con, &id)?, id)))
+            .filter_map(|id| Some((senders::of_key(con, id.db, &id.key)?, id)))
             .map(|(senders, id)| (id, senders))
             .collect(),
         None => Vec::new(),
