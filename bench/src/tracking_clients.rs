@@ -3,7 +3,8 @@
 //! of one key's reads (another order for each key), 2,000 reads a second a
 //! key, at the defaults (sampled, within the CPU budget) with a day's
 //! half-life (counts are totals), quiet and beside a saturating
-//! `redis-benchmark`; per server, reading after reading: each host's share
+//! `redis-benchmark`; per server, reading after reading (each after
+//! `HK.HOTKEYS RESET`): each host's share
 //! as `HK.HOTKEYS CLIENTS key WITHBOUNDS` gives it (its count over the
 //! row's) against the share it sent, how often the count's 95% bounds held
 //! what it sent, and the memory of a row's senders.
@@ -143,6 +144,10 @@ fn measure_one(
     let mut flood = saturated.then(|| flood(server.port)).transpose()?;
     let (mut errors, mut largest, mut smallest) = (Vec::new(), Vec::new(), Vec::new());
     for tag in 0..readings {
+        // Each reading from nothing: with a day's half-life, the rows of
+        // the readings before (and, saturated, the flood's sampled keys)
+        // would still hold the top-k.
+        query::<Value>(&mut con, &["HK.HOTKEYS", "RESET"])?;
         let sent = read_from_four_hosts(server.port, tag, Duration::from_secs(6));
         for k in 0..KEYS {
             let hosts = hosts_of(&mut con, &format!("hot:{tag}:{k}"))?;
