@@ -37,12 +37,12 @@ const WATCH_BUCKETS: usize = 1 << 14;
 
 /// Who made one count: by connection and by host.
 #[derive(Clone, Debug)]
-pub struct Senders {
+pub struct RowSenders {
     pub connections: ClientShares,
     pub hosts: ClientShares,
 }
 
-impl Senders {
+impl RowSenders {
     fn new(capacity: usize, half_life_ms: f64, now_ms: i64) -> Self {
         Self {
             connections: ClientShares::new(capacity, half_life_ms, now_ms),
@@ -63,12 +63,12 @@ impl Senders {
 
 #[derive(Clone, Debug)]
 pub struct ClientAttribution {
-    rows: HashMap<(u64, u8), Senders>,
+    rows: HashMap<(u64, u8), RowSenders>,
     /// Members per bucket of their hash.
     watched: Vec<u16>,
-    overall: Senders,
+    overall: RowSenders,
     half_life_ms: f64,
-    hash_slots: HashMap<u16, Senders>,
+    hash_slots: HashMap<u16, RowSenders>,
     /// When the hash slots were last chosen.
     slots_chosen_ms: Option<i64>,
 }
@@ -78,7 +78,7 @@ impl ClientAttribution {
         Self {
             rows: HashMap::new(),
             watched: vec![0; WATCH_BUCKETS],
-            overall: Senders::new(CLIENTS_OVERALL, half_life_ms, now_ms),
+            overall: RowSenders::new(CLIENTS_OVERALL, half_life_ms, now_ms),
             half_life_ms,
             hash_slots: HashMap::new(),
             slots_chosen_ms: None,
@@ -93,7 +93,7 @@ impl ClientAttribution {
     pub fn join(&mut self, access: Access, hash: u64, now_ms: i64) {
         let entry = self.rows.entry((hash, access.code() as u8));
         if let hashbrown::hash_map::Entry::Vacant(vacant) = entry {
-            vacant.insert(Senders::new(CLIENTS_PER_ROW, self.half_life_ms, now_ms));
+            vacant.insert(RowSenders::new(CLIENTS_PER_ROW, self.half_life_ms, now_ms));
             if let Some(bucket) = self.watched.get_mut(Self::bucket(hash)) {
                 *bucket = bucket.saturating_add(1);
             }
@@ -152,7 +152,7 @@ impl ClientAttribution {
         let mut kept = HashMap::new();
         for slot in slots.into_iter().take(WATCHED_HASH_SLOTS) {
             let senders = self.hash_slots.remove(&slot);
-            let fresh = || Senders::new(CLIENTS_PER_ROW, self.half_life_ms, now_ms);
+            let fresh = || RowSenders::new(CLIENTS_PER_ROW, self.half_life_ms, now_ms);
             kept.insert(slot, senders.unwrap_or_else(fresh));
         }
         self.hash_slots = kept;
@@ -175,16 +175,16 @@ impl ClientAttribution {
     }
 
     /// The senders of hash slot `slot`, if it is watched.
-    pub fn hash_slot(&self, slot: u16) -> Option<&Senders> {
+    pub fn hash_slot(&self, slot: u16) -> Option<&RowSenders> {
         self.hash_slots.get(&slot)
     }
 
     /// The clients of the member of `hash` in `access`'s sketch.
-    pub fn row(&self, access: Access, hash: u64) -> Option<&Senders> {
+    pub fn row(&self, access: Access, hash: u64) -> Option<&RowSenders> {
         self.rows.get(&(hash, access.code() as u8))
     }
 
-    pub fn overall(&self) -> &Senders {
+    pub fn overall(&self) -> &RowSenders {
         &self.overall
     }
 
@@ -195,7 +195,7 @@ impl ClientAttribution {
 
     pub fn heap_bytes(&self) -> usize {
         let rows: usize = (self.rows.values().chain(self.hash_slots.values()))
-            .map(Senders::heap_bytes)
+            .map(RowSenders::heap_bytes)
             .sum();
         rows + self.rows.allocation_size()
             + self.hash_slots.allocation_size()
