@@ -88,11 +88,7 @@ fn timed(tracking: &mut Tracking, command: &FilterCall) {
 /// its accesses are counted by client, what it was called is kept a while
 /// (asked outside the state: `CLIENT LIST` passes this filter).
 fn forget_client(id: u64) {
-    let named = with_state(|state| {
-        state
-            .as_ref()
-            .is_some_and(|t| t.senders().counts_by_client(id))
-    });
+    let named = with_state(|state| state.as_ref().is_some_and(|t| t.senders().asks_leaving(id)));
     let info = match (named, module_context::get()) {
         (Some(true), Some(ctx)) => client_info::list(&ctx, &[id]).pop(),
         _ => None,

@@ -15,6 +15,7 @@ use heavykeeper_tracker::server::name_effect::NameEffect;
 use heavykeeper_tracker::server::script_watch::ScriptWatch;
 use heavykeeper_tracker::worker::key_batch::{Client, KeyBatch};
 use redis_module::Context;
+use std::cell::Cell;
 
 pub struct Senders {
     clients: ClientTable,
@@ -23,7 +24,14 @@ pub struct Senders {
     /// Does the server's filter say which client sent a command (7.2+)?
     names_clients: bool,
     gone: GoneClients,
+    /// Clients asked about as they left, this tick (see [`GONE_ASKED_PER_TICK`]).
+    gone_asked: Cell<u32>,
 }
+
+/// At most this many leaving clients are asked their names a tick (1,000 a
+/// second): a storm of short connections must not cost a `CLIENT LIST` each.
+/// Past it, a gone client reads `id=N (gone)`.
+pub const GONE_ASKED_PER_TICK: u32 = 100;
 
 impl Senders {
     pub fn new(names_clients: bool) -> Self {
@@ -33,6 +41,7 @@ impl Senders {
             auth: AuthWatch::default(),
             names_clients,
             gone: GoneClients::default(),
+            gone_asked: Cell::new(0),
         }
     }
 
@@ -157,6 +166,7 @@ impl Senders {
     /// everyone was thought let in means who needs a password changed
     /// unseen, and what the tick gathered may hold its keys.
     pub fn tick(&mut self, ctx: &Context, slots: bool, batch: &mut KeyBatch) {
+        self.gone_asked.set(0);
         if self.auth.all_let_in() && self.auth.refused_while_open(ctx) {
             self.auth.discard(batch);
             self.auth.users_may_have_changed();
@@ -214,9 +224,13 @@ impl Senders {
         self.auth.held().clear();
     }
 
-    /// Are client `id`'s accesses counted by client?
-    pub fn counts_by_client(&self, id: u64) -> bool {
-        self.names_clients && self.clients.knows(id)
+    /// Is client `id`, leaving, to be asked its names (its accesses are
+    /// counted by client, and this tick's allowance is not spent)?
+    pub fn asks_leaving(&self, id: u64) -> bool {
+        let asked = self.gone_asked.get();
+        let asks = self.names_clients && self.clients.knows(id) && asked < GONE_ASKED_PER_TICK;
+        self.gone_asked.set(asked + u32::from(asks));
+        asks
     }
 
     /// A client disconnected: what it was called (`info`, as `CLIENT LIST`
@@ -251,5 +265,26 @@ fn admit(auth: &mut AuthWatch, id: u64, trust: Trust) -> Option<bool> {
             auth.dropped(1);
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leaving_clients_are_asked_their_names_within_a_ticks_allowance() {
+        let mut senders = Senders::new(true);
+        for id in 0..200 {
+            senders.clients.get(id, || Some((Some(0), b"10.0.0.1".to_vec())));
+        }
+        let asked = (0..200).filter(|&id| senders.asks_leaving(id)).count();
+        assert_eq!(asked, GONE_ASKED_PER_TICK as usize);
+        // A client never counted, or a server that names none: never asked.
+        senders.gone_asked.set(0);
+        assert!(!senders.asks_leaving(999));
+        let mut unnamed = Senders::new(false);
+        unnamed.clients.get(1, || Some((Some(0), Vec::new())));
+        assert!(!unnamed.asks_leaving(1));
     }
 }
