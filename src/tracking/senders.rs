@@ -276,7 +276,9 @@ mod tests {
     fn leaving_clients_are_asked_their_names_within_a_ticks_allowance() {
         let mut senders = Senders::new(true);
         for id in 0..200 {
-            senders.clients.get(id, || Some((Some(0), b"10.0.0.1".to_vec())));
+            senders
+                .clients
+                .get(id, || Some((Some(0), b"10.0.0.1".to_vec())));
         }
         let asked = (0..200).filter(|&id| senders.asks_leaving(id)).count();
         assert_eq!(asked, GONE_ASKED_PER_TICK as usize);
