@@ -12,12 +12,12 @@
 use crate::redis_phase::{query, Server};
 use crate::tracker_settings::info_f64;
 use crate::tracking_cost::{server_name, servers, start_counting};
+use crate::tracking_truth::saturate;
 use redis::Value;
 use std::fmt::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use test_harness::HostClient;
+use std::time::Duration;
+use test_harness::{steady_reads_from_hosts, CountBounds};
 
 /// Shares of a key's reads, in hundredths.
 const SHARES: [usize; 4] = [60, 25, 10, 5];
@@ -52,48 +52,11 @@ fn share(h: usize, k: usize) -> usize {
     SHARES.get((h + k) % SHARES.len()).copied().unwrap_or(0)
 }
 
-/// `GET`s at saturation (`redis-benchmark -P 16 -c 8` over 100,000 keys).
-fn flood(port: u16) -> Result<Child, String> {
-    Command::new("redis-benchmark")
-        .args(["-p", &port.to_string(), "-q", "-t", "get"])
-        .args(["-n", "100000000", "-P", "16", "-c", "8", "-r", "100000"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("redis-benchmark: {e}"))
-}
-
 /// Each host sends its share of 20 reads of each key every 10 ms for
 /// `run`, under its own key names (`tag`: one set of keys a reading).
-fn read_from_four_hosts(port: u16, tag: usize, run: Duration) -> Vec<[usize; KEYS]> {
-    let threads: Vec<_> = (0..SHARES.len())
-        .map(|h| {
-            std::thread::spawn(move || {
-                let mut client = HostClient::connect(port, h as u8 + 2);
-                let keys: Vec<String> = (0..KEYS).map(|k| format!("hot:{tag}:{k}")).collect();
-                let mut sent = [0; KEYS];
-                let start = Instant::now();
-                let mut tick = 0;
-                while start.elapsed() < run {
-                    let gets: Vec<[&str; 2]> = (keys.iter().enumerate())
-                        .flat_map(|(k, key)| std::iter::repeat_n(["GET", key], share(h, k) / 5))
-                        .collect();
-                    client.pipeline(gets.iter().map(|g| &g[..]));
-                    for (k, n) in sent.iter_mut().enumerate() {
-                        *n += share(h, k) / 5;
-                    }
-                    tick += 1;
-                    let due = start + Duration::from_millis(10 * tick);
-                    std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                }
-                sent
-            })
-        })
-        .collect();
-    threads
-        .into_iter()
-        .map(|t| t.join().unwrap_or([0; KEYS]))
-        .collect()
+fn read_from_four_hosts(port: u16, tag: usize, run: Duration) -> Vec<Vec<usize>> {
+    let keys: Vec<String> = (0..KEYS).map(|k| format!("hot:{tag}:{k}")).collect();
+    steady_reads_from_hosts(port, SHARES.len(), &keys, |h, k| share(h, k) / 5, run)
 }
 
 /// Each host's count and count bounds for `key`.
@@ -106,9 +69,8 @@ fn hosts_of(con: &mut redis::Connection, key: &str) -> Result<Vec<(String, [f64;
                 return None;
             };
             let host: String = redis::from_redis_value(host).ok()?;
-            let (rate, count) = (text(rate), text(count));
-            let per = if rate > 0.0 { count / rate } else { 0.0 };
-            Some((host, [count, text(low) * per, text(high) * per]))
+            let b = CountBounds::from_rates(text(rate), text(count), text(low), text(high));
+            Some((host, [b.count, b.low, b.high]))
         })
         .collect())
 }
@@ -141,7 +103,7 @@ fn measure_one(
         figures.skipped = Some(e);
         return Ok(figures);
     }
-    let mut flood = saturated.then(|| flood(server.port)).transpose()?;
+    let mut flood = saturated.then(|| saturate(server.port)).transpose()?;
     let (mut errors, mut largest, mut smallest) = (Vec::new(), Vec::new(), Vec::new());
     for tag in 0..readings {
         // Each reading from nothing: with a day's half-life, the rows of
@@ -152,7 +114,7 @@ fn measure_one(
         for k in 0..KEYS {
             let hosts = hosts_of(&mut con, &format!("hot:{tag}:{k}"))?;
             let all: f64 = hosts.iter().map(|(_, c)| c[0]).sum();
-            let of_key = |s: &[usize; KEYS]| s.get(k).copied().unwrap_or(0);
+            let of_key = |s: &Vec<usize>| s.get(k).copied().unwrap_or(0);
             let sent_all: usize = sent.iter().map(of_key).sum();
             for (h, host_sent) in sent.iter().enumerate() {
                 let row = hosts

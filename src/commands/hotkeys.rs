@@ -147,6 +147,14 @@ fn parse(args: &[RedisString]) -> Result<Query, RedisError> {
     Ok(query)
 }
 
+/// Which list a row is of.
+const ACCESS: &[Arg] = &[
+    Arg::flag("reads", "READS"),
+    Arg::flag("writes", "WRITES"),
+    Arg::flag("misses", "MISSES"),
+    Arg::flag("prefixes", "PREFIXES"),
+];
+
 pub static SPEC: CommandSpec = CommandSpec {
     name: "hk.hotkeys",
     callback: callback!(hotkeys),
@@ -168,16 +176,7 @@ pub static SPEC: CommandSpec = CommandSpec {
                 &[
                     Arg::string("key").token("CLIENTS"),
                     Arg::integer("db").token("DB").optional(),
-                    Arg::one_of(
-                        "access",
-                        &[
-                            Arg::flag("reads", "READS"),
-                            Arg::flag("writes", "WRITES"),
-                            Arg::flag("misses", "MISSES"),
-                            Arg::flag("prefixes", "PREFIXES"),
-                        ],
-                    )
-                    .optional(),
+                    Arg::one_of("access", ACCESS).optional(),
                     Arg::one_of("by", super::clients::BY).token("BY").optional(),
                     Arg::integer("n").token("COUNT").optional(),
                     Arg::flag("withbounds", "WITHBOUNDS").optional(),
@@ -186,16 +185,7 @@ pub static SPEC: CommandSpec = CommandSpec {
             Arg::block(
                 "listing",
                 &[
-                    Arg::one_of(
-                        "access",
-                        &[
-                            Arg::flag("reads", "READS"),
-                            Arg::flag("writes", "WRITES"),
-                            Arg::flag("misses", "MISSES"),
-                            Arg::flag("prefixes", "PREFIXES"),
-                        ],
-                    )
-                    .optional(),
+                    Arg::one_of("access", ACCESS).optional(),
                     Arg::integer("n").token("COUNT").optional(),
                     Arg::flag("withbounds", "WITHBOUNDS").optional(),
                     Arg::flag("withnoise", "WITHNOISE").optional(),

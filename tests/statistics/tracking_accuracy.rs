@@ -27,7 +27,7 @@ const EVERY_COMMAND: &[&str] = &[
 
 /// `GET`s at saturation (`redis-benchmark -P 16 -c 8` over 100,000 keys)
 /// until killed.
-fn flood(server: &Server) -> std::process::Child {
+pub fn flood(server: &Server) -> std::process::Child {
     std::process::Command::new("redis-benchmark")
         .args(["-p", &server.port.to_string(), "-q", "-t", "get"])
         .args(["-n", "100000000", "-P", "16", "-c", "8", "-r", "100000"])

@@ -848,3 +848,40 @@ impl HostClient {
         self.replies.read_line(&mut line).is_ok() && line == wanted
     }
 }
+
+/// Hosts 127.0.0.2, .3, ... (`hosts` of them), each in a thread of its own,
+/// read `keys` steadily: every 10 ms host `h` sends `reads(h, k)` `GET`s of
+/// key `k` in one pipeline, for `run`. What each host sent of each key.
+pub fn steady_reads_from_hosts(
+    port: u16,
+    hosts: usize,
+    keys: &[String],
+    reads: fn(usize, usize) -> usize,
+    run: Duration,
+) -> Vec<Vec<usize>> {
+    let threads: Vec<_> = (0..hosts)
+        .map(|h| {
+            let keys = keys.to_vec();
+            std::thread::spawn(move || {
+                let mut client = HostClient::connect(port, h as u8 + 2);
+                let gets: Vec<[&str; 2]> = (keys.iter().enumerate())
+                    .flat_map(|(k, key)| std::iter::repeat_n(["GET", key.as_str()], reads(h, k)))
+                    .collect();
+                let start = Instant::now();
+                let mut ticks = 0;
+                while start.elapsed() < run {
+                    client.pipeline(gets.iter().map(|g| &g[..]));
+                    ticks += 1;
+                    let due = start + Duration::from_millis(10 * ticks);
+                    sleep(due.saturating_duration_since(Instant::now()));
+                }
+                (0..keys.len())
+                    .map(|k| reads(h, k) * ticks as usize)
+                    .collect()
+            })
+        })
+        .collect();
+    (threads.into_iter())
+        .map(|t| t.join().expect("a reading host"))
+        .collect()
+}
