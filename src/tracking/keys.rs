@@ -27,18 +27,32 @@ pub trait FilteredCommand {
     fn key_exists(&self, db: u16, key: &[u8]) -> bool;
 }
 
+/// A key of the command, read only when wanted: reading an argument is two
+/// calls into the server, and where accesses are thinned most are not kept.
+pub struct KeyAt<'a, C> {
+    cmd: &'a C,
+    position: usize,
+}
+
+impl<'a, C: FilteredCommand> KeyAt<'a, C> {
+    #[inline(always)]
+    pub fn read(&self) -> &'a [u8] {
+        self.cmd.arg(self.position)
+    }
+}
+
 /// Calls `each(key, access)` for every key of the command, as the key specs
 /// (or, where they cannot say, the server) find them.
 #[inline(always)]
-pub fn for_each_key<'a>(
+pub fn for_each_key<'a, C: FilteredCommand>(
     key_use: &KeyUse<'_>,
-    cmd: &'a impl FilteredCommand,
+    cmd: &'a C,
     args: &Args<'a>,
-    mut each: impl FnMut(&'a [u8], Access),
+    mut each: impl FnMut(KeyAt<'a, C>, Access),
 ) {
     // Most commands have one key: no search for more.
     match key_use.single_key() {
-        Some(access) => each(cmd.arg(1), access),
+        Some(access) => each(KeyAt { cmd, position: 1 }, access),
         None => for_many_keys(key_use, cmd, args, each),
     }
 }
@@ -46,24 +60,26 @@ pub fn for_each_key<'a>(
 /// [`for_each_key`] for a command with more than its first argument for a
 /// key.
 #[inline(never)]
-fn for_many_keys<'a>(
+fn for_many_keys<'a, C: FilteredCommand>(
     key_use: &KeyUse<'_>,
-    cmd: &'a impl FilteredCommand,
+    cmd: &'a C,
     args: &Args<'a>,
-    mut each: impl FnMut(&'a [u8], Access),
+    mut each: impl FnMut(KeyAt<'a, C>, Access),
 ) {
+    let argc = cmd.argc();
+    let mut each_present = |position: usize, access| {
+        if position < argc {
+            each(KeyAt { cmd, position }, access);
+        }
+    };
     if key_use.positions_known() {
-        key_use.for_each_key(args, cmd.argc(), |position, access| {
-            if let Some(key) = args(position) {
-                each(key, access);
-            }
-        });
+        key_use.for_each_key(args, argc, each_present);
     } else {
         for (position, access) in cmd.server_keys() {
-            let access = access.unwrap_or_else(|| key_use.access(args, position));
-            if let Some(key) = args(position) {
-                each(key, access);
-            }
+            each_present(
+                position,
+                access.unwrap_or_else(|| key_use.access(args, position)),
+            );
         }
     }
 }
@@ -85,7 +101,9 @@ pub fn served_here<'a>(
         Some(access) => route(map, cmd, db, asking, &[(cmd.arg(1), access)]),
         None => {
             let mut keys: Vec<(&'a [u8], Access)> = Vec::new();
-            for_many_keys(key_use, cmd, args, |key, access| keys.push((key, access)));
+            for_many_keys(key_use, cmd, args, |key, access| {
+                keys.push((key.read(), access))
+            });
             route(map, cmd, db, asking, &keys)
         }
     }

@@ -158,7 +158,7 @@ impl Tracking {
                     let slots = &mut self.slots;
                     for_each_key(&key_use, cmd, &args, |key, access| {
                         if let Some(slot) = slots.keep_access() {
-                            batch.push(db, key, access, slot, clock::cached_now_ms);
+                            batch.push(db, key.read(), access, slot, clock::cached_now_ms);
                         }
                     });
                     self.flush_if_full();

@@ -27,6 +27,10 @@ fn tracking_every_command() -> (Server, Connection) {
         "yes",
         "--heavykeeper.track-sample",
         "1",
+        // A day's half-life: what each service sent a few seconds apart
+        // fades by under 1e-4 before it is read.
+        "--heavykeeper.track-halflife",
+        "86400",
     ]);
     let con = server.client();
     (server, con)
@@ -113,7 +117,8 @@ fn the_clients_behind_a_hot_key_are_named_with_their_exact_shares() {
         ask(con, &asked, 5)
     };
     // Every command counted: each service's share of the row is what it
-    // sent of the row's accesses since the row was listed. (Its count and
+    // sent of the row's accesses since the row was listed (within the
+    // fading between services read seconds apart on a busy machine). (Its count and
     // rate are that share of the row's, which holds the warm-up's 20 reads
     // from before: its bounds allow for their being anyone's, and so hold
     // what the service sent, from exactly that to 20 more.)
@@ -123,7 +128,7 @@ fn the_clients_behind_a_hot_key_are_named_with_their_exact_shares() {
         let row = hosts.iter().find(|r| r.0 == format!("127.0.0.{host}"));
         let (_, rate, count, bounds) = row.unwrap_or_else(|| panic!("{host}: {hosts:?}"));
         assert!(
-            (rate / all - gets as f64 / 1_000.0).abs() < 1e-9,
+            (rate / all - gets as f64 / 1_000.0).abs() < 1e-4,
             "{hosts:?}"
         );
         let per = *count as f64 / rate;
