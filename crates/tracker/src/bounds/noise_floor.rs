@@ -305,6 +305,24 @@ impl StreamMakeup {
         background
     }
 
+    /// What one event of the background stands for, on average over its
+    /// sampled accesses (each class taken at its middle); 0 where nothing
+    /// of it was sampled.
+    pub fn mean_unit(&self, now_ms: i64) -> f64 {
+        let (mut mass, mut spread) = (0.0, 0.0);
+        for c in 0..CLASSES {
+            let unit = if c == 0 { 1.0 } else { 1.5 * (c as f64).exp2() };
+            let events = self.sums.count(c, now_ms);
+            mass += events * unit;
+            spread += events * unit * unit;
+        }
+        if positive(mass) {
+            spread / mass
+        } else {
+            0.0
+        }
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.sums.heap_bytes()
     }

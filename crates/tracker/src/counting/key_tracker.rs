@@ -374,6 +374,7 @@ impl KeyTracker {
             variance: estimate.variance,
             undercount: 0.0,
             unseen_unit: 0.0,
+            entered: 0.0,
             picked_from: None,
         }
     }
@@ -479,6 +480,7 @@ impl KeyTracker {
                 sampled: insert.sampled as f64,
                 variance: insert.variance,
                 scale: insert.scale,
+                background_unit: counted.makeup.mean_unit(insert.time_ms),
                 time_ms: insert.time_ms,
             };
             counted.spread.arrived(&arrived, inserted);
@@ -666,8 +668,9 @@ impl KeyTracker {
         let counted = self.counted(access);
         let count = counted.sketch.count(item, now_ms);
         let spread = counted.spread.of(hash.value(), now_ms);
-        let (variance, sampled, scale) =
-            spread.map_or((0.0, 0.0, 1.0), |s| (s.variance, s.sampled, s.scale));
+        let (variance, sampled, scale, entered) = spread.map_or((0.0, 0.0, 1.0, 0.0), |s| {
+            (s.variance, s.sampled, s.scale, s.entered)
+        });
         let params = counted.sketch.params();
         let claim = if count > 0.0 {
             counted.sketch.claim_cost(item, scale, now_ms)
@@ -689,6 +692,7 @@ impl KeyTracker {
             variance,
             undercount: missed,
             unseen_unit: counted.unseen_unit.count(0, now_ms),
+            entered,
             picked_from: None,
         }
     }

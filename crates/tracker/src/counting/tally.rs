@@ -26,6 +26,11 @@ pub struct Tally {
     /// bound allows for a few such accesses' worth, whatever it was seen
     /// to have.
     pub unseen_unit: f64,
+    /// The variance of what a listed key's count held when it was listed,
+    /// taken at the background's grain (see
+    /// [`crate::counting::member_spread`]): its bar allows for it, the
+    /// grain the noise floor reads does not.
+    pub entered: f64,
     /// Where a list picked it out of a stream: what that stream could make
     /// of its grain, which lowers its lower bound for the keys it was
     /// picked from ([`crate::bounds::noise_floor`]). `None` for a count read by name.
@@ -45,6 +50,13 @@ impl Tally {
     /// The rate's 95% interval ([`crate::bounds::error_bar`]).
     pub fn bounds(&self) -> Bounds {
         let mut count = bounds(self.count, self.sampled, self.variance, self.undercount);
+        if positive(self.entered) {
+            // As if the whole count were sampled, with the entered part's
+            // variance too; the wider of the two bars.
+            let wide = bounds(self.count, self.count, self.variance + self.entered, 0.0);
+            count.low = count.low.min(wide.low);
+            count.high = count.high.max(wide.high + self.undercount.max(0.0));
+        }
         let sampled = self.sampled.clamp(0.0, self.count.max(0.0));
         let exact = self.count.max(0.0) - sampled;
         if let Some(outline) = self.picked_from {
@@ -93,6 +105,7 @@ impl Tally {
             variance: self.variance + other.variance,
             undercount: self.undercount + other.undercount,
             unseen_unit: self.unseen_unit.max(other.unseen_unit),
+            entered: self.entered + other.entered,
             picked_from: self.picked_from.or(other.picked_from),
         }
     }
@@ -117,6 +130,7 @@ mod tests {
             variance: 0.0,
             undercount: 5.0,
             unseen_unit: 0.0,
+            entered: 0.0,
             picked_from: None,
         };
         let wider = t.allowing_for(0.5);
