@@ -269,12 +269,19 @@ impl Background {
 pub struct StreamMakeup {
     /// Events of class `c` at `c`, inserts at `CLASSES + c`.
     sums: FadingCounters,
+    /// [`Self::mean_unit`] as last worked out, and when.
+    mean: (i64, f64),
 }
+
+/// How long a mean unit worked out serves: the background's grain moves
+/// with its half-life, and keys enter the top-k many times a second.
+const MEAN_UNIT_MS: i64 = 100;
 
 impl StreamMakeup {
     pub fn new(half_life_ms: f64, now_ms: i64) -> Self {
         Self {
             sums: FadingCounters::new(2 * CLASSES, half_life_ms, now_ms),
+            mean: (i64::MIN, 0.0),
         }
     }
 
@@ -307,12 +314,26 @@ impl StreamMakeup {
 
     /// What one event of the background stands for, on average over its
     /// sampled accesses (each class taken at its middle); 0 where nothing
-    /// of it was sampled.
-    pub fn mean_unit(&self, now_ms: i64) -> f64 {
+    /// of it was sampled. Worked out at most every [`MEAN_UNIT_MS`]: a key
+    /// entering the top-k asks, which at every command is often.
+    pub fn mean_unit(&mut self, now_ms: i64) -> f64 {
+        let (at, mean) = self.mean;
+        if now_ms.saturating_sub(at) < MEAN_UNIT_MS && now_ms >= at {
+            return mean;
+        }
+        self.mean = (now_ms, self.worked_out_mean_unit(now_ms));
+        self.mean.1
+    }
+
+    fn worked_out_mean_unit(&self, now_ms: i64) -> f64 {
         let (mut mass, mut spread) = (0.0, 0.0);
-        for c in 0..CLASSES {
-            let unit = if c == 0 { 1.0 } else { 1.5 * (c as f64).exp2() };
-            let events = self.sums.count(c, now_ms);
+        let events = self.sums.nonzero(now_ms);
+        for (c, events) in events.take_while(|&(c, _)| c < CLASSES) {
+            let unit = if c == 0 {
+                1.0
+            } else {
+                1.5 * (1u64 << c) as f64
+            };
             mass += events * unit;
             spread += events * unit * unit;
         }

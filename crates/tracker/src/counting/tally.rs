@@ -139,4 +139,25 @@ mod tests {
         assert_eq!(t.allowing_for(0.0), t);
         assert_eq!(t.allowing_for(f64::NAN), t);
     }
+
+    #[test]
+    fn the_count_a_key_entered_with_widens_its_bar_only() {
+        // 50 read as 25 counted one by one and 25 kept one in two; it
+        // entered with 25 that events of 24 may have made.
+        let t = Tally {
+            count: 50.0,
+            per_second: 50.0,
+            sampled: 25.0,
+            variance: 25.0,
+            ..Tally::default()
+        };
+        let entered = Tally {
+            entered: 25.0 * 24.0,
+            ..t
+        };
+        let (narrow, wide) = (t.bounds(), entered.bounds());
+        assert!(narrow.low > 30.0, "{narrow:?}");
+        assert!(wide.low < 15.0 && wide.high > narrow.high, "{wide:?}");
+        assert_eq!(entered.grain(), t.grain());
+    }
 }
