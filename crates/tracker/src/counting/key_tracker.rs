@@ -476,21 +476,15 @@ impl KeyTracker {
             insert.scale,
         );
         if arrived.member.is_some() || arrived.expelled.is_some() {
-            // Only a key entering needs the background's grain (a pass over
-            // its classes): not every insert of a member.
-            let entering = arrived.member.is_some_and(|(before, _)| before <= 0.0);
             let inserted = Inserted {
                 sampled: insert.sampled as f64,
                 variance: insert.variance,
                 scale: insert.scale,
-                background_unit: if entering {
-                    counted.makeup.mean_unit(insert.time_ms)
-                } else {
-                    0.0
-                },
                 time_ms: insert.time_ms,
             };
-            counted.spread.arrived(&arrived, inserted);
+            let makeup = &mut counted.makeup;
+            let background_unit = || makeup.mean_unit(insert.time_ms);
+            counted.spread.arrived(&arrived, inserted, background_unit);
         }
         if let Some(clients) = self.clients.as_mut() {
             if let Some((_, hash, _)) = arrived.expelled {

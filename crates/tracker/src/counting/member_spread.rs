@@ -49,9 +49,6 @@ pub struct Inserted {
     pub sampled: f64,
     pub variance: f64,
     pub scale: f64,
-    /// What one event of the background (the keys not listed) stands for
-    /// on average (0: nothing of it was sampled).
-    pub background_unit: f64,
     pub time_ms: i64,
 }
 
@@ -77,8 +74,15 @@ impl MemberSpread {
         }
     }
 
-    /// What an insert did to the top-k.
-    pub fn arrived(&mut self, arrived: &Arrived, insert: Inserted) {
+    /// What an insert did to the top-k; `background_unit`, asked only of a
+    /// key entering, says what one event of the background (the keys not
+    /// listed) stands for on average (0: nothing of it was sampled).
+    pub fn arrived(
+        &mut self,
+        arrived: &Arrived,
+        insert: Inserted,
+        background_unit: impl FnOnce() -> f64,
+    ) {
         if let Some((_, hash, _)) = &arrived.expelled {
             self.by_hash.remove(hash);
         }
@@ -106,8 +110,11 @@ impl MemberSpread {
         let elapsed = insert.time_ms.saturating_sub(entry.at_ms).max(0) as f64;
         let fading = (-elapsed * faded).exp2();
         entry.entered *= fading;
-        if entering && positive(insert.background_unit) {
-            entry.entered += (after - mass).max(0.0) * insert.background_unit;
+        if entering {
+            let unit = background_unit();
+            if positive(unit) {
+                entry.entered += (after - mass).max(0.0) * unit;
+            }
         }
         entry.variance = entry.variance * fading + added;
         entry.sampled = entry.sampled * (-elapsed * faded / 2.0).exp2() + insert.sampled * share;
@@ -150,7 +157,6 @@ mod tests {
             sampled: 10.0,
             variance,
             scale: 4.0,
-            background_unit: 8.0,
             time_ms,
         }
     }
@@ -166,7 +172,7 @@ mod tests {
         };
         // It enters with a count of 40 on an insert of 20: its whole count
         // is taken to be sampled alike.
-        s.arrived(&entered, insert(100.0, 0));
+        s.arrived(&entered, insert(100.0, 0), || 8.0);
         let now = |s: &MemberSpread, t| s.of(7, t).map(|v| (v.variance, v.sampled, v.scale));
         assert_eq!(now(&s, 0), Some((200.0, 20.0, 4.0)));
         // Beside that, the 20 it brought beyond the insert, at the
@@ -178,7 +184,7 @@ mod tests {
             member: Some((40.0, 60.0)),
             mass: 20.0,
         };
-        s.arrived(&raised, insert(50.0, 0));
+        s.arrived(&raised, insert(50.0, 0), || unreachable!("a member"));
         assert_eq!(now(&s, 0), Some((250.0, 30.0, 4.0)));
         // One half-life on, a quarter of the variance and half the part
         // sampled (it fades as the count does).
@@ -189,7 +195,7 @@ mod tests {
             member: Some((0.0, 61.0)),
             mass: 61.0,
         };
-        s.arrived(&pushed_out, insert(0.0, 1_000));
+        s.arrived(&pushed_out, insert(0.0, 1_000), || 8.0);
         assert_eq!(s.of(7, 1_000), None);
         assert_eq!(
             s.of(8, 1_000).map(|v| (v.variance, v.scale)),

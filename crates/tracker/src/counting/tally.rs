@@ -53,9 +53,10 @@ impl Tally {
         if positive(self.entered) {
             // As if the whole count were sampled, with the entered part's
             // variance too; the wider of the two bars.
-            let wide = bounds(self.count, self.count, self.variance + self.entered, 0.0);
+            let variance = self.variance + self.entered;
+            let wide = bounds(self.count, self.count, variance, self.undercount);
             count.low = count.low.min(wide.low);
-            count.high = count.high.max(wide.high + self.undercount.max(0.0));
+            count.high = count.high.max(wide.high);
         }
         let sampled = self.sampled.clamp(0.0, self.count.max(0.0));
         let exact = self.count.max(0.0) - sampled;
