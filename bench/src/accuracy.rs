@@ -1,6 +1,6 @@
 //! Precision and count error of every sketch, at every memory budget.
 
-use crate::contenders::{Contender, Kind};
+use crate::contenders::Kind;
 use crate::workloads::Workload;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -51,19 +51,6 @@ pub fn score(
     (hits as f64 / k as f64, rel / n, abs / n, over)
 }
 
-pub fn run_one(
-    w: &Workload,
-    index: &HashMap<&[u8], u32>,
-    k: usize,
-    mut sketch: Box<dyn Contender>,
-) -> (usize, f64, f64, f64, usize) {
-    for item in w.arrivals() {
-        sketch.add(item);
-    }
-    let (p, rel, abs, over) = score(w, index, k, &sketch.top());
-    (sketch.memory_bytes(), p, rel, abs, over)
-}
-
 /// The whole grid, on `threads` threads; `progress` is told of each result.
 pub fn grid(
     workloads: &[Workload],
@@ -94,41 +81,30 @@ pub fn grid(
                 let Some((w, index, k, budget, kind, item_len)) = job else {
                     break;
                 };
-                let row = match kind.sized(k, budget, item_len) {
-                    Some(sketch) => {
-                        let (memory, precision, relative_error, absolute_error, overestimates) =
-                            run_one(w, index, k, sketch);
-                        Some(Accuracy {
-                            workload: w.name.clone(),
-                            k,
-                            budget,
-                            kind,
-                            memory,
-                            precision,
-                            relative_error,
-                            absolute_error,
-                            overestimates,
-                        })
+                let row = kind.sized(k, budget, item_len).map(|mut sketch| {
+                    sketch.feed(w);
+                    let (precision, relative_error, absolute_error, overestimates) =
+                        score(w, index, k, &sketch.top());
+                    Accuracy {
+                        workload: w.name.clone(),
+                        k,
+                        budget,
+                        kind,
+                        memory: sketch.memory_bytes(),
+                        precision,
+                        relative_error,
+                        absolute_error,
+                        overestimates,
                     }
-                    None => None,
-                };
-                if let Ok(mut r) = results.lock() {
-                    if let Some(row) = row {
-                        progress(r.len() + 1, total, &row);
-                        r.push(row);
-                    }
+                });
+                if let (Ok(mut r), Some(row)) = (results.lock(), row) {
+                    progress(r.len() + 1, total, &row);
+                    r.push(row);
                 }
             });
         }
     });
     let mut rows = results.into_inner().unwrap_or_default();
-    rows.sort_by(|a, b| {
-        (a.workload.as_str(), a.k, a.budget, a.kind).cmp(&(
-            b.workload.as_str(),
-            b.k,
-            b.budget,
-            b.kind,
-        ))
-    });
+    rows.sort_by_key(|r| (r.workload.clone(), r.k, r.budget, r.kind));
     rows
 }

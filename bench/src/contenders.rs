@@ -5,6 +5,7 @@
 //! own (`mem_bytes`); for `FilteredSpaceSaving`, which does not, we add up its
 //! parts (see `FssSketch::memory_bytes`).
 
+use crate::workloads::Workload;
 use heavykeeper_sketch::{HeavyKeeper, Params};
 use std::hash::Hash;
 
@@ -15,6 +16,13 @@ pub trait Contender {
     /// The reported top-k, highest first.
     fn top(&self) -> Vec<(Vec<u8>, u64)>;
     fn memory_bytes(&self) -> usize;
+
+    /// Every arrival of `w`, in order.
+    fn feed(&mut self, w: &Workload) {
+        for item in w.arrivals() {
+            self.add(item);
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -70,13 +78,9 @@ impl Kind {
             }
             Kind::SpaceSaving => {
                 // Space-Saving holds all m monitored items, not just k.
-                let m = largest(|m| {
-                    fits_holding(m.max(k), FssSketch::new(k, m.max(k)).memory_bytes())
-                })?;
-                if !fits_holding(m.max(k), FssSketch::new(k, m.max(k)).memory_bytes()) {
-                    return None;
-                }
-                Some(Box::new(FssSketch::new(k, m.max(k))))
+                let fss = |m: usize| FssSketch::new(k, m.max(k));
+                let m = largest(|m| fits_holding(m.max(k), fss(m).memory_bytes()))?;
+                Some(Box::new(fss(m)))
             }
         }
     }
@@ -154,29 +158,25 @@ pub fn crate_cuckoo(k: usize, width: usize) -> heavykeeper::CuckooTopK<Vec<u8>> 
     heavykeeper::CuckooTopK::with_seed(k, width, PEER_DEPTH, PEER_DECAY, SEED)
 }
 
-impl Contender for heavykeeper::TopK<Vec<u8>> {
-    fn add(&mut self, item: &[u8]) {
-        heavykeeper::TopK::add(self, item, 1);
-    }
-    fn top(&self) -> Vec<(Vec<u8>, u64)> {
-        self.list().into_iter().map(|n| (n.item, n.count)).collect()
-    }
-    fn memory_bytes(&self) -> usize {
-        self.mem_bytes(|v| v.capacity())
-    }
+/// The `heavykeeper` crate's two sketches share one interface.
+macro_rules! crate_contender {
+    ($sketch:ty) => {
+        impl Contender for $sketch {
+            fn add(&mut self, item: &[u8]) {
+                <$sketch>::add(self, item, 1);
+            }
+            fn top(&self) -> Vec<(Vec<u8>, u64)> {
+                self.list().into_iter().map(|n| (n.item, n.count)).collect()
+            }
+            fn memory_bytes(&self) -> usize {
+                self.mem_bytes(|v| v.capacity())
+            }
+        }
+    };
 }
 
-impl Contender for heavykeeper::CuckooTopK<Vec<u8>> {
-    fn add(&mut self, item: &[u8]) {
-        heavykeeper::CuckooTopK::add(self, item, 1);
-    }
-    fn top(&self) -> Vec<(Vec<u8>, u64)> {
-        self.list().into_iter().map(|n| (n.item, n.count)).collect()
-    }
-    fn memory_bytes(&self) -> usize {
-        self.mem_bytes(|v| v.capacity())
-    }
-}
+crate_contender!(heavykeeper::TopK<Vec<u8>>);
+crate_contender!(heavykeeper::CuckooTopK<Vec<u8>>);
 
 /// Filtered Space-Saving monitoring `m >= k` counters, reporting the top k.
 pub struct FssSketch {

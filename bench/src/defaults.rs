@@ -22,9 +22,7 @@ pub fn default_parameters(loads: &[Workload], ks: &[usize]) -> Vec<DefaultRun> {
         let index = w.index();
         for &k in ks {
             let mut sketch = ours_default(k);
-            for item in w.arrivals() {
-                sketch.add(item);
-            }
+            sketch.feed(w);
             let (precision, relative_error, _, overestimates) =
                 accuracy::score(w, &index, k, &sketch.top());
             let p = sketch.0.params();

@@ -63,28 +63,25 @@ impl FadingFigures {
     }
 }
 
-/// Exact forward-decayed counts, for the truth.
-struct ExactDecay {
-    counts: HashMap<Vec<u8>, (f64, i64)>,
+/// `count` faded over `ms` milliseconds.
+fn faded(count: f64, ms: i64) -> f64 {
+    count * (-(ms as f64) / HALF_LIFE_MS).exp2()
 }
+
+/// Exact forward-decayed counts, for the truth: each item's count when it
+/// last arrived, and when.
+#[derive(Default)]
+struct ExactDecay(HashMap<Vec<u8>, (f64, i64)>);
 
 impl ExactDecay {
     fn add(&mut self, item: &[u8], t: i64) {
-        let e = self.counts.entry(item.to_vec()).or_insert((0.0, t));
-        e.0 = e.0 * (-((t - e.1) as f64) / HALF_LIFE_MS).exp2() + 1.0;
-        e.1 = t;
+        let e = self.0.entry(item.to_vec()).or_insert((0.0, t));
+        *e = (faded(e.0, t - e.1) + 1.0, t);
     }
 
     fn top(&self, k: usize, t: i64) -> Vec<(&[u8], f64)> {
-        let mut all: Vec<(&[u8], f64)> = self
-            .counts
-            .iter()
-            .map(|(item, (c, last))| {
-                (
-                    item.as_slice(),
-                    c * (-((t - last) as f64) / HALF_LIFE_MS).exp2(),
-                )
-            })
+        let mut all: Vec<(&[u8], f64)> = (self.0.iter())
+            .map(|(item, &(c, last))| (item.as_slice(), faded(c, t - last)))
             .collect();
         all.sort_by(|a, b| b.1.total_cmp(&a.1));
         all.truncate(k);
@@ -101,9 +98,7 @@ pub fn measure(quick: bool) -> Result<FadingFigures, String> {
         ..Params::for_k(K as u32, 7)
     };
     let mut sketch = HeavyKeeper::new(params, START_MS);
-    let mut exact = ExactDecay {
-        counts: HashMap::new(),
-    };
+    let mut exact = ExactDecay::default();
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let zipf = Zipf::new(50_000.0, 1.0).map_err(|e| format!("fading's Zipf: {e}"))?;
     let steady = [
@@ -155,14 +150,10 @@ pub fn measure(quick: bool) -> Result<FadingFigures, String> {
             next_checkpoint += 1;
         }
     }
-    let takeover_half_lives = takeover
-        .iter()
-        .find(|(_, p, _)| *p >= 0.95)
-        .map(|(h, _, _)| *h);
-    let truth_half_lives = takeover
-        .iter()
-        .find(|(_, _, t)| *t >= 0.95)
-        .map(|(h, _, _)| *h);
+    // The first checkpoint where the listing (or the truth) was 95% new.
+    let first = |new: fn(&(f64, f64, f64)) -> f64| takeover.iter().find(|x| new(x) >= 0.95);
+    let takeover_half_lives = first(|x| x.1).map(|x| x.0);
+    let truth_half_lives = first(|x| x.2).map(|x| x.0);
     let rates = steady
         .iter()
         .map(|(item, rate)| (*rate, sketch.rate(sketch.count(item, end - 1), end - 1)))

@@ -3,6 +3,7 @@
 use crate::contenders::Kind;
 use crate::defaults::DefaultRun;
 use crate::report::{self, Goal, Measure};
+use crate::tracking_bounds::farthest_from_one;
 use crate::tracking_cost::Mode;
 use crate::tracking_truth::Scenario;
 use crate::Measurements;
@@ -59,14 +60,12 @@ fn sketch_goals(m: &Measurements) -> Vec<Goal> {
         let worst = runs.iter().map(|d| d.precision).fold(1.0, f64::min);
         let most = runs
             .iter()
-            .map(|d| d.memory + KEY_OVERHEAD)
-            .max()
-            .unwrap_or(0);
+            .fold(0, |most, d| most.max(d.memory + KEY_OVERHEAD));
         goals.push(Goal::new(
             format!("default k={k}: precision on every Zipf and real stream"),
             format!(">= {floor} within {limit} B"),
             format!("worst {worst:.3}, largest {most} B (with key overhead)"),
-            !runs.is_empty() && worst >= floor && most <= limit,
+            worst >= floor && most <= limit,
         ));
     }
     let mops = |kind| equal.iter().find(|t| t.kind == kind).map(|t| t.mops);
@@ -101,13 +100,7 @@ fn sketch_goals(m: &Measurements) -> Vec<Goal> {
         ));
     }
     if let Some(costs) = &redis.batch_costs {
-        let ns = |k| {
-            costs
-                .add_ns
-                .iter()
-                .find(|(kk, _)| *kk == k)
-                .map(|(_, ns)| *ns)
-        };
+        let ns = |k| at_k(&costs.add_ns, k);
         for k in [100, 1000] {
             if let Some(ns) = ns(k) {
                 let ratio = ns / costs.pfadd_ns;
@@ -128,7 +121,7 @@ fn sketch_goals(m: &Measurements) -> Vec<Goal> {
             ));
         }
     }
-    let ns = |k| by_k.iter().find(|(kk, _)| *kk == k).map(|(_, ns)| *ns);
+    let ns = |k| at_k(by_k, k);
     if let (Some(small), Some(large)) = (ns(10), ns(10_000)) {
         goals.push(Goal::new(
             "in-process ns/arrival at k=10000 vs k=10 (reported)",
@@ -175,6 +168,11 @@ fn sketch_goals(m: &Measurements) -> Vec<Goal> {
     goals
 }
 
+/// The figure for `k` among figures by k.
+fn at_k(figures: &[(usize, f64)], k: usize) -> Option<f64> {
+    figures.iter().find(|(kk, _)| *kk == k).map(|(_, x)| *x)
+}
+
 /// Issues 33 and 44's targets for every reading: per server and load, every
 /// key of the six shapes listed in every run, the steady one within ±40% in
 /// each run and ±20% over the runs, the truth inside the bounds in at least
@@ -182,13 +180,9 @@ fn sketch_goals(m: &Measurements) -> Vec<Goal> {
 /// of `HK.HOTKEYS READS COUNT 20`, hot or not, at least 90% within their
 /// bounds and within three times their truth.
 fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
-    use crate::tracking_bounds::{KEYS, LOADS};
+    use crate::tracking_bounds::KEYS;
     for s in &t.bounds {
-        for load in LOADS {
-            let runs: Vec<_> = s.runs.iter().filter(|r| r.load == load).collect();
-            if runs.is_empty() {
-                continue;
-            }
+        for (load, runs) in s.by_load() {
             let what = |goal: &str| format!("{goal}, {}, on {}", load.label(), s.server);
             let readings = runs.len() * KEYS.len();
             let keys = || runs.iter().flat_map(|r| &r.keys);
@@ -214,11 +208,7 @@ fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 .filter_map(|r| r.keys.first())
                 .map(|k| k.ratio)
                 .collect();
-            let worst = steady
-                .iter()
-                .copied()
-                .max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()))
-                .unwrap_or(f64::NAN);
+            let worst = farthest_from_one(steady.iter().copied());
             let mean = steady.iter().sum::<f64>() / steady.len() as f64;
             goals.push(Goal::new(
                 what("the steady key's count"),
@@ -282,12 +272,10 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
         }
     }
     for s in &t.truth {
+        let on = |what: &str| format!("{what} on {}", s.server);
         if let Some(e) = &s.error {
             goals.push(Goal::new(
-                format!(
-                    "tracking at the default, counts against truth on {}",
-                    s.server
-                ),
+                on("tracking at the default, counts against truth"),
                 "measured",
                 format!("not measured: {e}"),
                 false,
@@ -304,11 +292,10 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
         ] {
             if let Some(worst) = s.worst(scenario) {
                 goals.push(Goal::new(
-                    format!(
-                        "tracking at the default, {}: counts of x and steady on {}",
-                        scenario.label(),
-                        s.server
-                    ),
+                    on(&format!(
+                        "tracking at the default, {}: counts of x and steady",
+                        scenario.label()
+                    )),
                     format!("every count within {:.0}% of the truth", 100.0 * within),
                     format!("worst {:.1}% ({} runs)", 100.0 * worst, runs(scenario)),
                     worst <= within,
@@ -317,10 +304,7 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
         }
         if let Some(worst) = s.worst(Scenario::Every) {
             goals.push(Goal::new(
-                format!(
-                    "tracking every command (track-sample 1): counts of x and steady on {}",
-                    s.server
-                ),
+                on("tracking every command (track-sample 1): counts of x and steady"),
                 "exact (within 0.5%)",
                 format!(
                     "worst {:.2}% ({} runs)",
@@ -333,22 +317,9 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
         if let (Some(means), Some(worst_run)) =
             (s.means(Scenario::Saturating), s.worst(Scenario::Saturating))
         {
-            let worst_mean = means
-                .iter()
-                .copied()
-                .reduce(|a, b| {
-                    if (b - 1.0).abs() > (a - 1.0).abs() {
-                        b
-                    } else {
-                        a
-                    }
-                })
-                .unwrap_or(f64::NAN);
+            let worst_mean = farthest_from_one(means.into_iter());
             goals.push(Goal::new(
-                format!(
-                    "tracking at the default, beside a saturating load: unbiased on {}",
-                    s.server
-                ),
+                on("tracking at the default, beside a saturating load: unbiased"),
                 "each key's mean over runs within 20% of the truth",
                 format!(
                     "worst mean {:+.1}% ({} runs); worst single run {:.1}%",
@@ -367,10 +338,7 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
             let most = noauth.iter().map(|n| n.0).fold(0.0, f64::max);
             let least_sent = noauth.iter().map(|n| n.1).min().unwrap_or(0);
             goals.push(Goal::new(
-                format!(
-                    "tracking: 5,000 GETs from a client not logged in on {}",
-                    s.server
-                ),
+                on("tracking: 5,000 GETs from a client not logged in"),
                 "never listed",
                 format!(
                     "counted {most:.0} ({} runs, at least {least_sent} GETs sent in each)",
@@ -385,6 +353,7 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
             continue;
         };
         let pct = |x: f64| format!("{:+.2}%", 100.0 * x);
+        let on = |what: &str| format!("{what} on {}", server.server);
         if let Some(extra) = i.share_of_all(i.added_all(Mode::Default)) {
             let shares = i.default_share.map_or(String::new(), |(_, over)| {
                 format!("; {over:.4} of the time counted under callgrind")
@@ -393,10 +362,7 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 .share_of_main(i.added_main(Mode::Default))
                 .map_or(String::new(), |m| format!("; main thread {}", pct(m)));
             goals.push(Goal::new(
-                format!(
-                    "tracking at the default (track-sample 0), GET -P16: instructions per GET, all threads, on {}",
-                    server.server
-                ),
+                on("tracking at the default (track-sample 0), GET -P16: instructions per GET, all threads,"),
                 "<= +10%",
                 format!("{}{main}{shares}", pct(extra)),
                 extra <= 0.10,
@@ -408,10 +374,7 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
         // inflates them per GET (they are in the row above).
         if let Some(extra) = i.share_of_main(i.added_command_and_worker(Mode::Default)) {
             goals.push(Goal::new(
-                format!(
-                    "tracking at the default (track-sample 0), GET -P16: instructions per GET in processCommand + worker, on {}",
-                    server.server
-                ),
+                on("tracking at the default (track-sample 0), GET -P16: instructions per GET in processCommand + worker,"),
                 "<= +1%",
                 pct(extra),
                 extra <= 0.01,
@@ -430,10 +393,7 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
             .flatten()
             .collect();
             goals.push(Goal::new(
-                format!(
-                    "tracking every command (track-sample 1): main-thread instructions per GET on {}",
-                    server.server
-                ),
+                on("tracking every command (track-sample 1): main-thread instructions per GET"),
                 "<= +10%",
                 format!("{} ({})", pct(extra), parts.join("; ")),
                 extra <= 0.10,
@@ -452,10 +412,7 @@ fn tracking_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 )
             });
             goals.push(Goal::new(
-                format!(
-                    "tracking every command (track-sample 1): instructions per GET, all threads, on {}",
-                    server.server
-                ),
+                on("tracking every command (track-sample 1): instructions per GET, all threads,"),
                 "<= +15%",
                 format!("{}{worker}", pct(extra)),
                 extra <= 0.15,

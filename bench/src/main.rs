@@ -117,7 +117,16 @@ fn main() -> Result<(), String> {
     } else {
         (12..=20).map(|b| 1 << b).collect()
     };
-    let ks = [10usize, 100, 1000];
+    let mut m = Measurements {
+        quick: o.quick,
+        partial: o.only.is_some(),
+        arrivals,
+        distinct,
+        ks: vec![10, 100, 1000],
+        budgets,
+        shape_seeds: if o.quick { 2 } else { 5 },
+        ..Default::default()
+    };
 
     stage(1, "generating workloads");
     let mut loads = vec![
@@ -165,24 +174,23 @@ fn main() -> Result<(), String> {
             );
         }
     };
-    let rows = o.measured("accuracy", || {
-        accuracy::grid(&loads, &ks, &budgets, o.threads, &progress)
+    m.rows = o.measured("accuracy", || {
+        accuracy::grid(&loads, &m.ks, &m.budgets, o.threads, &progress)
     });
 
     stage(
         3,
         "default parameters, and the shapes they were chosen from",
     );
-    let defaults = o.measured("accuracy", || defaults::default_parameters(&loads, &ks));
+    m.defaults = o.measured("accuracy", || defaults::default_parameters(&loads, &m.ks));
 
-    let shape_seeds = if o.quick { 2 } else { 5 };
-    let shapes = o.measured("shapes", || shapes::measure(&loads, shape_seeds));
+    m.shapes = o.measured("shapes", || shapes::measure(&loads, m.shape_seeds));
 
     stage(4, "in-process speed");
     // Zipf(1.0), the second of the three made first.
     let zipf1 = loads.get(1).ok_or("no Zipf(1.0) workload")?;
     let rounds = if o.quick { 1 } else { 3 };
-    let (equal, by_k) = o.measured("speed", || {
+    (m.equal, m.by_k) = o.measured("speed", || {
         (
             speed::at_equal_memory(zipf1, 100, 64 << 10, rounds),
             speed::ns_by_k(zipf1, &[10, 100, 1000, 10_000], rounds),
@@ -190,24 +198,24 @@ fn main() -> Result<(), String> {
     });
 
     stage(5, "through Redis");
-    let redis = o.measured("redis", || redis_phase::measure(&o.module, o.quick));
+    m.redis = o.measured("redis", || redis_phase::measure(&o.module, o.quick));
 
     stage(
         6,
         "fading: takeover after a shift, rate error; merging shards",
     );
-    let fade = o
+    m.fade = o
         .runs("fading")
         .then(|| fading::measure(o.quick))
         .transpose()?;
-    let merges = o.measured("merge", || merging::measure(&loads, &ks));
+    m.merges = o.measured("merge", || merging::measure(&loads, &m.ks));
 
     stage(
         7,
         "row layout: pairs sharing every column, precision effect",
     );
-    let layout = o.runs("layout").then(|| row_layout::measure(&loads));
-    let ties = o
+    m.layout = o.runs("layout").then(|| row_layout::measure(&loads));
+    m.ties = o
         .runs("ties")
         .then(|| ties::measure(&loads, o.quick))
         .transpose()?;
@@ -217,58 +225,35 @@ fn main() -> Result<(), String> {
         "tracking a server's own hot keys: cost per command, accuracy",
     );
     let module = std::fs::canonicalize(&o.module).unwrap_or_else(|_| o.module.clone());
-    let mut tracked = o
+    m.tracked = o
         .runs("tracking")
         .then(|| tracking::measure(&module, zipf1, o.quick));
     if o.runs("bounds") {
         eprintln!("  counts and error bars by traffic shape, every server");
         let bounds = tracking_bounds::measure(&module, o.quick);
-        tracked.get_or_insert_with(Default::default).bounds = bounds;
+        m.tracked.get_or_insert_with(Default::default).bounds = bounds;
     }
     if o.runs("clients") {
         eprintln!("  who drives a hot key: shares against what each host sent, every server");
         let clients = tracking_clients::measure(&module, o.quick);
-        tracked.get_or_insert_with(Default::default).clients = clients;
+        m.tracked.get_or_insert_with(Default::default).clients = clients;
     }
     if o.runs("truth") {
         eprintln!("  counts against truth at the default, every server");
         let truth = tracking_truth::measure(&module, o.quick);
-        tracked.get_or_insert_with(Default::default).truth = truth;
+        m.tracked.get_or_insert_with(Default::default).truth = truth;
     }
 
     stage(
         9,
         "watched sketches: event delays, cost per arrival, the cap",
     );
-    let watched = o
+    m.watched = o
         .runs("watch")
         .then(|| watch_bench::measure(&module, zipf1, o.quick));
 
-    let names: Vec<String> = loads.iter().map(|w| w.name.clone()).collect();
-    let mut m = Measurements {
-        quick: o.quick,
-        partial: o.only.is_some(),
-        arrivals,
-        distinct,
-        seconds: started.elapsed().as_secs_f64(),
-        ks: ks.to_vec(),
-        budgets,
-        names,
-        goals: Vec::new(),
-        rows,
-        defaults,
-        equal,
-        by_k,
-        redis,
-        fade,
-        merges,
-        layout,
-        ties,
-        shapes,
-        shape_seeds,
-        tracked,
-        watched,
-    };
+    m.names = loads.iter().map(|w| w.name.clone()).collect();
+    m.seconds = started.elapsed().as_secs_f64();
     m.goals = goals::all(&m);
     let report_path = report::write(&m, &o.out);
     println!("\n{}", report::goals_table(&m.goals));
@@ -281,6 +266,7 @@ fn main() -> Result<(), String> {
 }
 
 /// Everything one run measured, for the report.
+#[derive(Default)]
 pub struct Measurements {
     pub quick: bool,
     /// Only some stages ran (`--only`).

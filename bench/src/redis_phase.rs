@@ -45,76 +45,79 @@ impl Server {
     ) -> Result<Self, String> {
         let port = free_port().ok_or("no free port in 41000-41999")?;
         let dir = std::env::temp_dir().join(format!("hk-bench-{port}"));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let mut command = Command::new(binary);
-        command
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .arg("--dir")
-            .arg(&dir);
         for (module, args) in modules {
             command.arg("--loadmodule").arg(module).args(args);
         }
+        Self::launch(command, port, dir, Duration::from_secs(20))
+    }
+
+    /// `command` (a server, or a tool running one) on `port`, on loopback,
+    /// without persistence, its files in `dir` (made here, removed on
+    /// drop); an error if it does not answer within `patience`.
+    pub fn launch(
+        mut command: Command,
+        port: u16,
+        dir: std::path::PathBuf,
+        patience: Duration,
+    ) -> Result<Self, String> {
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let program = command.get_program().to_string_lossy().into_owned();
         let child = command
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .arg(&dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("{binary}: {e}"))?;
+            .map_err(|e| format!("{program}: {e}"))?;
         let server = Server {
             child,
             port,
             _dir: dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + patience;
         while Instant::now() < deadline {
             if server.connection().is_ok() {
                 return Ok(server);
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        Err("redis-server did not start".into())
+        Err(format!("{program} did not start"))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// CPU time the server's main thread has used, in nanoseconds (Linux).
     pub fn main_thread_cpu_ns(&self) -> Option<u64> {
-        let pid = self.child.id();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/schedstat")).ok()?;
-        stat.split_whitespace().next()?.parse().ok()
+        let pid = self.pid();
+        schedstat_ns(Path::new(&format!("/proc/{pid}/task/{pid}")))
     }
 
     /// CPU time the server's threads named `name` have used, in
     /// nanoseconds (Linux); `None` when there is no such thread.
     pub fn thread_cpu_ns(&self, name: &str) -> Option<u64> {
-        let pid = self.child.id();
-        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-        let mut found = None;
-        for task in tasks.flatten() {
-            let path = task.path();
-            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-            if comm.trim() != name {
-                continue;
-            }
-            let ns: Option<u64> = std::fs::read_to_string(path.join("schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse().ok());
-            if let Some(ns) = ns {
-                found = Some(found.unwrap_or(0) + ns);
-            }
-        }
-        found
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).ok()?;
+        let named = |task: &Path| {
+            std::fs::read_to_string(task.join("comm")).is_ok_and(|c| c.trim() == name)
+        };
+        (tasks.flatten().map(|task| task.path()))
+            .filter(|task| named(task))
+            .filter_map(|task| schedstat_ns(&task))
+            .reduce(|a, b| a + b)
     }
 
     pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
         redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
     }
+}
+
+/// The CPU time in a task's `schedstat`, in nanoseconds.
+fn schedstat_ns(task: &Path) -> Option<u64> {
+    let stat = std::fs::read_to_string(task.join("schedstat")).ok()?;
+    stat.split_whitespace().next()?.parse().ok()
 }
 
 impl Drop for Server {
@@ -191,14 +194,8 @@ pub fn add_versus_incr(
         let mut rps: [Vec<f64>; 3] = Default::default();
         for _ in 0..rounds {
             for (command, rps) in commands.iter().zip(&mut rps) {
-                rps.push(benchmark_clients(
-                    server.port,
-                    50,
-                    requests,
-                    pipeline,
-                    1_000_000,
-                    command,
-                )?);
+                let r = benchmark_clients(server.port, 50, requests, pipeline, 1_000_000, command)?;
+                rps.push(r);
             }
         }
         let [incr_rps, add_rps, query_rps] = rps.map(|mut r| median(&mut r).ok_or(NO_ROUNDS));
@@ -298,14 +295,9 @@ fn send_batch(
     w: &Workload,
     ids: &[u32],
 ) -> Result<(), String> {
-    let mut cmd = redis::cmd(command);
-    cmd.arg(key);
-    for item in ids.iter().filter_map(|&id| w.item(id)) {
-        cmd.arg(item);
-    }
-    cmd.query::<redis::Value>(con)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    let items: Vec<&[u8]> = ids.iter().filter_map(|&id| w.item(id)).collect();
+    let sent = redis::cmd(command).arg(key).arg(&items).query(con);
+    sent.map(|_: redis::Value| ()).map_err(|e| e.to_string())
 }
 
 /// `(calls, usec)` of `command` from `INFO commandstats`.

@@ -65,12 +65,7 @@ pub fn precision_table(rows: &[Accuracy], workload: &str, k: usize, budgets: &[u
             })
         };
         for kind in Kind::ALL {
-            match find(kind) {
-                Some(r) => {
-                    let _ = write!(out, " {:.3} |", r.precision);
-                }
-                None => out.push_str(" — |"),
-            }
+            out.push_str(&find(kind).map_or(" — |".into(), |r| format!(" {:.3} |", r.precision)));
         }
         match find(Kind::Ours) {
             Some(r) => {
@@ -186,20 +181,17 @@ pub fn error_table(rows: &[Accuracy], budget: usize) -> String {
 }
 
 pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split_once(':'));
+    model.map_or("unknown CPU".into(), |(_, m)| m.trim().to_string())
 }
 
 /// Writes the markdown report and the plots under `out`; returns the
-/// report's path. A quick run never overwrites the full run's files.
+/// report's path. A quick or partial (`--only`) run never overwrites the
+/// full run's files.
 pub fn write(m: &Measurements, out: &Path) -> PathBuf {
-    // A quick or partial (`--only`) run never overwrites the full run's files.
     let suffix = match (m.quick, m.partial) {
         (true, _) => "-quick",
         (false, true) => "-partial",
@@ -284,20 +276,14 @@ pub fn write(m: &Measurements, out: &Path) -> PathBuf {
     }
     if crate::plots::load_font() {
         for &k in &m.ks {
-            if let Err(e) = crate::plots::precision_vs_memory(
-                &m.rows,
-                k,
-                &m.names,
-                &out.join(format!("precision_k{k}{suffix}.png")),
-            ) {
+            let path = out.join(format!("precision_k{k}{suffix}.png"));
+            if let Err(e) = crate::plots::precision_vs_memory(&m.rows, k, &m.names, &path) {
                 eprintln!("plot k={k}: {e}");
             }
         }
-        if let Err(e) = crate::plots::throughput_bars(
-            &m.equal,
-            "k = 100, 64 KiB each, zipf-1.0",
-            &out.join(format!("throughput{suffix}.png")),
-        ) {
+        let title = "k = 100, 64 KiB each, zipf-1.0";
+        let path = out.join(format!("throughput{suffix}.png"));
+        if let Err(e) = crate::plots::throughput_bars(&m.equal, title, &path) {
             eprintln!("plot throughput: {e}");
         }
     } else {

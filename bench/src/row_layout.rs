@@ -38,18 +38,14 @@ pub fn measure(loads: &[Workload]) -> LayoutFigures {
         .map(|(width, depth)| {
             let hashes = || (0..items).map(|i| ItemHash::of(format!("item:{i}").as_bytes(), SEED));
             let pairs = (items * (items - 1) / 2) as f64;
+            let sharing = |layout| pairs_sharing_all_columns(hashes(), layout, width, depth);
             Collisions {
                 items,
                 width,
                 depth,
                 expected: pairs / (width as f64).powi(depth as i32),
-                double_hash: pairs_sharing_all_columns(
-                    hashes(),
-                    RowLayout::DoubleHash,
-                    width,
-                    depth,
-                ),
-                remixed: pairs_sharing_all_columns(hashes(), RowLayout::Remixed, width, depth),
+                double_hash: sharing(RowLayout::DoubleHash),
+                remixed: sharing(RowLayout::Remixed),
             }
         })
         .collect();
@@ -70,9 +66,7 @@ pub fn measure(loads: &[Workload]) -> LayoutFigures {
                     ..Params::for_k(k as u32, SEED)
                 };
                 let mut sketch = OursSketch(HeavyKeeper::new(params, 0));
-                for item in w.arrivals() {
-                    sketch.add(item);
-                }
+                sketch.feed(w);
                 score(w, &index, k, &sketch.top()).0
             };
             precision.push(LayoutPrecision {

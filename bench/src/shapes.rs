@@ -10,30 +10,20 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::Instant;
 
-/// One candidate: (rows, decay) with the width that spends the default's
-/// bucket count.
-#[derive(Clone, Copy)]
-struct Shape {
-    depth: u32,
-    decay: f64,
-}
-
-const fn shape(depth: u32, decay: f64) -> Shape {
-    Shape { depth, decay }
-}
-
-const SHAPES: [Shape; 11] = [
-    shape(3, 0.9),
-    shape(4, 0.9),
-    shape(4, 0.95),
-    shape(4, 0.97),
-    shape(4, 0.98),
-    shape(4, 0.99),
-    shape(4, 0.995),
-    shape(5, 0.9),
-    shape(5, 0.95),
-    shape(5, 0.98),
-    shape(5, 0.995),
+/// The candidates, (rows, decay), each with the width that spends the
+/// default's bucket count.
+const SHAPES: [(u32, f64); 11] = [
+    (3, 0.9),
+    (4, 0.9),
+    (4, 0.95),
+    (4, 0.97),
+    (4, 0.98),
+    (4, 0.99),
+    (4, 0.995),
+    (5, 0.9),
+    (5, 0.95),
+    (5, 0.98),
+    (5, 0.995),
 ];
 
 pub struct ShapeRow {
@@ -61,7 +51,7 @@ pub fn measure(loads: &[Workload], seeds: u64) -> Vec<ShapeRow> {
             let default = Params::for_k(k as u32, 0);
             let buckets = default.width * default.depth;
             for shape in SHAPES {
-                rows.push(try_shape(w, &index, k, buckets / shape.depth, shape, seeds));
+                rows.push(try_shape(w, &index, k, buckets / shape.0, shape, seeds));
             }
         }
     }
@@ -73,7 +63,7 @@ pub fn measure(loads: &[Workload], seeds: u64) -> Vec<ShapeRow> {
                 continue;
             };
             let depth = Params::for_k(k as u32, 0).depth;
-            for shape in SHAPES.into_iter().filter(|s| s.depth == depth) {
+            for shape in SHAPES.into_iter().filter(|s| s.0 == depth) {
                 rows.push(try_shape(w, &index, k, width as u32, shape, seeds));
             }
         }
@@ -81,28 +71,26 @@ pub fn measure(loads: &[Workload], seeds: u64) -> Vec<ShapeRow> {
     rows
 }
 
-/// Precision of `shape` at `width` over `seeds` seeds.
+/// Precision of `depth` rows fading by `decay` at `width` over `seeds` seeds.
 fn try_shape(
     w: &Workload,
     index: &HashMap<&[u8], u32>,
     k: usize,
     width: u32,
-    shape: Shape,
+    (depth, decay): (u32, f64),
     seeds: u64,
 ) -> ShapeRow {
     let (mut precisions, mut memory, mut seconds) = (Vec::new(), 0, 0.0);
     for seed in 0..seeds {
         let params = Params {
             width,
-            depth: shape.depth,
-            decay: shape.decay,
+            depth,
+            decay,
             ..Params::for_k(k as u32, 1000 + seed)
         };
         let mut sketch = OursSketch(HeavyKeeper::new(params, 0));
         let start = Instant::now();
-        for item in w.arrivals() {
-            sketch.add(item);
-        }
+        sketch.feed(w);
         seconds += start.elapsed().as_secs_f64();
         precisions.push(score(w, index, k, &sketch.top()).0);
         memory = memory.max(sketch.memory_bytes());
@@ -111,8 +99,8 @@ fn try_shape(
         workload: w.name.clone(),
         k,
         width,
-        depth: shape.depth,
-        decay: shape.decay,
+        depth,
+        decay,
         memory,
         mean: precisions.iter().sum::<f64>() / precisions.len() as f64,
         worst: precisions.iter().copied().fold(1.0, f64::min),

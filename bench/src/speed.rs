@@ -16,9 +16,7 @@ pub fn mops(
         .map(|_| {
             let mut sketch = make()?;
             let start = Instant::now();
-            for item in w.arrivals() {
-                sketch.add(item);
-            }
+            sketch.feed(w);
             let seconds = start.elapsed().as_secs_f64();
             std::hint::black_box(sketch.top());
             Some(w.stream.len() as f64 / seconds / 1e6)

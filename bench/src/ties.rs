@@ -4,6 +4,7 @@
 //! whether a listing depends on the order the same arrivals came in.
 
 use crate::accuracy::score;
+use crate::contenders::{Contender, OursSketch};
 use crate::workloads::Workload;
 use heavykeeper_sketch::{HeavyKeeper, Params, Ties};
 use std::fmt::Write;
@@ -62,13 +63,8 @@ pub fn measure(loads: &[Workload], quick: bool) -> Result<TieFigures, String> {
                     for item in w.arrivals() {
                         expulsions += u64::from(hk.add(item, 1, 0).is_some());
                     }
-                    let top: Vec<(Vec<u8>, u64)> = hk
-                        .ranked(0)
-                        .iter()
-                        .map(|r| (r.item.to_vec(), r.count as u64))
-                        .collect();
                     Ok(RuleFigures {
-                        precision: score(w, &index, k, &top).0,
+                        precision: score(w, &index, k, &OursSketch(hk).top()).0,
                         expulsions,
                         order_dependent: order_dependence(params, ties, orders)?,
                     })
@@ -92,16 +88,12 @@ fn order_dependence(params: Params, ties: Ties, orders: usize) -> Result<usize, 
     let mut stream: Vec<String> = (0..60)
         .flat_map(|i| vec![format!("t{i}"); 1 + i % 4])
         .collect();
+    let wide = Params {
+        width: 4096,
+        ..params
+    };
     let listing = |stream: &[String]| -> Result<Vec<Vec<u8>>, String> {
-        let mut hk = HeavyKeeper::try_new_with_ties(
-            Params {
-                width: 4096,
-                ..params
-            },
-            0,
-            ties,
-        )
-        .map_err(|e| e.to_string())?;
+        let mut hk = HeavyKeeper::try_new_with_ties(wide, 0, ties).map_err(|e| e.to_string())?;
         for item in stream {
             hk.add(item.as_bytes(), 1, 0);
         }

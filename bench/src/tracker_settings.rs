@@ -1,4 +1,7 @@
-//! The tracker's settings as the bench sets them on a running server.
+//! The tracker's settings as the bench sets them on a running server, and
+//! what it lists.
+
+use test_harness::CountBounds;
 
 /// The module's default `track-sample` (what `track yes` alone counts): 0,
 /// the share of time counted chosen within `track-cpu-millicores`.
@@ -23,8 +26,38 @@ pub fn config(con: &mut redis::Connection, name: &str, value: &str) -> Result<()
 
 /// A numeric field of `INFO heavykeeper` (`heavykeeper_<field>`).
 pub fn info_f64(con: &mut redis::Connection, field: &str) -> Option<f64> {
-    let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("heavykeeper_{field}:")))
-        .and_then(|v| v.trim().parse().ok())
+    info_number(con, "heavykeeper", &format!("heavykeeper_{field}"))
+}
+
+/// A numeric field of `INFO section`.
+pub fn info_number(con: &mut redis::Connection, section: &str, field: &str) -> Option<f64> {
+    test_harness::info_field(con, section, field)?.parse().ok()
+}
+
+/// The rows `HK.HOTKEYS` lists with `args`, in order: each key's rate and
+/// count, and with `WITHBOUNDS` its count's 95% bounds (else 0).
+pub fn hotkeys(
+    con: &mut redis::Connection,
+    args: &[&str],
+) -> Result<Vec<(String, CountBounds)>, String> {
+    let bounds = args.contains(&"WITHBOUNDS");
+    let flat: Vec<redis::Value> =
+        crate::redis_phase::query(con, &[&["HK.HOTKEYS"], args].concat())?;
+    (flat.chunks(if bounds { 6 } else { 4 }))
+        .map(|row| {
+            let value = |i: usize| {
+                row.get(i)
+                    .ok_or(format!("HK.HOTKEYS: a row of {}", row.len()))
+            };
+            let number = |i| redis::from_redis_value::<f64>(value(i)?).map_err(|e| e.to_string());
+            let key: String = redis::from_redis_value(value(0)?).map_err(|e| e.to_string())?;
+            let (low, high) = if bounds {
+                (number(4)?, number(5)?)
+            } else {
+                (0.0, 0.0)
+            };
+            let b = CountBounds::from_rates(number(2)?, number(3)?, low, high);
+            Ok((key, b))
+        })
+        .collect()
 }

@@ -7,12 +7,13 @@
 //! when clients send huge keys.
 
 use crate::redis_phase::{query, Server};
-use crate::tracker_settings::{config, info_f64, sample_label, DEFAULT_SAMPLE};
+use crate::tracker_settings::{
+    config, hotkeys, info_f64, info_number, sample_label, DEFAULT_SAMPLE,
+};
 use crate::tracking_bounds;
 use crate::tracking_cost::{self, ServerCost};
 use crate::tracking_truth::{self, ServerTruth};
 use crate::workloads::Workload;
-use std::collections::HashSet;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
@@ -77,8 +78,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
         let server = Server::start(module)?;
         let half_life_s = if quick { 1.0 } else { 10.0 };
         let mut samplings = Vec::new();
-        let candidates: &[u64] = &[1, DEFAULT_SAMPLE];
-        for &sample in candidates {
+        for sample in [1, DEFAULT_SAMPLE] {
             let precision_20k = (0..6)
                 .map(|seed| {
                     let stream = crate::workloads::zipf(1.0, 20_000, 300_000, 20 + seed)?;
@@ -106,13 +106,10 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
         }
         Ok(TrackingFigures {
             costs,
-            truth: Vec::new(),
-            bounds: Vec::new(),
-            clients: Vec::new(),
             samplings,
             huge_keys: Some(huge_keys(&server)?),
             half_life_s,
-            error: None,
+            ..Default::default()
         })
     };
     run().unwrap_or_else(|e| {
@@ -149,37 +146,16 @@ fn precision(
         }
         pipe.query::<()>(&mut con).map_err(|e| e.to_string())?;
     }
-    let flat: Vec<redis::Value> = query(&mut con, &["HK.HOTKEYS", "READS", "COUNT", "100"])?;
+    let listed = hotkeys(&mut con, &["READS", "COUNT", "100"])?;
     let counted = counted.share(&mut con);
-    let listed: HashSet<Vec<u8>> = flat
-        .chunks(4)
-        .filter_map(|row| redis::from_redis_value::<Vec<u8>>(row.first()?).ok())
+    let listed: Vec<(Vec<u8>, u64)> = (listed.into_iter())
+        .map(|(k, _)| (k.into_bytes(), 0))
         .collect();
     // The truth of the prefix actually sent (every id is one of `names`).
-    let mut exact = vec![0u64; zipf.names.len()];
-    for &id in sent {
-        if let Some(count) = exact.get_mut(id as usize) {
-            *count += 1;
-        }
-    }
-    // The 100th highest count.
-    let mut ranked = exact.clone();
-    ranked.sort_by(|a, b| b.cmp(a));
-    let threshold = *ranked
-        .get(99)
-        .ok_or_else(|| format!("{} keys: no top-100", ranked.len()))?;
-    let hits = listed
-        .iter()
-        .filter(|key| {
-            zipf.names
-                .iter()
-                .position(|n| n == *key)
-                .and_then(|id| exact.get(id))
-                .is_some_and(|&count| count >= threshold)
-        })
-        .count();
+    let truth = Workload::new(String::new(), zipf.names.clone(), sent.to_vec())?;
+    let (precision, ..) = crate::accuracy::score(&truth, &truth.index(), 100, &listed);
     config(&mut con, "track", "no")?;
-    Ok((hits as f64 / 100.0, counted))
+    Ok((precision, counted))
 }
 
 /// The share of time counted since it started (`tracker_seconds_counted`
@@ -242,16 +218,13 @@ fn steady_rates(
         std::thread::sleep(Duration::from_millis(2));
     }
     let at = started.elapsed().as_secs_f64();
-    let flat: Vec<redis::Value> = query(&mut con, &["HK.HOTKEYS", "READS"])?;
+    let listed = hotkeys(&mut con, &["READS"])?;
     let counted = counted.share(&mut con);
-    let reported = |key: &str| -> f64 {
-        flat.chunks(4)
-            .find(|row| {
-                row.first()
-                    .is_some_and(|k| redis::from_redis_value::<String>(k).is_ok_and(|k| k == key))
-            })
-            .and_then(|row| redis::from_redis_value::<f64>(row.get(2)?).ok())
-            .unwrap_or(0.0)
+    let reported = |key: &str| {
+        listed
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(0.0, |(_, b)| b.rate)
     };
     let lambda = std::f64::consts::LN_2 / half_life;
     let rows = targets
@@ -278,12 +251,8 @@ fn huge_keys(server: &Server) -> Result<HugeKeys, String> {
     config(&mut con, "track-sample", "1")?;
     config(&mut con, "track-k", "100")?;
     config(&mut con, "track", "yes")?;
-    let info = |con: &mut redis::Connection, section: &str, field: &str| -> Result<i64, String> {
-        let text: String = query(con, &["INFO", section])?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{field}:")))
-            .and_then(|v| v.trim().parse().ok())
-            .ok_or_else(|| format!("INFO {section} has no {field}"))
+    let info = |con: &mut redis::Connection, section: &str, field: &str| {
+        info_number(con, section, field).ok_or_else(|| format!("INFO {section} has no {field}"))
     };
     let before = info(&mut con, "memory", "used_memory")?;
     for i in 0..300u32 {
@@ -299,7 +268,7 @@ fn huge_keys(server: &Server) -> Result<HugeKeys, String> {
     query::<redis::Value>(&mut con, &["HK.HOTKEYS"])?;
     let figures = HugeKeys {
         tracker_bytes: info(&mut con, "heavykeeper", "heavykeeper_tracker_memory_bytes")? as u64,
-        used_memory_growth: info(&mut con, "memory", "used_memory")? - before,
+        used_memory_growth: (info(&mut con, "memory", "used_memory")? - before) as i64,
     };
     config(&mut con, "track", "no")?;
     Ok(figures)

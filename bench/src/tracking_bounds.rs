@@ -14,13 +14,13 @@
 //! benchmark sent). And what `WITHBOUNDS` costs a reader.
 
 use crate::redis_phase::{query, Server};
-use crate::tracker_settings::info_f64;
+use crate::tracker_settings::{hotkeys, info_f64};
 use crate::tracking_cost::{server_name, servers, start_counting};
 use crate::tracking_truth::{commands_processed, saturate};
-use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use test_harness::CountBounds;
 use traffic::Shape;
 
 /// The keys held against what was sent, by shape.
@@ -146,6 +146,7 @@ pub struct Run {
     pub server_rate: f64,
 }
 
+#[derive(Default)]
 pub struct ServerBounds {
     pub server: String,
     pub runs: Vec<Run>,
@@ -154,33 +155,17 @@ pub struct ServerBounds {
     pub error: Option<String>,
 }
 
-/// `HK.HOTKEYS [READS] COUNT count WITHBOUNDS`, in order: key, count, low
-/// and high counts (RESP2 rows of six).
-fn listed(
-    con: &mut redis::Connection,
-    reads: bool,
-    count: usize,
-) -> Result<Vec<(String, f64, f64, f64)>, String> {
-    let count = count.to_string();
-    let mut args = vec!["HK.HOTKEYS", "COUNT", &count, "WITHBOUNDS"];
-    if reads {
-        args.insert(1, "READS");
-    }
-    let flat: Vec<redis::Value> = query(con, &args)?;
-    let mut rows = Vec::new();
-    for row in flat.chunks(6) {
-        let [key, _, rate, count, low, high] = row else {
-            return Err(format!("HK.HOTKEYS WITHBOUNDS: a row of {}", row.len()));
+impl ServerBounds {
+    /// The runs under each load, for the loads that have some.
+    pub fn by_load(&self) -> impl Iterator<Item = (Load, Vec<&Run>)> {
+        let of = |load| {
+            self.runs
+                .iter()
+                .filter(|r| r.load == load)
+                .collect::<Vec<_>>()
         };
-        let f = |v: &redis::Value| -> Result<f64, String> {
-            redis::from_redis_value::<f64>(v).map_err(|e| e.to_string())
-        };
-        let key: String = redis::from_redis_value(key).map_err(|e| e.to_string())?;
-        let (rate, count) = (f(rate)?, f(count)?);
-        let per = if rate > 0.0 { count / rate } else { 0.0 };
-        rows.push((key, count, f(low)? * per, f(high)? * per));
+        (LOADS.into_iter().map(move |load| (load, of(load)))).filter(|(_, runs)| !runs.is_empty())
     }
-    Ok(rows)
 }
 
 /// A reading of the house under `load`: the load runs for a few seconds
@@ -207,8 +192,8 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
     let commands = commands_processed(&mut con);
     let started = Instant::now();
     let sent = traffic::send(&url, &load.shapes(seconds), Duration::from_secs(seconds));
-    let rows = listed(&mut con, false, 200);
-    let twenty = listed(&mut con, true, 20);
+    let rows = hotkeys(&mut con, &["COUNT", "200", "WITHBOUNDS"]);
+    let twenty = hotkeys(&mut con, &["READS", "COUNT", "20", "WITHBOUNDS"]);
     let wall = started.elapsed().as_secs_f64();
     let ran = commands_processed(&mut con) - commands;
     if let Some(child) = benchmark.as_mut() {
@@ -226,19 +211,14 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
         Load::Medium => 0.0,
     };
     let rows_figures = listed_rows(&twenty, &sent, per_benchmark_key);
-    let place: HashMap<&str, usize> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.0.as_str(), i))
-        .collect();
     let keys = KEYS
         .iter()
         .map(|&key| {
             let truth = sent.of(key) as f64;
-            let at = place.get(key).copied();
+            let at = rows.iter().position(|(k, _)| k == key);
             let (count, low, high) = at
                 .and_then(|i| rows.get(i))
-                .map_or((0.0, 0.0, 0.0), |r| (r.1, r.2, r.3));
+                .map_or((0.0, 0.0, 0.0), |(_, b)| (b.count, b.low, b.high));
             // Every key that is not one of the four is a background or
             // benchmark key: none had a third of any of the four's.
             let phantoms_above = at.map_or(0, |i| {
@@ -276,12 +256,18 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
 
 /// Every row of a list against its truth.
 fn listed_rows(
-    rows: &[(String, f64, f64, f64)],
+    rows: &[(String, CountBounds)],
     sent: &traffic::Sent,
     per_benchmark_key: f64,
 ) -> ListedRows {
     let mut figures = ListedRows::default();
-    for (key, count, low, high) in rows {
+    for (
+        key,
+        CountBounds {
+            count, low, high, ..
+        },
+    ) in rows
+    {
         let truth = match sent.of(key) {
             0 => per_benchmark_key,
             n => n as f64,
@@ -330,9 +316,7 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
     for binary in servers() {
         let mut out = ServerBounds {
             server: binary.clone(),
-            runs: Vec::new(),
-            read_us: None,
-            error: None,
+            ..Default::default()
         };
         let server = start_counting(&binary, module);
         let result = server.and_then(|server| {
@@ -380,17 +364,18 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
     all
 }
 
+/// The ratio farthest from 1 (NaN for none).
+pub fn farthest_from_one(ratios: impl Iterator<Item = f64>) -> f64 {
+    (ratios.max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()))).unwrap_or(f64::NAN)
+}
+
 pub fn markdown(servers: &[ServerBounds]) -> String {
     let mut md = String::from(include_str!("../prose/tracking-bounds-intro.md"));
     for s in servers {
         if let Some(e) = &s.error {
             let _ = writeln!(md, "| {} | not measured: {e} | | | | | | | | | |", s.server);
         }
-        for load in LOADS {
-            let runs: Vec<&Run> = s.runs.iter().filter(|r| r.load == load).collect();
-            if runs.is_empty() {
-                continue;
-            }
+        for (load, runs) in s.by_load() {
             for (k, key) in KEYS.iter().enumerate() {
                 // Each run has a reading per key of KEYS, in order.
                 let readings: Vec<&KeyReading> =
@@ -398,11 +383,7 @@ pub fn markdown(servers: &[ServerBounds]) -> String {
                 let n = readings.len() as f64;
                 let mean =
                     |f: &dyn Fn(&KeyReading) -> f64| readings.iter().map(|r| f(r)).sum::<f64>() / n;
-                let worst = readings
-                    .iter()
-                    .map(|r| r.ratio)
-                    .max_by(|a, b| (a - 1.0).abs().total_cmp(&(b - 1.0).abs()))
-                    .unwrap_or(f64::NAN);
+                let worst = farthest_from_one(readings.iter().map(|r| r.ratio));
                 let _ = writeln!(
                     md,
                     "| {} | {} | `{key}` | {:.2}% | {} | {}/{} | {:.3} | {:.3} | {}/{} | [{:.2}, {:.2}] | {} |",
@@ -425,11 +406,7 @@ pub fn markdown(servers: &[ServerBounds]) -> String {
     }
     md.push_str("\nEvery row of `HK.HOTKEYS READS COUNT 20 WITHBOUNDS` (the list an operator reads), hot key or not, against its truth: what was sent of it, or for one of `redis-benchmark`'s keys its share of what the benchmark sent. Rows listed over the runs (a list is shorter than 20 where the rest cannot be told from the noise), how many held their truth within their bounds, how many read within three times it, and the largest count over its truth of a row that was no key of the shapes:\n\n| server | load | rows listed | truth inside bounds | within 3x | worst background row |\n|---|---|---|---|---|---|\n");
     for s in servers {
-        for load in LOADS {
-            let runs: Vec<&Run> = s.runs.iter().filter(|r| r.load == load).collect();
-            if runs.is_empty() {
-                continue;
-            }
+        for (load, runs) in s.by_load() {
             let sum =
                 |f: &dyn Fn(&ListedRows) -> usize| runs.iter().map(|r| f(&r.rows)).sum::<usize>();
             let listed = sum(&|r| r.listed);
@@ -455,11 +432,7 @@ pub fn markdown(servers: &[ServerBounds]) -> String {
     }
     md.push_str("\nHow the tracker ran (means over the runs): the share of time counted and of accesses kept, and what the node ran:\n\n| server | load | share of time counted | share of accesses kept | node commands/s |\n|---|---|---|---|---|\n");
     for s in servers {
-        for load in LOADS {
-            let runs: Vec<&Run> = s.runs.iter().filter(|r| r.load == load).collect();
-            if runs.is_empty() {
-                continue;
-            }
+        for (load, runs) in s.by_load() {
             let n = runs.len() as f64;
             let _ = writeln!(
                 md,

@@ -24,6 +24,7 @@ const SHARES: [usize; 4] = [60, 25, 10, 5];
 const KEYS: usize = 4;
 
 /// One server under one load.
+#[derive(Default)]
 pub struct ClientShares {
     pub server: String,
     pub saturated: bool,
@@ -60,7 +61,7 @@ fn read_from_four_hosts(port: u16, tag: usize, run: Duration) -> Vec<Vec<usize>>
 }
 
 /// Each host's count and count bounds for `key`.
-fn hosts_of(con: &mut redis::Connection, key: &str) -> Result<Vec<(String, [f64; 3])>, String> {
+fn hosts_of(con: &mut redis::Connection, key: &str) -> Result<Vec<(String, CountBounds)>, String> {
     let flat: Vec<Value> = query(con, &["HK.HOTKEYS", "CLIENTS", key, "WITHBOUNDS"])?;
     let text = |v: &Value| -> f64 { redis::from_redis_value::<f64>(v).unwrap_or(0.0) };
     Ok((flat.chunks(5))
@@ -70,7 +71,7 @@ fn hosts_of(con: &mut redis::Connection, key: &str) -> Result<Vec<(String, [f64;
             };
             let host: String = redis::from_redis_value(host).ok()?;
             let b = CountBounds::from_rates(text(rate), text(count), text(low), text(high));
-            Some((host, [b.count, b.low, b.high]))
+            Some((host, b))
         })
         .collect())
 }
@@ -82,21 +83,11 @@ fn measure_one(
     readings: usize,
 ) -> Result<ClientShares, String> {
     let server: Server = start_counting(binary, module)?;
-    let name = server_name(&server)?;
     let mut figures = ClientShares {
-        server: name,
+        server: server_name(&server)?,
         saturated,
         readings,
-        rows: 0,
-        within: 0,
-        mean_error: 0.0,
-        worst_error: 0.0,
-        largest: 0.0,
-        smallest: 0.0,
-        senders_rows: 0.0,
-        senders_bytes: 0.0,
-        unnamed: 0,
-        skipped: None,
+        ..Default::default()
     };
     let mut con = server.connection().map_err(|e| e.to_string())?;
     if let Err(e) = query::<Value>(&mut con, &["HK.HOTCLIENTS"]) {
@@ -113,28 +104,28 @@ fn measure_one(
         let sent = read_from_four_hosts(server.port, tag, Duration::from_secs(6));
         for k in 0..KEYS {
             let hosts = hosts_of(&mut con, &format!("hot:{tag}:{k}"))?;
-            let all: f64 = hosts.iter().map(|(_, c)| c[0]).sum();
+            let all: f64 = hosts.iter().map(|(_, b)| b.count).sum();
             let of_key = |s: &Vec<usize>| s.get(k).copied().unwrap_or(0);
             let sent_all: usize = sent.iter().map(of_key).sum();
             for (h, host_sent) in sent.iter().enumerate() {
                 let row = hosts
                     .iter()
                     .find(|(host, _)| *host == format!("127.0.0.{}", h + 2));
-                let [count, low, high] = row.map_or([0.0; 3], |(_, c)| *c);
+                let CountBounds {
+                    count, low, high, ..
+                } = row.map_or(Default::default(), |r| r.1);
                 let truth = of_key(host_sent) as f64;
                 figures.rows += 1;
                 // A day's fading over the reading, and rounding: 1e-4 and half
                 // an access either side.
                 let slack = 0.5 + 1e-4 * truth;
                 figures.within += usize::from(low - slack <= truth && truth <= high + slack);
-                if hosts.is_empty() {
-                    figures.unnamed += 1;
-                }
-                let error = count / all.max(1.0) - truth / sent_all.max(1) as f64;
-                errors.push(error);
+                figures.unnamed += usize::from(hosts.is_empty());
+                let read = count / all.max(1.0);
+                errors.push(read - truth / sent_all.max(1) as f64);
                 match share(h, k) {
-                    60 => largest.push(count / all.max(1.0)),
-                    5 => smallest.push(count / all.max(1.0)),
+                    60 => largest.push(read),
+                    5 => smallest.push(read),
                     _ => {}
                 }
             }

@@ -226,15 +226,13 @@ impl Instructions {
     /// which run by wall time, are left out: under callgrind a mode that
     /// slows the server would be charged for them).
     pub fn added_main(&self, mode: Mode) -> Option<f64> {
-        let (m, off) = (self.at(mode)?, self.off()?);
-        Some(self.added_in_command(mode)? + m.timers - off.timers)
+        added_over(self.at(mode)?, self.off()?).0
     }
 
     /// What `mode` adds to every thread per `GET`: the main thread's part
     /// and the worker.
     pub fn added_all(&self, mode: Mode) -> Option<f64> {
-        let (m, off) = (self.at(mode)?, self.off()?);
-        Some(self.added_main(mode)? + m.worker - off.worker)
+        added_over(self.at(mode)?, self.off()?).1
     }
 
     /// What `mode` adds inside `processCommand` and in the worker.
@@ -248,36 +246,25 @@ impl Instructions {
     /// minus the non-cluster server's.
     pub fn slot_cost(&self, mode: Mode) -> Option<f64> {
         let sample = mode.settings().1;
-        let coff = self.cluster.iter().find(|(v, _)| !v.track)?.1;
-        let c = self
-            .cluster
-            .iter()
-            .find(|(v, _)| v.track && v.sample == sample)?
-            .1;
-        Some(added_over(&c, &coff).1? - self.added_all(mode)?)
+        let coff = of_variant(&self.cluster, |v| !v.track)?;
+        let c = of_variant(&self.cluster, |v| v.track && v.sample == sample)?;
+        Some(added_over(c, coff).1? - self.added_all(mode)?)
     }
 
     /// What counting prefixes at `depths` adds at `sample`, all threads:
     /// over the same sample without prefixes ("2" is the mode itself).
     pub fn prefix_cost(&self, sample: u64, depths: &str) -> Option<f64> {
         let off = self.off()?;
-        let find = |d: &str| -> Option<PerGet> {
-            if d == "2" {
-                let mode = if sample == 1 {
-                    Mode::Every
-                } else {
-                    Mode::Default
-                };
-                return self.at(mode).copied();
-            }
-            self.prefixes
-                .iter()
-                .find(|(v, _)| v.sample == sample && v.depths == d)
-                .map(|(_, m)| *m)
+        let mode = if sample == 1 {
+            Mode::Every
+        } else {
+            Mode::Default
         };
-        let with = find(depths)?;
-        let without = find("0")?;
-        Some(added_over(&with, off).1? - added_over(&without, off).1?)
+        let find = |d: &str| match d {
+            "2" => self.at(mode),
+            _ => of_variant(&self.prefixes, |v| v.sample == sample && v.depths == d),
+        };
+        Some(added_over(find(depths)?, off).1? - added_over(find("0")?, off).1?)
     }
 
     /// `added` as a share of what the main thread runs per `GET`, off.
@@ -387,6 +374,8 @@ fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>,
     let mut con = server.connection().map_err(|e| e.to_string())?;
     let (requests, rounds) = if quick { (100_000, 1) } else { (300_000, 3) };
     let mut rows = Vec::new();
+    let per_request =
+        |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?) as f64 / requests as f64);
     for (name, command) in COMMANDS {
         // In the order of MODES.
         let mut samples: [Samples; 5] = Default::default();
@@ -407,20 +396,16 @@ fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>,
                 let r = benchmark_clients(server.port, 8, requests, 16, 100_000, command)?;
                 let wall = started.elapsed().as_secs_f64();
                 s.rps.push(r);
-                if let (Some(a), Some(b)) = (before, server.main_thread_cpu_ns()) {
-                    s.cpu.push(b.saturating_sub(a) as f64 / requests as f64);
-                }
+                let cpu = per_request(before, server.main_thread_cpu_ns());
+                s.cpu.extend(cpu);
                 if mode.tracks() {
                     // The worker lags the main thread by up to a tick.
                     std::thread::sleep(Duration::from_millis(150));
-                    if let (Some(a), Some(b)) = (worker_before, server.thread_cpu_ns("hk-tracker"))
-                    {
-                        s.worker.push(b.saturating_sub(a) as f64 / requests as f64);
-                    }
-                    let counted_after = info_f64(&mut con, "tracker_seconds_counted");
-                    if let (Some(a), Some(b)) = (counted_before, counted_after) {
-                        s.share.push(((b - a) / wall).min(1.0));
-                    }
+                    let worker = per_request(worker_before, server.thread_cpu_ns("hk-tracker"));
+                    s.worker.extend(worker);
+                    let counted = info_f64(&mut con, "tracker_seconds_counted");
+                    s.share
+                        .extend(delta(counted_before, counted).map(|c| (c / wall).min(1.0)));
                 }
             }
         }
@@ -496,6 +481,11 @@ const fn variant(track: bool, sample: u64, depths: &'static str) -> Variant {
     }
 }
 
+/// The figures of the first of `runs` whose variant `is` picks.
+fn of_variant(runs: &[(Variant, PerGet)], is: impl Fn(&Variant) -> bool) -> Option<&PerGet> {
+    runs.iter().find(|(v, _)| is(v)).map(|(_, m)| m)
+}
+
 /// Prefix depths beside the modes (which run at the default, depth 2), in
 /// the modes' own server: every command and the default, without prefixes
 /// and at depths 1 and 2.
@@ -519,11 +509,7 @@ pub const CLUSTER_VARIANTS: [Variant; 3] = [
 /// longer, as the worker's fixed share is a bound over seconds (a burst is
 /// counted whole; a saturating load is thinned within ~5 s of it).
 fn settling(every_command: bool, warm: usize) -> usize {
-    if every_command {
-        6 * warm
-    } else {
-        warm
-    }
+    warm * if every_command { 6 } else { 1 }
 }
 
 /// One server under callgrind, every mode in turn in it: the counters are
@@ -550,7 +536,7 @@ fn instructions(
     };
     let mut server = Callgrind::start(binary, module, floor, false)?;
     let mut con = server.connection()?;
-    let port = server.port;
+    let port = server.server.port;
     preload(&mut con)?;
     let get = |port, n, key: &str| benchmark_clients(port, 8, n, 16, 100_000, &["GET", key]);
     // Warm-up: the first GETs grow the server's buffers.
@@ -568,11 +554,11 @@ fn instructions(
         let (run, wall) = server.measure(&mut con, gets, || get(port, gets, GET_KEY))?;
         eprintln!("    {}: {run:?}", mode.label());
         if mode == Mode::Default {
-            let after = info_f64(&mut con, "tracker_seconds_counted");
+            let over = delta(counted, info_f64(&mut con, "tracker_seconds_counted"));
             let now = info_f64(&mut con, "tracker_share_counted");
-            if let (Some(a), Some(b), Some(now)) = (counted, after, now) {
-                default_share = Some((now, ((b - a) / wall).min(1.0)));
-            }
+            default_share = now
+                .zip(over)
+                .map(|(now, over)| (now, (over / wall).min(1.0)));
         }
         *slot = Some(run);
     }
@@ -614,10 +600,8 @@ fn instructions(
                 let misses_before = info_f64(&mut con, "tracker_misses_seen");
                 let (run, _) = server.measure(&mut con, miss_gets, || get(port, miss_gets, key))?;
                 if phase == 1 && is_miss {
-                    let after = info_f64(&mut con, "tracker_misses_seen");
-                    if let (Some(a), Some(b)) = (misses_before, after) {
-                        m.misses_seen_per_get = Some((b - a) / miss_gets as f64);
-                    }
+                    let seen = delta(misses_before, info_f64(&mut con, "tracker_misses_seen"));
+                    m.misses_seen_per_get = seen.map(|n| n / miss_gets as f64);
                 }
                 let into = if is_miss { &mut m.miss } else { &mut m.hit };
                 // One figure per phase: `phase` is 0, 1 or 2.
@@ -654,7 +638,7 @@ fn cluster_instructions(
     let run = || -> Option<Vec<(Variant, PerGet)>> {
         let mut server = Callgrind::start(binary, module, None, true)?;
         let mut con = server.connection()?;
-        let port = server.port;
+        let port = server.server.port;
         query::<()>(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]).ok()?;
         retry(300, || {
             let info: String = query(&mut con, &["CLUSTER", "INFO"]).unwrap_or_default();
@@ -683,8 +667,7 @@ fn cluster_instructions(
 /// A server running under callgrind, whose counters are dumped on demand
 /// (`callgrind_control`); one profile per thread (`--separate-threads`).
 struct Callgrind {
-    child: std::process::Child,
-    port: u16,
+    server: Server,
     dir: PathBuf,
     dumps: usize,
 }
@@ -693,28 +676,11 @@ impl Callgrind {
     fn start(binary: &str, module: &Path, floor: Option<&Path>, cluster: bool) -> Option<Self> {
         let port = crate::redis_phase::free_port()?;
         let dir = std::env::temp_dir().join(format!("hk-callgrind-{port}"));
-        std::fs::create_dir_all(&dir).ok()?;
         let mut command = Command::new("valgrind");
         command
-            .arg("--tool=callgrind")
-            .arg("--separate-threads=yes")
-            .arg(format!(
-                "--callgrind-out-file={}",
-                dir.join("cg.out").display()
-            ))
-            .args([
-                binary,
-                "--port",
-                &port.to_string(),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--bind",
-                "127.0.0.1",
-            ])
-            .arg("--dir")
-            .arg(&dir);
+            .args(["--tool=callgrind", "--separate-threads=yes"])
+            .arg(format!("--callgrind-out-file={}/cg.out", dir.display()))
+            .arg(binary);
         if cluster {
             command.args(["--cluster-enabled", "yes", "--cluster-config-file"]);
             command.arg(dir.join("nodes.conf"));
@@ -726,32 +692,22 @@ impl Callgrind {
         if let Some(floor) = floor {
             command.arg("--loadmodule").arg(floor).arg("none");
         }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        let server = Callgrind {
-            child,
-            port,
+        let server = Server::launch(command, port, dir.clone(), Duration::from_secs(30)).ok()?;
+        Some(Callgrind {
+            server,
             dir,
             dumps: 0,
-        };
-        std::thread::sleep(Duration::from_millis(100));
-        retry(300, || server.connection().map(|_| ()))?;
-        Some(server)
+        })
     }
 
     fn connection(&self) -> Option<redis::Connection> {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-            .and_then(|c| c.get_connection())
-            .ok()
+        self.server.connection().ok()
     }
 
     fn control(&self, args: &[&str]) -> Option<()> {
         let status = Command::new("callgrind_control")
             .args(args)
-            .arg(self.child.id().to_string())
+            .arg(self.server.pid().to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -774,10 +730,7 @@ impl Callgrind {
         let wall = started.elapsed().as_secs_f64();
         let d = self.dump()?;
         let n = gets as f64;
-        let accesses = match (counted, info_f64(con, "tracker_keys_counted")) {
-            (Some(a), Some(b)) if b >= a => Some((b - a) / n),
-            _ => None,
-        };
+        let accesses = delta(counted, info_f64(con, "tracker_keys_counted")).filter(|d| *d >= 0.0);
         Some((
             PerGet {
                 main: d.main / n,
@@ -786,7 +739,7 @@ impl Callgrind {
                 worker: d.worker / n,
                 all: d.all / n,
                 gets_per_s: n / wall,
-                accesses,
+                accesses: accesses.map(|a| a / n),
                 kept_share: info_f64(con, "tracker_accesses_kept_share"),
             },
             wall,
@@ -798,8 +751,8 @@ impl Callgrind {
     fn dump(&mut self) -> Option<PerGet> {
         self.control(&["--dump"])?;
         self.dumps += 1;
-        let prefix = format!("cg.out.{}-", self.dumps);
-        let main_file = self.dir.join(format!("{prefix}01"));
+        let prefix = format!("{}/cg.out.{}-", self.dir.display(), self.dumps);
+        let main_file = PathBuf::from(format!("{prefix}01"));
         // The dump is written when the server next runs: wait for it.
         let complete = |path: &Path| {
             std::fs::read_to_string(path)
@@ -813,11 +766,7 @@ impl Callgrind {
             .ok()?
             .flatten()
             .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&prefix))
-            })
+            .filter(|p| p.to_string_lossy().starts_with(&prefix))
             .collect();
         files.sort();
         let (mut main, mut worker, mut all) = (None, 0.0, 0.0);
@@ -854,6 +803,11 @@ impl Callgrind {
     }
 }
 
+/// How much a figure grew, where it was read both times.
+fn delta(before: Option<f64>, after: Option<f64>) -> Option<f64> {
+    Some(after? - before?)
+}
+
 /// `f` until it gives something, at most `tries` times, 100 ms apart.
 fn retry<T>(tries: usize, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     (0..tries).find_map(|_| {
@@ -881,8 +835,6 @@ impl Drop for Callgrind {
         if let Some(mut con) = self.connection() {
             let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut con);
         }
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -1023,7 +975,7 @@ pub fn markdown(costs: &[ServerCost]) -> String {
         for (v, m) in &i.prefixes {
             rows.push((v.label(), m, off, v.sample == 1));
         }
-        let cluster_off = i.cluster.iter().find(|(v, _)| !v.track).map(|(_, m)| m);
+        let cluster_off = of_variant(&i.cluster, |v| !v.track);
         if let Some(coff) = cluster_off {
             for (v, m) in &i.cluster {
                 if v.track {

@@ -8,7 +8,7 @@
 //! authenticated (which must not be counted).
 
 use crate::redis_phase::{query, Server};
-use crate::tracker_settings::{config, info_f64};
+use crate::tracker_settings::{config, hotkeys, info_f64, info_number};
 use crate::tracking_cost::{server_name, servers, start_counting};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -75,20 +75,6 @@ impl Scenario {
         }
     }
 
-    fn scale(self) -> usize {
-        match self {
-            Scenario::Light => 1,
-            _ => 2,
-        }
-    }
-
-    fn seconds(self, seconds: u64) -> u64 {
-        match self {
-            Scenario::AfterReset => 2,
-            _ => seconds,
-        }
-    }
-
     /// The issue's mix at ~10,000 commands a second times `scale`: `x`, a
     /// pipeline of 250-500 `GET`s every 100 ms; `steady`, 5 every 10 ms;
     /// background, 45 every 10 ms over 10,000 keys (at `scale` 2 the
@@ -96,7 +82,7 @@ impl Scenario {
     /// commands again, naming `x`.
     fn shapes(self) -> Vec<Shape> {
         let ms = Duration::from_millis;
-        let scale = self.scale();
+        let scale = if self == Scenario::Light { 1 } else { 2 };
         let mut shapes = vec![
             Shape::Bursty {
                 key: KEYS[0].into(),
@@ -151,6 +137,7 @@ pub struct Run {
 }
 
 /// Every run on one server.
+#[derive(Default)]
 pub struct ServerTruth {
     pub server: String,
     pub runs: Vec<Run>,
@@ -187,16 +174,8 @@ impl ServerTruth {
 /// A saturating `redis-benchmark` on keys of its own, until killed.
 pub(crate) fn saturate(port: u16) -> Result<Child, String> {
     Command::new("redis-benchmark")
-        .args([
-            "-p",
-            &port.to_string(),
-            "-q",
-            "-t",
-            "get",
-            "-n",
-            "1000000000",
-        ])
-        .args(["-P", "16", "-c", "8", "-r", "100000"])
+        .args(["-p", &port.to_string(), "-q", "-t", "get"])
+        .args(["-n", "1000000000", "-P", "16", "-c", "8", "-r", "100000"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -204,26 +183,7 @@ pub(crate) fn saturate(port: u16) -> Result<Child, String> {
 }
 
 pub(crate) fn commands_processed(con: &mut redis::Connection) -> f64 {
-    let info: String = query(con, &["INFO", "stats"]).unwrap_or_default();
-    info.lines()
-        .find_map(|l| l.strip_prefix("total_commands_processed:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(f64::NAN)
-}
-
-/// Counts listed by `HK.HOTKEYS`, by key (RESP2: flat rows of four).
-fn listed(con: &mut redis::Connection) -> Result<HashMap<String, f64>, String> {
-    let flat: Vec<redis::Value> = query(con, &["HK.HOTKEYS", "COUNT", "1000"])?;
-    let mut counts = HashMap::new();
-    for row in flat.chunks(4) {
-        let [key, _, _, count] = row else {
-            return Err(format!("HK.HOTKEYS: a row of {}", row.len()));
-        };
-        let key: String = redis::from_redis_value(key).map_err(|e| e.to_string())?;
-        let count: i64 = redis::from_redis_value(count).map_err(|e| e.to_string())?;
-        counts.insert(key, count as f64);
-    }
-    Ok(counts)
+    info_number(con, "stats", "total_commands_processed").unwrap_or(f64::NAN)
 }
 
 /// A client polling `HK.HOTKEYS` every 50 ms until `stop`.
@@ -284,7 +244,11 @@ fn unauthenticated(port: u16, over: Duration) -> std::thread::JoinHandle<u64> {
 
 fn one_run(server: &Server, scenario: Scenario, seconds: u64) -> Result<Run, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let seconds = scenario.seconds(seconds);
+    let seconds = if scenario == Scenario::AfterReset {
+        2
+    } else {
+        seconds
+    };
     let mut url = format!("redis://127.0.0.1:{}/", server.port);
     let mut benchmark = None;
     match scenario {
@@ -317,7 +281,7 @@ fn one_run(server: &Server, scenario: Scenario, seconds: u64) -> Result<Run, Str
     stop.store(true, Ordering::Relaxed);
     let polls = polling.map(|p| p.join().unwrap_or(0));
     let noauth_sent = intruder.map(|p| p.join().unwrap_or(0));
-    let counts = listed(&mut con);
+    let counts = hotkeys(&mut con, &["COUNT", "1000"]);
     let wall = started.elapsed().as_secs_f64();
     let (share, counted, cpu, commands, dropped) = (
         field(&mut con, "tracker_share_counted"),
@@ -338,7 +302,8 @@ fn one_run(server: &Server, scenario: Scenario, seconds: u64) -> Result<Run, Str
     if let Some(polls) = polls {
         eprintln!("    {polls} polls of HK.HOTKEYS");
     }
-    let (sent, counts) = (sent.map_err(|e| e.to_string())?, counts?);
+    let sent = sent.map_err(|e| e.to_string())?;
+    let counts: HashMap<String, f64> = (counts?.into_iter()).map(|(k, b)| (k, b.count)).collect();
     let ratio = |key: &str| counts.get(key).copied().unwrap_or(0.0) / sent.of(key).max(1) as f64;
     Ok(Run {
         scenario,
@@ -361,9 +326,8 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerTruth> {
         let server = start_counting(&binary, module);
         let mut truth = ServerTruth {
             server: binary.clone(),
-            runs: Vec::new(),
             seconds,
-            error: None,
+            ..Default::default()
         };
         let result = server.and_then(|server| {
             truth.server = server_name(&server)?;

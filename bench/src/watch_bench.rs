@@ -56,8 +56,9 @@ fn subscribe(server: &Server, channel: &str) -> Result<mpsc::Receiver<(f64, Stri
     Ok(receive)
 }
 
-fn cmd(con: &mut redis::Connection, parts: &[&str]) -> Result<(), String> {
-    query(con, parts)
+/// A command as `redis-cli` takes it: its words apart by single spaces.
+fn cmd(con: &mut redis::Connection, line: &str) -> Result<(), String> {
+    query(con, &line.split(' ').collect::<Vec<_>>())
 }
 
 pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> WatchFigures {
@@ -85,29 +86,20 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> WatchF
 fn arrival_delay(server: &Server, n: usize) -> Result<(f64, f64), String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
     // Above the default cap of 1000 events per second: lift it here.
-    cmd(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.watch-max-events", "1000000"],
-    )?;
-    cmd(
-        &mut con,
-        &["HK.RESERVE", "w:arrive", "100000", "WIDTH", "300000"],
-    )?;
-    cmd(&mut con, &["HK.WATCH", "w:arrive", "arrive", "MEMBERS"])?;
+    cmd(&mut con, "CONFIG SET heavykeeper.watch-max-events 1000000")?;
+    cmd(&mut con, "HK.RESERVE w:arrive 100000 WIDTH 300000")?;
+    cmd(&mut con, "HK.WATCH w:arrive arrive MEMBERS")?;
     let events = subscribe(server, "arrive")?;
     let mut delays = Vec::with_capacity(n);
     for i in 0..n {
         let sent = unix_ms();
-        cmd(&mut con, &["HK.ADD", "w:arrive", &format!("item:{i}")])?;
+        cmd(&mut con, &format!("HK.ADD w:arrive item:{i}"))?;
         let (received, _) = events
             .recv_timeout(Duration::from_secs(5))
             .map_err(|_| "an enter event did not arrive")?;
         delays.push(received - sent);
     }
-    cmd(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.watch-max-events", "1000"],
-    )?;
+    cmd(&mut con, "CONFIG SET heavykeeper.watch-max-events 1000")?;
     Ok((percentile(&mut delays, 0.5), percentile(&mut delays, 0.99)))
 }
 
@@ -116,20 +108,9 @@ fn fade_delay(server: &Server) -> Result<(f64, f64, u64), String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
     let interval = 100u64;
     let half_life = 0.5;
-    cmd(
-        &mut con,
-        &[
-            "HK.RESERVE",
-            "w:fade",
-            "1000",
-            "WIDTH",
-            "8192",
-            "HALFLIFE",
-            "0.5",
-        ],
-    )?;
+    cmd(&mut con, "HK.RESERVE w:fade 1000 WIDTH 8192 HALFLIFE 0.5")?;
     // A line of 10 req/s is a count of 10/λ = 7.2; cool below 8/s (5.8).
-    cmd(&mut con, &["HK.WATCH", "w:fade", "fade", "ABOVE", "10"])?;
+    cmd(&mut con, "HK.WATCH w:fade fade ABOVE 10")?;
     let events = subscribe(server, "fade")?;
     let lambda = std::f64::consts::LN_2 / half_life;
     let cool_count = 8.0 / lambda;
@@ -137,16 +118,7 @@ fn fade_delay(server: &Server) -> Result<(f64, f64, u64), String> {
     for i in 0..60u32 {
         let count = 8 + (i % 30) * 3;
         let at = unix_ms().floor();
-        cmd(
-            &mut con,
-            &[
-                "HK.INCRBYAT",
-                "w:fade",
-                &format!("{at}"),
-                &format!("f{i}"),
-                &count.to_string(),
-            ],
-        )?;
+        cmd(&mut con, &format!("HK.INCRBYAT w:fade {at} f{i} {count}"))?;
         let crossing = at + half_life * 1000.0 * (f64::from(count) / cool_count).log2();
         predicted.insert(format!("f{i}"), crossing);
         std::thread::sleep(Duration::from_millis(7));
@@ -180,28 +152,23 @@ fn fade_delay(server: &Server) -> Result<(f64, f64, u64), String> {
 /// server of its own (`INFO commandstats` counts per command, not per key)
 /// fed the very same batches, batch by batch in turn.
 fn add_cost(module: &Path, zipf: &Workload, batches: usize) -> Result<(f64, f64, f64), String> {
-    let watches: [&[&str]; 3] = [&[], &["ABOVE", "1000000"], &["MEMBERS"]];
+    let watches = ["", "ABOVE 1000000", "MEMBERS"];
     let mut servers = Vec::new();
     for watch in watches {
         let server = Server::start(module)?;
         let mut con = server.connection().map_err(|e| e.to_string())?;
-        cmd(&mut con, &["HK.RESERVE", "w", "1000", "SEED", "7"])?;
+        cmd(&mut con, "HK.RESERVE w 1000 SEED 7")?;
         if !watch.is_empty() {
-            let mut args = vec!["HK.WATCH", "w", "cost"];
-            args.extend_from_slice(watch);
-            cmd(&mut con, &args)?;
+            cmd(&mut con, &format!("HK.WATCH w cost {watch}"))?;
         }
-        cmd(&mut con, &["CONFIG", "RESETSTAT"])?;
+        cmd(&mut con, "CONFIG RESETSTAT")?;
         servers.push((server, con));
     }
     for chunk in zipf.stream.chunks(1000).take(batches) {
+        let items: Vec<&[u8]> = chunk.iter().filter_map(|&id| zipf.item(id)).collect();
         for (_, con) in servers.iter_mut() {
-            let mut add = redis::cmd("HK.ADD");
-            add.arg("w");
-            for item in chunk.iter().filter_map(|&id| zipf.item(id)) {
-                add.arg(item);
-            }
-            add.query::<redis::Value>(con).map_err(|e| e.to_string())?;
+            let add = redis::cmd("HK.ADD").arg("w").arg(&items).query(con);
+            add.map(|_: redis::Value| ()).map_err(|e| e.to_string())?;
         }
     }
     let mut ns = [0.0; 3];
@@ -218,28 +185,21 @@ fn capped(server: &Server) -> Result<(f64, u64, u64), String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
     // k = 1,000,000 so that every new item enters; with its MEMBERS watch
     // (up to two sets of a million hashes) it is past the default cap.
-    cmd(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "1gb"],
-    )?;
-    cmd(
-        &mut con,
-        &["HK.RESERVE", "w:flood", "1000000", "WIDTH", "1000"],
-    )?;
-    cmd(&mut con, &["HK.WATCH", "w:flood", "flood", "MEMBERS"])?;
+    cmd(&mut con, "CONFIG SET heavykeeper.max-sketch-bytes 1gb")?;
+    cmd(&mut con, "HK.RESERVE w:flood 1000000 WIDTH 1000")?;
+    cmd(&mut con, "HK.WATCH w:flood flood MEMBERS")?;
     let events = subscribe(server, "flood")?;
     let seconds = 2.0;
     let started = Instant::now();
     let mut i = 0u64;
     while started.elapsed().as_secs_f64() < seconds {
-        let mut add = redis::cmd("HK.ADD");
-        add.arg("w:flood");
-        for _ in 0..100 {
-            i += 1;
-            add.arg(format!("flood:{i}"));
-        }
-        add.query::<redis::Value>(&mut con)
-            .map_err(|e| e.to_string())?;
+        let items: Vec<String> = (i..i + 100).map(|i| format!("flood:{}", i + 1)).collect();
+        i += 100;
+        let add = redis::cmd("HK.ADD")
+            .arg("w:flood")
+            .arg(&items)
+            .query(&mut con);
+        add.map(|_: redis::Value| ()).map_err(|e| e.to_string())?;
     }
     let elapsed = started.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_millis(200));
@@ -257,15 +217,14 @@ fn idle_watches(module: &Path, n: usize) -> Result<(usize, f64, f64), String> {
     let server = Server::start(module)?;
     let mut con = server.connection().map_err(|e| e.to_string())?;
     let idle_cpu = |server: &Server| -> Result<f64, String> {
-        let seconds = 3.0;
-        let before = server
-            .main_thread_cpu_ns()
-            .ok_or("no main-thread CPU figure")?;
-        std::thread::sleep(Duration::from_secs_f64(seconds));
-        let after = server
-            .main_thread_cpu_ns()
-            .ok_or("no main-thread CPU figure")?;
-        Ok((after - before) as f64 / 1e6 / seconds)
+        let cpu = || {
+            server
+                .main_thread_cpu_ns()
+                .ok_or("no main-thread CPU figure")
+        };
+        let before = cpu()?;
+        std::thread::sleep(Duration::from_secs(3));
+        Ok((cpu()? - before) as f64 / 1e6 / 3.0)
     };
     let without = idle_cpu(&server)?;
     let now = unix_ms().floor().to_string();

@@ -25,7 +25,7 @@ pub struct Workload {
 impl Workload {
     /// Fails on an id with no name, which the generators and readers below
     /// never make.
-    fn new(name: String, names: Vec<Vec<u8>>, stream: Vec<u32>) -> Result<Self, String> {
+    pub fn new(name: String, names: Vec<Vec<u8>>, stream: Vec<u32>) -> Result<Self, String> {
         let mut exact = vec![0u64; names.len()];
         let mut bytes = Vec::new();
         let mut ends = Vec::with_capacity(stream.len());

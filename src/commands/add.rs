@@ -214,10 +214,7 @@ pub(crate) fn count_arrivals(
     }));
     // A panicking arrival may have changed the sketch before it stopped:
     // replicas replay it too, and deterministically stop at the same point.
-    let applied = match outcome {
-        Ok(()) => expelled.len(),
-        Err(_) => expelled.len() + 1,
-    };
+    let applied = expelled.len() + usize::from(outcome.is_err());
     stats::counted(arrivals.weights.weight_of_first(applied));
     replicate(ctx, args, &arrivals, applied, fading && time.is_none(), now);
     keyspace_event::key_changed(ctx, c"hk.add", name);

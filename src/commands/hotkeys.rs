@@ -17,10 +17,10 @@ use crate::callback;
 use crate::host::args::{err, integer, is_keyword};
 use crate::host::command_spec::{Arg, CommandSpec};
 use crate::host::options::Options;
-use crate::host::reply;
+use crate::host::{keyspace, reply};
 use crate::tracking;
 use heavykeeper_tracker::counting::prefixes::as_pattern;
-use heavykeeper_tracker::{HotKey, Picked, Ranking};
+use heavykeeper_tracker::{Picked, Ranking};
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
 
 const OFF: &str = "key tracking is off: CONFIG SET heavykeeper.track yes";
@@ -35,49 +35,37 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     }
     if let [_, only] = args.as_slice() {
         if is_keyword(only, "RESET") {
-            return if tracking::reset() {
-                Ok(RedisValue::SimpleStringStatic("OK"))
-            } else {
-                Err(err(OFF))
-            };
+            let reset = tracking::reset().then_some(RedisValue::SimpleStringStatic("OK"));
+            return reset.ok_or_else(|| err(OFF));
         }
     }
-    let Query {
-        ranking,
-        count,
-        with_bounds,
-        with_noise,
-    } = parse(args.get(1..).unwrap_or_default())?;
-    if ranking == Ranking::Misses && !tracking::config::misses_on() {
-        return Err(err(if tracking::counting() {
-            MISSES_OFF
-        } else {
-            OFF
-        }));
+    let query = parse(args.get(1..).unwrap_or_default())?;
+    // A list that is off says which config turns it on, once tracking is.
+    let off = |why| err(if tracking::counting() { why } else { OFF });
+    if query.ranking == Ranking::Misses && !tracking::config::misses_on() {
+        return Err(off(MISSES_OFF));
     }
-    if ranking == Ranking::Prefixes && tracking::config::prefix_rule().is_none() {
-        return Err(err(if tracking::counting() {
-            PREFIXES_OFF
-        } else {
-            OFF
-        }));
+    if query.ranking == Ranking::Prefixes && tracking::config::prefix_rule().is_none() {
+        return Err(off(PREFIXES_OFF));
     }
     // Misses are listed from more candidates: some may exist by now.
-    let candidates = if ranking == Ranking::Misses {
+    let candidates = if query.ranking == Ranking::Misses {
         usize::MAX
     } else {
-        count
+        query.count
     };
-    let mut hottest = tracking::hottest(ranking, candidates, with_noise).ok_or_else(|| err(OFF))?;
-    if ranking == Ranking::Misses {
-        hottest.retain(|hot| !exists(ctx, &hot.row));
-        hottest.truncate(count);
+    let mut hottest =
+        tracking::hottest(query.ranking, candidates, query.with_noise).ok_or_else(|| err(OFF))?;
+    if query.ranking == Ranking::Misses {
+        // Looked up without touching the key or raising a key-miss event.
+        hottest.retain(|hot| !keyspace::exists(ctx, hot.row.db, &hot.row.key));
+        hottest.truncate(query.count);
     }
     let rows = hottest
         .into_iter()
         .map(|Picked { row: hot, noise }| {
-            let tally = hot.ranked(ranking);
-            let name = if ranking == Ranking::Prefixes {
+            let tally = hot.ranked(query.ranking);
+            let name = if query.ranking == Ranking::Prefixes {
                 as_pattern(&hot.key)
             } else {
                 hot.key
@@ -88,24 +76,18 @@ pub fn hotkeys(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
                 RedisValue::Float(tally.per_second),
                 reply::count(tally.count),
             ];
-            if with_bounds {
+            if query.with_bounds {
                 let bounds = tally.bounds();
                 row.push(RedisValue::Float(bounds.low));
                 row.push(RedisValue::Float(bounds.high));
             }
-            if with_noise {
+            if query.with_noise {
                 row.push(RedisValue::Integer(i64::from(noise)));
             }
             row
         })
         .collect();
     Ok(reply::rows(ctx, rows))
-}
-
-/// Does the key exist now (in its database)? Looked up without touching
-/// it and without raising a key-miss event of its own.
-fn exists(ctx: &Context, hot: &HotKey) -> bool {
-    crate::host::keyspace::exists(ctx, hot.db, &hot.key)
 }
 
 /// What `HK.HOTKEYS` was asked for.

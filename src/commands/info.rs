@@ -33,7 +33,9 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         _ if resp3 => RedisValue::BigNumber(v.to_string()),
         _ => RedisValue::BulkString(v.to_string()),
     };
-    let half_life = sketch.fading().map(|f| f.half_life_ms() / 1000.0);
+    let fading = sketch.fading();
+    let watch = sketch.watch();
+    let float = |v: Option<f64>| v.map_or(RedisValue::Null, real);
     let fields: Vec<(&str, RedisValue)> = vec![
         ("k", int(i64::from(p.k))),
         ("width", int(i64::from(p.width))),
@@ -43,41 +45,29 @@ pub fn info(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         ("arrivals", unsigned(sketch.arrivals())),
         ("members", int(sketch.members(now) as i64)),
         ("memory", int(sketch.memory_bytes() as i64)),
-        ("halflife", half_life.map_or(RedisValue::Null, real)),
-        (
-            "lambda",
-            sketch
-                .fading()
-                .map_or(RedisValue::Null, |f| real(f.lambda_per_second())),
-        ),
+        ("halflife", float(fading.map(|f| f.half_life_ms() / 1000.0))),
+        ("lambda", float(fading.map(|f| f.lambda_per_second()))),
         ("created", int(sketch.created_ms())),
         ("clock", sketch.clock_ms().map_or(RedisValue::Null, int)),
         ("encoding", int(i64::from(ENCODING_VERSION))),
         ("ties", RedisValue::SimpleStringStatic(sketch.ties().name())),
-    ];
-    let watch = sketch.watch().cloned();
-    let dropped = sketch.watch_events_dropped();
-    let float = |v: Option<f64>| v.map_or(RedisValue::Null, real);
-    let fields = fields.into_iter().chain([
         (
             "watch_channel",
-            watch.as_ref().map_or(RedisValue::Null, |w| {
+            watch.map_or(RedisValue::Null, |w| {
                 RedisValue::StringBuffer(w.channel.clone())
             }),
         ),
         (
             "watch_members",
-            watch
-                .as_ref()
-                .map_or(RedisValue::Null, |w| int(i64::from(w.members))),
+            watch.map_or(RedisValue::Null, |w| int(i64::from(w.members))),
         ),
-        ("watch_above", float(watch.as_ref().and_then(|w| w.above))),
+        ("watch_above", float(watch.and_then(|w| w.above))),
+        ("watch_below", float(watch.and_then(|w| w.cool_line()))),
         (
-            "watch_below",
-            float(watch.as_ref().and_then(|w| w.cool_line())),
+            "watch_events_dropped",
+            int(sketch.watch_events_dropped() as i64),
         ),
-        ("watch_events_dropped", int(dropped as i64)),
-    ]);
+    ];
     let map: BTreeMap<RedisValueKey, RedisValue> = fields
         .into_iter()
         .map(|(name, value)| (RedisValueKey::String(name.to_string()), value))

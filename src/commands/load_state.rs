@@ -20,14 +20,9 @@ pub fn load_state(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
     let mut watched = false;
     sketch_key::create(&key, || {
         let payload = args.get(2).map_or(&[][..], RedisString::as_slice);
-        let sketch = decode(payload, limits::max_sketch_bytes(ctx)).map_err(|e| {
-            let too_large = matches!(e, DecodeError::TooLarge(_));
-            let error = err(e.to_string());
-            if too_large {
-                limits::refused(error)
-            } else {
-                error
-            }
+        let sketch = decode(payload, limits::max_sketch_bytes(ctx)).map_err(|e| match e {
+            DecodeError::TooLarge(_) => limits::refused(err(e)),
+            _ => err(e),
         })?;
         check_clocks(ctx, &sketch)?;
         if let Some(watch) = sketch.watch() {

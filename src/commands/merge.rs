@@ -39,11 +39,9 @@ pub fn merge(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
         .map(sketch_key::read)
         .collect::<Result<Vec<&HeavyKeeper>, _>>()?;
     let key = ctx.open_key_writable(destination);
-    let existing = if key.is_empty() {
-        None
-    } else {
-        Some(sketch_key::write(&key)?)
-    };
+    let existing = (!key.is_empty())
+        .then(|| sketch_key::write(&key))
+        .transpose()?;
 
     // Only an existing destination can be watched (a new one is made empty):
     // it derives what is hot afresh, and the timer must see it.
@@ -100,14 +98,9 @@ fn refuse_repeated(sources: &[RedisString]) -> Result<(), RedisError> {
 
 fn check_mergeable<'a>(
     template: &HeavyKeeper,
-    sketches: impl Iterator<Item = &'a HeavyKeeper>,
+    mut sketches: impl Iterator<Item = &'a HeavyKeeper>,
 ) -> Result<(), RedisError> {
-    for sketch in sketches {
-        template
-            .check_mergeable(sketch)
-            .map_err(|e| err(e.to_string()))?;
-    }
-    Ok(())
+    sketches.try_for_each(|sketch| template.check_mergeable(sketch).map_err(err))
 }
 
 /// What `start` builds (a sketch shaped as `shape`), every source folded
@@ -124,7 +117,7 @@ fn fold(
     let params = shape.params();
     params
         .check_size(limits::max_sketch_bytes(ctx))
-        .map_err(|e| limits::refused(err(e.to_string())))?;
+        .map_err(|e| limits::refused(err(e)))?;
     limits::check_fits_in_memory(ctx, params.fixed_bytes())?;
     let mut merged = start().map_err(|_| no_memory())?;
     for source in sources {

@@ -31,7 +31,7 @@ pub fn rate(ctx: &Context, args: ArgV) -> RedisResult {
     })
 }
 
-fn per_item(
+pub(crate) fn per_item(
     ctx: &Context,
     args: ArgV,
     needs_clock: bool,

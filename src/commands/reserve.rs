@@ -73,13 +73,13 @@ pub(crate) fn create_sketch(
     created_ms: i64,
     ties: Ties,
 ) -> Result<(), RedisError> {
-    params.validate_shape().map_err(|e| err(e.to_string()))?;
+    params.validate_shape().map_err(err)?;
     params
         .check_size(limits::max_sketch_bytes(ctx))
-        .map_err(|e| limits::refused(err(e.to_string())))?;
+        .map_err(|e| limits::refused(err(e)))?;
     sketch_key::create(key, || {
         limits::check_fits_in_memory(ctx, params.fixed_bytes())?;
-        HeavyKeeper::try_new_with_ties(params, created_ms, ties).map_err(|e| err(e.to_string()))
+        HeavyKeeper::try_new_with_ties(params, created_ms, ties).map_err(err)
     })
 }
 

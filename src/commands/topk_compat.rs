@@ -134,24 +134,18 @@ fn parse_params(args: &[RedisString], max_bytes: u64) -> Result<Params, RedisErr
 /// Replicas build the same sketch from `HK.RESERVE` with the primary's seed,
 /// creation time and tie rule.
 fn replicate_reserve(ctx: &Context, name: &RedisString, params: &Params, created_ms: i64) {
-    let texts = [
-        params.k.to_string(),
-        "WIDTH".into(),
-        params.width.to_string(),
-        "DEPTH".into(),
-        params.depth.to_string(),
-        "DECAY".into(),
-        // Rust prints the shortest text that parses back to the same double.
-        params.decay.to_string(),
-        "SEED".into(),
-        params.seed.to_string(),
-        "CREATED".into(),
-        created_ms.to_string(),
-        "TIES".into(),
-        Ties::RedisBloom.name().into(),
-    ];
+    // Rust prints the shortest text that parses back to the same double.
+    let text = format!(
+        "{} WIDTH {} DEPTH {} DECAY {} SEED {} CREATED {created_ms} TIES {}",
+        params.k,
+        params.width,
+        params.depth,
+        params.decay,
+        params.seed,
+        Ties::RedisBloom.name()
+    );
     let mut out: Vec<&[u8]> = vec![name.as_slice()];
-    out.extend(texts.iter().map(String::as_bytes));
+    out.extend(text.split(' ').map(str::as_bytes));
     ctx.replicate("HK.RESERVE", out.as_slice());
 }
 
@@ -178,15 +172,9 @@ pub fn incrby(ctx: &Context, args: ArgV) -> RedisResult {
     if weights.iter().any(Option::is_none) {
         // RedisBloom's shape: the error stands in the array, in the place of
         // the pair it belongs to.
-        return Ok(RedisValue::Array(
-            weights
-                .iter()
-                .map(|w| match w {
-                    None => RedisValue::StaticError(BAD_INCREMENT),
-                    Some(_) => RedisValue::StaticError(NOT_COUNTED),
-                })
-                .collect(),
-        ));
+        let error = |w: &Option<u64>| w.map_or(BAD_INCREMENT, |_| NOT_COUNTED);
+        let errors = weights.iter().map(|w| RedisValue::StaticError(error(w)));
+        return Ok(RedisValue::Array(errors.collect()));
     }
     let weights = weights.into_iter().flatten().collect();
     let arrivals = add::Arrivals::weighted(2, weights, "HK.INCRBY")
@@ -199,17 +187,11 @@ pub fn query(ctx: &Context, args: ArgV) -> RedisResult {
     if args.len() < 3 {
         return Err(RedisError::WrongArity);
     }
-    let name = args.key()?;
-    check_key(ctx, &name)?;
-    let key = ctx.open_key(&name);
-    let sketch = sketch_key::read(&key)?;
-    let now = clock::now_ms();
+    check_key(ctx, &args.key()?)?;
     // Booleans: `#t`/`#f` on RESP3, `:1`/`:0` on RESP2, as RedisBloom's.
-    Ok(RedisValue::Array(
-        args.each(2, 1)
-            .map(|item| RedisValue::Bool(sketch.contains(item, now)))
-            .collect(),
-    ))
+    query::per_item(ctx, args, true, |sketch, item, now| {
+        RedisValue::Bool(sketch.contains(item, now))
+    })
 }
 
 pub fn count(ctx: &Context, args: ArgV) -> RedisResult {

@@ -81,7 +81,7 @@ fn parse(channel: &RedisString, options: &[RedisString]) -> Result<WatchSpec, Re
             _ => spec.below = Some(decimal(options.value()?, "BELOW")?),
         }
     }
-    spec.validate().map_err(|e| err(e.to_string()))?;
+    spec.validate().map_err(err)?;
     Ok(spec)
 }
 

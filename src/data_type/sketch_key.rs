@@ -18,34 +18,44 @@ pub fn read(key: &RedisKey) -> Result<&HeavyKeeper, RedisError> {
 
 /// The sketch at `key`, writable. Missing key: `ERR no such key`.
 pub fn write(key: &RedisKeyWritable) -> Result<SketchMut<'_>, RedisError> {
-    let sketch = found(key.get_value::<HeavyKeeper>(&HK_TYPE))?;
-    Ok(SketchMut {
-        bytes_before: sketch.memory_bytes(),
-        sketch,
-    })
+    found(key.get_value::<HeavyKeeper>(&HK_TYPE)).map(Accounted::new)
 }
 
 /// A sketch being changed; when the change is over, its new size is
 /// accounted for.
-pub struct SketchMut<'a> {
-    sketch: &'a mut HeavyKeeper,
+pub type SketchMut<'a> = Accounted<&'a mut HeavyKeeper>;
+
+/// A sketch reached through `G`, whose change in size is accounted for
+/// when the guard goes.
+pub struct Accounted<G: DerefMut<Target = HeavyKeeper>> {
+    sketch: G,
     bytes_before: usize,
 }
 
-impl Deref for SketchMut<'_> {
+impl<G: DerefMut<Target = HeavyKeeper>> Accounted<G> {
+    fn new(sketch: G) -> Self {
+        let bytes_before = sketch.memory_bytes();
+        Self {
+            sketch,
+            bytes_before,
+        }
+    }
+}
+
+impl<G: DerefMut<Target = HeavyKeeper>> Deref for Accounted<G> {
     type Target = HeavyKeeper;
     fn deref(&self) -> &HeavyKeeper {
-        self.sketch
+        &self.sketch
     }
 }
 
-impl DerefMut for SketchMut<'_> {
+impl<G: DerefMut<Target = HeavyKeeper>> DerefMut for Accounted<G> {
     fn deref_mut(&mut self) -> &mut HeavyKeeper {
-        self.sketch
+        &mut self.sketch
     }
 }
 
-impl Drop for SketchMut<'_> {
+impl<G: DerefMut<Target = HeavyKeeper>> Drop for Accounted<G> {
     fn drop(&mut self) {
         stats::sketch_resized(self.bytes_before, self.sketch.memory_bytes());
     }
@@ -91,39 +101,12 @@ pub fn name(args: &[RedisString]) -> Result<&RedisString, RedisError> {
 /// any effect a client could see ([`QuietValue`]). What changes is the
 /// watch's own state, which is no part of the value; its memory figure is
 /// kept up to date all the same.
-pub struct Quiet {
-    sketch: QuietValue<HeavyKeeper>,
-    bytes_before: usize,
-}
+pub type Quiet = Accounted<QuietValue<HeavyKeeper>>;
 
 impl Quiet {
     /// The sketch at `name` in the context's selected database, if the key
     /// holds one.
     pub fn open(ctx: &Context, name: &RedisString) -> Option<Quiet> {
-        let sketch = QuietValue::<HeavyKeeper>::open(ctx, name, &HK_TYPE)?;
-        let bytes_before = sketch.memory_bytes();
-        Some(Quiet {
-            sketch,
-            bytes_before,
-        })
-    }
-}
-
-impl Deref for Quiet {
-    type Target = HeavyKeeper;
-    fn deref(&self) -> &HeavyKeeper {
-        &self.sketch
-    }
-}
-
-impl DerefMut for Quiet {
-    fn deref_mut(&mut self) -> &mut HeavyKeeper {
-        &mut self.sketch
-    }
-}
-
-impl Drop for Quiet {
-    fn drop(&mut self) {
-        stats::sketch_resized(self.bytes_before, self.memory_bytes());
+        QuietValue::open(ctx, name, &HK_TYPE).map(Accounted::new)
     }
 }

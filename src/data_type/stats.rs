@@ -7,7 +7,8 @@
 //! `sketch_key`) and freed (the free callback, possibly on the lazy-free
 //! thread: hence atomics).
 
-use crate::host::info::number;
+use crate::host::info::{self, number};
+use crate::host::panic_guard;
 use redis_module::InfoContext;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -43,30 +44,14 @@ pub fn refused_by_limits() {
 }
 
 pub fn add_section(ctx: &InfoContext) {
-    let count = number;
-    let _ = ctx
-        .builder()
-        .add_section("sketches")
-        .field("sketches", SKETCHES.load(Ordering::Relaxed).max(0))
-        .and_then(|s| {
-            s.field(
-                "sketch_memory_bytes",
-                SKETCH_BYTES.load(Ordering::Relaxed).max(0),
-            )
-        })
-        .and_then(|s| s.field("arrivals_counted", count(ARRIVALS.load(Ordering::Relaxed))))
-        .and_then(|s| {
-            s.field(
-                "commands_refused_by_limits",
-                count(REFUSED_BY_LIMITS.load(Ordering::Relaxed)),
-            )
-        })
-        .and_then(|s| {
-            s.field(
-                "panics_contained",
-                count(crate::host::panic_guard::incidents()),
-            )
-        })
-        .and_then(|s| s.build_section())
-        .and_then(|b| b.build_info());
+    let load = |counter: &AtomicU64| number(counter.load(Ordering::Relaxed));
+    let bytes = SKETCH_BYTES.load(Ordering::Relaxed).max(0);
+    let fields = [
+        ("sketches", SKETCHES.load(Ordering::Relaxed).max(0)),
+        ("sketch_memory_bytes", bytes),
+        ("arrivals_counted", load(&ARRIVALS)),
+        ("commands_refused_by_limits", load(&REFUSED_BY_LIMITS)),
+        ("panics_contained", number(panic_guard::incidents())),
+    ];
+    info::add_section(ctx, "sketches", "", fields);
 }

@@ -11,9 +11,9 @@ use redis_module::{RedisError, RedisString};
 const QUOTED_BYTES: usize = 64;
 
 /// An `ERR` reply; anything outside printable ASCII is escaped as `\xNN`.
-pub fn err(message: impl AsRef<str>) -> RedisError {
+pub fn err(message: impl std::fmt::Display) -> RedisError {
     let mut text = String::from("ERR ");
-    for &byte in message.as_ref().as_bytes() {
+    for &byte in message.to_string().as_bytes() {
         push_escaped(&mut text, byte, false);
     }
     RedisError::String(text)

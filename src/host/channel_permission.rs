@@ -70,10 +70,6 @@ pub fn check_publish(ctx: &Context, channel: &[u8]) -> Result<(), RedisError> {
             }
         }
         free_user(user);
-        if allowed {
-            Ok(())
-        } else {
-            Err(noperm())
-        }
+        allowed.then_some(()).ok_or_else(noperm)
     }
 }

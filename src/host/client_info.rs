@@ -11,30 +11,19 @@ use std::ffi::{c_int, CStr};
 /// such as a script's client) and its address without the port; `None`
 /// if the server cannot say. Costly (a `getpeername` and a `printf`).
 pub fn database_and_host(id: u64) -> Option<(Option<u16>, Vec<u8>)> {
-    let info = basics(id)?;
-    Some(match info {
-        Some(info) => (Some(info.db), address(&info)),
-        None => (None, Vec::new()),
-    })
-}
-
-/// `Some(None)`: no such connection.
-fn basics(id: u64) -> Option<Option<raw::RedisModuleClientInfo>> {
     let info_by_id = crate::server_api!(RedisModule_GetClientInfoById)?;
     // SAFETY: a plain C structure; zero is a valid value of each field.
     let mut info: raw::RedisModuleClientInfo = unsafe { std::mem::zeroed() };
     info.version = 1;
     // SAFETY: `info` is a version-1 structure, as the API requires.
     let found = unsafe { info_by_id((&mut info as *mut raw::RedisModuleClientInfo).cast(), id) };
-    Some((found == raw::REDISMODULE_OK as c_int).then_some(info))
-}
-
-/// The address in `info`, without the port.
-fn address(info: &raw::RedisModuleClientInfo) -> Vec<u8> {
+    if found != raw::REDISMODULE_OK as c_int {
+        return Some((None, Vec::new()));
+    }
     // SAFETY: the server writes a NUL-terminated address into the array
     // (zeroed before, so a NUL is there in any case).
     let addr = unsafe { CStr::from_ptr(info.addr.as_ptr()) };
-    addr.to_bytes().to_vec()
+    Some((Some(info.db), addr.to_bytes().to_vec()))
 }
 
 /// Every live client of `ids`, as `CLIENT LIST ID` tells it.

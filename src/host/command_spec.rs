@@ -281,12 +281,9 @@ fn set_info(command: *mut raw::RedisModuleCommand, spec: &CommandSpec) -> Result
         crate::server_api!(RedisModule_SetCommandInfo).ok_or("no RedisModule_SetCommandInfo")?;
     // The server copies everything it is given: the strings live until the call returns.
     let mut strings = Strings::default();
-    let mut key_specs: Vec<raw::RedisModuleCommandKeySpec> = spec
-        .keys
-        .iter()
-        .map(raw_key_spec)
-        .chain([zeroed_key_spec()])
-        .collect();
+    let mut key_specs: Vec<_> = spec.keys.iter().map(raw_key_spec).collect();
+    // SAFETY: the server reads a spec of all zeroes as the end of the list.
+    key_specs.push(unsafe { std::mem::zeroed() });
     let mut args = raw_args(spec.args, &mut strings);
     let info = raw::RedisModuleCommandInfo {
         version: &INFO_VERSION,
@@ -329,11 +326,6 @@ fn raw_key_spec(spec: &KeySpec) -> raw::RedisModuleCommandKeySpec {
     }
 }
 
-fn zeroed_key_spec() -> raw::RedisModuleCommandKeySpec {
-    // SAFETY: the server reads a spec of all zeroes as the end of the list.
-    unsafe { std::mem::zeroed() }
-}
-
 /// The argument tree as the server reads it, each level ending in a zeroed
 /// entry. Sub-levels are kept in `strings` so they outlive the call.
 fn raw_args(args: &[Arg], strings: &mut Strings) -> Vec<raw::RedisModuleCommandArg> {
@@ -345,47 +337,21 @@ fn raw_args(args: &[Arg], strings: &mut Strings) -> Vec<raw::RedisModuleCommandA
 }
 
 fn raw_arg(arg: &Arg, strings: &mut Strings) -> raw::RedisModuleCommandArg {
-    let (type_, key_spec_index, children) = match arg.kind {
-        ArgKind::Key(spec) => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
-            spec as c_int,
-            None,
-        ),
-        ArgKind::String => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
-            -1,
-            None,
-        ),
-        ArgKind::Integer => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
-            -1,
-            None,
-        ),
-        ArgKind::Double => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
-            -1,
-            None,
-        ),
-        ArgKind::UnixTime => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
-            -1,
-            None,
-        ),
-        ArgKind::PureToken => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
-            -1,
-            None,
-        ),
-        ArgKind::OneOf(c) => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
-            -1,
-            Some(c),
-        ),
-        ArgKind::Block(c) => (
-            raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
-            -1,
-            Some(c),
-        ),
+    use ArgKind::*;
+    let type_ = match arg.kind {
+        Key(_) => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
+        String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+        Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+        Double => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
+        UnixTime => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_UNIX_TIME,
+        PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+        OneOf(_) => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF,
+        Block(_) => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK,
+    };
+    let (key_spec_index, children) = match arg.kind {
+        Key(spec) => (spec as c_int, None),
+        OneOf(c) | Block(c) => (-1, Some(c)),
+        _ => (-1, None),
     };
     let subargs = children.map_or(ptr::null_mut(), |c| {
         let level = raw_args(c, strings);

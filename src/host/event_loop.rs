@@ -17,7 +17,7 @@
 //! (it runs later in the same pass) drops the subscription, unless passes
 //! were asked for again meanwhile.
 
-use super::events::Refused;
+use super::events::{Refused, ServerCallback};
 use super::main_thread_cell::MainThreadCell;
 use super::panic_guard::or_fallback;
 use redis_module::{raw, Context};
@@ -114,9 +114,6 @@ fn subscribe(ctx: &Context, on: bool) -> bool {
     let status = unsafe { subscribe(ctx.ctx, event, callback) };
     status == raw::Status::Ok as c_int
 }
-
-type ServerCallback =
-    unsafe extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);
 
 unsafe extern "C" fn pass_event(
     ctx: *mut raw::RedisModuleCtx,

@@ -77,7 +77,7 @@ pub fn on_flush_and_swap(ctx: &Context, flushed: Flushed, swapped: Swapped) -> R
     subscribe_server(ctx, raw::REDISMODULE_EVENT_SWAPDB, flush_or_swap)
 }
 
-type ServerCallback =
+pub(super) type ServerCallback =
     unsafe extern "C" fn(*mut raw::RedisModuleCtx, raw::RedisModuleEvent, u64, *mut c_void);
 type KeyspaceCallback = unsafe extern "C" fn(
     *mut raw::RedisModuleCtx,

@@ -25,24 +25,21 @@ pub const PANIC_ON_INFO: &[u8] = b"heavykeeper:fault:panic-on-info";
     clippy::panic,
     reason = "the fault the tests inject: debug builds only, under the panic guard"
 )]
-fn trip(armed: bool, site: &str) {
-    if cfg!(debug_assertions) && armed {
+fn trip(armed: impl FnOnce() -> bool, site: &str) {
+    if cfg!(debug_assertions) && armed() {
         panic!("fault injected by a test: {site}");
     }
 }
 
 #[inline]
 pub fn on_add(item: &[u8]) {
-    trip(item == PANIC_ON_ADD, "panic on add");
+    trip(|| item == PANIC_ON_ADD, "panic on add");
 }
 
 /// `holds` says whether the value being encoded holds a member.
 #[inline]
 pub fn on_encode(holds: impl FnOnce(&[u8]) -> bool) {
-    trip(
-        cfg!(debug_assertions) && holds(PANIC_ON_ENCODE),
-        "panic on encode",
-    );
+    trip(|| holds(PANIC_ON_ENCODE), "panic on encode");
 }
 
 /// A member whose sketch cannot be copied, as if memory ran out.
@@ -59,33 +56,33 @@ pub fn copy_fails(holds: impl FnOnce(&[u8]) -> bool) -> bool {
 #[inline]
 pub fn in_callback(holds: impl FnOnce(&[u8]) -> bool) {
     trip(
-        cfg!(debug_assertions) && holds(PANIC_IN_CALLBACKS),
+        || holds(PANIC_IN_CALLBACKS),
         "panic in a data-type callback",
     );
 }
 
 #[inline]
 pub fn on_tick(channel: &[u8]) {
-    trip(channel == PANIC_ON_TICK, "panic in the watch timer");
+    trip(|| channel == PANIC_ON_TICK, "panic in the watch timer");
 }
 
 #[inline]
 pub fn on_event(key: &[u8]) {
-    trip(key == PANIC_ON_EVENT, "panic in an event handler");
+    trip(|| key == PANIC_ON_EVENT, "panic in an event handler");
 }
 
 #[inline]
 pub fn on_config(value: &[u8]) {
-    trip(value == PANIC_ON_CONFIG, "panic in a config callback");
+    trip(|| value == PANIC_ON_CONFIG, "panic in a config callback");
 }
 
 #[inline]
 pub fn on_info(track_channel: &[u8]) {
-    trip(track_channel == PANIC_ON_INFO, "panic in INFO");
+    trip(|| track_channel == PANIC_ON_INFO, "panic in INFO");
 }
 
 /// The command filter's hook met `key`.
 #[inline]
 pub fn on_filter(key: &[u8]) {
-    trip(key == PANIC_ON_FILTER, "panic in the command filter");
+    trip(|| key == PANIC_ON_FILTER, "panic in the command filter");
 }

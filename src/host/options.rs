@@ -64,8 +64,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&[u8]]) -> Result<Vec<String>, String> {
-        let args: Vec<&[u8]> = args.to_vec();
-        let mut options = Options::new(&args, &["WITHCOUNT", "AT", "READS|WRITES"], "them");
+        let mut options = Options::new(args, &["WITHCOUNT", "AT", "READS|WRITES"], "them");
         let mut out = Vec::new();
         loop {
             match options.next_option() {

@@ -5,7 +5,7 @@
 use super::config;
 use super::routing::Routing;
 use super::time_slots::SlotFigures;
-use crate::host::info::number;
+use crate::host::info::{self, number};
 use heavykeeper_tracker::Tally;
 use redis_module::{InfoContext, InfoContextBuilderFieldBottomLevelValue as Value};
 
@@ -46,7 +46,7 @@ fn figures(for_crash_report: bool) -> Figures {
                 seen: t.figures(),
                 slots: t.slots().figures(),
                 hash_slots_served: t.routing().and_then(Routing::served),
-                auth: t.auth().figures(),
+                auth: t.senders().auth().figures(),
                 thinned_ms: t.worker().thinned_ms(),
                 rates,
                 memory: t.try_memory_bytes().unwrap_or(0) as u64,
@@ -54,18 +54,15 @@ fn figures(for_crash_report: bool) -> Figures {
                     .worker()
                     .try_counting()
                     .map_or(0, |c| c.tracker().keys_counted()),
-                clients: t.worker().try_counting().map_or((0, 0), |c| {
-                    let counted = c.tracker().clients();
-                    let rows = counted.map_or(0, |a| a.rows());
-                    let bytes = counted.map_or(0, |a| a.heap_bytes());
-                    (rows as u64, bytes as u64)
-                }),
+                clients: (t.worker().try_counting())
+                    .and_then(|c| c.tracker().clients().map(|a| (a.rows(), a.heap_bytes())))
+                    .map_or((0, 0), |(rows, bytes)| (rows as u64, bytes as u64)),
                 cost: t.cost().budget().recent_cost(),
                 parts: t.cost().recent_shares(),
                 cost_counting_all: t.cost().budget().cost_when_counting().unwrap_or(0.0),
                 spent_ns: t.cost().budget().spent_ns(),
                 totals: t.cost().budget().totals(),
-                default_open: t.auth().default_open(),
+                default_open: t.senders().auth().default_open(),
             }
         })
     })
@@ -116,11 +113,11 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
     let halflife = (shape.half_life_ms / 1000.0) as i64;
     let kept = format!("{:.4}", 1.0 / f64::from(f.keep_one_in.max(1)));
     let all = percent(f.cost_counting_all);
-    let cpu_s = format!("{:.3}", f.spent_ns as f64 / 1e9);
     let served = f.hash_slots_served.map_or(0, |(n, _)| n as i64);
     let thinned = seconds(f.thinned_ms * 1_000_000);
     let uncounted = mean_ms(uncounted_ns, slots.saturating_sub(counted));
     let counted_mean = mean_ms(f.slots.counted_ns, counted);
+    let redirected = number(f.seen.commands_redirected);
     let fields: [(&str, Value); 42] = [
         ("enabled", i64::from(super::counting()).into()),
         ("k", i64::from(shape.k).into()),
@@ -133,7 +130,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         ("cpu_worker_percent", percent(f.parts.2).into()),
         ("cpu_percent_counting_all", all.into()),
         ("cpu_budget_percent", percent(config::cpu_budget()).into()),
-        ("cpu_seconds", cpu_s.into()),
+        ("cpu_seconds", seconds(f.spent_ns).into()),
         ("cpu_seconds_main", seconds(f.totals.main_ns).into()),
         ("cpu_seconds_worker", seconds(f.totals.worker_ns).into()),
         ("seconds_counted", seconds(f.totals.counted_ns).into()),
@@ -148,10 +145,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         ("client_rows_memory_bytes", number(f.clients.1).into()),
         ("keys_counted", number(f.keys_counted).into()),
         ("commands_seen", number(f.seen.commands_seen).into()),
-        (
-            "commands_redirected",
-            number(f.seen.commands_redirected).into(),
-        ),
+        ("commands_redirected", redirected.into()),
         ("cluster_state", cluster_state.into()),
         ("cluster_slots_served", served.into()),
         ("accesses_dropped", number(f.seen.accesses_dropped).into()),
@@ -168,12 +162,5 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         ("counted_slot_mean_ms", counted_mean.into()),
         ("slots_discarded", number(f.slots.discarded).into()),
     ];
-    let mut section = ctx.builder().add_section("tracking");
-    for (name, value) in fields {
-        let Ok(more) = section.field(&format!("tracker_{name}"), value) else {
-            return;
-        };
-        section = more;
-    }
-    let _ = section.build_section().and_then(|b| b.build_info());
+    info::add_section(ctx, "tracking", "tracker_", fields);
 }

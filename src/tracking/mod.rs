@@ -61,11 +61,7 @@ pub fn apply_configs() {
     let wanted = config::tracking_on();
     // Read before touching the state: the server runs a command for us.
     let starting = wanted && with_state(|s| s.is_none()).unwrap_or(false);
-    let commands = if starting {
-        filter::command_table()
-    } else {
-        heavykeeper_tracker::server::command_table::CommandTable::default()
-    };
+    let commands = starting.then(filter::command_table).unwrap_or_default();
     if wanted && config::misses_on() {
         misses::subscribe(&ctx);
     }

@@ -65,13 +65,7 @@ impl Routing {
     /// command: it counts for one command only.)
     #[inline]
     pub fn take_asking(&mut self, client: Option<u64>) -> bool {
-        match self.asking {
-            None => false,
-            Some(asker) => {
-                self.asking = None;
-                asker == client
-            }
-        }
+        self.asking.take().is_some_and(|asker| asker == client)
     }
 
     /// Every tick: the map, read again if need be.

@@ -4,7 +4,6 @@
 //! [`Routing`], [`Announced`]. Everything here runs on the server's main
 //! thread; the counting itself is the worker's ([`heavykeeper_tracker::worker`]).
 
-use super::auth::AuthWatch;
 use super::config::Sampling;
 use super::cost::Cost;
 use super::keys::{for_each_key, served_here, FilteredCommand};
@@ -150,10 +149,8 @@ impl Tracking {
         if key_use.has_keys() && !self.slots.overflowed() {
             let to = self.senders.destination(cmd, client, &mut self.sketches);
             if let Some((db, batch)) = to {
-                let served = match self.routing.as_ref().and_then(Routing::map) {
-                    Some(map) => served_here(map, &key_use, cmd, &args, db, asking),
-                    None => true,
-                };
+                let served = (self.routing.as_ref().and_then(Routing::map))
+                    .is_none_or(|map| served_here(map, &key_use, cmd, &args, db, asking));
                 if served {
                     let slots = &mut self.slots;
                     for_each_key(&key_use, cmd, &args, |key, access| {
@@ -327,10 +324,6 @@ impl Tracking {
 
     pub fn worker(&self) -> &Worker {
         self.sketches.worker()
-    }
-
-    pub fn auth(&self) -> &AuthWatch {
-        self.senders.auth()
     }
 
     pub fn misses(&self) -> bool {

@@ -86,28 +86,23 @@ pub fn who_drives(
         read(tracking, asked, by)
     })
     .unwrap_or(Err(Unanswered::Off))?;
-    let Some(Read {
-        senders,
-        scale,
-        mut known,
-    }) = read
-    else {
+    let Some(mut read) = read else {
         return Ok(Vec::new());
     };
     if by != GroupBy::Host {
-        let ids: Vec<u64> = senders.parts.iter().map(|p| p.client).collect();
-        known.extend(client_info::list(ctx, &ids));
+        let ids: Vec<u64> = read.senders.parts.iter().map(|p| p.client).collect();
+        read.known.extend(client_info::list(ctx, &ids));
     }
     let label = |id: u64| {
-        let info = known.iter().rev().find(|(known, _)| *known == id);
+        let info = read.known.iter().rev().find(|(known, _)| *known == id);
         match (by, info) {
             // Known by its number: the address as the server gave it.
             (GroupBy::Host, Some((_, host))) => host.addr.clone(),
             _ => by.label(id, info.map(|(_, info)| info)),
         }
     };
-    let rows = senders.grouped(label).into_iter().take(count);
-    Ok(rows.map(|row| scale.row(row)).collect())
+    let rows = read.senders.grouped(label).into_iter().take(count);
+    Ok(rows.map(|row| read.scale.row(row)).collect())
 }
 
 /// The senders of `asked` from the tracker (`None`: not a member).
@@ -176,12 +171,6 @@ fn host_info(host: &[u8]) -> ClientInfo {
 
 impl Scale {
     fn row(&self, row: SenderRow) -> WhoRow {
-        let SenderRow {
-            label,
-            share,
-            low,
-            high,
-        } = row;
         match self {
             Scale::Row(tally, attributed) => {
                 // The row's accesses from before its senders were counted
@@ -190,19 +179,19 @@ impl Scale {
                 let unattributed = (tally.count - attributed).max(0.0) * per_count;
                 let bounds = tally.bounds();
                 WhoRow {
-                    label,
-                    per_second: share * tally.per_second,
-                    count: share * tally.count,
-                    low: low * (bounds.low - unattributed).max(0.0),
-                    high: high * (bounds.high - unattributed).max(0.0) + unattributed,
+                    label: row.label,
+                    per_second: row.share * tally.per_second,
+                    count: row.share * tally.count,
+                    low: row.low * (bounds.low - unattributed).max(0.0),
+                    high: row.high * (bounds.high - unattributed).max(0.0) + unattributed,
                 }
             }
             Scale::Node { whole, per_count } => WhoRow {
-                label,
-                per_second: share * whole * per_count,
-                count: share * whole,
-                low: low * whole * per_count,
-                high: high * whole * per_count,
+                label: row.label,
+                per_second: row.share * whole * per_count,
+                count: row.share * whole,
+                low: row.low * whole * per_count,
+                high: row.high * whole * per_count,
             },
         }
     }

@@ -40,9 +40,7 @@ pub fn with_schedule<R>(f: impl FnOnce(&mut Schedule) -> R) -> R {
 
 pub use crate::host::publish::{announces, publish_message};
 
-pub fn selected_db(ctx: &Context) -> Db {
-    crate::host::keyspace::selected_db(ctx)
-}
+pub use crate::host::keyspace::selected_db;
 
 /// A watched sketch is at `key` of database `db` (watched, loaded, copied,
 /// renamed or moved there): the timer looks at it as soon as it runs, and
@@ -89,10 +87,7 @@ pub fn publish(ctx: &Context, key: &RedisString, sketch: &mut HeavyKeeper, event
     let budget = config::max_events_per_second();
     let shard = ctx.get_flags().contains(ContextFlags::CLUSTER);
     for event in events {
-        let allowed = match sketch.watch_state() {
-            Some(state) => state.take_budget(event.time_ms, budget),
-            None => true,
-        };
+        let allowed = (sketch.watch_state()).is_none_or(|s| s.take_budget(event.time_ms, budget));
         if !allowed {
             DROPPED.fetch_add(1, Ordering::Relaxed);
             continue;
@@ -104,20 +99,16 @@ pub fn publish(ctx: &Context, key: &RedisString, sketch: &mut HeavyKeeper, event
 
 /// `INFO heavykeeper` (section `heavykeeper_watch`).
 pub fn add_info_section(ctx: &redis_module::InfoContext) {
-    let number = crate::host::info::number;
+    use crate::host::info::{add_section, number};
     let (watched, queued) = with_schedule(|s| (s.len(), s.queued()));
-    let _ = ctx
-        .builder()
-        .add_section("watch")
-        .field("watched_keys", number(watched as u64))
-        .and_then(|s| s.field("watched_keys_timed", number(queued as u64)))
-        .and_then(|s| {
-            s.field(
-                "events_published",
-                number(PUBLISHED.load(Ordering::Relaxed)),
-            )
-        })
-        .and_then(|s| s.field("events_dropped", number(DROPPED.load(Ordering::Relaxed))))
-        .and_then(|s| s.build_section())
-        .and_then(|b| b.build_info());
+    let fields = [
+        ("watched_keys", number(watched as u64)),
+        ("watched_keys_timed", number(queued as u64)),
+        (
+            "events_published",
+            number(PUBLISHED.load(Ordering::Relaxed)),
+        ),
+        ("events_dropped", number(DROPPED.load(Ordering::Relaxed))),
+    ];
+    add_section(ctx, "watch", "", fields);
 }

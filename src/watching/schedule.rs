@@ -93,11 +93,7 @@ impl Schedule {
     /// known, waiting for an arrival, until rescheduled or removed.
     pub fn take_due(&mut self, now_ms: i64, limit: usize) -> Vec<(Db, Vec<u8>)> {
         let mut due = Vec::new();
-        while due.len() < limit {
-            match self.queue.first() {
-                Some((at, _, _)) if *at <= now_ms => {}
-                _ => break,
-            }
+        while due.len() < limit && self.queue.first().is_some_and(|(at, _, _)| *at <= now_ms) {
             let Some((_, db, key)) = self.queue.pop_first() else {
                 break;
             };
@@ -111,27 +107,18 @@ impl Schedule {
 
     /// `SWAPDB a b`: the keys of each database now live in the other.
     pub fn swap_dbs(&mut self, a: Db, b: Db) {
-        if a == b {
-            return;
-        }
-        let in_a = self.keys.remove(&a);
-        let in_b = self.keys.remove(&b);
-        if let Some(keys) = in_a {
-            self.keys.insert(b, keys);
-        }
-        if let Some(keys) = in_b {
-            self.keys.insert(a, keys);
-        }
+        let swap = |db: Db| match db {
+            d if d == a => b,
+            d if d == b => a,
+            d => d,
+        };
+        self.keys = std::mem::take(&mut self.keys)
+            .into_iter()
+            .map(|(db, keys)| (swap(db), keys))
+            .collect();
         self.queue = std::mem::take(&mut self.queue)
             .into_iter()
-            .map(|(due, db, key)| {
-                let db = match db {
-                    d if d == a => b,
-                    d if d == b => a,
-                    d => d,
-                };
-                (due, db, key)
-            })
+            .map(|(due, db, key)| (due, swap(db), key))
             .collect();
     }
 

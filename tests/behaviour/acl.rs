@@ -4,22 +4,13 @@
 
 use test_harness as common;
 
-use common::{error, query, value, Server};
+use common::{cli, error, query, value, words, Server};
 use redis::{Connection, Value};
 
 /// A user with these ACL rules (password `pw`), connected.
 fn user(server: &Server, name: &str, rules: &[&str]) -> Connection {
-    let mut admin = server.client();
-    let mut cmd = redis::cmd("ACL");
-    cmd.arg("SETUSER")
-        .arg(name)
-        .arg("on")
-        .arg(">pw")
-        .arg("resetkeys");
-    for rule in rules {
-        cmd.arg(*rule);
-    }
-    let _: () = cmd.query(&mut admin).expect("ACL SETUSER");
+    let setuser = format!("ACL SETUSER {name} on >pw resetkeys {}", rules.join(" "));
+    assert_eq!(cli(&mut server.client(), &setuser), Value::Okay);
     let url = format!("redis://{name}:pw@127.0.0.1:{}/", server.port);
     redis::Client::open(url)
         .and_then(|c| c.get_connection())
@@ -80,10 +71,7 @@ fn a_user_limited_to_a_key_pattern_reaches_only_those_sketches() {
     let mut admin = server.client();
     value(&mut admin, &["HK.RESERVE", "app:hot", "5"]);
     value(&mut admin, &["HK.RESERVE", "other:hot", "5"]);
-    value(
-        &mut admin,
-        &["ACL", "SETUSER", "app", "on", ">secret", "~app:*", "+@all"],
-    );
+    cli(&mut admin, "ACL SETUSER app on >secret ~app:* +@all");
     let mut con = server.client();
     value(&mut con, &["AUTH", "app", "secret"]);
     assert_eq!(
@@ -107,15 +95,10 @@ fn a_merge_only_reads_its_sources() {
     assert!(e.starts_with("NOPERM"), "{e}");
 
     let mut con = server.client();
-    let keys: Vec<String> = query(
-        &mut con,
-        &["COMMAND", "GETKEYS", "HK.MERGE", "dest", "s1", "s2"],
-    );
+    let keys: Vec<String> = query(&mut con, &words("COMMAND GETKEYS HK.MERGE dest s1 s2"));
     assert_eq!(keys, ["dest", "s1", "s2"]);
-    let flags: Vec<(String, Vec<String>)> = query(
-        &mut con,
-        &["COMMAND", "GETKEYSANDFLAGS", "HK.MERGE", "dest", "s1"],
-    );
+    let flags: Vec<(String, Vec<String>)> =
+        query(&mut con, &words("COMMAND GETKEYSANDFLAGS HK.MERGE dest s1"));
     assert!(flags[0].1.contains(&"OW".to_string()), "{flags:?}");
     assert_eq!(flags[1].1, ["RO", "access"], "{flags:?}");
 }
@@ -178,8 +161,7 @@ type CommandRow = (&'static str, i64, &'static [&'static str], i64, i64, i64);
 
 #[test]
 fn command_info_shows_arity_flags_and_key_specs() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     let expected: &[CommandRow] = &[
         ("hk.reserve", -3, &["write", "denyoom"], 1, 1, 1),
         ("hk.add", -3, &["write", "denyoom", "fast"], 1, 1, 1),

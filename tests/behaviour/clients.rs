@@ -9,7 +9,9 @@
 
 use test_harness as common;
 
-use common::{error, filter_names_clients, wait_until, HostClient, Server, Subscriber};
+use common::{
+    error, filter_names_clients, value, wait_until, words, HostClient, Server, Subscriber,
+};
 use redis::{Connection, Value};
 use std::time::Duration;
 
@@ -71,15 +73,9 @@ fn rows(value: Value, width: usize) -> Vec<(String, f64, i64, Vec<f64>)> {
         .collect()
 }
 
-fn ask(con: &mut Connection, parts: &[&str], width: usize) -> Vec<(String, f64, i64, Vec<f64>)> {
-    let mut cmd = redis::cmd(parts[0]);
-    for part in &parts[1..] {
-        cmd.arg(*part);
-    }
-    rows(
-        cmd.query(con).unwrap_or_else(|e| panic!("{parts:?}: {e}")),
-        width,
-    )
+/// The rows of a command written as one line (see `common::words`).
+fn ask(con: &mut Connection, line: &str, width: usize) -> Vec<(String, f64, i64, Vec<f64>)> {
+    rows(value(con, &words(line)), width)
 }
 
 /// The key is one of the tracker's members once it is listed: from then
@@ -106,15 +102,11 @@ fn the_clients_behind_a_hot_key_are_named_with_their_exact_shares() {
         service(&server, host, name, "product:42", gets);
     }
     let by = |con: &mut Connection, how: &str| {
-        let asked = [
-            "HK.HOTKEYS",
-            "CLIENTS",
-            "product:42",
-            "BY",
-            how,
-            "WITHBOUNDS",
-        ];
-        ask(con, &asked, 5)
+        ask(
+            con,
+            &format!("HK.HOTKEYS CLIENTS product:42 BY {how} WITHBOUNDS"),
+            5,
+        )
     };
     // Every command counted: each service's share of the row is what it
     // sent of the row's accesses since the row was listed (within the
@@ -148,18 +140,13 @@ fn the_clients_behind_a_hot_key_are_named_with_their_exact_shares() {
     let connections = by(&mut con, "CONNECTION");
     assert!(connections[0].0.starts_with("id=") && connections[0].0.contains(" 127.0.0.2:"));
     assert_eq!(
-        ask(
-            &mut con,
-            &["HK.HOTKEYS", "CLIENTS", "product:42", "COUNT", "1"],
-            3
-        )
-        .len(),
+        ask(&mut con, "HK.HOTKEYS CLIENTS product:42 COUNT 1", 3).len(),
         1
     );
     // A key that is no member has nobody to name.
-    assert!(ask(&mut con, &["HK.HOTKEYS", "CLIENTS", "nothing"], 3).is_empty());
+    assert!(ask(&mut con, "HK.HOTKEYS CLIENTS nothing", 3).is_empty());
     // The node's biggest sender, whatever its keys.
-    let node = ask(&mut con, &["HK.HOTCLIENTS", "BY", "NAME"], 3);
+    let node = ask(&mut con, "HK.HOTCLIENTS BY NAME", 3);
     assert_eq!(node[0].0, "checkout", "{node:?}");
     // RESP3: a row an array.
     let mut resp3 = server.client_resp3();
@@ -188,10 +175,7 @@ fn the_hot_event_names_the_host_that_sends_the_key_most() {
     if !filter_names_clients(&mut con) {
         return;
     }
-    let _: () = redis::cmd("CONFIG")
-        .arg(&["SET", "heavykeeper.track-notify-above", "50"])
-        .query(&mut con)
-        .unwrap();
+    common::config_set(&mut con, "heavykeeper.track-notify-above", "50");
     let mut events = Subscriber::new(&server, "heavykeeper:hotkeys", false);
     make_member(&server, &mut con, "flash:sale");
     let mut hot = None;
@@ -213,10 +197,7 @@ fn naming_clients_is_for_those_who_may_see_them() {
     if !filter_names_clients(&mut con) {
         return;
     }
-    let _: () = redis::cmd("ACL")
-        .arg(&["SETUSER", "app", "on", ">pw", "~*", "+@read", "-@dangerous"])
-        .query(&mut con)
-        .unwrap();
+    common::cli(&mut con, "ACL SETUSER app on >pw ~* +@read -@dangerous");
     let url = format!("redis://app:pw@127.0.0.1:{}/", server.port);
     let mut app = redis::Client::open(url).unwrap().get_connection().unwrap();
     for asked in [&["HK.HOTCLIENTS"][..], &["HK.HOTKEYS", "CLIENTS", "k"]] {
@@ -238,21 +219,14 @@ fn a_hot_hash_slot_names_who_drives_it() {
     drop(server);
     let cluster = common::Cluster::start(&["track", "yes", "track-sample", "1"]);
     let owner = cluster.owner_of("product:42");
-    let slot = redis::cmd("CLUSTER")
-        .arg(&["KEYSLOT", "product:42"])
-        .query::<i64>(&mut owner.client())
-        .unwrap()
-        .to_string();
+    let slot: i64 = common::query(&mut owner.client(), &["CLUSTER", "KEYSLOT", "product:42"]);
     let mut rows = Vec::new();
     // The node watches its hottest slots, chosen each second: read until
     // the slot is one and its senders are counted.
     wait_until("the slot's senders", Duration::from_secs(20), || {
         service(owner, 6, "slot-reader", "product:42", 200);
-        rows = ask(
-            &mut owner.client(),
-            &["HK.HOTCLIENTS", "SLOT", &slot, "BY", "NAME"],
-            3,
-        );
+        let asked = format!("HK.HOTCLIENTS SLOT {slot} BY NAME");
+        rows = ask(&mut owner.client(), &asked, 3);
         !rows.is_empty()
     });
     assert_eq!(rows[0].0, "slot-reader", "{rows:?}");
@@ -290,8 +264,8 @@ fn a_client_that_never_logged_in_is_named_nowhere() {
         assert!(refused[0].starts_with("-NOAUTH"), "{refused:?}");
     }
     logged_in(100);
-    let hosts = ask(&mut con, &["HK.HOTKEYS", "CLIENTS", "product:42"], 3);
-    let node = ask(&mut con, &["HK.HOTCLIENTS", "BY", "HOST"], 3);
+    let hosts = ask(&mut con, "HK.HOTKEYS CLIENTS product:42", 3);
+    let node = ask(&mut con, "HK.HOTCLIENTS BY HOST", 3);
     for rows in [&hosts, &node] {
         assert!(rows.iter().all(|r| r.0 != "127.0.0.9"), "{rows:?}");
         assert_eq!(rows[0].0, "127.0.0.2", "{rows:?}");

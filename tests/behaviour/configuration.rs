@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{error, info_field, info_number, query, value, wait_until, Server};
+use common::{config_set, error, info_field, info_number, query, value, wait_until, words, Server};
 use redis::Value;
 use std::time::Duration;
 
@@ -57,10 +57,8 @@ fn every_bad_load_argument_refuses_the_load_naming_it() {
 
 #[test]
 fn load_arguments_and_config_set_accept_and_refuse_the_same_values() {
-    let server = Server::start_configured(
-        &["max-sketch-bytes", "2mb", "heavykeeper.track-k", "7"],
-        &[],
-    );
+    let server =
+        Server::start_configured(&words("max-sketch-bytes 2mb heavykeeper.track-k 7"), &[]);
     let mut con = server.client();
     let get = |con: &mut redis::Connection, name: &str| -> String {
         let pair: Vec<String> = query(con, &["CONFIG", "GET", name]);
@@ -71,10 +69,7 @@ fn load_arguments_and_config_set_accept_and_refuse_the_same_values() {
         (2 << 20).to_string()
     );
     assert_eq!(get(&mut con, "heavykeeper.track-k"), "7");
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "1gb"],
-    );
+    config_set(&mut con, "heavykeeper.max-sketch-bytes", "1gb");
     assert_eq!(
         get(&mut con, "heavykeeper.max-sketch-bytes"),
         (1u64 << 30).to_string()
@@ -82,32 +77,26 @@ fn load_arguments_and_config_set_accept_and_refuse_the_same_values() {
     for bad in ["10", "2tb", "lots"] {
         let e = error(
             &mut con,
-            &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", bad],
+            &words(&format!("CONFIG SET heavykeeper.max-sketch-bytes {bad}")),
         );
         assert!(e.starts_with("ERR"), "{bad}: {e}");
         let log = Server::refused_load(&["max-sketch-bytes", bad], &[]);
         refusal(&log);
     }
     // topk-compat is decided at load time.
-    let e = error(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.topk-compat", "yes"],
-    );
+    let e = error(&mut con, &words("CONFIG SET heavykeeper.topk-compat yes"));
     assert!(e.contains("immutable"), "{e}");
 }
 
 #[test]
 fn the_size_cap_refuses_a_large_reserve_until_config_set_raises_it() {
-    let server = Server::start_with(&["--heavykeeper.max-sketch-bytes", "100000"]);
-    let mut con = server.client();
+    let (_server, mut con) =
+        Server::start_with(&["--heavykeeper.max-sketch-bytes", "100000"]).with_client();
     let cap: Vec<String> = query(&mut con, &["CONFIG", "GET", "heavykeeper.max-sketch-bytes"]);
     assert_eq!(cap[1], "100000");
     let e = error(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "100000"]);
     assert!(e.starts_with("ERR sketch would take"), "{e}");
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "100000000"],
-    );
+    config_set(&mut con, "heavykeeper.max-sketch-bytes", "100000000");
     assert_eq!(
         value(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "100000"]),
         Value::Okay
@@ -116,14 +105,13 @@ fn the_size_cap_refuses_a_large_reserve_until_config_set_raises_it() {
 
 #[test]
 fn a_reserve_that_would_not_fit_under_maxmemory_is_refused() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "first", "10", "WIDTH", "262144"]);
     // Room for half of another one.
     let size: i64 = query(&mut con, &["MEMORY", "USAGE", "first"]);
     let used: i64 = info_number(&mut con, "memory", "used_memory");
     let limit = (used + size / 2).to_string();
-    value(&mut con, &["CONFIG", "SET", "maxmemory", &limit]);
+    config_set(&mut con, "maxmemory", &limit);
     let e = error(&mut con, &["HK.RESERVE", "second", "10", "WIDTH", "262144"]);
     assert!(e.starts_with("OOM "), "{e}");
     assert!(e.contains("maxmemory"), "{e}");
@@ -135,18 +123,14 @@ fn a_reserve_that_would_not_fit_under_maxmemory_is_refused() {
 
 #[test]
 fn a_large_sketch_is_freed_off_the_main_thread() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     let lazyfreed = |con: &mut redis::Connection| -> i64 {
         // In `memory` on Redis 7.0, `stats` elsewhere.
         info_number(con, "all", "lazyfreed_objects")
     };
     let before = lazyfreed(&mut con);
     value(&mut con, &["HK.RESERVE", "big", "1000", "WIDTH", "262144"]);
-    value(
-        &mut con,
-        &["HK.RESERVE", "tiny", "1", "WIDTH", "8", "DEPTH", "1"],
-    );
+    value(&mut con, &words("HK.RESERVE tiny 1 WIDTH 8 DEPTH 1"));
     value(&mut con, &["UNLINK", "big", "tiny"]);
     wait_until("the lazy free", Duration::from_secs(10), || {
         lazyfreed(&mut con) > before
@@ -161,8 +145,7 @@ fn a_large_sketch_is_freed_off_the_main_thread() {
 
 #[test]
 fn a_sketch_larger_than_the_machine_is_refused_before_anything_is_allocated() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     let total: u64 = info_field(&mut con, "memory", "total_system_memory")
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
@@ -173,26 +156,12 @@ fn a_sketch_larger_than_the_machine_is_refused_before_anything_is_allocated() {
         return;
     }
     // An operator lifted the per-sketch cap and set no maxmemory.
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "512gb"],
-    );
+    config_set(&mut con, "heavykeeper.max-sketch-bytes", "512gb");
     let e = error(
         &mut con,
-        &[
-            "HK.RESERVE",
-            "huge",
-            "10",
-            "WIDTH",
-            "1073741824",
-            "DEPTH",
-            "16",
-        ],
+        &words("HK.RESERVE huge 10 WIDTH 1073741824 DEPTH 16"),
     );
     assert!(e.starts_with("OOM "), "{e}");
     assert!(e.contains("the machine's memory"), "{e}");
-    assert_eq!(
-        value(&mut con, &["PING"]),
-        Value::SimpleString("PONG".into())
-    );
+    common::assert_pong(&mut con);
 }

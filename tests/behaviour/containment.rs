@@ -7,21 +7,11 @@
 
 use test_harness as common;
 
-use common::{error, module_figure, now_ms, query, value, Server, Subscriber};
+use common::{
+    cli, config_set, error, module_figure, now_ms, query, value, words, Server, Subscriber,
+};
 use redis::{Connection, Value};
 use std::time::Duration;
-
-fn hooks() -> bool {
-    let compiled = common::fault_hooks_compiled_in();
-    if !compiled {
-        eprintln!("skipped: the release module has no fault hooks");
-    }
-    compiled
-}
-
-fn alive(con: &mut Connection) {
-    assert_eq!(value(con, &["PING"]), Value::SimpleString("PONG".into()));
-}
 
 /// A fading sketch watched on `channel`, with `x` hot now: the timer
 /// visits it when `x` cools (~0.5 s).
@@ -34,11 +24,11 @@ fn hot_watched(con: &mut Connection, key: &str, channel: &str) {
 
 #[test]
 fn a_panicking_timer_visit_is_contained_and_the_timer_goes_on() {
-    if !hooks() {
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let server = Server::start_configured(&["watch-interval-ms", "10"], &[]);
-    let mut con = server.client();
+    let (server, mut con) =
+        Server::start_configured(&["watch-interval-ms", "10"], &[]).with_client();
     let mut sub = Subscriber::new(&server, "ok", false);
     hot_watched(&mut con, "bad", "heavykeeper:fault:panic-on-tick");
     hot_watched(&mut con, "good", "ok");
@@ -47,7 +37,7 @@ fn a_panicking_timer_visit_is_contained_and_the_timer_goes_on() {
         events.iter().any(|e| e["event"] == "cool"),
         "the other sketch's cool never came: {events:?}"
     );
-    alive(&mut con);
+    common::assert_pong(&mut con);
     assert!(module_figure(&mut con, "panics_contained") >= 1);
     // The panicking sketch is dropped from the schedule, not retried each tick.
     let contained = module_figure(&mut con, "panics_contained");
@@ -60,62 +50,47 @@ fn a_panicking_timer_visit_is_contained_and_the_timer_goes_on() {
 
 #[test]
 fn a_panicking_info_section_is_contained() {
-    if !hooks() {
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let server = Server::start();
-    let mut con = server.client();
-    value(
+    let (_server, mut con) = Server::start().with_client();
+    config_set(
         &mut con,
-        &[
-            "CONFIG",
-            "SET",
-            "heavykeeper.track-channel",
-            "heavykeeper:fault:panic-on-info",
-        ],
+        "heavykeeper.track-channel",
+        "heavykeeper:fault:panic-on-info",
     );
     let info: String = query(&mut con, &["INFO", "heavykeeper"]);
     // The section that panicked is missing; the others are there.
     assert!(!info.contains("heavykeeper_sketches:"), "{info}");
     assert!(info.contains("heavykeeper_watched_keys:"), "{info}");
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.track-channel", "fine"],
-    );
+    config_set(&mut con, "heavykeeper.track-channel", "fine");
     assert!(module_figure(&mut con, "panics_contained") >= 1);
-    alive(&mut con);
+    common::assert_pong(&mut con);
 }
 
 #[test]
 fn a_panicking_config_change_is_refused_and_changes_nothing() {
-    if !hooks() {
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     let refused = error(
         &mut con,
-        &[
-            "CONFIG",
-            "SET",
-            "heavykeeper.track-channel",
-            "heavykeeper:fault:panic-on-config",
-        ],
+        &words("CONFIG SET heavykeeper.track-channel heavykeeper:fault:panic-on-config"),
     );
     assert!(refused.starts_with("ERR"), "{refused}");
     let current: Vec<String> = query(&mut con, &["CONFIG", "GET", "heavykeeper.track-channel"]);
     assert_eq!(current[1], "heavykeeper:hotkeys");
     assert_eq!(module_figure(&mut con, "panics_contained"), 1);
-    alive(&mut con);
+    common::assert_pong(&mut con);
 }
 
 #[test]
 fn panicking_keyspace_and_server_event_handlers_are_contained() {
-    if !hooks() {
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     let fault_key = "heavykeeper:fault:panic-on-event";
     // The keyspace event of a rename onto the fault name.
     value(&mut con, &["SET", "plain", "v"]);
@@ -131,16 +106,15 @@ fn panicking_keyspace_and_server_event_handlers_are_contained() {
     value(&mut con, &["SWAPDB", "0", "1"]);
     value(&mut con, &["FLUSHALL"]);
     assert!(module_figure(&mut con, "panics_contained") >= 3);
-    alive(&mut con);
+    common::assert_pong(&mut con);
 }
 
 #[test]
 fn panicking_data_type_callbacks_are_contained() {
-    if !hooks() {
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     let member = "heavykeeper:fault:panic-in-callbacks";
     value(&mut con, &["HK.RESERVE", "k", "10"]);
     value(&mut con, &["HK.ADD", "k", member]);
@@ -160,16 +134,16 @@ fn panicking_data_type_callbacks_are_contained() {
     value(&mut con, &["DEL", "k"]);
     assert_eq!(value(&mut con, &["EXISTS", "k"]), Value::Int(0));
     assert!(module_figure(&mut con, "panics_contained") >= 4);
-    alive(&mut con);
+    common::assert_pong(&mut con);
 }
 
 #[test]
 fn a_panic_in_the_command_filter_is_contained_logged_and_counted() {
-    if !hooks() {
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let server = Server::start_configured(&["track", "yes", "track-sample", "1"], &[]);
-    let mut con = server.client();
+    let (server, mut con) =
+        Server::start_configured(&["track", "yes", "track-sample", "1"], &[]).with_client();
     let before = module_figure(&mut con, "panics_contained");
     for _ in 0..3 {
         // The command itself runs: only its count is lost.
@@ -194,21 +168,17 @@ fn a_panic_in_the_command_filter_is_contained_logged_and_counted() {
             .any(|v| v == &Value::BulkString(b"after".to_vec())),
         "{listed:?}"
     );
-    alive(&mut con);
+    common::assert_pong(&mut con);
 }
 
 #[test]
 fn a_copy_that_cannot_be_allocated_fails_and_the_server_lives() {
-    if !hooks() {
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "big", "10"]);
-    value(
-        &mut con,
-        &["HK.ADD", "big", "heavykeeper:fault:copy-out-of-memory"],
-    );
+    cli(&mut con, "HK.ADD big heavykeeper:fault:copy-out-of-memory");
     // The copy's memory is refused (as by an allocator out of memory):
     // COPY fails, nothing is created, the server does not abort.
     let copied = common::run::<Value>(&mut con, &[b"COPY", b"big", b"copy"]);
@@ -218,5 +188,5 @@ fn a_copy_that_cannot_be_allocated_fails_and_the_server_lives() {
     value(&mut con, &["HK.RESERVE", "small", "10"]);
     value(&mut con, &["HK.ADD", "small", "x"]);
     assert_eq!(value(&mut con, &["COPY", "small", "small2"]), Value::Int(1));
-    alive(&mut con);
+    common::assert_pong(&mut con);
 }

@@ -3,29 +3,21 @@
 
 use test_harness as common;
 
-use common::{list_with_count, query, run, value, Server};
+use common::{list_with_count, listed, query, run, value, words, Server};
 use redis::Value;
 
 #[test]
 fn an_app_team_finds_its_hottest_keys() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     assert_eq!(value(&mut con, &["HK.RESERVE", "hot", "3"]), Value::Okay);
     for _ in 0..50 {
         value(&mut con, &["HK.ADD", "hot", "user:1", "user:2", "user:1"]);
     }
-    value(
-        &mut con,
-        &["HK.ADD", "hot", "cart:9", "cart:9", "cart:9", "tiny"],
-    );
+    value(&mut con, &words("HK.ADD hot cart:9 cart:9 cart:9 tiny"));
 
     assert_eq!(
         list_with_count(&mut con, "hot"),
-        vec![
-            (b"user:1".to_vec(), 100),
-            (b"user:2".to_vec(), 50),
-            (b"cart:9".to_vec(), 3)
-        ]
+        listed(&[("user:1", 100), ("user:2", 50), ("cart:9", 3)])
     );
     let listed: Vec<String> = query(&mut con, &["HK.LIST", "hot"]);
     assert_eq!(listed, vec!["user:1", "user:2", "cart:9"]);
@@ -37,8 +29,7 @@ fn an_app_team_finds_its_hottest_keys() {
 
 #[test]
 fn add_reports_what_each_arrival_expelled() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "2", "SEED", "1"]);
     value(&mut con, &["HK.ADD", "k", "a", "a", "b"]);
     // "c" reaches nmin + 1 = 2 only on its second arrival and pushes out "b".
@@ -51,8 +42,7 @@ fn add_reports_what_each_arrival_expelled() {
 
 #[test]
 fn incrby_counts_weighted_arrivals_in_one_step() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "sql", "10"]);
     let reply = value(
         &mut con,
@@ -68,17 +58,13 @@ fn incrby_counts_weighted_arrivals_in_one_step() {
     assert_eq!(reply, Value::Array(vec![Value::Nil, Value::Nil]));
     assert_eq!(
         list_with_count(&mut con, "sql"),
-        vec![
-            (b"SELECT 1".to_vec(), 5_000_000_000),
-            (b"SELECT 2".to_vec(), 7)
-        ]
+        listed(&[("SELECT 1", 5_000_000_000), ("SELECT 2", 7)])
     );
 }
 
 #[test]
 fn items_are_binary_safe_through_every_command() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "bin", "5"]);
     let big = vec![0xAB_u8; 1 << 20];
     let odd: Vec<Vec<u8>> = vec![
@@ -108,16 +94,12 @@ fn items_are_binary_safe_through_every_command() {
 
 #[test]
 fn counts_stop_at_two_to_the_53_through_every_command() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     for key in ["k", "k2"] {
         value(&mut con, &["HK.RESERVE", key, "3", "SEED", "1"]);
     }
     value(&mut con, &["HK.INCRBY", "k", "x", "9007199254740992"]);
-    value(
-        &mut con,
-        &["HK.INCRBY", "k", "x", "3", "x", "9007199254740992"],
-    );
+    value(&mut con, &words("HK.INCRBY k x 3 x 9007199254740992"));
     value(&mut con, &["HK.INCRBY", "k2", "x", "10"]);
     value(&mut con, &["HK.MERGE", "k", "k", "k2"]);
     let counts: Vec<i64> = query(&mut con, &["HK.COUNT", "k", "x"]);

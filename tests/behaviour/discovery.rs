@@ -3,42 +3,24 @@
 
 use test_harness as common;
 
-use common::{info_field, info_number, query, value, wait_for_lazy_frees, Server};
+use common::{cli, info_field, info_number, query, value, wait_for_lazy_frees, words, Server};
 use redis::Value;
 use std::collections::HashMap;
 
-/// `COMMAND DOCS name` as a field map (RESP2 flat pairs).
-fn docs(con: &mut redis::Connection, name: &str) -> HashMap<String, Value> {
-    let reply: Vec<Value> = query(con, &["COMMAND", "DOCS", name]);
-    let Some(Value::Array(fields)) = reply.get(1) else {
-        panic!("no docs for {name}: {reply:?}");
-    };
-    fields
-        .chunks(2)
-        .map(|pair| (redis::from_redis_value(&pair[0]).unwrap(), pair[1].clone()))
-        .collect()
-}
-
-fn text(v: &Value) -> String {
-    redis::from_redis_value(v).unwrap()
-}
+use crate::{as_text, command_docs};
 
 #[test]
 fn every_command_is_documented() {
-    let server = Server::start();
-    let mut con = server.client();
-    let names: Vec<String> = query(
-        &mut con,
-        &["COMMAND", "LIST", "FILTERBY", "MODULE", "heavykeeper"],
-    );
+    let (_server, mut con) = Server::start().with_client();
+    let names: Vec<String> = query(&mut con, &words("COMMAND LIST FILTERBY MODULE heavykeeper"));
     assert_eq!(names.len(), 17, "{names:?}");
     for name in &names {
-        let d = docs(&mut con, name);
+        let d = command_docs(&mut con, name);
         for field in ["summary", "since", "complexity", "group"] {
-            let v = d.get(field).map(text).unwrap_or_default();
+            let v = d.get(field).map(as_text).unwrap_or_default();
             assert!(!v.is_empty(), "{name}: no {field}");
         }
-        assert_eq!(text(&d["group"]), "module", "{name}");
+        assert_eq!(as_text(&d["group"]), "module", "{name}");
         if name != "hk.hotkeys" {
             let Some(Value::Array(args)) = d.get("arguments") else {
                 panic!("{name}: no arguments");
@@ -47,7 +29,7 @@ fn every_command_is_documented() {
         }
     }
     // The arguments a client shows as hints.
-    let list = docs(&mut con, "hk.list");
+    let list = command_docs(&mut con, "hk.list");
     let rendered = format!("{:?}", list["arguments"]);
     for token in ["WITHCOUNT", "WITHRATE", "AT", "COUNT"] {
         assert!(rendered.contains(token), "{token} in {rendered}");
@@ -56,8 +38,7 @@ fn every_command_is_documented() {
 
 #[test]
 fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     let field = |con: &mut redis::Connection, f: &str| -> i64 {
         info_number(con, "heavykeeper", &format!("heavykeeper_{f}"))
     };
@@ -65,10 +46,7 @@ fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
     value(&mut con, &["HK.RESERVE", "a", "100"]);
     value(&mut con, &["HK.RESERVE", "b", "10"]);
     value(&mut con, &["HK.ADD", "a", "x", "y", "x"]);
-    value(
-        &mut con,
-        &["HK.INCRBY", "b", "long-item-name-of-some-length", "40"],
-    );
+    cli(&mut con, "HK.INCRBY b long-item-name-of-some-length 40");
     assert_eq!(field(&mut con, "sketches"), 2);
     assert_eq!(field(&mut con, "arrivals_counted"), 43);
     let usage =
@@ -90,22 +68,9 @@ fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
     assert!(memory <= both && memory > both - 200, "{memory} vs {both}");
 
     let refused_before = field(&mut con, "commands_refused_by_limits");
-    let _ = redis::cmd("HK.RESERVE")
-        .arg("huge")
-        .arg(10_000_000)
-        .arg("WIDTH")
-        .arg(1 << 28)
-        .query::<Value>(&mut con);
-    let tomorrow = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-        + 86_400_000;
-    let _ = redis::cmd("HK.ADDAT")
-        .arg("b")
-        .arg(tomorrow)
-        .arg("x")
-        .query::<Value>(&mut con);
+    common::error(&mut con, &words("HK.RESERVE huge 10000000 WIDTH 268435456"));
+    let tomorrow = (common::now_ms() + 86_400_000).to_string();
+    common::error(&mut con, &["HK.ADDAT", "b", &tomorrow, "x"]);
     assert_eq!(
         field(&mut con, "commands_refused_by_limits"),
         refused_before + 2
@@ -121,17 +86,7 @@ fn hk_info_answers_numbers_on_resp3_and_strings_on_resp2() {
     let mut con = server.client_resp3();
     value(
         &mut con,
-        &[
-            "HK.RESERVE",
-            "f",
-            "10",
-            "DECAY",
-            "0.925",
-            "HALFLIFE",
-            "30",
-            "SEED",
-            "18446744073709551615",
-        ],
+        &words("HK.RESERVE f 10 DECAY 0.925 HALFLIFE 30 SEED 18446744073709551615"),
     );
     value(&mut con, &["HK.ADD", "f", "a"]);
     let Value::Map(pairs) = value(&mut con, &["HK.INFO", "f"]) else {
@@ -159,8 +114,8 @@ fn hk_info_answers_numbers_on_resp3_and_strings_on_resp2() {
 
     let mut resp2 = server.client();
     let flat = common::hk_info(&mut resp2, "f");
-    assert_eq!(text(&flat["decay"]), "0.925");
-    assert_eq!(text(&flat["halflife"]), "30");
-    assert_eq!(text(&flat["seed"]), "18446744073709551615");
+    assert_eq!(as_text(&flat["decay"]), "0.925");
+    assert_eq!(as_text(&flat["halflife"]), "30");
+    assert_eq!(as_text(&flat["seed"]), "18446744073709551615");
     assert_eq!(flat["k"], Value::Int(10));
 }

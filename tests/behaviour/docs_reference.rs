@@ -15,7 +15,7 @@
 
 use test_harness as common;
 
-use common::{query, Server};
+use common::{query, words, Server};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -149,12 +149,8 @@ fn check_reference(
 
 #[test]
 fn every_registered_command_and_config_has_its_heading_in_the_reference() {
-    let server = Server::start_configured(&["topk-compat", "yes"], &[]);
-    let mut con = server.client();
-    let commands: Vec<String> = query(
-        &mut con,
-        &["COMMAND", "LIST", "FILTERBY", "MODULE", "heavykeeper"],
-    );
+    let (_server, mut con) = Server::start_configured(&["topk-compat", "yes"], &[]).with_client();
+    let commands: Vec<String> = query(&mut con, &words("COMMAND LIST FILTERBY MODULE heavykeeper"));
     let configs: Vec<String> = query(&mut con, &["CONFIG", "GET", "heavykeeper.*"]);
     // Name/value pairs: the names.
     let configs: BTreeSet<String> = configs.into_iter().step_by(2).collect();
@@ -309,14 +305,14 @@ fn every_link_between_the_pages_resolves() {
 /// The `.rs` files of `dir` and its subdirectories, by directory (paths
 /// relative to the repository, ending in `/`).
 fn source_files(dir: &str, out: &mut BTreeMap<String, BTreeSet<String>>) {
-    let path = root().join(dir);
-    for entry in std::fs::read_dir(&path).unwrap_or_else(|e| panic!("{dir}: {e}")) {
-        let entry = entry.expect("a directory entry");
-        let name = entry.file_name().to_string_lossy().to_string();
-        if entry.path().is_dir() {
-            source_files(&format!("{dir}{name}/"), out);
-        } else if name.ends_with(".rs") {
-            out.entry(dir.to_string()).or_default().insert(name);
+    for path in crate::files_under(&root().join(dir)) {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name.ends_with(".rs") {
+            let parent = path.parent().and_then(|p| p.strip_prefix(root()).ok());
+            let parent = parent.expect("a file under the repository").display();
+            out.entry(format!("{parent}/"))
+                .or_default()
+                .insert(name.into());
         }
     }
 }

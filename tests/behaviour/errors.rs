@@ -3,13 +3,12 @@
 
 use test_harness as common;
 
-use common::{digest, error, query, value, Server};
+use common::{cli, config_set, digest, error, query, value, words, Server};
 use redis::Value;
 
 #[test]
 fn wrong_arity_uses_the_standard_message() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "3"]);
     let cases: &[&[&str]] = &[
         &["HK.RESERVE"],
@@ -24,17 +23,7 @@ fn wrong_arity_uses_the_standard_message() {
         &["HK.COUNT", "k"],
         &["HK.RATE", "k"],
         &["HK.LIST"],
-        &[
-            "HK.LIST",
-            "k",
-            "WITHCOUNT",
-            "WITHRATE",
-            "AT",
-            "1",
-            "COUNT",
-            "2",
-            "extra",
-        ],
+        &words("HK.LIST k WITHCOUNT WITHRATE AT 1 COUNT 2 extra"),
         &["HK.LIST", "k", "AT"],
         &["HK.INFO"],
         &["HK.INFO", "k", "extra"],
@@ -54,8 +43,7 @@ fn wrong_arity_uses_the_standard_message() {
 
 #[test]
 fn another_type_is_wrongtype_and_a_missing_key_is_err() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["SET", "str", "v"]);
     let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
     for cmd in [
@@ -81,8 +69,7 @@ fn another_type_is_wrongtype_and_a_missing_key_is_err() {
 
 #[test]
 fn reserve_refuses_existing_keys_and_bad_parameters() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["SET", "str", "v"]);
     value(&mut con, &["HK.RESERVE", "hk", "2"]);
     assert_eq!(
@@ -93,51 +80,32 @@ fn reserve_refuses_existing_keys_and_bad_parameters() {
         error(&mut con, &["HK.RESERVE", "hk", "2"]),
         "ERR key already exists"
     );
-    let bad: &[(&[&str], &str)] = &[
-        (&["HK.RESERVE", "n", "0"], "ERR k must be"),
-        (&["HK.RESERVE", "n", "-1"], "ERR k must be"),
-        (&["HK.RESERVE", "n", "ten"], "ERR k must be"),
-        (&["HK.RESERVE", "n", "99999999999"], "ERR k must be"),
-        (&["HK.RESERVE", "n", "5", "WIDTH", "0"], "ERR WIDTH must be"),
+    let alpha_and_halflife = "ERR unknown or repeated option 'ALPHA': expected WIDTH, DEPTH, DECAY, SEED, HALFLIFE or ALPHA, CREATED, TIES";
+    // `HK.RESERVE n` with these arguments, and how its error starts.
+    let bad = [
+        ("0", "ERR k must be"),
+        ("-1", "ERR k must be"),
+        ("ten", "ERR k must be"),
+        ("99999999999", "ERR k must be"),
+        ("5 WIDTH 0", "ERR WIDTH must be"),
+        ("5 DEPTH 17", "ERR DEPTH must be"),
+        ("5 DECAY 0", "ERR DECAY must be"),
+        ("5 DECAY 1.01", "ERR DECAY must be"),
+        ("5 DECAY nan", "ERR DECAY must be"),
+        ("5 SEED -3", "ERR SEED must be"),
+        ("5 HALFLIFE 0", "ERR HALFLIFE must be"),
+        ("5 ALPHA 1", "ERR ALPHA must be"),
+        ("5 HALFLIFE 10 ALPHA 0.1", alpha_and_halflife),
         (
-            &["HK.RESERVE", "n", "5", "DEPTH", "17"],
-            "ERR DEPTH must be",
-        ),
-        (&["HK.RESERVE", "n", "5", "DECAY", "0"], "ERR DECAY must be"),
-        (
-            &["HK.RESERVE", "n", "5", "DECAY", "1.01"],
-            "ERR DECAY must be",
-        ),
-        (
-            &["HK.RESERVE", "n", "5", "DECAY", "nan"],
-            "ERR DECAY must be",
-        ),
-        (&["HK.RESERVE", "n", "5", "SEED", "-3"], "ERR SEED must be"),
-        (
-            &["HK.RESERVE", "n", "5", "HALFLIFE", "0"],
-            "ERR HALFLIFE must be",
-        ),
-        (&["HK.RESERVE", "n", "5", "ALPHA", "1"], "ERR ALPHA must be"),
-        (
-            &["HK.RESERVE", "n", "5", "HALFLIFE", "10", "ALPHA", "0.1"],
-            "ERR unknown or repeated option 'ALPHA': expected WIDTH, DEPTH, DECAY, SEED, HALFLIFE or ALPHA, CREATED, TIES",
-        ),
-        (
-            &["HK.RESERVE", "n", "5", "WIDTH", "10", "WIDTH", "20"],
+            "5 WIDTH 10 WIDTH 20",
             "ERR unknown or repeated option 'WIDTH'",
         ),
-        (
-            &["HK.RESERVE", "n", "5", "COLOUR", "blue"],
-            "ERR unknown or repeated option 'COLOUR'",
-        ),
-        (
-            &["HK.RESERVE", "n", "5", "WIDTH", "1073741824", "DEPTH", "16"],
-            "ERR sketch would take",
-        ),
+        ("5 COLOUR blue", "ERR unknown or repeated option 'COLOUR'"),
+        ("5 WIDTH 1073741824 DEPTH 16", "ERR sketch would take"),
     ];
-    for (cmd, prefix) in bad {
-        let e = error(&mut con, cmd);
-        assert!(e.starts_with(prefix), "{cmd:?}: {e}");
+    for (args, prefix) in bad {
+        let e = error(&mut con, &words(&format!("HK.RESERVE n {args}")));
+        assert!(e.starts_with(prefix), "{args}: {e}");
     }
     let exists: i64 = query(&mut con, &["EXISTS", "n"]);
     assert_eq!(exists, 0, "a failed RESERVE created nothing");
@@ -145,8 +113,7 @@ fn reserve_refuses_existing_keys_and_bad_parameters() {
 
 #[test]
 fn a_failing_incrby_applies_nothing() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "5"]);
     value(&mut con, &["HK.INCRBY", "k", "a", "3"]);
     let before = digest(&mut con, "k");
@@ -168,8 +135,7 @@ fn a_failing_incrby_applies_nothing() {
 /// and the cap keeps one arrival's work bounded. Past it nothing applies.
 #[test]
 fn a_decay_close_to_one_caps_each_increment() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "c", "5", "DECAY", "0.99999"]);
     value(&mut con, &["HK.INCRBY", "c", "a", "100000"]);
     let before = digest(&mut con, "c");
@@ -187,8 +153,7 @@ fn a_decay_close_to_one_caps_each_increment() {
 
 #[test]
 fn list_options_are_checked() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "5"]);
     for bad in [
         vec!["HK.LIST", "k", "WITHCOUNTS"],
@@ -196,16 +161,12 @@ fn list_options_are_checked() {
     ] {
         assert!(error(&mut con, &bad).starts_with("ERR unknown or repeated option"));
     }
-    assert_eq!(
-        value(&mut con, &["HK.LIST", "k", "withcount"]),
-        Value::Array(vec![])
-    );
+    assert_eq!(cli(&mut con, "HK.LIST k withcount"), Value::Array(vec![]));
 }
 
 #[test]
 fn load_state_refuses_garbage_and_existing_keys() {
-    let mut server = Server::start();
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "5"]);
     for garbage in ["", "\u{1}", "junk that is not a sketch", "\u{9}newer"] {
         let e = error(&mut con, &["HK.LOADSTATE", "new", garbage]);
@@ -231,8 +192,7 @@ fn error_bytes(con: &mut redis::Connection, parts: &[&[u8]]) -> String {
 
 #[test]
 fn client_bytes_in_errors_are_escaped_and_never_crash_the_server() {
-    let mut server = Server::start();
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "a", "10"]);
     value(&mut con, &["HK.RESERVE", "b", "10"]);
     let cases: &[(&[&[u8]], &str)] = &[
@@ -261,36 +221,21 @@ fn client_bytes_in_errors_are_escaped_and_never_crash_the_server() {
     let e = error_bytes(&mut con, &[b"HK.LIST", b"a", &long]);
     assert!(e.len() < 400 && e.contains("..."), "{}", e.len());
     assert!(server.is_alive(), "{}", server.log());
-    assert_eq!(
-        value(&mut con, &["PING"]),
-        Value::SimpleString("PONG".into())
-    );
+    common::assert_pong(&mut con);
 }
 
 #[test]
 fn timestamps_far_ahead_of_the_clock_are_refused_from_clients() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "f", "5", "HALFLIFE", "10"]);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = common::now_ms();
     let year_2100 = "4102444800000";
     let tomorrow = (now + 86_400_000).to_string();
     let before = digest(&mut con, "f");
     for cmd in [
         vec!["HK.ADDAT", "f", year_2100, "x"],
         vec!["HK.INCRBYAT", "f", &tomorrow, "x", "3"],
-        vec![
-            "HK.RESERVE",
-            "g",
-            "5",
-            "HALFLIFE",
-            "10",
-            "CREATED",
-            year_2100,
-        ],
+        words(&format!("HK.RESERVE g 5 HALFLIFE 10 CREATED {year_2100}")),
     ] {
         let e = error(&mut con, &cmd);
         assert!(e.contains("ahead of the server clock"), "{cmd:?}: {e}");
@@ -298,15 +243,9 @@ fn timestamps_far_ahead_of_the_clock_are_refused_from_clients() {
     }
     assert_eq!(digest(&mut con, "f"), before);
     // Within the window (a client whose clock runs a little fast): fine.
-    value(
-        &mut con,
-        &["HK.ADDAT", "f", &(now + 5_000).to_string(), "x"],
-    );
+    cli(&mut con, &format!("HK.ADDAT f {} x", now + 5_000));
     // The window is a config.
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-future-ms", "172800000"],
-    );
+    config_set(&mut con, "heavykeeper.max-future-ms", "172800000");
     value(&mut con, &["HK.ADDAT", "f", &tomorrow, "x"]);
     let listed = common::list_with_count_at(&mut con, "f", Some(now + 86_400_000));
     assert_eq!(listed[0].0, b"x");
@@ -314,12 +253,10 @@ fn timestamps_far_ahead_of_the_clock_are_refused_from_clients() {
 
 #[test]
 fn a_panic_in_the_middle_of_add_is_one_error_and_the_connection_stays_in_step() {
-    if !common::fault_hooks_compiled_in() {
-        eprintln!("skipped: the release module has no fault hooks");
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let mut server = Server::start();
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "5", "SEED", "1"]);
     let panic_item = "heavykeeper:fault:panic-on-add";
     for resp3 in [false, true] {
@@ -340,6 +277,6 @@ fn a_panic_in_the_middle_of_add_is_one_error_and_the_connection_stays_in_step() 
         );
     }
     assert!(server.is_alive());
-    let listed = common::list_with_count(&mut con, "k");
-    assert_eq!(listed, vec![(b"a".to_vec(), 2), (b"b".to_vec(), 2)]);
+    let counted = common::list_with_count(&mut con, "k");
+    assert_eq!(counted, common::listed(&[("a", 2), ("b", 2)]));
 }

@@ -6,27 +6,21 @@
 use test_harness as common;
 
 use common::{
-    digest, hk_info, info_field, list_with_count, list_with_count_at, query, restore, value,
-    wait_until, Server,
+    cli, digest, hk_info, list_with_count, list_with_count_at, query, restore, value, words, Server,
 };
 use redis::{Connection, Value};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const DAY_MS: i64 = 86_400_000;
 
-/// A simulated clock starting a day after the server's.
 /// A server that accepts simulated timelines: timestamps days ahead of its
 /// clock are refused by default (`heavykeeper.max-future-ms`).
 fn simulation_server(extra: &[&str]) -> Server {
     Server::start_configured(&["max-future-ms", "253402300799999"], extra)
 }
 
+/// A simulated clock starting a day after the server's.
 fn simulated_start() -> i64 {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
-    now + DAY_MS
+    common::now_ms() + DAY_MS
 }
 
 fn add_at(con: &mut Connection, key: &str, t: i64, items: &[&str]) {
@@ -42,23 +36,18 @@ fn rate(con: &mut Connection, key: &str, item: &str) -> f64 {
 
 #[test]
 fn a_steady_item_reports_its_rate() {
-    let server = simulation_server(&[]);
-    let mut con = server.client();
+    let (_server, mut con) = simulation_server(&[]).with_client();
     value(&mut con, &["HK.RESERVE", "api", "10", "HALFLIFE", "1"]);
     let start = simulated_start();
     // 200 requests per second for 10 half-lives, beside a noisy neighbour.
     let mut pipe = redis::pipe();
     for i in 0..2_000i64 {
         pipe.cmd("HK.ADDAT")
-            .arg("api")
-            .arg(start + i * 5)
-            .arg("GET /steady")
+            .arg(("api", start + i * 5, "GET /steady"))
             .ignore();
         if i % 4 == 0 {
             pipe.cmd("HK.ADDAT")
-                .arg("api")
-                .arg(start + i * 5)
-                .arg(format!("noise:{}", i % 97))
+                .arg(("api", start + i * 5, format!("noise:{}", i % 97)))
                 .ignore();
         }
     }
@@ -81,13 +70,9 @@ fn a_steady_item_reports_its_rate() {
 
 #[test]
 fn rates_without_a_half_life_average_since_creation() {
-    let server = simulation_server(&[]);
-    let mut con = server.client();
+    let (_server, mut con) = simulation_server(&[]).with_client();
     let created = simulated_start() - DAY_MS - 10_000;
-    value(
-        &mut con,
-        &["HK.RESERVE", "plain", "5", "CREATED", &created.to_string()],
-    );
+    cli(&mut con, &format!("HK.RESERVE plain 5 CREATED {created}"));
     value(&mut con, &["HK.INCRBY", "plain", "x", "1000"]);
     // About 10 seconds old: about 100 per second.
     let r = rate(&mut con, "plain", "x");
@@ -96,8 +81,7 @@ fn rates_without_a_half_life_average_since_creation() {
 
 #[test]
 fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
-    let server = simulation_server(&[]);
-    let mut con = server.client();
+    let (_server, mut con) = simulation_server(&[]).with_client();
     value(&mut con, &["HK.RESERVE", "cdn", "5", "HALFLIFE", "2"]);
     let start = simulated_start();
     let mut t = start;
@@ -106,9 +90,7 @@ fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
         for i in 0..4_000 {
             t += 5;
             pipe.cmd("HK.ADDAT")
-                .arg("cdn")
-                .arg(t)
-                .arg(format!("{set}:{}", i % 5))
+                .arg(("cdn", t, format!("{set}:{}", i % 5)))
                 .ignore();
         }
         pipe.query::<()>(&mut con).unwrap();
@@ -123,10 +105,7 @@ fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
     let gone_by = t + ((top.log2().ceil() + 1.0) * 2_000.0) as i64;
     let later: Vec<String> = query(&mut con, &["HK.LIST", "cdn", "AT", &gone_by.to_string()]);
     assert!(later.is_empty(), "{later:?}");
-    let halfway: Vec<String> = query(
-        &mut con,
-        &["HK.LIST", "cdn", "AT", &(t + 2_000).to_string()],
-    );
+    let halfway: Vec<String> = query(&mut con, &words(&format!("HK.LIST cdn AT {}", t + 2_000)));
     assert_eq!(halfway.len(), 5);
 
     // A freed slot is taken by the next arrival.
@@ -137,8 +116,7 @@ fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
 
 #[test]
 fn days_of_simulated_time_neither_overflow_nor_drift() {
-    let server = simulation_server(&[]);
-    let mut con = server.client();
+    let (_server, mut con) = simulation_server(&[]).with_client();
     value(&mut con, &["HK.RESERVE", "days", "3", "HALFLIFE", "60"]);
     let start = simulated_start();
     // One request a second for five days, sent as one weighted batch a minute.
@@ -146,10 +124,7 @@ fn days_of_simulated_time_neither_overflow_nor_drift() {
     let mut pipe = redis::pipe();
     for m in 1..=minutes {
         pipe.cmd("HK.INCRBYAT")
-            .arg("days")
-            .arg(start + m * 60_000)
-            .arg("heartbeat")
-            .arg(60)
+            .arg(("days", start + m * 60_000, "heartbeat", 60))
             .ignore();
     }
     pipe.query::<()>(&mut con).unwrap();
@@ -170,9 +145,7 @@ fn fill_fading(con: &mut Connection, key: &str) {
     let mut pipe = redis::pipe();
     for i in 0..3_000i64 {
         pipe.cmd("HK.ADDAT")
-            .arg(key)
-            .arg(start + i * 20)
-            .arg(format!("k{}", (i * i) % 53))
+            .arg((key, start + i * 20, format!("k{}", (i * i) % 53)))
             .ignore();
     }
     pipe.query::<()>(con).unwrap();
@@ -186,22 +159,14 @@ fn fill_fading(con: &mut Connection, key: &str) {
 fn snapshot_at(con: &mut Connection, key: &str, at: i64) -> (String, Vec<Value>) {
     let list: Vec<Value> = query(
         con,
-        &[
-            "HK.LIST",
-            key,
-            "WITHCOUNT",
-            "WITHRATE",
-            "AT",
-            &at.to_string(),
-        ],
+        &words(&format!("HK.LIST {key} WITHCOUNT WITHRATE AT {at}")),
     );
     (digest(con, key), list)
 }
 
 #[test]
 fn a_fading_sketch_survives_reload_restart_and_aof_replay() {
-    let mut server = simulation_server(common::AOF_OF_COMMANDS);
-    let mut con = server.client();
+    let (mut server, mut con) = simulation_server(common::AOF_OF_COMMANDS).with_client();
     fill_fading(&mut con, "f");
     let at = simulated_start() + 120_000;
     let before = snapshot_at(&mut con, "f", at);
@@ -209,24 +174,18 @@ fn a_fading_sketch_survives_reload_restart_and_aof_replay() {
     value(&mut con, &["DEBUG", "RELOAD"]);
     assert_eq!(snapshot_at(&mut con, "f", at), before);
 
-    server.restart(); // replays the AOF, commands with their timestamps
-    let mut con = server.client();
+    let mut con = server.restart(); // replays the AOF, commands with their timestamps
     assert_eq!(snapshot_at(&mut con, "f", at), before);
 
     let _: String = query(&mut con, &["BGREWRITEAOF"]);
-    wait_until("the AOF rewrite", Duration::from_secs(30), || {
-        info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
-            && info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
-    });
-    server.restart(); // loads the rewritten state
-    let mut con = server.client();
+    common::wait_for_aof_rewrite(&mut con);
+    let mut con = server.restart(); // loads the rewritten state
     assert_eq!(snapshot_at(&mut con, "f", at), before);
 }
 
 #[test]
 fn a_sketch_loaded_later_has_faded_by_exactly_that_time() {
-    let server = simulation_server(&[]);
-    let mut con = server.client();
+    let (_server, mut con) = simulation_server(&[]).with_client();
     value(&mut con, &["HK.RESERVE", "f", "5", "HALFLIFE", "60"]);
     let t = simulated_start();
     let _: Value = query(&mut con, &["HK.INCRBYAT", "f", &t.to_string(), "x", "4096"]);
@@ -244,8 +203,7 @@ fn a_sketch_loaded_later_has_faded_by_exactly_that_time() {
 
 #[test]
 fn info_explains_the_fading_numbers() {
-    let server = simulation_server(&[]);
-    let mut con = server.client();
+    let (_server, mut con) = simulation_server(&[]).with_client();
     value(&mut con, &["HK.RESERVE", "a", "5", "ALPHA", "0.05"]);
     let info = hk_info(&mut con, "a");
     let field = |name: &str| -> String { redis::from_redis_value(&info[name]).unwrap() };
@@ -259,17 +217,10 @@ fn info_explains_the_fading_numbers() {
 
 #[test]
 fn an_item_holding_a_bucket_enters_once_the_minimum_has_faded() {
-    let server = Server::start();
-    let mut con = server.client();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let (_server, mut con) = Server::start().with_client();
+    let now = common::now_ms();
     let t0 = (now - 60_000).to_string();
-    value(
-        &mut con,
-        &["HK.RESERVE", "f", "1", "HALFLIFE", "1", "CREATED", &t0],
-    );
+    cli(&mut con, &format!("HK.RESERVE f 1 HALFLIFE 1 CREATED {t0}"));
     value(&mut con, &["HK.INCRBYAT", "f", &t0, "old", "100"]);
     value(&mut con, &["HK.ADDAT", "f", &t0, "new"]);
     // Twenty half-lives later "old" has faded below one arrival.

@@ -9,7 +9,7 @@
 
 use test_harness as common;
 
-use common::{query, value, Server};
+use common::{query, value, words, Server};
 use rand::{Rng, SeedableRng};
 use redis::{Connection, Value};
 
@@ -87,21 +87,10 @@ const ATOMS: &[&[u8]] = &[
 ];
 
 fn module_commands(con: &mut Connection) -> Vec<String> {
-    let names: Vec<String> = query(
-        con,
-        &["COMMAND", "LIST", "FILTERBY", "MODULE", "heavykeeper"],
-    );
+    let names: Vec<String> = query(con, &words("COMMAND LIST FILTERBY MODULE heavykeeper"));
     // Every command the module registers, the TOPK.* drop-in included.
-    for expected in [
-        "hk.watch",
-        "hk.unwatch",
-        "hk.hotkeys",
-        "hk.hotslots",
-        "hk.hotclients",
-        "hk.loadstate",
-        "topk.list",
-        "topk.count",
-    ] {
+    let expected = "hk.watch hk.unwatch hk.hotkeys hk.hotslots hk.hotclients hk.loadstate topk.list topk.count";
+    for expected in words(expected) {
         assert!(names.iter().any(|n| n == expected), "{expected}: {names:?}");
     }
     assert_eq!(names.len(), 24, "{names:?}");
@@ -168,10 +157,7 @@ fn random_key_move(rng: &mut impl Rng) -> Vec<Vec<u8>> {
 fn seed_keys(con: &mut Connection) {
     value(con, &["FLUSHALL"]);
     value(con, &["HK.RESERVE", "s", "5", "WIDTH", "16", "DEPTH", "2"]);
-    value(
-        con,
-        &["HK.RESERVE", "f", "5", "WIDTH", "16", "HALFLIFE", "1"],
-    );
+    value(con, &words("HK.RESERVE f 5 WIDTH 16 HALFLIFE 1"));
     value(con, &["SET", "str", "v"]);
     // A fading sketch watched under binary names: the timer visits it.
     let binary: &[&[u8]] = &[b"HK.RESERVE", b"f\x00\xff", b"5", b"HALFLIFE", b"0.05"];
@@ -192,22 +178,13 @@ fn random_bytes_to_every_command_never_take_the_server_down() {
     // Key tracking on, counting every command (no windows): its command
     // filter sees every hostile command first. TOPK.* registered: they are
     // fuzzed too.
-    let mut server = Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "topk-compat",
-            "yes",
-            "watch-interval-ms",
-            "10",
-            "track-notify-above",
-            "1",
-        ],
+    let (mut server, mut con) = Server::start_configured(
+        &words(
+            "track yes track-sample 1 topk-compat yes watch-interval-ms 10 track-notify-above 1",
+        ),
         &[],
-    );
-    let mut con = server.client();
+    )
+    .with_client();
     let mut resp3 = server.client_resp3();
     let names = module_commands(&mut con);
     // The tracker's notifications go to a binary channel too.
@@ -244,10 +221,7 @@ fn random_bytes_to_every_command_never_take_the_server_down() {
         // The watch timer and the tracker's notifications run in between.
         std::thread::sleep(std::time::Duration::from_millis(60));
         assert!(server.is_alive(), "batch {batch}\n{}", server.log());
-        assert_eq!(
-            value(&mut con, &["PING"]),
-            Value::SimpleString("PONG".into())
-        );
+        common::assert_pong(&mut con);
         if batch % 8 == 7 {
             // Whatever the commands left behind saves and loads.
             value(&mut con, &["DEBUG", "RELOAD"]);

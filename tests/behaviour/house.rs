@@ -4,7 +4,7 @@
 //! the commands hold no `unsafe` of their own, and no panic marker stands
 //! in for a rule the lints enforce.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -12,25 +12,15 @@ fn root() -> PathBuf {
 
 /// Every `.rs` file under `dir`, with its path relative to the repository.
 fn sources(dir: &str) -> Vec<(String, String)> {
-    fn walk(base: &Path, path: &Path, out: &mut Vec<(String, String)>) {
-        for entry in std::fs::read_dir(path).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(base, &path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let name = path
-                    .strip_prefix(base)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.push((name, std::fs::read_to_string(&path).unwrap()));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&root(), &root().join(dir), &mut out);
-    out.sort();
-    out
+    let files = crate::files_under(&root().join(dir));
+    let rust = files
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"));
+    rust.map(|path| {
+        let name = path.strip_prefix(root()).unwrap().to_string_lossy();
+        (name.into_owned(), std::fs::read_to_string(&path).unwrap())
+    })
+    .collect()
 }
 
 /// Where the server's API may be called: the host, the data type's

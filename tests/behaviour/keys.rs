@@ -3,13 +3,12 @@
 
 use test_harness as common;
 
-use common::{error, list_with_count, query, value, Server};
+use common::{config_set, error, list_with_count, query, value, Server};
 use redis::Commands;
 
 #[test]
 fn a_sketch_has_its_type_and_expires_and_renames_like_any_key() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "typed", "5"]);
     let kind: String = query(&mut con, &["TYPE", "typed"]);
     assert_eq!(kind, "heavykeep");
@@ -23,8 +22,7 @@ fn a_sketch_has_its_type_and_expires_and_renames_like_any_key() {
 
 #[test]
 fn copy_makes_an_independent_deep_copy() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "src", "5"]);
     value(&mut con, &["HK.ADD", "src", "a", "a", "b"]);
     let copied: i64 = query(&mut con, &["COPY", "src", "dst"]);
@@ -46,9 +44,8 @@ fn copy_makes_an_independent_deep_copy() {
 
 #[test]
 fn writes_notify_keyspace_subscribers() {
-    let server = Server::start();
-    let mut con = server.client();
-    value(&mut con, &["CONFIG", "SET", "notify-keyspace-events", "Ed"]);
+    let (server, mut con) = Server::start().with_client();
+    config_set(&mut con, "notify-keyspace-events", "Ed");
     let mut listener = server.client();
     let mut pubsub = listener.as_pubsub();
     pubsub.subscribe("__keyevent@0__:hk.add").unwrap();

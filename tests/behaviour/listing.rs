@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{error, query, value, Server};
+use common::{cli, error, query, value, words, Server};
 use redis::Value;
 
 fn items(values: &[&str]) -> Vec<Value> {
@@ -15,8 +15,7 @@ fn items(values: &[&str]) -> Vec<Value> {
 
 #[test]
 fn ties_are_listed_in_a_deterministic_order() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "t", "4"]);
     value(&mut con, &["HK.ADD", "t", "d", "b", "c", "a"]);
     let listed: Vec<String> = query(&mut con, &["HK.LIST", "t"]);
@@ -25,8 +24,7 @@ fn ties_are_listed_in_a_deterministic_order() {
 
 #[test]
 fn list_count_returns_the_n_highest_only() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "50"]);
     for (item, times) in [("a", 9), ("b", 7), ("c", 7), ("d", 3), ("e", 1)] {
         value(&mut con, &["HK.INCRBY", "k", item, &times.to_string()]);
@@ -34,10 +32,7 @@ fn list_count_returns_the_n_highest_only() {
     let full = value(&mut con, &["HK.LIST", "k", "WITHCOUNT"]);
     let Value::Array(full) = full else { panic!() };
     for n in 1..=6usize {
-        let head = value(
-            &mut con,
-            &["HK.LIST", "k", "WITHCOUNT", "COUNT", &n.to_string()],
-        );
+        let head = value(&mut con, &words(&format!("HK.LIST k WITHCOUNT COUNT {n}")));
         let expected = full[..(2 * n).min(full.len())].to_vec();
         assert_eq!(head, Value::Array(expected), "COUNT {n}");
     }
@@ -61,10 +56,7 @@ fn a_resp3_client_gets_the_list_as_pairs_and_info_as_a_map() {
             Value::Array(vec![Value::BulkString(b"y".to_vec()), Value::Int(2)]),
         ])
     );
-    assert_eq!(
-        value(&mut con, &["HK.LIST", "r"]),
-        Value::Array(items(&["x", "y"]))
-    );
+    assert_eq!(cli(&mut con, "HK.LIST r"), Value::Array(items(&["x", "y"])));
     let Value::Map(info) = value(&mut con, &["HK.INFO", "r"]) else {
         panic!("HK.INFO is not a map on RESP3");
     };
@@ -84,23 +76,10 @@ fn a_resp3_client_gets_the_list_as_pairs_and_info_as_a_map() {
 
 #[test]
 fn info_describes_the_sketchs_shape_contents_and_memory() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(
         &mut con,
-        &[
-            "hk.reserve",
-            "i",
-            "7",
-            "width",
-            "100",
-            "DEPTH",
-            "4",
-            "Decay",
-            "0.8",
-            "SEED",
-            "42",
-        ],
+        &words("hk.reserve i 7 width 100 DEPTH 4 Decay 0.8 SEED 42"),
     );
     value(&mut con, &["HK.INCRBY", "i", "a", "10"]);
     let info = common::hk_info(&mut con, "i");

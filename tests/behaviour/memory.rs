@@ -3,12 +3,11 @@
 
 use test_harness as common;
 
-use common::{info_number, query, value, Server};
+use common::{info_number, query, value, words, Server};
 
 #[test]
 fn defaults_fit_k100_in_64_kib() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "d", "100"]);
     let usage: i64 = query(&mut con, &["MEMORY", "USAGE", "d"]);
     assert!(usage <= 64 * 1024, "{usage}");
@@ -16,12 +15,8 @@ fn defaults_fit_k100_in_64_kib() {
 
 #[test]
 fn memory_usage_counts_item_bytes_and_matches_the_allocator() {
-    let server = Server::start();
-    let mut con = server.client();
-    value(
-        &mut con,
-        &["HK.RESERVE", "m", "10", "WIDTH", "64", "DEPTH", "2"],
-    );
+    let (_server, mut con) = Server::start().with_client();
+    value(&mut con, &words("HK.RESERVE m 10 WIDTH 64 DEPTH 2"));
     let empty: i64 = query(&mut con, &["MEMORY", "USAGE", "m"]);
     let long = "x".repeat(100_000);
     value(&mut con, &["HK.ADD", "m", &long]);

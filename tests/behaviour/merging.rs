@@ -5,13 +5,15 @@
 
 use test_harness as common;
 
-use common::{error, hk_info, info_number, list_with_count, query, value, Server};
+use common::{
+    cli, config_set, error, hk_info, info_number, list_with_count, listed, query, value, words,
+    Server,
+};
 use redis::{Connection, Value};
 
 #[test]
 fn shards_counted_on_separate_keys_merge_into_one_top_k() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     for key in ["total", "shard:1", "shard:2", "shard:3"] {
         value(&mut con, &["HK.RESERVE", key, "3", "SEED", "7"]);
     }
@@ -20,19 +22,12 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
     value(&mut con, &["HK.INCRBY", "shard:2", "b", "30", "c", "20"]);
     value(&mut con, &["HK.INCRBY", "shard:3", "c", "25", "d", "5"]);
     assert_eq!(
-        value(
-            &mut con,
-            &["HK.MERGE", "total", "shard:1", "shard:2", "shard:3"]
-        ),
+        value(&mut con, &words("HK.MERGE total shard:1 shard:2 shard:3")),
         Value::Okay
     );
     assert_eq!(
         list_with_count(&mut con, "total"),
-        vec![
-            (b"b".to_vec(), 70),
-            (b"a".to_vec(), 50),
-            (b"c".to_vec(), 45)
-        ]
+        listed(&[("b", 70), ("a", 50), ("c", 45)])
     );
     let info = common::hk_info(&mut con, "total");
     assert_eq!(
@@ -54,28 +49,21 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
     assert_eq!(common::digest(&mut con, "total"), before);
     let keys: Vec<String> = query(
         &mut con,
-        &[
-            "COMMAND", "GETKEYS", "HK.MERGE", "total", "shard:1", "shard:2",
-        ],
+        &words("COMMAND GETKEYS HK.MERGE total shard:1 shard:2"),
     );
     assert_eq!(keys, vec!["total", "shard:1", "shard:2"]);
 }
 
 #[test]
 fn a_merge_is_idempotent_and_never_counts_a_stream_twice() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     for key in ["east", "west", "t"] {
         value(&mut con, &["HK.RESERVE", key, "3", "SEED", "7"]);
     }
     value(&mut con, &["HK.INCRBY", "east", "a", "50", "b", "40"]);
     value(&mut con, &["HK.INCRBY", "west", "b", "30", "c", "20"]);
     value(&mut con, &["HK.INCRBY", "t", "x", "100"]);
-    let merged = vec![
-        (b"b".to_vec(), 70),
-        (b"a".to_vec(), 50),
-        (b"c".to_vec(), 20),
-    ];
+    let merged = listed(&[("b", 70), ("a", 50), ("c", 20)]);
     // A missing destination is created; a retry (after a timeout, say)
     // leaves the same answer, not twice the counts.
     for _ in 0..3 {
@@ -93,7 +81,7 @@ fn a_merge_is_idempotent_and_never_counts_a_stream_twice() {
     assert_eq!(common::digest(&mut con, "east"), before);
     assert_eq!(
         list_with_count(&mut con, "east"),
-        vec![(b"a".to_vec(), 50), (b"b".to_vec(), 40)]
+        listed(&[("a", 50), ("b", 40)])
     );
     // Listing the destination among the sources accumulates, explicitly.
     value(&mut con, &["HK.MERGE", "east", "east", "west"]);
@@ -115,24 +103,13 @@ fn a_merge_is_idempotent_and_never_counts_a_stream_twice() {
 
 #[test]
 fn a_merge_reads_its_sources_in_place_without_copying_them() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     // 20 sources of ~1.2 MB each: copying them all would peak at +24 MB.
     let sources: Vec<String> = (0..20).map(|i| format!("src:{i}")).collect();
     for (i, key) in sources.iter().chain([&"dest".to_string()]).enumerate() {
         value(
             &mut con,
-            &[
-                "HK.RESERVE",
-                key,
-                "10",
-                "WIDTH",
-                "100000",
-                "DEPTH",
-                "1",
-                "SEED",
-                "3",
-            ],
+            &words(&format!("HK.RESERVE {key} 10 WIDTH 100000 DEPTH 1 SEED 3")),
         );
         value(&mut con, &["HK.INCRBY", key, &format!("item:{i}"), "5"]);
     }
@@ -163,18 +140,14 @@ fn a_merge_reads_its_sources_in_place_without_copying_them() {
 
 #[test]
 fn an_item_just_outside_both_shards_top_k_is_not_locked_out_after_a_merge() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     for (shard, z) in [("east", "50"), ("west", "60")] {
         value(
             &mut con,
-            &["HK.RESERVE", shard, "10", "WIDTH", "4096", "SEED", "9"],
+            &words(&format!("HK.RESERVE {shard} 10 WIDTH 4096 SEED 9")),
         );
         for i in 0..10 {
-            value(
-                &mut con,
-                &["HK.INCRBY", shard, &format!("{shard}:{i}"), "100"],
-            );
+            cli(&mut con, &format!("HK.INCRBY {shard} {shard}:{i} 100"));
         }
         value(&mut con, &["HK.INCRBY", shard, "z", z]);
     }
@@ -215,10 +188,7 @@ fn seen(con: &mut Connection, key: &str) -> (String, Vec<(Vec<u8>, i64)>, Value)
 /// Two shards of one stream, with an explicit seed so that they merge.
 fn shards(con: &mut Connection, width: &str) {
     for (shard, items) in [("east", ["a", "b", "a"]), ("west", ["c", "a", "d"])] {
-        value(
-            con,
-            &["HK.RESERVE", shard, "10", "WIDTH", width, "SEED", "42"],
-        );
+        cli(con, &format!("HK.RESERVE {shard} 10 WIDTH {width} SEED 42"));
         for item in items {
             value(con, &["HK.ADD", shard, item]);
         }
@@ -227,15 +197,11 @@ fn shards(con: &mut Connection, width: &str) {
 
 #[test]
 fn a_merge_over_the_size_cap_is_refused_and_changes_nothing() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     shards(&mut con, "4096");
     value(&mut con, &["HK.MERGE", "total", "east"]);
     let before = seen(&mut con, "total");
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "4096"],
-    );
+    config_set(&mut con, "heavykeeper.max-sketch-bytes", "4096");
     for destination in ["total", "new"] {
         let e = error(&mut con, &["HK.MERGE", destination, "east", "west"]);
         assert!(e.contains("heavykeeper.max-sketch-bytes"), "{e}");
@@ -248,8 +214,7 @@ fn a_merge_over_the_size_cap_is_refused_and_changes_nothing() {
 
 #[test]
 fn a_merge_that_would_not_fit_under_maxmemory_answers_oom_and_changes_nothing() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     // Large enough that the server's own small allocations do not matter.
     shards(&mut con, "262144");
     value(&mut con, &["HK.MERGE", "total", "east"]);
@@ -259,7 +224,7 @@ fn a_merge_that_would_not_fit_under_maxmemory_answers_oom_and_changes_nothing() 
     // Below maxmemory, so the server lets the command run; no room for a
     // result built beside the destination.
     let limit = (used + size / 2).to_string();
-    value(&mut con, &["CONFIG", "SET", "maxmemory", &limit]);
+    config_set(&mut con, "maxmemory", &limit);
     for args in [
         ["HK.MERGE", "total", "east", "west"],
         ["HK.MERGE", "total", "total", "west"],
@@ -268,7 +233,7 @@ fn a_merge_that_would_not_fit_under_maxmemory_answers_oom_and_changes_nothing() 
         let e = error(&mut con, &args);
         assert!(e.starts_with("OOM "), "{args:?}: {e}");
     }
-    value(&mut con, &["CONFIG", "SET", "maxmemory", "0"]);
+    config_set(&mut con, "maxmemory", "0");
     assert_eq!(seen(&mut con, "total"), before);
     assert_eq!(value(&mut con, &["EXISTS", "new"]), Value::Int(0));
     // With room again, the same merge goes through.
@@ -278,8 +243,7 @@ fn a_merge_that_would_not_fit_under_maxmemory_answers_oom_and_changes_nothing() 
 
 #[test]
 fn a_merged_topk_sketch_keeps_redisbloom_ties() {
-    let server = Server::start_configured(&["topk-compat", "yes"], &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_configured(&["topk-compat", "yes"], &[]).with_client();
     value(&mut con, &["TOPK.RESERVE", "tk", "5"]);
     value(&mut con, &["TOPK.ADD", "tk", "a", "b", "c", "a"]);
     value(&mut con, &["HK.MERGE", "m", "tk"]);

@@ -4,12 +4,11 @@
 use test_harness as common;
 
 use common::{
-    digest, error, hk_info, info_field, list_with_count, query, restore, run, value, wait_until,
-    Server,
+    cli, config_set, digest, error, hk_info, list_with_count, listed, query, restore, run, value,
+    words, Server,
 };
 use heavykeeper_sketch::ENCODING_VERSION;
 use redis::{Connection, Value};
-use std::time::Duration;
 
 /// A sketch with members, weighted arrivals, binary items and a random
 /// default seed (so replay must carry the seed the primary chose).
@@ -42,8 +41,7 @@ fn snapshot(con: &mut Connection, key: &str) -> Snapshot {
 
 #[test]
 fn debug_reload_gives_back_the_same_sketch() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     fill(&mut con, "s");
     let before = snapshot(&mut con, "s");
     let dump_before: Vec<u8> = query(&mut con, &["DUMP", "s"]);
@@ -67,43 +65,35 @@ fn fill_more(con: &mut Connection, key: &str) {
 
 #[test]
 fn a_restart_from_rdb_gives_back_the_same_sketch() {
-    let mut server = Server::start();
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start().with_client();
     fill(&mut con, "s");
     let before = snapshot(&mut con, "s");
     value(&mut con, &["SAVE"]);
-    server.restart();
-    let mut con = server.client();
+    let mut con = server.restart();
     assert_eq!(snapshot(&mut con, "s"), before);
 }
 
 #[test]
 fn an_aof_replay_without_preamble_gives_back_the_same_sketch() {
-    let mut server = Server::start_with(common::AOF_OF_COMMANDS);
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start_with(common::AOF_OF_COMMANDS).with_client();
     fill(&mut con, "replayed");
     let replayed = snapshot(&mut con, "replayed");
 
     // A rewritten AOF rebuilds the key from its state, then replays the tail.
     fill(&mut con, "rewritten");
     let _: String = query(&mut con, &["BGREWRITEAOF"]);
-    wait_until("the AOF rewrite", Duration::from_secs(30), || {
-        info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
-            && info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
-    });
+    common::wait_for_aof_rewrite(&mut con);
     fill_more(&mut con, "rewritten");
     let rewritten = snapshot(&mut con, "rewritten");
 
-    server.restart();
-    let mut con = server.client();
+    let mut con = server.restart();
     assert_eq!(snapshot(&mut con, "replayed"), replayed);
     assert_eq!(snapshot(&mut con, "rewritten"), rewritten);
 }
 
 #[test]
 fn dump_and_restore_round_trip() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     fill(&mut con, "s");
     let dump: Vec<u8> = query(&mut con, &["DUMP", "s"]);
     restore(&mut con, "r", &dump).unwrap();
@@ -125,9 +115,10 @@ impl Dump {
         }
     }
 
-    /// A payload whose checksum is valid, whatever the body holds.
-    fn payload(&self) -> Vec<u8> {
-        let mut out = self.body.clone();
+    /// A payload of `body` (this one's or another) with this one's RDB
+    /// version, whose checksum is valid whatever the body holds.
+    fn payload(&self, body: &[u8]) -> Vec<u8> {
+        let mut out = body.to_vec();
         out.extend_from_slice(&self.rdb_version);
         let crc = crc::Crc::<u64>::new(&crc::CRC_64_REDIS).checksum(&out);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -150,22 +141,9 @@ fn try_restore(con: &mut Connection, payload: &[u8]) -> bool {
 #[test]
 fn damaged_restore_payloads_are_refused_without_a_crash() {
     for compression in ["no", "yes"] {
-        let mut server = Server::start_with(&["--rdbcompression", compression]);
-        let mut con = server.client();
-        value(
-            &mut con,
-            &[
-                "HK.RESERVE",
-                "s",
-                "8",
-                "WIDTH",
-                "16",
-                "DEPTH",
-                "2",
-                "SEED",
-                "3",
-            ],
-        );
+        let (mut server, mut con) =
+            Server::start_with(&["--rdbcompression", compression]).with_client();
+        value(&mut con, &words("HK.RESERVE s 8 WIDTH 16 DEPTH 2 SEED 3"));
         for i in 0..200 {
             value(&mut con, &["HK.ADD", "s", &format!("i{}", i % 23)]);
         }
@@ -177,11 +155,7 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
         // must then be fully usable. Anything else must be refused.
         let mut accepted_cuts = 0;
         for len in 1..dump.body.len() {
-            let cut = Dump {
-                body: dump.body[..len].to_vec(),
-                rdb_version: dump.rdb_version,
-            };
-            if try_restore(&mut con, &cut.payload()) {
+            if try_restore(&mut con, &dump.payload(&dump.body[..len])) {
                 assert!(len + 12 >= dump.body.len(), "a cut at {len} was accepted");
                 accepted_cuts += 1;
             }
@@ -204,12 +178,9 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
         let mut refused_layout_flips = 0;
         for at in 1..dump.body.len() {
             for flip in [0x01u8, 0x80, 0xFF] {
-                let mut bad = Dump {
-                    body: dump.body.clone(),
-                    rdb_version: dump.rdb_version,
-                };
-                bad.body[at] ^= flip;
-                let accepted = try_restore(&mut con, &bad.payload());
+                let mut bad = dump.body.clone();
+                bad[at] ^= flip;
+                let accepted = try_restore(&mut con, &dump.payload(&bad));
                 if layout_fields.contains(&at) {
                     assert!(!accepted, "a flip {flip:#x} at {at} was accepted");
                     refused_layout_flips += 1;
@@ -229,12 +200,8 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
 
 #[test]
 fn a_payload_from_a_newer_encoding_is_refused() {
-    let server = Server::start_with(&["--rdbcompression", "no"]);
-    let mut con = server.client();
-    value(
-        &mut con,
-        &["HK.RESERVE", "s", "3", "WIDTH", "8", "DEPTH", "1"],
-    );
+    let (server, mut con) = Server::start_with(&["--rdbcompression", "no"]).with_client();
+    value(&mut con, &words("HK.RESERVE s 3 WIDTH 8 DEPTH 1"));
     let dump = Dump::parse(&query::<Vec<u8>>(&mut con, &["DUMP", "s"]));
     // Body: type 7 (module, v2), 0x81 + 8-byte big-endian module id whose low
     // 10 bits are the encoding version.
@@ -242,12 +209,9 @@ fn a_payload_from_a_newer_encoding_is_refused() {
     let mut id = u64::from_be_bytes(dump.body[2..10].try_into().unwrap());
     assert_eq!(id & 1023, u64::from(ENCODING_VERSION));
     id = (id & !1023) | u64::from(ENCODING_VERSION + 1);
-    let mut newer = Dump {
-        body: dump.body.clone(),
-        rdb_version: dump.rdb_version,
-    };
-    newer.body[2..10].copy_from_slice(&id.to_be_bytes());
-    let e = restore(&mut con, "t", &newer.payload()).unwrap_err();
+    let mut newer = dump.body.clone();
+    newer[2..10].copy_from_slice(&id.to_be_bytes());
+    let e = restore(&mut con, "t", &dump.payload(&newer)).unwrap_err();
     assert!(
         common::server_error_text(&e).starts_with("ERR Bad data format"),
         "{e}"
@@ -261,32 +225,17 @@ fn a_payload_from_a_newer_encoding_is_refused() {
         .windows(header.len())
         .position(|w| w == header)
         .unwrap();
-    let mut newer_blob = Dump {
-        body: dump.body.clone(),
-        rdb_version: dump.rdb_version,
-    };
-    newer_blob.body[blob_at] = ENCODING_VERSION + 1;
-    assert!(restore(&mut con, "t", &newer_blob.payload()).is_err());
+    let mut newer_blob = dump.body.clone();
+    newer_blob[blob_at] = ENCODING_VERSION + 1;
+    assert!(restore(&mut con, "t", &dump.payload(&newer_blob)).is_err());
     assert!(server.log().contains("newer than this module supports"));
 }
 
 /// The commands behind every `vN-sketch.dump.hex` fixture.
 fn fixture_commands(con: &mut Connection, key: &str) {
-    value(
+    cli(
         con,
-        &[
-            "HK.RESERVE",
-            key,
-            "5",
-            "WIDTH",
-            "32",
-            "DEPTH",
-            "2",
-            "SEED",
-            "1",
-            "CREATED",
-            "1700000000000",
-        ],
+        &format!("HK.RESERVE {key} 5 WIDTH 32 DEPTH 2 SEED 1 CREATED 1700000000000"),
     );
     for i in 0..300 {
         value(
@@ -318,19 +267,18 @@ fn write_current_fixture(con: &mut Connection) {
 /// load in every later one, with the same counts.
 #[test]
 fn every_saved_encoding_version_still_loads() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     if std::env::var("HK_WRITE_FIXTURES").is_ok() {
         write_current_fixture(&mut con);
     }
     // Every version recorded the same counts for the same commands.
-    let listed = vec![
-        (b"weighted".to_vec(), 1000),
-        (b"k0".to_vec(), 147),
-        (b"k1".to_vec(), 75),
-        (b"k2".to_vec(), 47),
-        (b"k3".to_vec(), 22),
-    ];
+    let recorded = listed(&[
+        ("weighted", 1000),
+        ("k0", 147),
+        ("k1", 75),
+        ("k2", 47),
+        ("k3", 22),
+    ]);
     for version in 1..=ENCODING_VERSION {
         let key = format!("v{version}");
         let hex = std::fs::read_to_string(fixture_path(version)).unwrap();
@@ -339,7 +287,11 @@ fn every_saved_encoding_version_still_loads() {
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
             .collect();
         restore(&mut con, &key, &bytes).unwrap();
-        assert_eq!(list_with_count(&mut con, &key), listed, "version {version}");
+        assert_eq!(
+            list_with_count(&mut con, &key),
+            recorded,
+            "version {version}"
+        );
         assert_eq!(
             common::hk_info(&mut con, &key)["created"],
             Value::Int(1_700_000_000_000)
@@ -365,23 +317,9 @@ fn blob_offset(body: &[u8], blob: &[u8]) -> usize {
 fn fading_pair(con: &mut Connection) -> (Vec<u8>, Dump) {
     use heavykeeper_sketch::Params;
     let created = 1_700_000_000_000i64;
-    value(
+    cli(
         con,
-        &[
-            "HK.RESERVE",
-            "f",
-            "3",
-            "WIDTH",
-            "4",
-            "DEPTH",
-            "1",
-            "SEED",
-            "5",
-            "HALFLIFE",
-            "10",
-            "CREATED",
-            &created.to_string(),
-        ],
+        &format!("HK.RESERVE f 3 WIDTH 4 DEPTH 1 SEED 5 HALFLIFE 10 CREATED {created}"),
     );
     let params = Params {
         width: 4,
@@ -396,8 +334,7 @@ fn fading_pair(con: &mut Connection) -> (Vec<u8>, Dump) {
 
 #[test]
 fn a_crafted_payload_with_an_impossible_clock_is_refused_and_cannot_freeze_the_server() {
-    let mut server = Server::start_with(&["--rdbcompression", "no"]);
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start_with(&["--rdbcompression", "no"]).with_client();
     let (blob, dump) = fading_pair(&mut con);
     let at = blob_offset(&dump.body, &blob);
     // Field offsets in the encoding: epoch at 39, clock at 47, created at 55.
@@ -420,13 +357,10 @@ fn a_crafted_payload_with_an_impossible_clock_is_refused_and_cannot_freeze_the_s
             e.starts_with("ERR corrupt sketch payload"),
             "{field}/{number}: {e}"
         );
-        let mut bad = Dump {
-            body: dump.body.clone(),
-            rdb_version: dump.rdb_version,
-        };
-        bad.body[at + field..at + field + 8].copy_from_slice(&number.to_le_bytes());
+        let mut bad = dump.body.clone();
+        bad[at + field..at + field + 8].copy_from_slice(&number.to_le_bytes());
         assert!(
-            restore(&mut con, "x", &bad.payload()).is_err(),
+            restore(&mut con, "x", &dump.payload(&bad)).is_err(),
             "{field}/{number}"
         );
     }
@@ -434,14 +368,7 @@ fn a_crafted_payload_with_an_impossible_clock_is_refused_and_cannot_freeze_the_s
     common::run::<Value>(&mut con, &[b"HK.LOADSTATE", b"x", &blob]).unwrap();
     value(
         &mut con,
-        &[
-            "HK.INCRBY",
-            "x",
-            "a",
-            "9007199254740992",
-            "b",
-            "9007199254740992",
-        ],
+        &words("HK.INCRBY x a 9007199254740992 b 9007199254740992"),
     );
     value(&mut con, &["HK.INCRBY", "x", "c", "9007199254740992"]);
     assert!(server.is_alive());
@@ -451,8 +378,7 @@ fn a_crafted_payload_with_an_impossible_clock_is_refused_and_cannot_freeze_the_s
 
 #[test]
 fn a_valid_payload_over_the_cap_is_too_large_not_corrupt() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "big", "10", "WIDTH", "2000"]);
     let blob = common::empty_sketch_payload(
         heavykeeper_sketch::Params {
@@ -461,10 +387,7 @@ fn a_valid_payload_over_the_cap_is_too_large_not_corrupt() {
         },
         1_700_000_000_000,
     );
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "4096"],
-    );
+    config_set(&mut con, "heavykeeper.max-sketch-bytes", "4096");
     let e = common::server_error_text(
         &common::run::<Value>(&mut con, &[b"HK.LOADSTATE", b"copy", &blob]).unwrap_err(),
     );
@@ -475,8 +398,7 @@ fn a_valid_payload_over_the_cap_is_too_large_not_corrupt() {
 
 #[test]
 fn merges_that_double_counts_saturate_and_the_server_still_restarts() {
-    let mut server = Server::start();
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start().with_client();
     value(&mut con, &["SET", "bystander", "still here"]);
     for key in ["a", "b"] {
         value(&mut con, &["HK.RESERVE", key, "3", "SEED", "1"]);
@@ -492,8 +414,7 @@ fn merges_that_double_counts_saturate_and_the_server_still_restarts() {
     assert_eq!(list_with_count(&mut con, "a")[0], (b"x".to_vec(), max));
     value(&mut con, &["DEBUG", "RELOAD"]);
     value(&mut con, &["SAVE"]);
-    server.restart_configured(&[], &["--save", "", "--dbfilename", "dump.rdb"]);
-    let mut con = server.client();
+    let mut con = server.restart_configured(&[], &["--save", "", "--dbfilename", "dump.rdb"]);
     assert_eq!(list_with_count(&mut con, "b")[0], (b"x".to_vec(), max));
     assert_eq!(list_with_count(&mut con, "o")[0], (b"x".to_vec(), max));
     let bystander: String = query(&mut con, &["GET", "bystander"]);
@@ -502,12 +423,10 @@ fn merges_that_double_counts_saturate_and_the_server_still_restarts() {
 
 #[test]
 fn a_sketch_that_fails_to_encode_is_saved_empty_and_nothing_else_is_lost() {
-    if !common::fault_hooks_compiled_in() {
-        eprintln!("skipped: the release module has no fault hooks");
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     value(&mut con, &["SET", "before", "1"]);
     value(&mut con, &["HK.RESERVE", "poisoned", "4", "WIDTH", "64"]);
     value(
@@ -534,49 +453,24 @@ fn a_sketch_that_fails_to_encode_is_saved_empty_and_nothing_else_is_lost() {
 /// floating-point function that shapes the state.
 #[test]
 fn a_fixed_command_sequence_gives_the_recorded_dump_on_every_host() {
-    let server = Server::start_configured(
+    let (_server, mut con) = Server::start_configured(
         &["max-future-ms", "253402300799999"],
         &["--rdbcompression", "no"],
-    );
-    let mut con = server.client();
+    )
+    .with_client();
     let t0 = 1_700_000_000_000i64;
-    value(
+    cli(
         &mut con,
-        &[
-            "HK.RESERVE",
-            "g",
-            "20",
-            "WIDTH",
-            "64",
-            "DEPTH",
-            "3",
-            "DECAY",
-            "0.925",
-            "ALPHA",
-            "0.05",
-            "SEED",
-            "42",
-            "CREATED",
-            &t0.to_string(),
-        ],
+        &format!("HK.RESERVE g 20 WIDTH 64 DEPTH 3 DECAY 0.925 ALPHA 0.05 SEED 42 CREATED {t0}"),
     );
     // The watch is part of what is saved (encoding version 3).
-    value(
-        &mut con,
-        &["HK.WATCH", "g", "golden", "MEMBERS", "ABOVE", "0.5"],
-    );
+    value(&mut con, &words("HK.WATCH g golden MEMBERS ABOVE 0.5"));
     for i in 0..2_000i64 {
         let item = format!("k{}", (i * i) % 97 % (1 + i % 13));
         let time = (t0 + i * 37 + if i >= 1_000 { 86_400_000 } else { 0 }).to_string();
-        value(
+        cli(
             &mut con,
-            &[
-                "HK.INCRBYAT",
-                "g",
-                &time,
-                &item,
-                &(1 + i % 4 * 50).to_string(),
-            ],
+            &format!("HK.INCRBYAT g {time} {item} {}", 1 + i % 4 * 50),
         );
     }
     let dump = Dump::parse(&query::<Vec<u8>>(&mut con, &["DUMP", "g"]));
@@ -604,30 +498,21 @@ fn big_sketch_survives_restart(raise_by_config_set: bool) {
     } else {
         &[]
     };
-    let mut server = Server::start_configured(module_args, aof);
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start_configured(module_args, aof).with_client();
     if raise_by_config_set {
         // Raised at run time, never written to the config file.
-        value(
-            &mut con,
-            &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "10485760"],
-        );
+        config_set(&mut con, "heavykeeper.max-sketch-bytes", "10485760");
     }
     value(&mut con, &["HK.RESERVE", "big", "100", "WIDTH", "20000"]);
     value(&mut con, &["HK.ADD", "big", "a", "b", "a"]);
     let before = digest(&mut con, "big");
-    server.restart_configured(&["max-sketch-bytes", "4096"], aof);
-    let mut con = server.client();
+    let mut con = server.restart_configured(&["max-sketch-bytes", "4096"], aof);
     assert_eq!(digest(&mut con, "big"), before, "{}", server.log());
     // The same after the AOF is rewritten (HK.LOADSTATE per key).
-    value(&mut con, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]);
+    config_set(&mut con, "aof-use-rdb-preamble", "no");
     value(&mut con, &["BGREWRITEAOF"]);
-    wait_until("the AOF rewrite", Duration::from_secs(30), || {
-        info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref() == Some("0")
-            && info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref() == Some("0")
-    });
-    server.restart_configured(&["max-sketch-bytes", "4096"], aof);
-    let mut con = server.client();
+    common::wait_for_aof_rewrite(&mut con);
+    let mut con = server.restart_configured(&["max-sketch-bytes", "4096"], aof);
     assert_eq!(digest(&mut con, "big"), before, "{}", server.log());
     assert_eq!(list_with_count(&mut con, "big")[0], (b"a".to_vec(), 2));
 }
@@ -646,22 +531,17 @@ fn a_cap_raised_at_run_time_and_not_rewritten_loses_nothing_at_restart() {
 /// bucket's own 32-bit word cannot hold that, and nothing may be lost.
 #[test]
 fn counts_past_four_billion_stay_exact_through_a_restart() {
-    let mut server = Server::start();
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "sql", "10"]);
     value(&mut con, &["HK.INCRBY", "sql", "SELECT ?", "5000000000"]);
     value(
         &mut con,
         &["HK.INCRBY", "sql", "SELECT ?", "1", "UPDATE ?", "7"],
     );
-    let expect = vec![
-        (b"SELECT ?".to_vec(), 5_000_000_001i64),
-        (b"UPDATE ?".to_vec(), 7),
-    ];
+    let expect = listed(&[("SELECT ?", 5_000_000_001), ("UPDATE ?", 7)]);
     assert_eq!(list_with_count(&mut con, "sql"), expect);
     let _: String = query(&mut con, &["SAVE"]);
-    server.restart();
-    let mut con = server.client();
+    let mut con = server.restart();
     assert_eq!(list_with_count(&mut con, "sql"), expect);
     value(&mut con, &["HK.INCRBY", "sql", "SELECT ?", "2"]);
     let count: Vec<i64> = run(&mut con, &[b"HK.COUNT", b"sql", b"SELECT ?"]).unwrap();
@@ -673,13 +553,13 @@ fn counts_past_four_billion_stay_exact_through_a_restart() {
 /// version with other defaults replays the same sketch.
 #[test]
 fn the_aof_spells_out_the_default_shape() {
-    let mut server = Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
-    let mut con = server.client();
+    let (mut server, mut con) =
+        Server::start_with(&["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]).with_client();
     value(&mut con, &["HK.RESERVE", "hot", "100"]);
     let info = hk_info(&mut con, "hot");
     let _: String = query(&mut con, &["SET", "flush", "1"]);
     let mut log = Vec::new();
-    for entry in walk(server.dir()) {
+    for entry in crate::files_under(server.dir()) {
         if entry.extension().is_some_and(|e| e == "aof") {
             log.extend(std::fs::read(&entry).unwrap());
         }
@@ -696,22 +576,8 @@ fn the_aof_spells_out_the_default_shape() {
             "{name} {shown} not in the AOF:\n{log}"
         );
     }
-    server.restart();
-    let mut con = server.client();
+    let mut con = server.restart();
     assert_eq!(hk_info(&mut con, "hot"), info);
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// `RESTORE` is a client's command: a sketch larger than `HK.RESERVE` would
@@ -720,17 +586,13 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// wrote itself still loads whatever the cap: a restart, `DEBUG RELOAD`.
 #[test]
 fn restore_keeps_to_the_size_cap_and_a_reload_does_not() {
-    let server = Server::start_with(&["--enable-debug-command", "yes"]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_with(&["--enable-debug-command", "yes"]).with_client();
     value(&mut con, &["HK.RESERVE", "s", "100"]);
     value(&mut con, &["HK.ADD", "s", "a", "b"]);
     let dump: Vec<u8> = query(&mut con, &["DUMP", "s"]);
     // Under the default cap it restores.
     restore(&mut con, "copy", &dump).unwrap();
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", "1024"],
-    );
+    config_set(&mut con, "heavykeeper.max-sketch-bytes", "1024");
     let refused = common::error(&mut con, &["HK.RESERVE", "x", "100"]);
     assert!(refused.contains("max-sketch-bytes"), "{refused}");
     assert!(

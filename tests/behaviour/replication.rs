@@ -3,24 +3,16 @@
 
 use test_harness as common;
 
-use common::{digest, info_field, list_with_count, query, value, wait_until, Server};
+use common::{cli, config_set, digest, info_field, list_with_count, query, value, words, Server};
 use redis::{Connection, Value};
-use std::time::Duration;
 use test_streams::zipf_stream;
 
-fn replica_of(primary: &Server) -> Server {
-    replica_with(primary, &[])
-}
-
-/// A replica loaded with its own module arguments (its own limits).
-fn replica_with(primary: &Server, module_args: &[&str]) -> Server {
-    let port = primary.port.to_string();
-    let replica = Server::start_configured(module_args, &["--replicaof", "127.0.0.1", &port]);
-    let mut con = replica.client();
-    wait_until("the replica link", Duration::from_secs(30), || {
-        info_field(&mut con, "replication", "master_link_status").as_deref() == Some("up")
-    });
-    replica
+/// `primary` and a replica of it loaded with `module_args`, once linked,
+/// with a client of each.
+fn with_replica(primary: Server, module_args: &[&str]) -> (Server, Server, Connection, Connection) {
+    let replica = Server::replica_of(&primary, module_args);
+    let (p, r) = (primary.client(), replica.client());
+    (primary, replica, p, r)
 }
 
 /// Blocks until every replica has acknowledged everything written so far.
@@ -50,9 +42,7 @@ fn zipf_traffic(con: &mut Connection, key: &str, fading: bool) {
         if fading {
             // Sprinkle explicit timestamps in too, older and newer.
             pipe.cmd("HK.ADDAT")
-                .arg(key)
-                .arg(1_000_000 + i)
-                .arg("backfill")
+                .arg((key, 1_000_000 + i, "backfill"))
                 .ignore();
         }
         pipe.query::<()>(con).unwrap();
@@ -61,10 +51,7 @@ fn zipf_traffic(con: &mut Connection, key: &str, fading: bool) {
 
 #[test]
 fn a_replica_ends_identical_to_its_primary() {
-    let primary = Server::start();
-    let replica = replica_of(&primary);
-    let mut p = primary.client();
-    let mut r = replica.client();
+    let (_primary, _replica, mut p, mut r) = with_replica(Server::start(), &[]);
     // No SEED: the primary picks one and replicates it.
     value(&mut p, &["HK.RESERVE", "hot", "100"]);
     zipf_traffic(&mut p, "hot", false);
@@ -80,10 +67,7 @@ fn a_replica_ends_identical_to_its_primary() {
 
 #[test]
 fn a_fading_replica_applies_the_primarys_timestamps() {
-    let primary = Server::start();
-    let replica = replica_of(&primary);
-    let mut p = primary.client();
-    let mut r = replica.client();
+    let (_primary, _replica, mut p, mut r) = with_replica(Server::start(), &[]);
     value(&mut p, &["HK.RESERVE", "recent", "50", "HALFLIFE", "0.05"]);
     zipf_traffic(&mut p, "recent", true);
     sync(&mut p);
@@ -109,18 +93,7 @@ fn two_servers_fed_the_same_commands_hold_byte_identical_sketches() {
         let mut con = server.client();
         // The seed and creation time are the two inputs a server would
         // otherwise choose itself (replicas and the AOF get them explicitly).
-        value(
-            &mut con,
-            &[
-                "HK.RESERVE",
-                "s",
-                "100",
-                "SEED",
-                "2024",
-                "CREATED",
-                "1700000000000",
-            ],
-        );
+        cli(&mut con, "HK.RESERVE s 100 SEED 2024 CREATED 1700000000000");
         zipf_traffic(&mut con, "s", false);
         let dump: Vec<u8> = query(&mut con, &["DUMP", "s"]);
         dumps.push(dump);
@@ -132,7 +105,7 @@ fn two_servers_fed_the_same_commands_hold_byte_identical_sketches() {
 fn a_failed_command_replicates_nothing() {
     // No pings to replicas during the test: only commands move the offset.
     let primary = Server::start_with(&["--repl-ping-replica-period", "3600"]);
-    let _replica = replica_of(&primary);
+    let _replica = Server::replica_of(&primary, &[]);
     let mut p = primary.client();
     value(&mut p, &["HK.RESERVE", "k", "5", "SEED", "1"]);
     sync(&mut p);
@@ -155,10 +128,8 @@ fn a_failed_command_replicates_nothing() {
 
 #[test]
 fn a_replica_with_a_lower_size_cap_still_applies_what_the_primary_accepted() {
-    let primary = Server::start();
-    let replica = replica_with(&primary, &["max-sketch-bytes", "1024"]);
-    let mut p = primary.client();
-    let mut r = replica.client();
+    let (_primary, _replica, mut p, mut r) =
+        with_replica(Server::start(), &["max-sketch-bytes", "1024"]);
     value(&mut p, &["HK.RESERVE", "big", "100", "WIDTH", "20000"]);
     value(&mut p, &["HK.ADD", "big", "a", "b", "a"]);
     let blob = common::empty_sketch_payload(
@@ -175,29 +146,21 @@ fn a_replica_with_a_lower_size_cap_still_applies_what_the_primary_accepted() {
     }
     assert_eq!(list_with_count(&mut r, "big")[0], (b"a".to_vec(), 2));
     // A client of the replica is still held to the replica's cap.
-    value(&mut r, &["CONFIG", "SET", "replica-read-only", "no"]);
+    config_set(&mut r, "replica-read-only", "no");
     let e = common::error(&mut r, &["HK.RESERVE", "mine", "100", "WIDTH", "20000"]);
     assert!(e.starts_with("ERR sketch would take"), "{e}");
 }
 
 #[test]
 fn a_replica_applies_the_primarys_timestamps_whatever_its_own_window() {
-    let primary = Server::start_configured(&["max-future-ms", "253402300799999"], &[]);
-    let replica = replica_of(&primary);
-    let mut p = primary.client();
-    let mut r = replica.client();
+    let (_primary, _replica, mut p, mut r) = with_replica(
+        Server::start_configured(&["max-future-ms", "253402300799999"], &[]),
+        &[],
+    );
     let year_2100 = "4102444800000";
     value(
         &mut p,
-        &[
-            "HK.RESERVE",
-            "f",
-            "5",
-            "HALFLIFE",
-            "10",
-            "CREATED",
-            year_2100,
-        ],
+        &words(&format!("HK.RESERVE f 5 HALFLIFE 10 CREATED {year_2100}")),
     );
     value(&mut p, &["HK.ADDAT", "f", year_2100, "x"]);
     sync(&mut p);
@@ -206,19 +169,12 @@ fn a_replica_applies_the_primarys_timestamps_whatever_its_own_window() {
 
 #[test]
 fn a_panic_mid_command_replicates_exactly_what_was_applied() {
-    if !common::fault_hooks_compiled_in() {
-        eprintln!("skipped: the release module has no fault hooks");
+    if !common::fault_hooks_or_skip() {
         return;
     }
-    let primary = Server::start();
-    let replica = replica_of(&primary);
-    let mut p = primary.client();
-    let mut r = replica.client();
+    let (primary, _replica, mut p, mut r) = with_replica(Server::start(), &[]);
     value(&mut p, &["HK.RESERVE", "k", "5", "SEED", "1"]);
-    value(
-        &mut p,
-        &["HK.RESERVE", "f", "5", "SEED", "1", "HALFLIFE", "60"],
-    );
+    value(&mut p, &words("HK.RESERVE f 5 SEED 1 HALFLIFE 60"));
     let poison = "heavykeeper:fault:panic-on-add";
     for key in ["k", "f"] {
         let bytes: Vec<&[u8]> = vec![
@@ -243,10 +199,7 @@ fn a_panic_mid_command_replicates_exactly_what_was_applied() {
 
 #[test]
 fn a_merge_replicates_to_an_identical_result() {
-    let primary = Server::start();
-    let replica = replica_of(&primary);
-    let mut p = primary.client();
-    let mut r = replica.client();
+    let (_primary, _replica, mut p, mut r) = with_replica(Server::start(), &[]);
     for key in ["all", "east", "west"] {
         value(&mut p, &["HK.RESERVE", key, "50", "SEED", "99"]);
     }
@@ -264,17 +217,14 @@ fn a_merge_replicates_to_an_identical_result() {
 #[test]
 fn topk_writes_reach_a_replica_without_topk_compat_as_hk_commands() {
     let primary = Server::start_configured(&["topk-compat", "yes"], &[]);
-    let replica = replica_of(&primary);
+    let replica = Server::replica_of(&primary, &[]);
     let mut con = primary.client();
     value(&mut con, &["TOPK.RESERVE", "t", "5", "64", "4", "0.925"]);
     value(&mut con, &["TOPK.RESERVE", "d", "3"]);
     for i in 0..200 {
         let item = format!("i{}", i % 17 % (1 + i % 5));
         value(&mut con, &["TOPK.ADD", "t", &item, "x", &item]);
-        value(
-            &mut con,
-            &["TOPK.INCRBY", "d", &item, &(i % 4).to_string(), "zero", "0"],
-        );
+        cli(&mut con, &format!("TOPK.INCRBY d {item} {} zero 0", i % 4));
     }
     sync(&mut con);
     let mut on_replica = replica.client();

@@ -4,7 +4,7 @@
 
 use test_harness as common;
 
-use common::{error, query, restore, value, Server};
+use common::{error, query, restore, value, words, Server};
 use redis::Value;
 use std::path::Path;
 use std::process::Command;
@@ -31,18 +31,12 @@ fn redis_py_topk_client_works_unchanged_on_resp2_and_resp3() {
 
 #[test]
 fn topk_and_hk_commands_share_the_data_type() {
-    let server = Server::start_configured(&["topk-compat", "yes"], &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_configured(&["topk-compat", "yes"], &[]).with_client();
     value(&mut con, &["TOPK.RESERVE", "t", "2", "100", "3", "0.9"]);
     value(&mut con, &["HK.ADD", "t", "x", "x", "y"]);
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "t", "WITHCOUNT"]),
-        Value::Array(vec![
-            Value::SimpleString("x".into()),
-            Value::Int(2),
-            Value::SimpleString("y".into()),
-            Value::Int(1),
-        ])
+        crate::topk_redisbloom::counted(&[("x", 2), ("y", 1)])
     );
     value(&mut con, &["HK.RESERVE", "h", "5"]);
     value(&mut con, &["TOPK.ADD", "h", "z"]);
@@ -70,8 +64,7 @@ fn topk_and_hk_commands_share_the_data_type() {
 
 #[test]
 fn topk_names_exist_only_when_asked_for() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     let e = error(&mut con, &["TOPK.RESERVE", "t", "3"]);
     assert!(e.starts_with("ERR unknown command"), "{e}");
 }
@@ -97,8 +90,7 @@ fn with_redisbloom_loaded_the_load_fails_saying_why() {
     assert!(line.contains("topk-compat"), "{line}");
     assert!(line.contains("RedisBloom"), "{line}");
     // Without topk-compat, both load side by side: TOPK.* is RedisBloom's.
-    let server = Server::start_after(&["--loadmodule", &fake], &[], &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_after(&["--loadmodule", &fake], &[], &[]).with_client();
     value(&mut con, &["HK.RESERVE", "h", "3"]);
     value(&mut con, &["TOPK.RESERVE", "t", "3"]);
     let e = error(&mut con, &["HK.ADD", "t", "x"]);
@@ -110,23 +102,10 @@ fn with_redisbloom_loaded_the_load_fails_saying_why() {
 /// included, and from then on expels and lists exactly as the original.
 #[test]
 fn redisbloom_ties_survive_a_restore() {
-    let server = Server::start_configured(&["topk-compat", "yes"], &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_configured(&["topk-compat", "yes"], &[]).with_client();
     value(
         &mut con,
-        &[
-            "HK.RESERVE",
-            "a",
-            "4",
-            "WIDTH",
-            "64",
-            "DEPTH",
-            "3",
-            "SEED",
-            "7",
-            "TIES",
-            "redisbloom",
-        ],
+        &words("HK.RESERVE a 4 WIDTH 64 DEPTH 3 SEED 7 TIES redisbloom"),
     );
     assert_eq!(
         common::hk_info(&mut con, "a")["ties"],
@@ -162,8 +141,7 @@ fn redisbloom_ties_survive_a_restore() {
 /// keep settling ties by item bytes.
 #[test]
 fn hk_sketches_settle_ties_by_item_unless_asked() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "h", "2"]);
     assert_eq!(
         common::hk_info(&mut con, "h")["ties"],

@@ -7,7 +7,8 @@
 
 use test_harness as common;
 
-use common::{error, query, server_error_text, value, Server};
+use crate::{as_map, as_text, command_docs};
+use common::{cli, error, query, server_error_text, value, words, Server};
 use redis::{Connection, Value};
 
 fn bloom_server() -> Server {
@@ -27,6 +28,12 @@ fn items(texts: &[&str]) -> Value {
     Value::Array(texts.iter().map(|t| item(t)).collect())
 }
 
+/// `TOPK.LIST ... WITHCOUNT` as RedisBloom answers it: item, count, ...
+pub(crate) fn counted(pairs: &[(&str, i64)]) -> Value {
+    let flat = pairs.iter().flat_map(|&(i, n)| [item(i), Value::Int(n)]);
+    Value::Array(flat.collect())
+}
+
 fn ints(values: &[i64]) -> Value {
     Value::Array(values.iter().map(|&v| Value::Int(v)).collect())
 }
@@ -37,8 +44,7 @@ fn nils(n: usize) -> Value {
 
 #[test]
 fn test_simple() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "20", "50", "5", "0.9"]);
     assert_eq!(value(&mut con, &["TOPK.ADD", "topk", "a"]), nils(1));
     assert_eq!(value(&mut con, &["TOPK.ADD", "topk", "a", "b"]), nils(2));
@@ -48,8 +54,7 @@ fn test_simple() {
 
 #[test]
 fn test_validation() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     let reserves: [&[&str]; 14] = [
         &[],
         &["foo"],
@@ -72,16 +77,9 @@ fn test_validation() {
             .collect();
         error(&mut con, &parts);
     }
-    for args in [&[][..], &["test"][..]] {
-        for cmd in [
-            "TOPK.ADD",
-            "TOPK.QUERY",
-            "TOPK.COUNT",
-            "TOPK.LIST",
-            "TOPK.INFO",
-        ] {
-            let parts: Vec<&str> = std::iter::once(cmd).chain(args.iter().copied()).collect();
-            error(&mut con, &parts);
+    for args in ["", " test"] {
+        for cmd in words("TOPK.ADD TOPK.QUERY TOPK.COUNT TOPK.LIST TOPK.INFO") {
+            error(&mut con, &words(&format!("{cmd}{args}")));
         }
     }
     for cmd in ["TOPK.ADD", "TOPK.QUERY", "TOPK.COUNT"] {
@@ -97,13 +95,11 @@ fn test_validation() {
 
 #[test]
 fn test_add_query_count() {
-    let mut server = bloom_server();
-    let mut con = server.client();
+    let (mut server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "20", "50", "5", "0.9"]);
     // RedisBloom restarts the server here: the empty sketch survives it.
     value(&mut con, &["SAVE"]);
-    server.restart();
-    let mut con = server.client();
+    let mut con = server.restart();
     value(&mut con, &["TOPK.ADD", "topk", "bar", "baz", "42"]);
     assert_eq!(value(&mut con, &["TOPK.QUERY", "topk", "bar"]), ints(&[1]));
     assert_eq!(value(&mut con, &["TOPK.QUERY", "topk", "foo"]), ints(&[0]));
@@ -124,37 +120,21 @@ fn test_add_query_count() {
     );
     assert_eq!(value(&mut con, &["TOPK.ADD", "topk", "foo"]), nils(1));
     assert_eq!(value(&mut con, &["TOPK.QUERY", "topk", "foo"]), ints(&[1]));
-    assert_eq!(
-        value(&mut con, &["TOPK.QUERY", "topk", "xyxxy"]),
-        ints(&[0])
-    );
-    assert_eq!(
-        value(&mut con, &["TOPK.ADD", "topk", "foo", "1", "bar", "1"]),
-        nils(4)
-    );
+    assert_eq!(value(&mut con, &words("TOPK.QUERY topk xyxxy")), ints(&[0]));
+    assert_eq!(cli(&mut con, "TOPK.ADD topk foo 1 bar 1"), nils(4));
 }
 
 #[test]
 fn test_incrby() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "3", "10", "3", "1"]);
-    assert_eq!(
-        value(
-            &mut con,
-            &["TOPK.INCRBY", "topk", "bar", "3", "baz", "6", "42", "2"]
-        ),
-        nils(3)
-    );
+    assert_eq!(cli(&mut con, "TOPK.INCRBY topk bar 3 baz 6 42 2"), nils(3));
     assert_eq!(
         value(&mut con, &["TOPK.INCRBY", "topk", "42", "8", "xyzzy", "4"]),
         Value::Array(vec![Value::Nil, item("bar")])
     );
     assert_eq!(
-        value(
-            &mut con,
-            &["TOPK.COUNT", "topk", "bar", "baz", "42", "xyzzy", "4"]
-        ),
+        value(&mut con, &words("TOPK.COUNT topk bar baz 42 xyzzy 4")),
         ints(&[3, 6, 10, 4, 0])
     );
     error(&mut con, &["TOPK.INCRBY"]);
@@ -200,49 +180,24 @@ fn raw_reply(server: &Server, parts: &[&str]) -> String {
 
 #[test]
 fn test_lookup_table() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "1", "3", "3", ".9"]);
-    value(
-        &mut con,
-        &[
-            "TOPK.INCRBY",
-            "topk",
-            "bar",
-            "300",
-            "baz",
-            "600",
-            "42",
-            "200",
-        ],
-    );
-    value(
-        &mut con,
-        &["TOPK.INCRBY", "topk", "42", "80", "xyzzy", "400"],
-    );
+    value(&mut con, &words("TOPK.INCRBY topk bar 300 baz 600 42 200"));
+    value(&mut con, &words("TOPK.INCRBY topk 42 80 xyzzy 400"));
     assert_eq!(value(&mut con, &["TOPK.LIST", "topk"]), items(&["baz"]));
 }
 
 /// The arrivals `test_list_info` and `test_resp3` send: foo and baz end at
 /// 6 each, bar at 3, 42 at 2.
 fn list_info_stream(con: &mut Connection) {
-    value(
-        con,
-        &[
-            "TOPK.ADD", "topk", "foo", "bar", "baz", "42", "foo", "bar", "baz",
-        ],
-    );
+    value(con, &words("TOPK.ADD topk foo bar baz 42 foo bar baz"));
     value(con, &["TOPK.ADD", "topk", "foo", "baz", "42", "foo", "baz"]);
-    value(
-        con,
-        &["TOPK.ADD", "topk", "foo", "bar", "baz", "foo", "baz"],
-    );
+    value(con, &words("TOPK.ADD topk foo bar baz foo baz"));
 }
 
 #[test]
 fn test_list_info() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "2", "50", "5", "0.9"]);
     error(&mut con, &["TOPK.RESERVE", "topk", "2", "50", "5", "0.9"]);
     list_info_stream(&mut con);
@@ -253,10 +208,7 @@ fn test_list_info() {
     );
     // bar reaches 6, the minimum, at its third arrival and expels the root.
     assert_eq!(
-        value(
-            &mut con,
-            &["TOPK.ADD", "topk", "bar", "bar", "bar", "bar", "bar"]
-        ),
+        value(&mut con, &words("TOPK.ADD topk bar bar bar bar bar")),
         Value::Array(vec![
             Value::Nil,
             Value::Nil,
@@ -290,19 +242,12 @@ fn test_list_info() {
 
 #[test]
 fn test_time() {
-    let server = bloom_server();
-    let mut con = server.client();
-    ok(
-        &mut con,
-        &["TOPK.RESERVE", "topk", "100", "1000", "5", "0.9"],
-    );
+    let (_server, mut con) = bloom_server().with_client();
+    ok(&mut con, &words("TOPK.RESERVE topk 100 1000 5 0.9"));
     let mut add_all = |ids: &mut dyn Iterator<Item = u32>| {
         let mut pipe = redis::pipe();
         for id in ids {
-            pipe.cmd("TOPK.ADD")
-                .arg("topk")
-                .arg(id.to_string())
-                .ignore();
+            pipe.cmd("TOPK.ADD").arg(("topk", id.to_string())).ignore();
         }
         pipe.query::<()>(&mut con).unwrap();
     };
@@ -326,28 +271,17 @@ fn test_time() {
 
 #[test]
 fn test_no_init_params() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "3"]);
     value(
         &mut con,
-        &[
-            "TOPK.ADD", "topk", "foo", "bar", "baz", "42", "foo", "bar", "baz", "foo", "foo",
-            "foo", "foo",
-        ],
+        &words("TOPK.ADD topk foo bar baz 42 foo bar baz foo foo foo foo"),
     );
     value(
         &mut con,
-        &[
-            "TOPK.ADD", "topk", "foo", "baz", "42", "foo", "baz", "foo", "foo", "foo", "foo", "foo",
-        ],
+        &words("TOPK.ADD topk foo baz 42 foo baz foo foo foo foo foo"),
     );
-    value(
-        &mut con,
-        &[
-            "TOPK.ADD", "topk", "foo", "bar", "baz", "foo", "baz", "baz", "baz", "baz",
-        ],
-    );
+    cli(&mut con, "TOPK.ADD topk foo bar baz foo baz baz baz baz");
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "topk"]),
         items(&["foo", "baz", "bar"])
@@ -375,34 +309,20 @@ fn test_no_init_params() {
 
 #[test]
 fn test_list_with_count() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "3"]);
-    value(
-        &mut con,
-        &[
-            "TOPK.ADD", "topk", "foo", "bar", "baz", "42", "foo", "bar", "baz",
-        ],
-    );
+    value(&mut con, &words("TOPK.ADD topk foo bar baz 42 foo bar baz"));
     value(&mut con, &["TOPK.ADD", "topk", "foo", "baz", "42", "foo"]);
     value(&mut con, &["TOPK.ADD", "topk", "foo", "bar", "baz", "foo"]);
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "topk", "WITHCOUNT"]),
-        Value::Array(vec![
-            item("foo"),
-            Value::Int(6),
-            item("baz"),
-            Value::Int(4),
-            item("bar"),
-            Value::Int(3)
-        ])
+        counted(&[("foo", 6), ("baz", 4), ("bar", 3)])
     );
 }
 
 #[test]
 fn test_list_no_duplicates() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "10", "8", "7", "1"]);
     let stream = "j h d j h h j g e g i f g f a j c i a d";
     let parts: Vec<&str> = ["TOPK.ADD", "topk"]
@@ -417,8 +337,7 @@ fn test_list_no_duplicates() {
 
 #[test]
 fn test_cstring() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "3"]);
     value(&mut con, &["TOPK.ADD", "topk", "Lets\nCrash"]);
     // A simple string cannot hold a line break: this one comes as a bulk string.
@@ -430,21 +349,20 @@ fn test_cstring() {
 
 #[test]
 fn test_empty_string() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "3"]);
     value(&mut con, &["TOPK.ADD", "topk", ""]);
     assert_eq!(value(&mut con, &["TOPK.LIST", "topk"]), items(&[""]));
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "topk", "withcount"]),
-        Value::Array(vec![item(""), Value::Int(1)])
+        counted(&[("", 1)])
     );
     assert_eq!(value(&mut con, &["TOPK.QUERY", "topk", ""]), ints(&[1]));
     assert_eq!(value(&mut con, &["TOPK.COUNT", "topk", ""]), ints(&[1]));
     value(&mut con, &["TOPK.INCRBY", "topk", "", "100"]);
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "topk", "withcount"]),
-        Value::Array(vec![item(""), Value::Int(101)])
+        counted(&[("", 101)])
     );
     value(&mut con, &["TOPK.ADD", "topk", "foo", "bar", "baz"]);
     value(&mut con, &["TOPK.ADD", "topk", "foo", "bar", "baz", ""]);
@@ -452,58 +370,28 @@ fn test_empty_string() {
     value(&mut con, &["TOPK.ADD", "topk", "foo", ""]);
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "topk", "WITHCOUNT"]),
-        Value::Array(vec![
-            item(""),
-            Value::Int(104),
-            item("foo"),
-            Value::Int(4),
-            item("bar"),
-            Value::Int(3)
-        ])
+        counted(&[("", 104), ("foo", 4), ("bar", 3)])
     );
     assert_eq!(
         value(&mut con, &["TOPK.QUERY", "topk", "bla", "foo", ""]),
         ints(&[0, 1, 1])
     );
-    value(
-        &mut con,
-        &[
-            "TOPK.INCRBY",
-            "topk",
-            "foo",
-            "500",
-            "bar",
-            "500",
-            "baz",
-            "500",
-        ],
-    );
+    value(&mut con, &words("TOPK.INCRBY topk foo 500 bar 500 baz 500"));
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "topk", "WITHCOUNT"]),
-        Value::Array(vec![
-            item("foo"),
-            Value::Int(504),
-            item("bar"),
-            Value::Int(503),
-            item("baz"),
-            Value::Int(502)
-        ])
+        counted(&[("foo", 504), ("bar", 503), ("baz", 502)])
     );
 }
 
 #[test]
 fn test_results_after_rdb_reload() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     let mut results = Vec::new();
     for with_reload in [true, false] {
         ok(&mut con, &["FLUSHALL"]);
         // A decay this close to 1 is taken: TOPK increments are capped, so
         // each arrival's coins are too.
-        ok(
-            &mut con,
-            &["TOPK.RESERVE", "topkmyk1", "1", "1", "1", "0.99999"],
-        );
+        ok(&mut con, &words("TOPK.RESERVE topkmyk1 1 1 1 0.99999"));
         for i in 0..2 {
             if with_reload {
                 ok(&mut con, &["DEBUG", "RELOAD"]);
@@ -517,65 +405,43 @@ fn test_results_after_rdb_reload() {
 
 #[test]
 fn test_reload_after_incrby_zero() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk_zero", "3"]);
     value(&mut con, &["TOPK.INCRBY", "topk_zero", "myitem", "0"]);
     ok(&mut con, &["DEBUG", "RELOAD"]);
     assert_eq!(value(&mut con, &["EXISTS", "topk_zero"]), Value::Int(1));
-    assert_eq!(
-        value(&mut con, &["TOPK.INCRBY", "topk_zero", "myitem", "1"]),
-        nils(1)
-    );
+    assert_eq!(cli(&mut con, "TOPK.INCRBY topk_zero myitem 1"), nils(1));
 }
 
 #[test]
 fn test_reload_keeps_empty_string_item() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk_es", "3"]);
     value(&mut con, &["TOPK.ADD", "topk_es", ""]);
-    let listed = Value::Array(vec![item(""), Value::Int(1)]);
-    assert_eq!(
-        value(&mut con, &["TOPK.LIST", "topk_es", "withcount"]),
-        listed
-    );
+    let listed = counted(&[("", 1)]);
+    assert_eq!(cli(&mut con, "TOPK.LIST topk_es withcount"), listed);
     ok(&mut con, &["DEBUG", "RELOAD"]);
-    assert_eq!(
-        value(&mut con, &["TOPK.LIST", "topk_es", "withcount"]),
-        listed
-    );
+    assert_eq!(cli(&mut con, "TOPK.LIST topk_es withcount"), listed);
     assert_eq!(value(&mut con, &["TOPK.QUERY", "topk_es", ""]), ints(&[1]));
 }
 
 #[test]
 fn test_insufficient_memory() {
-    let server = bloom_server();
-    let mut con = server.client();
-    let e = error(
-        &mut con,
-        &["TOPK.RESERVE", "x", "3", "2000000000", "200000000", "1"],
-    );
+    let (_server, mut con) = bloom_server().with_client();
+    let e = error(&mut con, &words("TOPK.RESERVE x 3 2000000000 200000000 1"));
     assert!(
         e.contains("Insufficient memory to create topk data structure"),
         "{e}"
     );
-    let e = error(
-        &mut con,
-        &["TOPK.RESERVE", "x", "3", "900000000000", "1", "1"],
-    );
+    let e = error(&mut con, &words("TOPK.RESERVE x 3 900000000000 1 1"));
     assert!(e.contains("TopK: invalid width"), "{e}");
-    let e = error(
-        &mut con,
-        &["TOPK.RESERVE", "x", "3", "1", "900000000000", "1"],
-    );
+    let e = error(&mut con, &words("TOPK.RESERVE x 3 1 900000000000 1"));
     assert!(e.contains("TopK: invalid depth"), "{e}");
 }
 
 #[test]
 fn test_overflow_k_width_depth() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     for (args, expected) in [
         (["4294967296", "1", "1"], "TopK: invalid k"),
         (["1", "4294967296", "1"], "TopK: invalid width"),
@@ -595,8 +461,7 @@ fn test_overflow_k_width_depth() {
 /// version and by version elsewhere, and stays up.
 #[test]
 fn test_rdb_load_overflow() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     let rdb: &[u8] = b"\x07\x81N\x8aJ\xf96\x0f\x10\x00\x02\x00\x02\x80\x80\x00\x00\x00\x02\x80@\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x05\x00\x05\x00\x00\xff\x0c\x00AuG7\xae3\xbe\xab";
     let e = redis::cmd("RESTORE")
         .arg("corrupt-filter")
@@ -610,10 +475,7 @@ fn test_rdb_load_overflow() {
         e.contains("Bad data format") || e.contains("payload version or checksum are wrong"),
         "{e}"
     );
-    assert_eq!(
-        value(&mut con, &["PING"]),
-        Value::SimpleString("PONG".into())
-    );
+    common::assert_pong(&mut con);
 }
 
 /// `test_topk_restore_corrupt_rdb.py` patches RedisBloom's heap blob; the
@@ -623,12 +485,8 @@ fn test_rdb_load_overflow() {
 /// server alive.
 #[test]
 fn test_restore_topk_inflated_itemlen_is_safe() {
-    let server = bloom_server();
-    let mut con = server.client();
-    ok(
-        &mut con,
-        &["TOPK.RESERVE", "topk_il{topk}", "1", "1", "1", "0.9"],
-    );
+    let (_server, mut con) = bloom_server().with_client();
+    ok(&mut con, &words("TOPK.RESERVE topk_il{topk} 1 1 1 0.9"));
     value(&mut con, &["TOPK.ADD", "topk_il{topk}", "a"]);
     let dump: Vec<u8> = query(&mut con, &["DUMP", "topk_il{topk}"]);
     let body = &dump[..dump.len() - 10];
@@ -657,10 +515,7 @@ fn test_restore_topk_inflated_itemlen_is_safe() {
                         .query::<Value>(&mut con);
                 }
             }
-            assert_eq!(
-                value(&mut con, &["PING"]),
-                Value::SimpleString("PONG".into())
-            );
+            common::assert_pong(&mut con);
         }
     }
     // Bytes of the counts and the random state load; the rest is refused.
@@ -683,10 +538,7 @@ fn test_topk_resp3() {
         ])
     );
     assert_eq!(
-        value(
-            &mut con,
-            &["TOPK.QUERY", "topk", "foo", "bar", "baz", "dan"]
-        ),
+        value(&mut con, &words("TOPK.QUERY topk foo bar baz dan")),
         Value::Array(
             [true, false, true, false]
                 .into_iter()
@@ -696,15 +548,8 @@ fn test_topk_resp3() {
     );
 }
 
-const TOPK_COMMANDS: [&str; 7] = [
-    "topk.add",
-    "topk.count",
-    "topk.incrby",
-    "topk.info",
-    "topk.list",
-    "topk.query",
-    "topk.reserve",
-];
+const TOPK_COMMANDS: &str =
+    "topk.add topk.count topk.incrby topk.info topk.list topk.query topk.reserve";
 
 fn acl_categories(con: &mut Connection) -> Vec<String> {
     query(con, &["ACL", "CAT"])
@@ -714,8 +559,7 @@ fn acl_categories(con: &mut Connection) -> Vec<String> {
 /// `topk` category, with exactly the seven commands RedisBloom puts there.
 #[test]
 fn test_acl_category() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (_server, mut con) = bloom_server().with_client();
     let categories = acl_categories(&mut con);
     if !categories.iter().any(|c| c == "heavykeeper") {
         // Redis 7.0: no module categories at all, RedisBloom's test skips too.
@@ -725,7 +569,7 @@ fn test_acl_category() {
     assert!(categories.iter().any(|c| c == "topk"), "{categories:?}");
     let mut listed: Vec<String> = query(&mut con, &["ACL", "CAT", "topk"]);
     listed.sort();
-    assert_eq!(listed, TOPK_COMMANDS);
+    assert_eq!(listed, words(TOPK_COMMANDS));
     let read: Vec<String> = query(&mut con, &["ACL", "CAT", "read"]);
     assert!(read.iter().any(|c| c == "topk.query"));
 }
@@ -734,23 +578,12 @@ fn test_acl_category() {
 /// writing ones; `+@topk` runs all seven and no `HK.*`.
 #[test]
 fn test_acl_non_default_user() {
-    let server = bloom_server();
-    let mut con = server.client();
+    let (server, mut con) = bloom_server().with_client();
     if !acl_categories(&mut con).iter().any(|c| c == "topk") {
         return; // no module categories on this server (Redis 7.0)
     }
-    ok(
-        &mut con,
-        &[
-            "ACL", "SETUSER", "testusr", "on", ">123", "~*", "&*", "+auth",
-        ],
-    );
-    ok(
-        &mut con,
-        &[
-            "ACL", "SETUSER", "topkusr", "on", ">123", "~*", "&*", "+@topk",
-        ],
-    );
+    ok(&mut con, &words("ACL SETUSER testusr on >123 ~* &* +auth"));
+    ok(&mut con, &words("ACL SETUSER topkusr on >123 ~* &* +@topk"));
     let mut user = server.client();
     ok(&mut user, &["AUTH", "testusr", "123"]);
     let e = error(&mut user, &["TOPK.QUERY", "t", "x"]);
@@ -772,10 +605,7 @@ fn test_acl_non_default_user() {
     ok(&mut topk_user, &["AUTH", "topkusr", "123"]);
     ok(&mut topk_user, &["TOPK.RESERVE", "t", "3"]);
     assert_eq!(value(&mut topk_user, &["TOPK.ADD", "t", "foo"]), nils(1));
-    assert_eq!(
-        value(&mut topk_user, &["TOPK.QUERY", "t", "foo"]),
-        ints(&[1])
-    );
+    assert_eq!(cli(&mut topk_user, "TOPK.QUERY t foo"), ints(&[1]));
     let e = error(&mut topk_user, &["HK.ADD", "t", "foo"]);
     assert!(e.contains("no permissions"), "{e}");
 }
@@ -877,25 +707,4 @@ fn test_command_docs_topk() {
 
 fn text(s: &str) -> Value {
     Value::BulkString(s.as_bytes().to_vec())
-}
-
-fn as_text(v: &Value) -> String {
-    redis::from_redis_value(v).unwrap()
-}
-
-fn as_map(v: &Value) -> std::collections::HashMap<String, Value> {
-    match v {
-        Value::Map(pairs) => pairs.iter().map(|(k, v)| (as_text(k), v.clone())).collect(),
-        Value::Array(flat) => flat
-            .chunks(2)
-            .map(|p| (as_text(&p[0]), p[1].clone()))
-            .collect(),
-        other => panic!("not a map: {other:?}"),
-    }
-}
-
-fn command_docs(con: &mut Connection, name: &str) -> std::collections::HashMap<String, Value> {
-    let reply: Value = query(con, &["COMMAND", "DOCS", name]);
-    let outer = as_map(&reply);
-    as_map(&outer[name])
 }

@@ -3,7 +3,9 @@
 
 use test_harness as common;
 
-use common::{error, info_field, info_number, query, repeat, run, value, Server};
+use common::{
+    config_set, error, info_field, info_number, query, repeat, run, value, words, Server,
+};
 use redis::{Connection, Value};
 
 /// `key, db, rate, count` rows of `HK.HOTKEYS ...` on a RESP2 connection.
@@ -33,48 +35,32 @@ fn times(con: &mut Connection, n: usize, cmd: &[&str]) {
 /// Redis 7.0's command filters cannot tell which client sent a command.
 #[test]
 fn tracking_turns_on_and_off_at_run_time() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
+    let enabled =
+        |con: &mut Connection| info_field(con, "heavykeeper", "heavykeeper_tracker_enabled");
     assert_eq!(
         error(&mut con, &["HK.HOTKEYS"]),
         "ERR key tracking is off: CONFIG SET heavykeeper.track yes"
     );
-    assert_eq!(
-        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
-        Some("0")
-    );
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.track-sample", "1"],
-    );
-    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "yes"]);
-    assert_eq!(
-        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
-        Some("1")
-    );
+    assert_eq!(enabled(&mut con).as_deref(), Some("0"));
+    config_set(&mut con, "heavykeeper.track-sample", "1");
+    config_set(&mut con, "heavykeeper.track", "yes");
+    assert_eq!(enabled(&mut con).as_deref(), Some("1"));
     times(&mut con, 5, &["GET", "page:home"]);
     assert_eq!(counts(&mut con, &[]), vec![("page:home".to_string(), 5)]);
-    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "no"]);
-    assert_eq!(
-        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_enabled").as_deref(),
-        Some("0")
-    );
+    config_set(&mut con, "heavykeeper.track", "no");
+    assert_eq!(enabled(&mut con).as_deref(), Some("0"));
     assert!(error(&mut con, &["HK.HOTKEYS"]).contains("tracking is off"));
     // On again: a fresh start.
-    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "yes"]);
+    config_set(&mut con, "heavykeeper.track", "yes");
     assert_eq!(counts(&mut con, &[]), vec![]);
 }
 
 #[test]
 fn every_key_a_command_touches_counts_as_the_server_sees_it() {
-    let server = tracking_server();
-    let mut con = server.client();
+    let (_server, mut con) = tracking_server().with_client();
     times(&mut con, 3, &["MGET", "m1", "m2", "m3"]);
-    times(
-        &mut con,
-        4,
-        &["XREAD", "COUNT", "1", "STREAMS", "s1", "s2", "0", "0"],
-    );
+    times(&mut con, 4, &words("XREAD COUNT 1 STREAMS s1 s2 0 0"));
     times(&mut con, 5, &["ZUNIONSTORE", "zout", "2", "za", "zb"]);
     times(&mut con, 6, &["SORT", "list", "STORE", "sorted"]);
     times(
@@ -116,8 +102,7 @@ fn every_key_a_command_touches_counts_as_the_server_sees_it() {
 
 #[test]
 fn a_script_run_by_a_transaction_counts_its_declared_keys_once() {
-    let server = tracking_server();
-    let mut con = server.client();
+    let (_server, mut con) = tracking_server().with_client();
     // Twice: a key counted once fades below one access at once, unlisted.
     for _ in 0..2 {
         value(&mut con, &["MULTI"]);
@@ -137,8 +122,7 @@ fn a_script_run_by_a_transaction_counts_its_declared_keys_once() {
 
 #[test]
 fn keys_in_different_databases_are_different_keys() {
-    let server = tracking_server();
-    let mut con = server.client();
+    let (_server, mut con) = tracking_server().with_client();
     times(&mut con, 3, &["SET", "user:1", "a"]);
     value(&mut con, &["SELECT", "5"]);
     times(&mut con, 2, &["SET", "user:1", "b"]);
@@ -162,8 +146,7 @@ fn counts_by_db(con: &mut Connection) -> Vec<(i64, i64)> {
 
 #[test]
 fn a_clients_database_is_followed_through_select_reset_and_transactions() {
-    let server = tracking_server();
-    let mut con = server.client();
+    let (server, mut con) = tracking_server().with_client();
     if !common::filter_names_clients(&mut con) {
         eprintln!("skipped: this server's filter cannot tell which client sent a command");
         return;
@@ -187,9 +170,7 @@ fn a_clients_database_is_followed_through_select_reset_and_transactions() {
     // Another client was never moved.
     let mut other = server.client();
     times(&mut other, 6, &["SET", "j", "v"]);
-    let mut rows: Vec<(i64, i64)> = hotkeys(&mut con, &[]).iter().map(|r| (r.1, r.3)).collect();
-    rows.sort();
-    assert_eq!(rows, vec![(0, 6), (0, 7), (3, 3), (4, 5)]);
+    assert_eq!(counts_by_db(&mut con), vec![(0, 6), (0, 7), (3, 3), (4, 5)]);
 }
 
 /// Sends `command` in small pipelines for `ms` milliseconds (steady
@@ -208,14 +189,9 @@ fn for_a_while(con: &mut redis::Connection, ms: u64, command: &[&str]) -> u64 {
 fn sampling(sample: u32) -> Server {
     let sample = sample.to_string();
     Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-halflife",
-            "3600",
-            "track-sample",
-            &sample,
-        ],
+        &words(&format!(
+            "track yes track-halflife 3600 track-sample {sample}"
+        )),
         &[],
     )
 }
@@ -224,8 +200,7 @@ fn sampling(sample: u32) -> Server {
 /// `SELECT` included, and still each key counts in its client's database.
 #[test]
 fn a_select_between_counting_windows_still_moves_the_client() {
-    let server = sampling(4);
-    let mut con = server.client();
+    let (_server, mut con) = sampling(4).with_client();
     if !common::filter_names_clients(&mut con) {
         eprintln!("skipped: this server's filter cannot tell which client sent a command");
         return;
@@ -247,8 +222,7 @@ fn a_select_between_counting_windows_still_moves_the_client() {
 /// windows counted, widens with them.)
 #[test]
 fn sampling_a_sixteenth_of_the_time_keeps_counts_right() {
-    let server = sampling(16);
-    let mut con = server.client();
+    let (_server, mut con) = sampling(16).with_client();
     let sent = for_a_while(&mut con, 4_000, &["GET", "hot"]) as f64;
     let hot = common::hotkeys_with_bounds(&mut con, 10)
         .into_iter()
@@ -276,8 +250,7 @@ fn sampling_a_sixteenth_of_the_time_keeps_counts_right() {
 
 #[test]
 fn reset_forgets_and_configs_are_validated() {
-    let server = tracking_server();
-    let mut con = server.client();
+    let (_server, mut con) = tracking_server().with_client();
     times(&mut con, 3, &["INCR", "counter"]);
     assert_eq!(counts(&mut con, &[]).len(), 1);
     assert_eq!(value(&mut con, &["HK.HOTKEYS", "RESET"]), Value::Okay);
@@ -305,7 +278,7 @@ fn reset_forgets_and_configs_are_validated() {
         assert!(error(&mut con, &bad).starts_with("ERR"), "{bad:?}");
     }
     // A new k starts afresh with that many slots.
-    value(&mut con, &["CONFIG", "SET", "heavykeeper.track-k", "2"]);
+    config_set(&mut con, "heavykeeper.track-k", "2");
     for key in ["a", "b", "c"] {
         times(&mut con, 3, &["GET", key]);
     }
@@ -335,17 +308,8 @@ fn resp3_clients_get_nested_rows() {
 #[test]
 fn a_replica_tracks_the_traffic_it_serves() {
     let primary = tracking_server();
-    let port = primary.port.to_string();
-    let replica = Server::start_configured(
-        common::TRACK_EVERY_COMMAND,
-        &["--replicaof", "127.0.0.1", &port],
-    );
+    let replica = Server::replica_of(&primary, common::TRACK_EVERY_COMMAND);
     let mut r = replica.client();
-    common::wait_until(
-        "the replica link",
-        std::time::Duration::from_secs(30),
-        || info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up"),
-    );
     let mut p = primary.client();
     times(&mut p, 3, &["SET", "written", "v"]);
     let acked: i64 = query(&mut p, &["WAIT", "1", "10000"]);
@@ -371,8 +335,7 @@ fn a_replica_tracks_the_traffic_it_serves() {
 
 #[test]
 fn counted_keys_are_exactly_the_keys_the_server_finds() {
-    let server = tracking_server();
-    let mut con = server.client();
+    let (_server, mut con) = tracking_server().with_client();
     value(&mut con, &["XADD", "s1", "*", "f", "v"]);
     value(&mut con, &["XGROUP", "CREATE", "s1", "g", "0"]);
     let commands: &[&[&str]] = &[
@@ -404,17 +367,7 @@ fn counted_keys_are_exactly_the_keys_the_server_finds() {
             "m2",
         ],
         &["GEORADIUS", "geo", "0", "0", "1", "km", "STORE", "geodst"],
-        &[
-            "GEOSEARCHSTORE",
-            "gd",
-            "gs",
-            "FROMLONLAT",
-            "0",
-            "0",
-            "BYRADIUS",
-            "1",
-            "km",
-        ],
+        &words("GEOSEARCHSTORE gd gs FROMLONLAT 0 0 BYRADIUS 1 km"),
         &["OBJECT", "FREQ", "a"],
         &["XINFO", "STREAM", "s1"],
         &["MEMORY", "USAGE", "a"],
@@ -449,7 +402,7 @@ fn counted_keys_are_exactly_the_keys_the_server_finds() {
 
 #[test]
 fn in_a_cluster_one_subscriber_hears_the_hot_keys_of_every_node() {
-    let cluster = common::Cluster::start(crate::HOT_KEY_EVENTS);
+    let cluster = common::Cluster::start(&words(crate::HOT_KEY_EVENTS));
     // One subscriber, on the first node only.
     let mut sub = common::Subscriber::new(&cluster.nodes[0], "hotkeys", false);
     // A hot key on each node: ~500 reads in a moment is 347 req/s.
@@ -483,8 +436,7 @@ fn in_a_cluster_one_subscriber_hears_the_hot_keys_of_every_node() {
 
 #[test]
 fn huge_keys_cannot_grow_the_trackers_memory() {
-    let server = tracking_server();
-    let mut con = server.client();
+    let (_server, mut con) = tracking_server().with_client();
     let used = |con: &mut Connection| -> i64 { info_number(con, "memory", "used_memory") };
     let before = used(&mut con);
     // 300 distinct 1 MB keys, as a careless client might send.
@@ -513,8 +465,8 @@ fn huge_keys_cannot_grow_the_trackers_memory() {
 /// bound: one full of huge keys stops counting instead of growing.
 #[test]
 fn a_window_full_of_huge_keys_stays_within_its_bound() {
-    let server = Server::start_configured(&["track", "yes", "track-sample", "4"], &[]);
-    let mut con = server.client();
+    let (_server, mut con) =
+        Server::start_configured(&["track", "yes", "track-sample", "4"], &[]).with_client();
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1_500);
     let mut i = 0u32;
     while std::time::Instant::now() < deadline {

@@ -4,17 +4,10 @@
 
 use test_harness as common;
 
-use common::{error, info_field, query, repeat, run, value, Server};
+use common::{config_set, error, info_field, query, repeat, run, value, words, Server};
 use redis::{Connection, Value};
 
-const MISSES_ON: &[&str] = &[
-    "track",
-    "yes",
-    "track-halflife",
-    "3600",
-    "track-misses",
-    "yes",
-];
+const MISSES_ON: &str = "track yes track-halflife 3600 track-misses yes";
 
 /// `HK.HOTKEYS MISSES` as (key, db, count) rows.
 fn misses(con: &mut Connection) -> Vec<(String, i64, i64)> {
@@ -26,8 +19,7 @@ fn misses(con: &mut Connection) -> Vec<(String, i64, i64)> {
 
 #[test]
 fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
-    let server = Server::start_configured(MISSES_ON, &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_configured(&words(MISSES_ON), &[]).with_client();
     value(&mut con, &["SET", "present", "v"]);
     repeat(&mut con, 300, &["GET", "user:404"]);
     repeat(&mut con, 1_000, &["GET", "present"]);
@@ -48,8 +40,7 @@ fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
 
 #[test]
 fn a_missing_key_that_comes_into_being_leaves_the_list() {
-    let server = Server::start_configured(MISSES_ON, &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_configured(&words(MISSES_ON), &[]).with_client();
     repeat(&mut con, 500, &["GET", "soon"]);
     repeat(&mut con, 50, &["GET", "never"]);
     assert_eq!(misses(&mut con).len(), 2);
@@ -63,8 +54,7 @@ fn a_missing_key_that_comes_into_being_leaves_the_list() {
 
 #[test]
 fn misses_are_per_database_and_binary_safe() {
-    let server = Server::start_configured(MISSES_ON, &[]);
-    let mut con = server.client();
+    let (server, mut con) = Server::start_configured(&words(MISSES_ON), &[]).with_client();
     value(&mut con, &["SELECT", "3"]);
     let key = b"bin\x00\xff:key";
     let mut pipe = redis::pipe();
@@ -110,15 +100,12 @@ fn misses_are_per_database_and_binary_safe() {
 
 #[test]
 fn misses_are_counted_only_when_asked_for() {
-    let server = Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[]);
-    let mut con = server.client();
+    let (_server, mut con) =
+        Server::start_configured(&["track", "yes", "track-halflife", "3600"], &[]).with_client();
     repeat(&mut con, 100, &["GET", "missing"]);
     let e = error(&mut con, &["HK.HOTKEYS", "MISSES"]);
     assert!(e.contains("track-misses"), "{e}");
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.track-misses", "yes"],
-    );
+    config_set(&mut con, "heavykeeper.track-misses", "yes");
     assert_eq!(
         info_field(&mut con, "heavykeeper", "heavykeeper_tracker_misses").as_deref(),
         Some("1")
@@ -126,21 +113,17 @@ fn misses_are_counted_only_when_asked_for() {
     repeat(&mut con, 70, &["GET", "missing"]);
     assert_eq!(misses(&mut con), [("missing".to_string(), 0, 70)]);
     // Off again: the list stops growing (and says it is off).
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.track-misses", "no"],
-    );
+    config_set(&mut con, "heavykeeper.track-misses", "no");
     repeat(&mut con, 70, &["GET", "missing"]);
     assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("track-misses"));
     // Tracking off altogether: the usual error.
-    value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "no"]);
+    config_set(&mut con, "heavykeeper.track", "no");
     assert!(error(&mut con, &["HK.HOTKEYS", "MISSES"]).contains("heavykeeper.track yes"));
 }
 
 #[test]
 fn a_script_and_a_transaction_miss_like_any_client() {
-    let server = Server::start_configured(MISSES_ON, &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_configured(&words(MISSES_ON), &[]).with_client();
     for _ in 0..30 {
         let _: Value = query(
             &mut con,

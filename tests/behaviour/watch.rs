@@ -3,17 +3,12 @@
 
 use test_harness as common;
 
-use common::{error, hk_info, query, repeat, restore, value, Server, Subscriber};
+use common::{
+    cli, error, hk_info, now_ms, query, repeat, restore, value, words, Server, Subscriber,
+};
 use redis::Value;
 use serde_json::Value as Json;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+use std::time::Duration;
 
 fn kinds(events: &[Json]) -> Vec<(String, String)> {
     events
@@ -37,13 +32,9 @@ const QUIET: Duration = Duration::from_millis(300);
 
 #[test]
 fn members_and_counts_without_fading() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "top", "2", "WIDTH", "1024"]);
-    value(
-        &mut con,
-        &["HK.WATCH", "top", "events", "MEMBERS", "ABOVE", "10"],
-    );
+    value(&mut con, &words("HK.WATCH top events MEMBERS ABOVE 10"));
     let mut sub = Subscriber::new(&server, "events", false);
     value(&mut con, &["HK.INCRBY", "top", "a", "12", "b", "3"]);
     let first = sub.events(QUIET, 10);
@@ -71,13 +62,10 @@ fn members_and_counts_without_fading() {
 
 #[test]
 fn fading_items_cool_and_leave_on_time_by_the_timer() {
-    let server = Server::start_configured(&["watch-interval-ms", "20"], &[]);
-    let mut con = server.client();
+    let (server, mut con) =
+        Server::start_configured(&["watch-interval-ms", "20"], &[]).with_client();
     value(&mut con, &["HK.RESERVE", "f", "5", "HALFLIFE", "0.2"]);
-    value(
-        &mut con,
-        &["HK.WATCH", "f", "fade", "MEMBERS", "ABOVE", "100"],
-    );
+    value(&mut con, &words("HK.WATCH f fade MEMBERS ABOVE 100"));
     let mut sub = Subscriber::new(&server, "fade", false);
     // 40 arrivals now: rate 40·ln2/0.2 = 139 req/s, above 100.
     let t = now_ms().to_string();
@@ -97,8 +85,7 @@ fn fading_items_cool_and_leave_on_time_by_the_timer() {
 
 #[test]
 fn an_item_hovering_at_the_line_does_not_flap() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     // A half-life of 10 s: a rate of 10/s is a count of 144.
     let t0 = now_ms() - 10_200;
     let at = |offset: i64| (t0 + offset).to_string();
@@ -106,10 +93,7 @@ fn an_item_hovering_at_the_line_does_not_flap() {
         &mut con,
         &["HK.RESERVE", "h", "5", "HALFLIFE", "10", "CREATED", &at(0)],
     );
-    value(
-        &mut con,
-        &["HK.WATCH", "h", "hover", "ABOVE", "10", "BELOW", "5"],
-    );
+    value(&mut con, &words("HK.WATCH h hover ABOVE 10 BELOW 5"));
     let mut sub = Subscriber::new(&server, "hover", false);
     // 150 (10.4/s: hot); 5 s later 106 (7.4/s: between the lines) + 40 = 146
     // (10.1/s: above again); 5 s later 103 + 45 = 148: up and down across
@@ -123,17 +107,13 @@ fn an_item_hovering_at_the_line_does_not_flap() {
 
 #[test]
 fn a_churning_boundary_pairs_every_enter_with_a_leave() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "c", "3", "WIDTH", "2048"]);
     value(&mut con, &["HK.WATCH", "c", "churn", "MEMBERS"]);
     let mut sub = Subscriber::new(&server, "churn", false);
     for round in 0..20 {
         let item = format!("i{round}");
-        value(
-            &mut con,
-            &["HK.INCRBY", "c", &item, &(10 + round * 5).to_string()],
-        );
+        cli(&mut con, &format!("HK.INCRBY c {item} {}", 10 + round * 5));
     }
     let got = kinds(&sub.events(QUIET, 1000));
     let enters = got.iter().filter(|(k, _)| k == "enter").count();
@@ -152,8 +132,7 @@ fn a_churning_boundary_pairs_every_enter_with_a_leave() {
 
 #[test]
 fn binary_items_travel_base64_and_the_watch_is_validated() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "b", "3"]);
     for bad in [
         vec!["HK.WATCH", "b", "ch"],
@@ -183,13 +162,9 @@ fn binary_items_travel_base64_and_the_watch_is_validated() {
 
 #[test]
 fn the_watch_survives_reload_copy_and_dump_and_shows_in_info() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "w", "3", "HALFLIFE", "60"]);
-    value(
-        &mut con,
-        &["HK.WATCH", "w", "alerts", "MEMBERS", "ABOVE", "2.5"],
-    );
+    value(&mut con, &words("HK.WATCH w alerts MEMBERS ABOVE 2.5"));
     let info = hk_info(&mut con, "w");
     assert_eq!(info["watch_channel"], Value::BulkString(b"alerts".to_vec()));
     assert_eq!(info["watch_members"], Value::Int(1));
@@ -215,8 +190,7 @@ fn the_watch_survives_reload_copy_and_dump_and_shows_in_info() {
 
 #[test]
 fn a_flood_is_capped_and_what_is_dropped_is_counted() {
-    let server = Server::start_configured(&["watch-max-events", "5"], &[]);
-    let mut con = server.client();
+    let (server, mut con) = Server::start_configured(&["watch-max-events", "5"], &[]).with_client();
     value(&mut con, &["HK.RESERVE", "flood", "100", "WIDTH", "4096"]);
     value(&mut con, &["HK.WATCH", "flood", "f", "MEMBERS"]);
     let mut sub = Subscriber::new(&server, "f", false);
@@ -238,15 +212,8 @@ fn a_flood_is_capped_and_what_is_dropped_is_counted() {
 #[test]
 fn a_replica_agrees_on_the_watch_and_publishes_nothing() {
     let primary = Server::start_configured(&["watch-interval-ms", "20"], &[]);
-    let port = primary.port.to_string();
-    let replica = Server::start_configured(
-        &["watch-interval-ms", "20"],
-        &["--replicaof", "127.0.0.1", &port],
-    );
+    let replica = Server::replica_of(&primary, &["watch-interval-ms", "20"]);
     let mut r = replica.client();
-    common::wait_until("the replica link", Duration::from_secs(30), || {
-        common::info_field(&mut r, "replication", "master_link_status").as_deref() == Some("up")
-    });
     let mut p = primary.client();
     value(&mut p, &["HK.RESERVE", "rw", "3", "HALFLIFE", "0.1"]);
     value(&mut p, &["HK.WATCH", "rw", "rep", "MEMBERS", "ABOVE", "50"]);
@@ -273,13 +240,10 @@ fn a_replica_agrees_on_the_watch_and_publishes_nothing() {
 
 #[test]
 fn in_a_cluster_events_are_shard_messages_on_the_keys_slot() {
-    let server = Server::start_with(&[
-        "--cluster-enabled",
-        "yes",
-        "--cluster-config-file",
-        "nodes.conf",
-    ]);
-    let mut con = server.client();
+    let (server, mut con) = Server::start_with(&words(
+        "--cluster-enabled yes --cluster-config-file nodes.conf",
+    ))
+    .with_client();
     value(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]);
     common::wait_until("the cluster", Duration::from_secs(30), || {
         let info: String = query(&mut con, &["CLUSTER", "INFO"]);
@@ -288,10 +252,7 @@ fn in_a_cluster_events_are_shard_messages_on_the_keys_slot() {
     value(&mut con, &["HK.RESERVE", "{gw}limiter", "10"]);
     let e = error(&mut con, &["HK.WATCH", "{gw}limiter", "events", "MEMBERS"]);
     assert!(e.contains("same hash tag"), "{e}");
-    value(
-        &mut con,
-        &["HK.WATCH", "{gw}limiter", "{gw}events", "MEMBERS"],
-    );
+    value(&mut con, &words("HK.WATCH {gw}limiter {gw}events MEMBERS"));
     let mut sub = Subscriber::new(&server, "{gw}events", true);
     value(&mut con, &["HK.ADD", "{gw}limiter", "ip:1"]);
     assert_eq!(kinds(&sub.events(QUIET, 1)), pairs(&[("enter", "ip:1")]));
@@ -299,8 +260,8 @@ fn in_a_cluster_events_are_shard_messages_on_the_keys_slot() {
 
 #[test]
 fn the_tracker_tells_when_a_key_of_the_server_turns_hot_and_cools() {
-    let server = Server::start_configured(crate::HOT_KEY_EVENTS, &[]);
-    let mut con = server.client();
+    let (server, mut con) =
+        Server::start_configured(&words(crate::HOT_KEY_EVENTS), &[]).with_client();
     let mut sub = Subscriber::new(&server, "hotkeys", false);
     // ~500 reads in a moment: 500·ln2 = 347 req/s, above 200.
     repeat(&mut con, 500, &["GET", "product:42"]);

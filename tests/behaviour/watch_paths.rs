@@ -6,8 +6,8 @@
 
 use test_harness as common;
 
-use common::{module_figure, now_ms, query, restore, run, value, Server, Subscriber};
-use heavykeeper_sketch::{encode, HeavyKeeper, Params, WatchSpec};
+use common::{module_figure, now_ms, query, restore, run, value, words, Server, Subscriber};
+use heavykeeper_sketch::Params;
 use redis::{Connection, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -52,8 +52,7 @@ const WAIT: Duration = Duration::from_secs(6);
 
 #[test]
 fn a_reloaded_sketch_still_cools() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     let mut sub = Subscriber::new(&server, CHANNEL, false);
     hot_sketch(&mut con, "limiter");
     value(&mut con, &["DEBUG", "RELOAD"]);
@@ -62,8 +61,7 @@ fn a_reloaded_sketch_still_cools() {
 
 #[test]
 fn a_restarted_server_still_cools() {
-    let mut server = Server::start();
-    let mut con = server.client();
+    let (mut server, mut con) = Server::start().with_client();
     hot_sketch(&mut con, "limiter");
     value(&mut con, &["SAVE"]);
     server.restart();
@@ -76,17 +74,11 @@ fn an_aof_replay_still_cools() {
     // Every write on disk before its reply, and the first AOF rewrite (the
     // server makes one when AOF starts) finished: the stop is a kill, and
     // what it finds on disk must be everything that was acknowledged.
-    let mut server = Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
-    let mut con = server.client();
-    common::wait_until("the first AOF rewrite", Duration::from_secs(30), || {
-        common::info_field(&mut con, "persistence", "aof_rewrite_in_progress").as_deref()
-            == Some("0")
-            && common::info_field(&mut con, "persistence", "aof_rewrite_scheduled").as_deref()
-                == Some("0")
-    });
+    let (mut server, mut con) =
+        Server::start_with(&["--appendonly", "yes", "--appendfsync", "always"]).with_client();
+    common::wait_for_aof_rewrite(&mut con);
     hot_sketch(&mut con, "limiter");
-    server.restart();
-    let mut con = server.client();
+    let mut con = server.restart();
     assert_eq!(module_figure(&mut con, "watched_keys"), 1);
     let mut sub = Subscriber::new(&server, CHANNEL, false);
     assert_eq!(cooled(&mut sub, WAIT, 1), keys(&["limiter"]));
@@ -94,17 +86,9 @@ fn an_aof_replay_still_cools() {
 
 #[test]
 fn restore_copy_rename_move_and_swapdb_keep_the_watch() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     let mut sub = Subscriber::new(&server, CHANNEL, false);
-    for key in [
-        "dumped",
-        "original",
-        "old-name",
-        "moved",
-        "replaced",
-        "copied-over",
-    ] {
+    for key in words("dumped original old-name moved replaced copied-over") {
         hot_sketch(&mut con, key);
     }
     value(&mut con, &["SELECT", "1"]);
@@ -124,16 +108,9 @@ fn restore_copy_rename_move_and_swapdb_keep_the_watch() {
     value(&mut con, &["MOVE", "moved", "1"]);
     value(&mut con, &["SWAPDB", "0", "1"]);
 
-    let expected = keys(&[
-        "restored",
-        "replaced",
-        "original",
-        "copy",
-        "copied-over",
-        "new-name",
-        "moved",
-        "swapped",
-    ]);
+    let expected = keys(&words(
+        "restored replaced original copy copied-over new-name moved swapped",
+    ));
     assert_eq!(cooled(&mut sub, WAIT, expected.len()), expected);
     // Exactly those: the deleted and renamed-away names are forgotten.
     assert_eq!(module_figure(&mut con, "watched_keys"), 8);
@@ -141,40 +118,23 @@ fn restore_copy_rename_move_and_swapdb_keep_the_watch() {
 
 #[test]
 fn a_watched_payload_loaded_with_loadstate_announces() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     let mut sub = Subscriber::new(&server, CHANNEL, false);
-    let now = now_ms();
     let params = Params {
         half_life_ms: Some(500.0),
         ..Params::for_k(10, 7)
     };
-    let mut sketch = HeavyKeeper::new(params, now);
-    sketch.add(b"x", 400, now);
-    sketch.set_watch(Some(WatchSpec {
-        channel: CHANNEL.as_bytes().to_vec(),
-        members: false,
-        above: Some(20.0),
-        below: None,
-    }));
-    run::<Value>(&mut con, &[b"HK.LOADSTATE", b"loaded", &encode(&sketch)]).unwrap();
+    let payload =
+        crate::watch_trust::watched_payload(params, 400, CHANNEL.as_bytes(), false, Some(20.0));
+    run::<Value>(&mut con, &[b"HK.LOADSTATE", b"loaded", &payload]).unwrap();
     assert_eq!(cooled(&mut sub, WAIT, 1), keys(&["loaded"]));
 }
 
 #[test]
 fn a_promoted_replica_announces_what_fading_does() {
-    let primary = Server::start();
-    let replica = Server::start();
-    let mut con = primary.client();
+    let (primary, mut con) = Server::start().with_client();
+    let replica = Server::replica_of(&primary, &[]);
     let mut replica_con = replica.client();
-    value(
-        &mut replica_con,
-        &["REPLICAOF", "127.0.0.1", &primary.port.to_string()],
-    );
-    common::wait_until("the replica's sync", Duration::from_secs(10), || {
-        common::info_field(&mut replica_con, "replication", "master_link_status").as_deref()
-            == Some("up")
-    });
     let mut on_replica = Subscriber::new(&replica, CHANNEL, false);
     // A half-life of 1 s and 4,000 arrivals: hot for 7.1 s, time to fail over.
     value(&mut con, &["HK.RESERVE", "limiter", "10", "HALFLIFE", "1"]);
@@ -194,8 +154,7 @@ fn a_promoted_replica_announces_what_fading_does() {
 
 #[test]
 fn deleted_flushed_expired_and_overwritten_watches_are_forgotten() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     for key in ["deleted", "expiring", "overwritten", "unwatched"] {
         hot_sketch(&mut con, key);
     }

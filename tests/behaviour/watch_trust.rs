@@ -6,7 +6,7 @@
 
 use test_harness as common;
 
-use common::{error, now_ms, query, run, value, Server, Subscriber};
+use common::{cli, config_set, error, now_ms, query, run, value, words, Server, Subscriber};
 use heavykeeper_sketch::{encode, HeavyKeeper, Params, WatchSpec};
 use redis::{Connection, Value};
 use std::time::Duration;
@@ -16,20 +16,36 @@ use std::time::Duration;
 /// now (400 arrivals, half-life 0.2 s) and the timer announces its `cool`
 /// after ~1 s and its `leave` after ~1.7 s.
 fn load_hot_sketch(con: &mut Connection, key: &[u8], channel: &[u8]) {
-    let now = now_ms();
     let params = Params {
         half_life_ms: Some(200.0),
         ..Params::for_k(10, 3)
     };
+    let payload = watched_payload(params, 400, channel, true, Some(20.0));
+    run::<Value>(con, &[b"HK.LOADSTATE", key, &payload]).expect("HK.LOADSTATE");
+}
+
+/// What `HK.LOADSTATE` takes: a sketch made now with `params`, `x` arrived
+/// `x_arrivals` times, watched on `channel` (its members too if `members`,
+/// hot above `above`).
+pub(crate) fn watched_payload(
+    params: Params,
+    x_arrivals: u64,
+    channel: &[u8],
+    members: bool,
+    above: Option<f64>,
+) -> Vec<u8> {
+    let now = now_ms();
     let mut sketch = HeavyKeeper::new(params, now);
-    sketch.add(b"x", 400, now);
+    if x_arrivals > 0 {
+        sketch.add(b"x", x_arrivals, now);
+    }
     sketch.set_watch(Some(WatchSpec {
         channel: channel.to_vec(),
-        members: true,
-        above: Some(20.0),
+        members,
+        above,
         below: None,
     }));
-    run::<Value>(con, &[b"HK.LOADSTATE", key, &encode(&sketch)]).expect("HK.LOADSTATE");
+    encode(&sketch)
 }
 
 /// Reads events until one of `kind` (at most 5 s).
@@ -50,8 +66,8 @@ fn wait_for(sub: &mut Subscriber, kind: &str) {
 
 #[test]
 fn the_timer_never_aborts_another_clients_transaction() {
-    let server = Server::start_configured(&["watch-interval-ms", "10"], &[]);
-    let mut con = server.client();
+    let (server, mut con) =
+        Server::start_configured(&["watch-interval-ms", "10"], &[]).with_client();
     for round in 0..5 {
         let key = format!("limiter:{round}");
         let mut sub = Subscriber::new(&server, "fade", false);
@@ -73,8 +89,7 @@ fn the_timer_never_aborts_another_clients_transaction() {
 fn the_timer_leaves_the_lfu_counter_alone() {
     // No decay of the counter with time: across a minute boundary it would
     // drop by one whatever the timer did.
-    let server =
-        Server::start_with(&["--maxmemory-policy", "allkeys-lfu", "--lfu-decay-time", "0"]);
+    let server = Server::start_with(&words("--maxmemory-policy allkeys-lfu --lfu-decay-time 0"));
     let mut con = server.client();
     let mut sub = Subscriber::new(&server, "fade", false);
     load_hot_sketch(&mut con, b"lfu", b"fade");
@@ -87,8 +102,7 @@ fn the_timer_leaves_the_lfu_counter_alone() {
 
 #[test]
 fn the_timer_leaves_the_lru_clock_alone() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (server, mut con) = Server::start().with_client();
     let mut sub = Subscriber::new(&server, "fade", false);
     load_hot_sketch(&mut con, b"lru", b"fade");
     wait_for(&mut sub, "cool");
@@ -125,10 +139,7 @@ fn the_timer_sends_no_client_side_caching_invalidation() {
     let mut con = server.client();
     let mut sub = Subscriber::new(&server, "fade", false);
     load_hot_sketch(&mut con, b"cached", b"fade");
-    value(
-        &mut cache,
-        &["CLIENT", "TRACKING", "ON", "REDIRECT", &id.to_string()],
-    );
+    cli(&mut cache, &format!("CLIENT TRACKING ON REDIRECT {id}"));
     // The near cache reads the sketch: from now on a write invalidates it.
     value(&mut cache, &["HK.COUNT", "cached", "x"]);
     wait_for(&mut sub, "cool");
@@ -151,17 +162,7 @@ fn a_watch_publishes_only_where_its_user_may_publish() {
     value(&mut admin, &["HK.RESERVE", "k", "10"]);
     value(
         &mut admin,
-        &[
-            "ACL",
-            "SETUSER",
-            "app",
-            "on",
-            ">pw",
-            "~*",
-            "+@all",
-            "resetchannels",
-            "&app:*",
-        ],
+        &words("ACL SETUSER app on >pw ~* +@all resetchannels &app:*"),
     );
     let mut app = server.client();
     value(&mut app, &["AUTH", "app", "pw"]);
@@ -176,28 +177,18 @@ fn a_watch_publishes_only_where_its_user_may_publish() {
         "no ACL LOG entry: {log:?}"
     );
     // A payload carrying a watch is checked the same way.
-    let mut sketch = HeavyKeeper::new(Params::for_k(10, 1), now_ms());
-    sketch.set_watch(Some(WatchSpec {
-        channel: b"admin:control".to_vec(),
-        members: true,
-        above: None,
-        below: None,
-    }));
-    let loaded = run::<Value>(&mut app, &[b"HK.LOADSTATE", b"other", &encode(&sketch)]);
+    let payload = watched_payload(Params::for_k(10, 1), 0, b"admin:control", true, None);
+    let loaded = run::<Value>(&mut app, &[b"HK.LOADSTATE", b"other", &payload]);
     let e = loaded.expect_err("a payload watched on a forbidden channel");
     assert_eq!(e.code(), Some("NOPERM"), "{e}");
     assert_eq!(value(&mut admin, &["EXISTS", "other"]), Value::Int(0));
     // Its own channels are fine.
-    assert_eq!(
-        value(&mut app, &["HK.WATCH", "k", "app:events", "MEMBERS"]),
-        Value::Okay
-    );
+    assert_eq!(cli(&mut app, "HK.WATCH k app:events MEMBERS"), Value::Okay);
 }
 
 #[test]
 fn any_bytes_are_a_key_and_a_channel_name_for_the_watch() {
-    let server = Server::start_configured(&["topk-compat", "yes"], &[]);
-    let mut con = server.client();
+    let (server, mut con) = Server::start_configured(&["topk-compat", "yes"], &[]).with_client();
     let key: &[u8] = b"a\x00b\xff";
     let channel: &[u8] = b"c\x00h\xfe";
     let mut sub = Subscriber::on_bytes(&server, channel, false);
@@ -215,18 +206,12 @@ fn any_bytes_are_a_key_and_a_channel_name_for_the_watch() {
     ] {
         run::<Value>(&mut con, command).unwrap_or_else(|e| panic!("{command:?}: {e}"));
     }
-    assert!(server_is_up(&server));
-}
-
-fn server_is_up(server: &Server) -> bool {
-    let mut con = server.client();
-    value(&mut con, &["PING"]) == Value::SimpleString("PONG".into())
+    common::assert_pong(&mut server.client());
 }
 
 #[test]
 fn a_watch_is_paid_for_in_memory_usage_and_the_size_cap() {
-    let server = Server::start();
-    let mut con = server.client();
+    let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "10", "WIDTH", "64"]);
     let usage = |con: &mut Connection| -> i64 { query(con, &["MEMORY", "USAGE", "k"]) };
     let before = usage(&mut con);
@@ -237,31 +222,17 @@ fn a_watch_is_paid_for_in_memory_usage_and_the_size_cap() {
     value(&mut con, &["HK.UNWATCH", "k"]);
     // A cap just above the sketch leaves no room for a 10 KB channel.
     let cap = (before + 2_000).to_string();
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.max-sketch-bytes", &cap],
-    );
+    config_set(&mut con, "heavykeeper.max-sketch-bytes", &cap);
     let refused = error(&mut con, &["HK.WATCH", "k", &channel, "MEMBERS"]);
     assert!(refused.contains("max-sketch-bytes"), "{refused}");
-    assert_eq!(
-        value(&mut con, &["HK.WATCH", "k", "short", "MEMBERS"]),
-        Value::Okay
-    );
+    assert_eq!(cli(&mut con, "HK.WATCH k short MEMBERS"), Value::Okay);
     // So does a payload that carries such a watch.
-    let mut sketch = HeavyKeeper::new(
-        Params {
-            width: 64,
-            ..Params::for_k(10, 1)
-        },
-        now_ms(),
-    );
-    sketch.set_watch(Some(WatchSpec {
-        channel: channel.into_bytes(),
-        members: true,
-        above: None,
-        below: None,
-    }));
-    let loaded = run::<Value>(&mut con, &[b"HK.LOADSTATE", b"big", &encode(&sketch)]);
+    let params = Params {
+        width: 64,
+        ..Params::for_k(10, 1)
+    };
+    let payload = watched_payload(params, 0, channel.as_bytes(), true, None);
+    let loaded = run::<Value>(&mut con, &[b"HK.LOADSTATE", b"big", &payload]);
     let e = loaded.expect_err("a payload whose watch passes the cap");
     assert!(
         common::server_error_text(&e).contains("max-sketch-bytes"),

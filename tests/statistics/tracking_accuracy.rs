@@ -7,7 +7,7 @@
 
 use test_harness as common;
 
-use common::{info_field, info_number, query, value, CountBounds, Server};
+use common::{config_set, info_field, info_number, query, value, CountBounds, Server};
 use redis::Connection;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -256,8 +256,7 @@ fn a_flood_is_sampled_within_the_budget_and_counting_every_command_comes_back() 
 /// for a moment (its share is a bound over seconds: a burst is taken whole).
 #[test]
 fn counting_every_command_takes_a_burst_whole() {
-    let server = Server::start_configured(EVERY_COMMAND, &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_configured(EVERY_COMMAND, &[]).with_client();
     let sent: Vec<(String, usize)> = (0..400)
         .map(|i| (format!("burst:{i}"), 16_000 / (i + 1)))
         .collect();
@@ -378,10 +377,7 @@ fn rate_after_an_early_read(early: EarlyRead) {
             let _: redis::Value = query(&mut con, &["HK.HOTKEYS"]);
         }
         EarlyRead::ConfigSet => {
-            value(
-                &mut con,
-                &["CONFIG", "SET", "slowlog-log-slower-than", "20000"],
-            );
+            config_set(&mut con, "slowlog-log-slower-than", "20000");
         }
     }
     // Time passes before the first access: a warm-up counted from the

@@ -49,8 +49,7 @@ fn hosts_of(con: &mut Connection, key: &str) -> HashMap<String, CountBounds> {
 #[test]
 fn beside_a_flood_each_hosts_share_of_a_hot_key_holds_within_its_bounds() {
     let args = ["track", "yes", "track-halflife", "86400"];
-    let server = Server::start_configured(&args, &[]);
-    let mut con = server.client();
+    let (server, mut con) = Server::start_configured(&args, &[]).with_client();
     if !filter_names_clients(&mut con) {
         return; // Redis 7.0 cannot say (tests/behaviour/clients.rs).
     }

@@ -4,7 +4,7 @@
 
 use test_harness as common;
 
-use common::{error, info_number, query, value, Cluster, Server};
+use common::{cli, config_set, error, info_number, query, value, Cluster, Server};
 use heavykeeper_tracker::hash_slot;
 use redis::{Connection, Value};
 use std::time::{Duration, Instant};
@@ -17,6 +17,13 @@ fn hotslots(con: &mut Connection, args: &[&str]) -> Vec<(u16, f64, f64)> {
 /// `name, db, rate, count` rows of `HK.HOTKEYS ...` (RESP2).
 fn hotkeys(con: &mut Connection, args: &[&str]) -> Vec<(Vec<u8>, i64, f64, i64)> {
     query(con, &[&["HK.HOTKEYS"][..], args].concat())
+}
+
+/// The names of `HK.HOTKEYS` rows, as text.
+fn names_of(rows: &[(Vec<u8>, i64, f64, i64)]) -> Vec<String> {
+    rows.iter()
+        .map(|p| String::from_utf8_lossy(&p.0).into())
+        .collect()
 }
 
 /// Sends `GET`s of `keys` in turn to `server`, `per_tick` every 10 ms for
@@ -167,8 +174,8 @@ fn slots_rank_by_reads_writes_or_both() {
 
 #[test]
 fn outside_a_cluster_hot_slots_is_an_error_that_says_why() {
-    let server = Server::start_configured(common::TRACK_EVERY_COMMAND, &[]);
-    let mut con = server.client();
+    let (_server, mut con) =
+        Server::start_configured(common::TRACK_EVERY_COMMAND, &[]).with_client();
     let text = error(&mut con, &["HK.HOTSLOTS"]);
     assert!(text.contains("needs cluster mode"), "{text}");
     value(&mut con, &["CONFIG", "SET", "heavykeeper.track", "no"]);
@@ -198,8 +205,7 @@ fn tenant_traffic(con: &mut Connection) {
 
 #[test]
 fn a_tenant_spread_over_many_keys_comes_first_among_prefixes() {
-    let server = Server::start_configured(&["track", "yes"], &[]);
-    let mut con = server.client();
+    let (_server, mut con) = Server::start_configured(&["track", "yes"], &[]).with_client();
     tenant_traffic(&mut con);
     let prefixes = hotkeys(&mut con, &["PREFIXES", "COUNT", "5"]);
     assert_eq!(prefixes[0].0, b"tenant:7:*".to_vec(), "{prefixes:?}");
@@ -225,10 +231,7 @@ fn a_tenant_spread_over_many_keys_comes_first_among_prefixes() {
     );
 
     // One level up, every tenant is one prefix.
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.track-prefix-depths", "1,2"],
-    );
+    config_set(&mut con, "heavykeeper.track-prefix-depths", "1,2");
     value(&mut con, &["HK.HOTKEYS", "RESET"]);
     tenant_traffic(&mut con);
     let prefixes = hotkeys(&mut con, &["PREFIXES", "COUNT", "2"]);
@@ -268,10 +271,7 @@ fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
         let _: Value = query(&mut con, &["GET", key]);
     }
     let prefixes = hotkeys(&mut con, &["PREFIXES"]);
-    let names: Vec<String> = prefixes
-        .iter()
-        .map(|p| String::from_utf8_lossy(&p.0).into())
-        .collect();
+    let names = names_of(&prefixes);
     // Glob characters escaped: each row is a SCAN MATCH pattern as it is.
     assert_eq!(names, ["img/*", "a\\*b/*", "css/*"]);
     assert_eq!(prefixes[0].3, 9);
@@ -295,10 +295,7 @@ fn prefixes_follow_the_configured_delimiter_and_can_be_turned_off() {
     );
     assert_eq!(depths[1], "1", "a refused value changes nothing");
 
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.track-prefix-depths", "0"],
-    );
+    config_set(&mut con, "heavykeeper.track-prefix-depths", "0");
     let text = error(&mut con, &["HK.HOTKEYS", "PREFIXES"]);
     assert!(text.contains("prefix tracking is off"), "{text}");
 }
@@ -316,10 +313,7 @@ fn a_long_keys_prefixes_come_from_its_own_bytes() {
         let _: Value = query(&mut con, &["GET", key]);
     }
     let prefixes = hotkeys(&mut con, &["PREFIXES"]);
-    let names: Vec<String> = prefixes
-        .iter()
-        .map(|p| String::from_utf8_lossy(&p.0).into())
-        .collect();
+    let names = names_of(&prefixes);
     assert_eq!(names, ["tenant#*"]);
 }
 
@@ -377,15 +371,9 @@ fn commands_a_node_redirects_count_nowhere() {
     // it, served here and counted.
     let second = &cluster.nodes[1];
     let source_id: String = query(&mut second.client(), &["CLUSTER", "MYID"]);
-    value(
+    cli(
         &mut con,
-        &[
-            "CLUSTER",
-            "SETSLOT",
-            &theirs_slot.to_string(),
-            "IMPORTING",
-            &source_id,
-        ],
+        &format!("CLUSTER SETSLOT {theirs_slot} IMPORTING {source_id}"),
     );
     std::thread::sleep(Duration::from_millis(300));
     for _ in 0..100 {

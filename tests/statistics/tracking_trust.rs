@@ -5,7 +5,7 @@
 
 use test_harness as common;
 
-use common::{info_field, info_number, query, value, Server, Subscriber};
+use common::{info_field, info_number, query, value, words, Server, Subscriber};
 use redis::Connection;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -65,16 +65,7 @@ fn tracking_with_password(extra: &[&str]) -> Server {
     let mut server_args = vec!["--requirepass", PASSWORD];
     server_args.extend_from_slice(extra);
     Server::start_configured(
-        &[
-            "track",
-            "yes",
-            "track-sample",
-            "1",
-            "track-halflife",
-            "10",
-            "track-notify-above",
-            "1",
-        ],
+        &words("track yes track-sample 1 track-halflife 10 track-notify-above 1"),
         &server_args,
     )
 }
@@ -166,8 +157,8 @@ fn a_client_that_logs_in_late_is_counted_from_then_on() {
 
 #[test]
 fn with_no_password_set_everyone_is_counted_at_once() {
-    let server = Server::start_configured(common::TRACK_EVERY_COMMAND, &[]);
-    let mut con = server.client();
+    let (_server, mut con) =
+        Server::start_configured(common::TRACK_EVERY_COMMAND, &[]).with_client();
     gets(&mut con, "open:key", 1_000).expect("GETs");
     let keys = listed(&mut con);
     assert_eq!(
@@ -185,14 +176,9 @@ fn with_no_password_set_everyone_is_counted_at_once() {
 fn a_password_set_while_tracking_closes_the_door_to_new_strangers() {
     for sample in ["0", "16"] {
         let server = Server::start_configured(
-            &[
-                "track",
-                "yes",
-                "track-halflife",
-                "3600",
-                "track-sample",
-                sample,
-            ],
+            &words(&format!(
+                "track yes track-halflife 3600 track-sample {sample}"
+            )),
             &[],
         );
         let mut admin = server.client();

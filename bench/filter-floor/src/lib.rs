@@ -76,20 +76,11 @@ unsafe extern "C" fn mode_command(
 ) -> c_int {
     // SAFETY: the command's context and arguments.
     unsafe {
-        let done = argc == 2 && set_mode(bytes(*argv.add(1)));
-        let reply = if done {
-            c"OK"
+        if argc == 2 && set_mode(bytes(*argv.add(1))) {
+            raw::RedisModule_ReplyWithSimpleString.map_or(ERR, |ok| ok(ctx, c"OK".as_ptr()))
         } else {
-            c"ERR none, empty or read"
-        };
-        match (
-            done,
-            raw::RedisModule_ReplyWithSimpleString,
-            raw::RedisModule_ReplyWithError,
-        ) {
-            (true, Some(simple), _) => simple(ctx, reply.as_ptr()),
-            (false, _, Some(error)) => error(ctx, reply.as_ptr()),
-            _ => ERR,
+            let error = c"ERR none, empty or read".as_ptr();
+            raw::RedisModule_ReplyWithError.map_or(ERR, |reply| reply(ctx, error))
         }
     }
 }

@@ -26,6 +26,14 @@ fn slot(slot: u16, reads: f64, keys: u64) -> SlotLoad {
     }
 }
 
+/// Primaries with no hot key named.
+fn cluster(nodes: Vec<NodeSlots>) -> Input {
+    Input {
+        nodes,
+        hot_keys: Vec::new(),
+    }
+}
+
 fn node(name: &str, slots: Vec<SlotLoad>) -> NodeSlots {
     NodeSlots {
         node: name.into(),
@@ -41,14 +49,11 @@ fn sixty_twenty_twenty() -> Input {
             .map(|i| slot(first + i, rate / n as f64, 1))
             .collect()
     };
-    Input {
-        nodes: vec![
-            node("a:1", spread(0, 334, 5400.0)),
-            node("a:2", spread(5461, 333, 1800.0)),
-            node("a:3", spread(10923, 333, 1800.0)),
-        ],
-        hot_keys: Vec::new(),
-    }
+    cluster(vec![
+        node("a:1", spread(0, 334, 5400.0)),
+        node("a:2", spread(5461, 333, 1800.0)),
+        node("a:3", spread(10923, 333, 1800.0)),
+    ])
 }
 
 #[test]
@@ -77,21 +82,15 @@ fn the_hot_node_sheds_just_enough_to_the_cool_ones() {
 #[test]
 fn a_balanced_cluster_moves_nothing() {
     let even = |first: u16| (0..10).map(|i| slot(first + i, 10.0, 3)).collect();
-    let input = Input {
-        nodes: vec![
-            node("a:1", even(0)),
-            node("a:2", even(100)),
-            node("a:3", even(200)),
-        ],
-        hot_keys: Vec::new(),
-    };
+    let input = cluster(vec![
+        node("a:1", even(0)),
+        node("a:2", even(100)),
+        node("a:3", even(200)),
+    ]);
     let plan = plan(&input, &Options::default());
     assert!(plan.moves.is_empty());
     assert!(plan.reaches_target());
-    let idle = Input {
-        nodes: vec![node("a:1", vec![]), node("a:2", vec![])],
-        hot_keys: Vec::new(),
-    };
+    let idle = cluster(vec![node("a:1", vec![]), node("a:2", vec![])]);
     assert!(heavykeeper_rebalance::plan(&idle, &Options::default())
         .moves
         .is_empty());
@@ -117,17 +116,14 @@ fn a_cluster_serving_almost_nothing_is_not_balanced() {
 #[test]
 fn among_slots_that_would_do_the_one_with_fewest_keys_goes() {
     // a:1 is 140 over 120 (target of 300 over 3 at 20%): 20 to shed.
-    let input = Input {
-        nodes: vec![
-            node(
-                "a:1",
-                vec![slot(1, 100.0, 1), slot(2, 20.0, 900), slot(3, 20.0, 2)],
-            ),
-            node("a:2", vec![slot(10, 80.0, 1)]),
-            node("a:3", vec![slot(20, 80.0, 1)]),
-        ],
-        hot_keys: Vec::new(),
-    };
+    let input = cluster(vec![
+        node(
+            "a:1",
+            vec![slot(1, 100.0, 1), slot(2, 20.0, 900), slot(3, 20.0, 2)],
+        ),
+        node("a:2", vec![slot(10, 80.0, 1)]),
+        node("a:3", vec![slot(20, 80.0, 1)]),
+    ]);
     let plan = plan(&input, &Options::default());
     assert_eq!(plan.moves.len(), 1, "{:?}", plan.moves);
     assert_eq!(plan.moves[0].slot, 3, "20/s in 2 keys rather than in 900");
@@ -212,25 +208,19 @@ fn slots_too_coarse_to_share_out_are_said_so() {
     // Two slots of 35% each on a:1 (target 40% with three primaries):
     // either alone fits elsewhere, but moving one puts its receiver at
     // 35% + 30% = 65%.
-    let input = Input {
-        nodes: vec![
-            node("a:1", vec![slot(1, 35.0, 1), slot(2, 35.0, 1)]),
-            node("a:2", vec![slot(10, 15.0, 1), slot(11, 15.0, 1)]),
-            node("a:3", vec![slot(20, 0.0, 0)]),
-        ],
-        hot_keys: Vec::new(),
-    };
+    let input = cluster(vec![
+        node("a:1", vec![slot(1, 35.0, 1), slot(2, 35.0, 1)]),
+        node("a:2", vec![slot(10, 15.0, 1), slot(11, 15.0, 1)]),
+        node("a:3", vec![slot(20, 0.0, 0)]),
+    ]);
     let plan = plan(&input, &Options::default());
     assert_eq!(plan.moves.len(), 1);
     assert_eq!(plan.moves[0].to, "a:3");
     assert!(plan.reaches_target(), "{plan:?}");
-    let coarse = Input {
-        nodes: vec![
-            node("a:1", vec![slot(1, 39.0, 1), slot(2, 39.0, 1)]),
-            node("a:2", vec![slot(10, 22.0, 1)]),
-        ],
-        hot_keys: Vec::new(),
-    };
+    let coarse = cluster(vec![
+        node("a:1", vec![slot(1, 39.0, 1), slot(2, 39.0, 1)]),
+        node("a:2", vec![slot(10, 22.0, 1)]),
+    ]);
     let plan = heavykeeper_rebalance::plan(&coarse, &Options::default());
     assert!(plan.moves.is_empty(), "{:?}", plan.moves);
     assert!(matches!(&plan.advice[..], [Advice::OverTarget { node, .. }] if node == "a:1"));
@@ -280,14 +270,11 @@ fn measured(mut input: Input, spread: f64) -> Input {
 
 /// 44/28/28: over the 40% target by a tenth of its load.
 fn forty_four() -> Input {
-    Input {
-        nodes: vec![
-            node("a:1", (0..100).map(|i| slot(i, 44.0, 1)).collect()),
-            node("a:2", (5461..5561).map(|i| slot(i, 28.0, 1)).collect()),
-            node("a:3", (10923..11023).map(|i| slot(i, 28.0, 1)).collect()),
-        ],
-        hot_keys: Vec::new(),
-    }
+    cluster(vec![
+        node("a:1", (0..100).map(|i| slot(i, 44.0, 1)).collect()),
+        node("a:2", (5461..5561).map(|i| slot(i, 28.0, 1)).collect()),
+        node("a:3", (10923..11023).map(|i| slot(i, 28.0, 1)).collect()),
+    ])
 }
 
 #[test]

@@ -56,13 +56,9 @@ fn cluster(max_nodes: usize, max_load: f64) -> impl Strategy<Value = Input> {
 }
 
 fn owners(input: &Input) -> HashMap<u16, &str> {
-    let mut owner = HashMap::new();
-    for n in &input.nodes {
-        for s in &n.slots {
-            owner.insert(s.slot, n.node.as_str());
-        }
-    }
-    owner
+    (input.nodes.iter())
+        .flat_map(|n| n.slots.iter().map(|s| (s.slot, n.node.as_str())))
+        .collect()
 }
 
 fn eps(plan: &Plan) -> f64 {

@@ -32,11 +32,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bucket_is_twelve_bytes() {
-        assert_eq!(Bucket::BYTES, 12);
-    }
-
-    #[test]
     fn an_empty_bucket_holds_nothing() {
         let empty = Bucket::default();
         assert!(empty.is_empty());

@@ -325,14 +325,6 @@ mod tests {
     }
 
     #[test]
-    fn a_counting_bucket_is_eight_bytes_and_a_fading_one_twelve() {
-        assert_eq!(BucketArray::bucket_bytes(false), 8);
-        assert_eq!(BucketArray::bucket_bytes(true), 12);
-        let counting = BucketArray::try_new(1000, false).unwrap();
-        assert_eq!(counting.heap_bytes(), 8000);
-    }
-
-    #[test]
     fn every_count_reads_back_exactly() {
         let mut array = BucketArray::try_new(4, false).unwrap();
         let counts = [

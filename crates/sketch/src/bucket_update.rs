@@ -393,7 +393,7 @@ mod tests {
         ) {
             let params = Params { width: 4, depth: 3, decay, ..Params::for_k(4, 7) };
             let curve = DecayCurve::new(decay);
-            let mut topk = TopK::with_capacity(4);
+            let mut topk = TopK::try_with_ties(4, crate::Ties::ByItem).unwrap();
             for id in 0u8..4 {
                 let hash = ItemHash::of(&[id], params.seed).value();
                 topk.insert(&[id], hash, f64::from(id) + 1.0);

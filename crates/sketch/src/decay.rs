@@ -155,12 +155,6 @@ mod tests {
     }
 
     #[test]
-    fn decay_of_one_always_decrements() {
-        let curve = DecayCurve::new(1.0);
-        assert_eq!(curve.decay_probability(1e9), 1.0);
-    }
-
-    #[test]
     fn geometric_draws_have_the_right_mean() {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         for p in [0.5, 0.1, 0.01] {

@@ -381,12 +381,14 @@ impl HeavyKeeper {
 
     /// Is `item` in the top-k at `now_ms`?
     pub fn contains(&self, item: &[u8], now_ms: i64) -> bool {
-        let now_unit = self.unit_at(now_ms);
         let hash = ItemHash::of(item, self.params.seed);
-        self.topk
-            .find(hash.value(), item)
-            .and_then(|id| self.topk.count(id))
-            .is_some_and(|count| count >= now_unit)
+        self.member_count(item, hash)
+            .is_some_and(|count| count >= self.unit_at(now_ms))
+    }
+
+    /// A member's stored count; `None` for an item that is no member.
+    fn member_count(&self, item: &[u8], hash: ItemHash) -> Option<f64> {
+        self.topk.count(self.topk.find(hash.value(), item)?)
     }
 
     /// Estimated current count of `item` (not cut off below one arrival, so
@@ -401,14 +403,8 @@ impl HeavyKeeper {
     /// `count` in stored units: the member's count, or the bucket estimate
     /// capped at the top-k minimum.
     pub(crate) fn stored_estimate(&self, item: &[u8], hash: ItemHash) -> f64 {
-        match self
-            .topk
-            .find(hash.value(), item)
-            .and_then(|id| self.topk.count(id))
-        {
-            Some(count) => count,
-            None => self.bucket_estimate(hash).min(self.nmin()),
-        }
+        self.member_count(item, hash)
+            .unwrap_or_else(|| self.bucket_estimate(hash).min(self.nmin()))
     }
 
     /// What taking a bucket would cost `item` now: the arrivals (their mean
@@ -547,17 +543,12 @@ impl HeavyKeeper {
     /// A sketch as it was saved; its watch's state is derived afresh.
     pub(crate) fn restore(saved: Saved) -> Self {
         Self {
-            curve: DecayCurve::new(saved.params.decay),
-            params: saved.params,
-            buckets: saved.buckets,
-            topk: saved.topk,
             rng: saved.rng,
             fading: saved.fading,
             clock_ms: saved.clock_ms,
-            created_ms: saved.created_ms,
             arrivals: saved.arrivals,
-            clock_unit: ClockUnit::UNKNOWN,
             watch: saved.watch.map(Watch::new),
+            ..Self::with_parts(saved.params, saved.created_ms, saved.buckets, saved.topk)
         }
     }
 

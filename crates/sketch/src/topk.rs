@@ -112,24 +112,17 @@ impl TopK {
     pub const BYTES_PER_MEMBER: usize =
         std::mem::size_of::<HeapSlot>() + std::mem::size_of::<Member>() + 2 * (4 + 1);
 
-    pub fn with_capacity(capacity: usize) -> Self {
-        Self::with_ties(capacity, Ties::ByItem)
-    }
-
-    pub fn with_ties(capacity: usize, ties: Ties) -> Self {
-        let mut store = Self::from_parts(capacity, capacity, ties);
-        store.fill_empty_slots();
-        store
-    }
-
-    /// As [`Self::with_ties`], reporting an allocation failure instead of
-    /// aborting: k comes from a client.
+    /// An empty store of `capacity` members (a RedisBloom heap with all its
+    /// slots), reporting an allocation failure instead of aborting: k comes
+    /// from a client.
     pub fn try_with_ties(capacity: usize, ties: Ties) -> Result<Self, OutOfMemory> {
         let mut store = Self::from_parts(capacity, 0, ties);
         store.heap.try_reserve_exact(capacity)?;
         store.members.try_reserve_exact(capacity)?;
         store.index.try_reserve(capacity, |_| 0)?;
-        store.fill_empty_slots();
+        if ties == Ties::RedisBloom {
+            store.heap.resize(capacity, EMPTY_SLOT);
+        }
         Ok(store)
     }
 
@@ -168,13 +161,6 @@ impl TopK {
             members: Vec::with_capacity(n),
             index: HashTable::with_capacity(n),
             items: ItemArena::default(),
-        }
-    }
-
-    /// A RedisBloom heap starts with all its slots, empty.
-    fn fill_empty_slots(&mut self) {
-        if self.ties == Ties::RedisBloom {
-            self.heap.resize(self.capacity, EMPTY_SLOT);
         }
     }
 
@@ -287,46 +273,11 @@ impl TopK {
         None
     }
 
-    /// Removes and returns the minimum (a RedisBloom heap empties its root).
-    pub fn pop_min(&mut self) -> Option<Entry> {
-        let slot = if self.ties == Ties::RedisBloom {
-            let root = self.heap.first_mut()?;
-            if root.member == EMPTY {
-                return None;
-            }
-            std::mem::replace(root, EMPTY_SLOT)
-        } else {
-            let last = self.heap.len().checked_sub(1)?;
-            self.swap(0, last);
-            let slot = self.heap.pop()?;
-            self.sift_down(0);
-            slot
-        };
-        let member = self.remove_member(slot.member as usize)?;
-        Some(Entry {
-            item: self.items.get(member.item).into(),
-            hash: member.hash,
-            count: slot.count,
-        })
-    }
-
     /// Multiplies every count by `factor` (> 0, or 0): the order is unchanged.
     pub fn scale(&mut self, factor: f64) {
         for slot in &mut self.heap {
             slot.count *= factor;
         }
-    }
-
-    /// Members, highest count first; ties by item bytes, so the order is the
-    /// same on every server (in heap order under [`Ties::RedisBloom`]).
-    pub fn ranked(&self) -> Vec<(&[u8], f64)> {
-        let mut ranked: Vec<(&[u8], f64)> = self.heap_order().collect();
-        match self.ties {
-            Ties::ByItem => ranked.sort_by(rank_order),
-            // Stable: equal counts keep their heap order.
-            Ties::RedisBloom => ranked.sort_by(|a, b| b.1.total_cmp(&a.1)),
-        }
-        ranked
     }
 
     /// Rebuilds a store from entries in heap order, as persisted.
@@ -469,31 +420,6 @@ impl TopK {
             hash: evicted.hash,
             count: root.count,
         })
-    }
-
-    /// Takes member `id` out of the table, moving the last member into its
-    /// place so ids stay dense. Its heap slot must already be gone. Its
-    /// bytes stay readable until the next item is stored.
-    fn remove_member(&mut self, id: usize) -> Option<Member> {
-        let last = self.members.len().checked_sub(1)?;
-        let removed_hash = self.members.get(id)?.hash;
-        if let Ok(found) = self.index.find_entry(removed_hash, |&m| m as usize == id) {
-            found.remove();
-        }
-        let member = self.members.swap_remove(id);
-        self.items.release(member.item);
-        if id != last {
-            // The former last member now has id `id`.
-            let moved_hash = self.members.get(id)?.hash;
-            if let Some(m) = self.index.find_mut(moved_hash, |&m| m as usize == last) {
-                *m = id as u32;
-            }
-            let moved_place = self.members.get(id)?.place as usize;
-            if let Some(slot) = self.heap.get_mut(moved_place) {
-                slot.member = id as u32;
-            }
-        }
-        Some(member)
     }
 
     fn swap(&mut self, a: usize, b: usize) {
@@ -665,22 +591,45 @@ mod tests {
         ItemHash::of(item, 0).value()
     }
 
+    fn entry(item: &[u8], count: f64) -> Entry {
+        Entry {
+            item: item.into(),
+            hash: hash(item),
+            count,
+        }
+    }
+
+    fn store(capacity: usize, ties: Ties) -> TopK {
+        TopK::try_with_ties(capacity, ties).unwrap()
+    }
+
+    /// The members as listed: highest count first, ties by item bytes (in
+    /// heap order under [`Ties::RedisBloom`]), as `HeavyKeeper::top` lists.
+    fn listed(topk: &TopK) -> Vec<Vec<u8>> {
+        let mut members: Vec<(&[u8], f64)> = topk.heap_order().collect();
+        match topk.ties {
+            Ties::ByItem => members.sort_by(rank_order),
+            // Stable: equal counts keep their heap order.
+            Ties::RedisBloom => members.sort_by(|a, b| b.1.total_cmp(&a.1)),
+        }
+        members.iter().map(|m| m.0.to_vec()).collect()
+    }
+
     #[test]
     fn keeps_the_largest_and_evicts_the_minimum() {
-        let mut topk = TopK::with_capacity(2);
+        let mut topk = store(2, Ties::ByItem);
         assert!(topk.insert(b"a", hash(b"a"), 5.0).is_none());
         assert!(topk.insert(b"b", hash(b"b"), 3.0).is_none());
         let evicted = topk.insert(b"c", hash(b"c"), 4.0).expect("full");
         assert_eq!(&*evicted.item, b"b");
-        let ranked: Vec<&[u8]> = topk.ranked().iter().map(|e| e.0).collect();
-        assert_eq!(ranked, vec![&b"a"[..], &b"c"[..]]);
+        assert_eq!(listed(&topk), vec![b"a".to_vec(), b"c".to_vec()]);
         assert!(topk.find(hash(b"b"), b"b").is_none());
         topk.check_invariants().unwrap();
     }
 
     #[test]
     fn members_sharing_a_hash_are_told_apart() {
-        let mut topk = TopK::with_capacity(4);
+        let mut topk = store(4, Ties::ByItem);
         topk.insert(b"x", 1, 1.0);
         topk.insert(b"y", 1, 2.0);
         topk.insert(b"z", 1, 3.0);
@@ -688,13 +637,12 @@ mod tests {
         let slot = topk.find(1, b"x").unwrap();
         topk.raise(slot, 10.0);
         topk.check_invariants().unwrap();
-        assert_eq!(topk.pop_min().unwrap().item.as_ref(), b"y");
-        topk.check_invariants().unwrap();
+        assert_eq!(topk.heap_order().next(), Some((&b"y"[..], 2.0)));
     }
 
     #[test]
     fn churning_members_keep_their_bytes_through_arena_compactions() {
-        let mut topk = TopK::with_capacity(50);
+        let mut topk = store(50, Ties::ByItem);
         let item = |i: u64| format!("{i:0>200}").into_bytes();
         for i in 0..5_000u64 {
             let evicted = topk.insert(&item(i), hash(&item(i)), i as f64);
@@ -716,12 +664,10 @@ mod tests {
 
     #[test]
     fn ties_rank_by_item_bytes() {
-        let mut topk = TopK::with_capacity(3);
-        for item in [&b"b"[..], b"c", b"a"] {
-            topk.insert(item, hash(item), 7.0);
-        }
-        let ranked: Vec<&[u8]> = topk.ranked().iter().map(|e| e.0).collect();
-        assert_eq!(ranked, vec![&b"a"[..], b"b", b"c"]);
+        let mut ranked = [(&b"b"[..], 7.0), (b"c", 7.0), (b"a", 7.0), (b"d", 8.0)];
+        ranked.sort_by(rank_order);
+        let items: Vec<&[u8]> = ranked.iter().map(|e| e.0).collect();
+        assert_eq!(items, vec![&b"d"[..], b"a", b"b", b"c"]);
     }
 
     /// RedisBloom's `test_list_info` (k = 2), step by step as its heap
@@ -741,7 +687,7 @@ mod tests {
                 None => None,
             }
         }
-        let mut topk = TopK::with_ties(2, Ties::RedisBloom);
+        let mut topk = store(2, Ties::RedisBloom);
         let stream: [(&[u8], f64); 18] = [
             (b"foo", 1.0),
             (b"bar", 1.0),
@@ -765,7 +711,6 @@ mod tests {
         for (item, count) in stream {
             arrive(&mut topk, item, count);
         }
-        let listed = |t: &TopK| t.ranked().iter().map(|e| e.0.to_vec()).collect::<Vec<_>>();
         assert_eq!(listed(&topk), vec![b"foo".to_vec(), b"baz".to_vec()]);
         let expelled: Vec<Option<Box<[u8]>>> = (4..9)
             .map(|c| arrive(&mut topk, b"bar", f64::from(c)))
@@ -780,27 +725,16 @@ mod tests {
 
     #[test]
     fn a_redisbloom_heap_rebuilds_with_its_empty_slots() {
-        let entry = |item: &[u8], count| {
-            Some(Entry {
-                item: item.into(),
-                hash: hash(item),
-                count,
-            })
-        };
-        let topk = TopK::from_slots(3, vec![None, entry(b"a", 2.0), None]).unwrap();
+        let slot = |item: &[u8], count| Some(entry(item, count));
+        let topk = TopK::from_slots(3, vec![None, slot(b"a", 2.0), None]).unwrap();
         topk.check_invariants().unwrap();
         assert_eq!(topk.empty_slots().collect::<Vec<_>>(), vec![0, 2]);
-        assert!(TopK::from_slots(3, vec![None, entry(b"a", 2.0)]).is_err());
-        assert!(TopK::from_slots(2, vec![entry(b"a", 2.0), None]).is_err());
+        assert!(TopK::from_slots(3, vec![None, slot(b"a", 2.0)]).is_err());
+        assert!(TopK::from_slots(2, vec![slot(b"a", 2.0), None]).is_err());
     }
 
     #[test]
     fn rebuilding_rejects_broken_heaps_and_duplicates() {
-        let entry = |item: &[u8], count| Entry {
-            item: item.into(),
-            hash: hash(item),
-            count,
-        };
         assert!(TopK::from_heap_order(3, vec![entry(b"a", 2.0), entry(b"b", 1.0)]).is_err());
         assert!(TopK::from_heap_order(3, vec![entry(b"a", 1.0), entry(b"a", 2.0)]).is_err());
         assert!(TopK::from_heap_order(1, vec![entry(b"a", 1.0), entry(b"b", 2.0)]).is_err());
@@ -812,7 +746,6 @@ mod tests {
     enum Op {
         Insert(u8, u16),
         Raise(u8, u16),
-        PopMin,
         Scale,
     }
 
@@ -820,7 +753,6 @@ mod tests {
         prop_oneof![
             (any::<u8>(), any::<u16>()).prop_map(|(i, c)| Op::Insert(i, c)),
             (any::<u8>(), any::<u16>()).prop_map(|(i, c)| Op::Raise(i, c)),
-            Just(Op::PopMin),
             Just(Op::Scale),
         ]
     }
@@ -833,7 +765,7 @@ mod tests {
             ops in proptest::collection::vec(op(), 1..300),
         ) {
             let ties = if redisbloom { Ties::RedisBloom } else { Ties::ByItem };
-            let mut topk = TopK::with_ties(capacity, ties);
+            let mut topk = store(capacity, ties);
             for op in ops {
                 match op {
                     Op::Insert(i, c) => {
@@ -861,12 +793,6 @@ mod tests {
                             topk.raise(id, f64::from(c));
                             let after = topk.find(u64::from(i % 5), &item).unwrap();
                             prop_assert_eq!(topk.count(after).unwrap(), before.max(f64::from(c)));
-                        }
-                    }
-                    Op::PopMin => {
-                        let min = topk.heap.iter().map(|s| s.count).fold(f64::INFINITY, f64::min);
-                        if let Some(e) = topk.pop_min() {
-                            prop_assert_eq!(e.count, min);
                         }
                     }
                     Op::Scale => topk.scale(0.5),

@@ -369,7 +369,7 @@ impl Watch {
                 pending.push((EventKind::Enter, item.to_vec(), after));
             }
             if let Some(above) = spec.above {
-                let line = scale.lambda.map_or(above, |l| above / l) * unit;
+                let line = scale.count_line(above) * unit;
                 if after >= line && before < line && state.hot.insert(arrived.hash) {
                     pending.push((EventKind::Hot, item.to_vec(), after));
                 }

@@ -21,6 +21,13 @@ fn sketch(k: u32) -> HeavyKeeper {
     HeavyKeeper::new(Params::for_k(k, 11), 0)
 }
 
+/// One arrival of each item, in order, at time 0.
+fn add_each(hk: &mut HeavyKeeper, stream: &[Vec<u8>]) {
+    for item in stream {
+        hk.add(item, 1, 0);
+    }
+}
+
 fn fading_sketch(k: u32, half_life_ms: f64, start_ms: i64) -> HeavyKeeper {
     let params = Params {
         half_life_ms: Some(half_life_ms),
@@ -39,9 +46,7 @@ fn counts_never_exceed_the_truth_without_fingerprint_collisions() {
     let mut hk = HeavyKeeper::new(params, 0);
     let stream = zipf_stream(0.9, 2_000, 50_000, 3);
     let exact = exact_counts(&stream);
-    for item in &stream {
-        hk.add(item, 1, 0);
-    }
+    add_each(&mut hk, &stream);
     let mut by_fingerprint: HashMap<u32, usize> = HashMap::new();
     for item in exact.keys() {
         *by_fingerprint
@@ -67,9 +72,7 @@ fn default_k100_finds_the_true_top_100_of_a_zipf_stream() {
     let stream = zipf_stream(1.0, 100_000, 1_000_000, 42);
     let exact = exact_counts(&stream);
     let mut hk = sketch(100);
-    for item in &stream {
-        hk.add(item, 1, 0);
-    }
+    add_each(&mut hk, &stream);
     let listed: Vec<&[u8]> = hk.ranked(0).iter().map(|r| r.item).collect();
     let precision = precision_at_k(&listed, &exact, 100);
     assert!(precision >= 0.99, "precision {precision}");
@@ -79,9 +82,7 @@ fn default_k100_finds_the_true_top_100_of_a_zipf_stream() {
 #[test]
 fn the_listed_count_is_the_queried_count_for_members() {
     let mut hk = sketch(10);
-    for item in zipf_stream(1.1, 500, 20_000, 9) {
-        hk.add(&item, 1, 0);
-    }
+    add_each(&mut hk, &zipf_stream(1.1, 500, 20_000, 9));
     for r in hk.ranked(0) {
         assert_eq!(hk.count(r.item, 0), r.count);
         assert!(hk.contains(r.item, 0));
@@ -212,9 +213,7 @@ fn the_same_operations_give_byte_identical_sketches() {
     }
     assert_eq!(encode(&a), encode(&b));
     let mut c = HeavyKeeper::new(Params::for_k(50, 12), 0);
-    for item in &stream {
-        c.add(item, 1, 0);
-    }
+    add_each(&mut c, &stream);
     assert_ne!(encode(&a), encode(&c));
 }
 
@@ -238,9 +237,7 @@ fn encoding_round_trips_and_keeps_the_random_state() {
 #[test]
 fn truncated_or_newer_payloads_are_refused() {
     let mut hk = sketch(5);
-    for item in zipf_stream(1.0, 100, 1_000, 4) {
-        hk.add(&item, 1, 0);
-    }
+    add_each(&mut hk, &zipf_stream(1.0, 100, 1_000, 4));
     let bytes = encode(&hk);
     for len in 0..bytes.len() {
         assert!(decode(&bytes[..len], u64::MAX).is_err(), "prefix of {len}");
@@ -266,9 +263,7 @@ proptest! {
     #[test]
     fn damaged_payloads_never_panic(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
         let mut hk = sketch(4);
-        for item in zipf_stream(1.0, 50, 300, 5) {
-            hk.add(&item, 1, 0);
-        }
+        add_each(&mut hk, &zipf_stream(1.0, 50, 300, 5));
         let mut bytes = encode(&hk);
         for (at, value) in flips {
             let i = at % bytes.len();
@@ -310,8 +305,8 @@ fn a_fading_count_halves_every_half_life() {
     hk.add(b"hot", 1_000, start);
     let now = hk.count(b"hot", start);
     let later = hk.count(b"hot", start + 10_000);
-    assert!((now - 1000.0).abs() < 1e-6, "{now}");
-    assert!((later - 500.0).abs() < 1e-6, "{later}");
+    assert!((now - 1000.0).abs() < 1e-9, "{now}");
+    assert!((later - 500.0).abs() < 1e-9, "{later}");
 }
 
 #[test]
@@ -461,6 +456,7 @@ fn the_defaults_fit_their_memory_budgets_before_any_item() {
 
 #[test]
 fn a_counting_bucket_takes_eight_bytes_and_a_fading_one_twelve() {
+    // What a sketch holds, and what its parameters say it will hold.
     let bytes = |width: u32, half_life_ms: Option<f64>| {
         let params = Params {
             width,
@@ -468,13 +464,14 @@ fn a_counting_bucket_takes_eight_bytes_and_a_fading_one_twelve() {
             half_life_ms,
             ..Params::for_k(10, 1)
         };
-        HeavyKeeper::new(params, 0).memory_bytes()
+        let held = HeavyKeeper::new(params, 0).memory_bytes();
+        (held, params.fixed_bytes() as usize)
     };
-    assert_eq!(bytes(1100, None) - bytes(100, None), 1000 * 4 * 8);
-    assert_eq!(
-        bytes(1100, Some(60_000.0)) - bytes(100, Some(60_000.0)),
-        1000 * 4 * 12
-    );
+    for (half_life_ms, per_bucket) in [(None, 8), (Some(60_000.0), 12)] {
+        let (wide, narrow) = (bytes(1100, half_life_ms), bytes(100, half_life_ms));
+        assert_eq!(wide.0 - narrow.0, 1000 * 4 * per_bucket, "{half_life_ms:?}");
+        assert_eq!(wide.1 - narrow.1, 1000 * 4 * per_bucket, "{half_life_ms:?}");
+    }
     // The defaults spend the same bytes on buckets either way.
     for k in [10, 100, 1000, 10_000] {
         let counting = Params::default_width(k, false) * 8;
@@ -519,9 +516,7 @@ fn hashing_ahead_counts_exactly_what_adding_counts() {
     let stream = zipf_stream(1.0, 5_000, 40_000, 8);
     let mut plain = sketch(100);
     let mut ahead = sketch(100);
-    for item in &stream {
-        plain.add(item, 1, 0);
-    }
+    add_each(&mut plain, &stream);
     let mut items = stream.iter();
     let mut next = items.next().map(|i| ahead.upcoming(i));
     while let Some(item) = next {

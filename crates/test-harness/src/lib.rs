@@ -156,17 +156,30 @@ impl Server {
         server.log()
     }
 
+    /// A replica of `primary` loaded with `module_args` (its own limits,
+    /// say), once its link to the primary is up.
+    pub fn replica_of(primary: &Server, module_args: &[&str]) -> Self {
+        let port = primary.port.to_string();
+        let replica = Self::start_configured(module_args, &["--replicaof", "127.0.0.1", &port]);
+        let mut con = replica.client();
+        wait_until("the replica link", Duration::from_secs(30), || {
+            info_field(&mut con, "replication", "master_link_status").as_deref() == Some("up")
+        });
+        replica
+    }
+
     /// Restarts on the same directory and port with other arguments, as an
-    /// operator editing redis.conf would.
-    pub fn restart_configured(&mut self, module_args: &[&str], extra: &[&str]) {
-        self.stop();
+    /// operator editing redis.conf would; a client of the restarted server.
+    pub fn restart_configured(&mut self, module_args: &[&str], extra: &[&str]) -> Connection {
         self.module_args = strings(module_args);
         self.extra = strings(extra);
-        assert!(
-            self.launch_on(self.port),
-            "redis-server did not restart:\n{}",
-            self.log()
-        );
+        self.restart()
+    }
+
+    /// The server and a client of it, as most tests begin.
+    pub fn with_client(self) -> (Self, Connection) {
+        let con = self.client();
+        (self, con)
     }
 
     pub fn dir(&self) -> &Path {
@@ -174,14 +187,16 @@ impl Server {
     }
 
     /// Stops the server (without saving) and starts it again on the same
-    /// directory and port: what it finds on disk is what it loads.
-    pub fn restart(&mut self) {
+    /// directory and port: what it finds on disk is what it loads. A client
+    /// of the restarted server.
+    pub fn restart(&mut self) -> Connection {
         self.stop();
         assert!(
             self.launch_on(self.port),
             "redis-server did not restart:\n{}",
             self.log()
         );
+        self.client()
     }
 
     /// Stops the server and waits for the process to end.
@@ -368,6 +383,29 @@ pub fn repeat(con: &mut Connection, n: usize, parts: &[&str]) {
         .unwrap_or_else(|e| panic!("{parts:?} x {n}: {e}"));
 }
 
+/// A command written as one line, the way an operator types it into
+/// `redis-cli`: its words split at spaces (so no argument may hold one, or
+/// be empty). `value(con, &words("HK.RESERVE k 10 WIDTH 64"))`.
+pub fn words(line: &str) -> Vec<&str> {
+    line.split(' ').collect()
+}
+
+/// [`value`] of a command written as one line (see [`words`]).
+pub fn cli(con: &mut Connection, line: &str) -> Value {
+    value(con, &words(line))
+}
+
+/// `CONFIG SET name value`, which must succeed.
+pub fn config_set(con: &mut Connection, name: &str, value: &str) {
+    let reply: Value = query(con, &["CONFIG", "SET", name, value]);
+    assert_eq!(reply, Value::Okay, "CONFIG SET {name} {value}");
+}
+
+/// The server answers `PING`: it is up, and the connection in step.
+pub fn assert_pong(con: &mut Connection) {
+    assert_eq!(value(con, &["PING"]), Value::SimpleString("PONG".into()));
+}
+
 /// Runs a command and returns the raw reply value, or panics with the error.
 pub fn value(con: &mut Connection, parts: &[&str]) -> Value {
     query(con, parts)
@@ -416,6 +454,13 @@ pub fn list_with_count_at(con: &mut Connection, key: &str, at: Option<i64>) -> V
                 i64::from_redis_value(&pair[1]).expect("count"),
             )
         })
+        .collect()
+}
+
+/// What [`list_with_count`] answers for these (item, count) pairs.
+pub fn listed(pairs: &[(&str, i64)]) -> Vec<(Vec<u8>, i64)> {
+    (pairs.iter())
+        .map(|&(item, n)| (item.as_bytes().to_vec(), n))
         .collect()
 }
 
@@ -537,6 +582,24 @@ pub fn fault_hooks_compiled_in() -> bool {
     module_path().to_string_lossy().contains("/debug/")
 }
 
+/// [`fault_hooks_compiled_in`], saying that the test skips where not.
+pub fn fault_hooks_or_skip() -> bool {
+    let compiled = fault_hooks_compiled_in();
+    if !compiled {
+        eprintln!("skipped: the release module has no fault hooks");
+    }
+    compiled
+}
+
+/// Waits until no AOF rewrite is in progress or scheduled.
+pub fn wait_for_aof_rewrite(con: &mut Connection) {
+    wait_until("the AOF rewrite", Duration::from_secs(30), || {
+        let field = |con: &mut Connection, f: &str| info_field(con, "persistence", f);
+        field(con, "aof_rewrite_in_progress").as_deref() == Some("0")
+            && field(con, "aof_rewrite_scheduled").as_deref() == Some("0")
+    });
+}
+
 /// The encoded state of an empty sketch, as `HK.LOADSTATE` takes it.
 pub fn empty_sketch_payload(params: heavykeeper_sketch::Params, created_ms: i64) -> Vec<u8> {
     heavykeeper_sketch::encode(&heavykeeper_sketch::HeavyKeeper::new(params, created_ms))
@@ -644,6 +707,15 @@ const CLUSTER_ARGS: [&str; 4] = [
     "nodes.conf",
 ];
 
+/// Runs `redis-cli` with `args` (a line, see [`words`]); panics with what
+/// it said if it fails.
+fn redis_cli(args: &str) {
+    let run = Command::new("redis-cli").args(words(args)).output();
+    let out = run.expect("redis-cli");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "redis-cli {args}: {said}");
+}
+
 impl Cluster {
     pub fn start(module_args: &[&str]) -> Self {
         Self::start_with(&ClusterOptions {
@@ -667,17 +739,10 @@ impl Cluster {
         };
         let nodes: Vec<Server> = (0..3).map(|_| start()).collect();
         let addresses: Vec<String> = nodes.iter().map(Server::address).collect();
-        let created = Command::new("redis-cli")
-            .args(["--cluster", "create"])
-            .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .output()
-            .expect("redis-cli --cluster create");
-        assert!(
-            created.status.success(),
-            "{}",
-            String::from_utf8_lossy(&created.stdout)
-        );
+        let addresses = addresses.join(" ");
+        redis_cli(&format!(
+            "--cluster create {addresses} --cluster-replicas 0 --cluster-yes"
+        ));
         let replicas: Vec<Server> = if o.replicas {
             (0..3).map(|_| start()).collect()
         } else {
@@ -685,21 +750,10 @@ impl Cluster {
         };
         for (primary, replica) in nodes.iter().zip(&replicas) {
             let id: String = query(&mut primary.client(), &["CLUSTER", "MYID"]);
-            let added = Command::new("redis-cli")
-                .args([
-                    "--cluster",
-                    "add-node",
-                    &replica.address(),
-                    &primary.address(),
-                ])
-                .args(["--cluster-slave", "--cluster-master-id", &id])
-                .output()
-                .expect("redis-cli --cluster add-node");
-            assert!(
-                added.status.success(),
-                "{}",
-                String::from_utf8_lossy(&added.stdout)
-            );
+            let nodes = format!("{} {}", replica.address(), primary.address());
+            redis_cli(&format!(
+                "--cluster add-node {nodes} --cluster-slave --cluster-master-id {id}"
+            ));
         }
         for node in nodes.iter().chain(&replicas) {
             let mut con = node.client();

@@ -72,14 +72,11 @@ fn one_run(seed: u64) -> [(f64, f64, f64, f64); 2] {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let events = traffic(&mut rng);
     let slots = counted_slots(rng.random());
-    let tracker = KeyTracker::new(
-        TrackerShape {
-            k: 100,
-            half_life_ms: 1e12,
-        },
-        rng.random(),
-        0,
-    );
+    let shape = TrackerShape {
+        k: 100,
+        half_life_ms: 1e12,
+    };
+    let tracker = KeyTracker::new(shape, rng.random(), 0);
     let mut counting = Counting::new(tracker, 50, rng.random());
     let mut batch = KeyBatch::default();
     let mut current: Option<TimeSlot> = None;

@@ -252,10 +252,7 @@ const RUNS: u64 = 300;
 
 /// Each run's estimate of each key group, with its variance.
 fn sums_per_run(events: &[Event], feeding: Feeding, seed: u64) -> HashMap<u32, Vec<(f64, f64)>> {
-    let mut truth: HashSet<u32> = HashSet::new();
-    for &(_, key) in events {
-        truth.insert(group(key));
-    }
+    let truth: HashSet<u32> = events.iter().map(|&(_, key)| group(key)).collect();
     let mut runs: HashMap<u32, Vec<(f64, f64)>> = HashMap::new();
     for run in 0..RUNS {
         let run_seed = seed ^ (run + 1).wrapping_mul(0x9e37);
@@ -275,10 +272,16 @@ fn sums_per_run(events: &[Event], feeding: Feeding, seed: u64) -> HashMap<u32, V
     runs
 }
 
-/// The mean of `xs` lies within five standard errors of `truth`.
-fn assert_mean_is(xs: &[f64], truth: f64, what: &str) {
+/// The mean of `xs` and their variance.
+fn mean_and_variance(xs: &[f64]) -> (f64, f64) {
     let mean = xs.iter().sum::<f64>() / xs.len() as f64;
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+    (mean, var)
+}
+
+/// The mean of `xs` lies within five standard errors of `truth`.
+fn assert_mean_is(xs: &[f64], truth: f64, what: &str) {
+    let (mean, var) = mean_and_variance(xs);
     let se = (var / xs.len() as f64).sqrt();
     assert!(
         (mean - truth).abs() <= 5.0 * se + 1e-6 * truth,
@@ -286,7 +289,8 @@ fn assert_mean_is(xs: &[f64], truth: f64, what: &str) {
     );
 }
 
-fn truths(events: &[Event]) -> HashMap<u32, f64> {
+/// The accesses of each key's `group`.
+fn truths(events: &[Event], group: impl Fn(u32) -> u32) -> HashMap<u32, f64> {
     let mut truth: HashMap<u32, f64> = HashMap::new();
     for &(_, key) in events {
         *truth.entry(group(key)).or_default() += 1.0;
@@ -302,7 +306,7 @@ fn truths(events: &[Event]) -> HashMap<u32, f64> {
 fn assert_unbiased(shapes: &[Shape], feeding: Feeding, seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let events = traffic(shapes, 4_000, &mut rng);
-    let truth = truths(&events);
+    let truth = truths(&events, group);
     let runs = sums_per_run(&events, feeding, seed);
     for (key, &true_count) in &truth {
         let xs: Vec<f64> = runs[key].iter().map(|r| r.0).collect();
@@ -315,8 +319,7 @@ fn assert_unbiased(shapes: &[Shape], feeding: Feeding, seed: u64) {
         }
         // The reported variance, on average, is at least 70% of the
         // variance the estimates show (more is the safe side).
-        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
-        let seen = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (xs.len() - 1) as f64;
+        let (_, seen) = mean_and_variance(&xs);
         let reported = runs[key].iter().map(|r| r.1).sum::<f64>() / xs.len() as f64;
         assert!(
             reported >= 0.7 * seen - 1e-6 * true_count * true_count,
@@ -428,10 +431,7 @@ fn sent(shapes: &[Shape], seed: u64, hot_share: f64) -> Sent {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let events = traffic(shapes, 4_000, &mut rng);
     let end = events.last().map_or(0, |e| e.0) + 1;
-    let mut truth: HashMap<u32, f64> = HashMap::new();
-    for &(_, key) in &events {
-        *truth.entry(key).or_default() += 1.0;
-    }
+    let truth = truths(&events, |key| key);
     let line = hot_share * events.len() as f64;
     let hot = truth.iter().filter(|(_, &n)| n >= line).map(|(&k, _)| k);
     let hot = hot.collect();
@@ -439,6 +439,32 @@ fn sent(shapes: &[Shape], seed: u64, hot_share: f64) -> Sent {
 }
 
 type Sent = (Vec<Event>, i64, HashMap<u32, f64>, Vec<u32>);
+
+/// A tracker of 100 keys whose counts do not fade.
+fn tracker(seed: u64) -> KeyTracker {
+    let shape = TrackerShape {
+        k: 100,
+        half_life_ms: 1e12,
+    };
+    KeyTracker::new(shape, seed, 0)
+}
+
+/// The key a listed row is of.
+fn id(row: &HotKey) -> u32 {
+    u32::from_be_bytes(row.key[..4].try_into().unwrap())
+}
+
+/// What a listed row's key was truly sent.
+fn truth_of(truth: &HashMap<u32, f64>, row: &HotKey) -> f64 {
+    truth.get(&id(row)).copied().unwrap_or(0.0)
+}
+
+/// A listed row's 95% bounds, of its count (a rate's, scaled back).
+fn count_bounds(row: &HotKey) -> Bounds {
+    row.reads
+        .bounds()
+        .scaled(row.reads.count / row.reads.per_second)
+}
 
 /// The whole way, into the sketches themselves: every key with at least 1%
 /// of the accesses is listed in every run, its count (HeavyKeeper's own
@@ -459,15 +485,7 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
     let (mut rows, mut rows_held) = (0u64, 0u64);
     for run in 0..runs {
         let run_seed = seed ^ (run + 1).wrapping_mul(0x51ed);
-        let tracker = KeyTracker::new(
-            TrackerShape {
-                k: 100,
-                half_life_ms: 1e12,
-            },
-            run_seed,
-            0,
-        );
-        let counting = run_into(&events, feeding, run_seed, tracker);
+        let counting = run_into(&events, feeding, run_seed, tracker(run_seed));
         let tracker = counting.tracker();
         let listed = tracker.hottest(Ranking::Reads, 100, end);
         let name = |k: u32| k.to_be_bytes().to_vec();
@@ -480,7 +498,7 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
                 );
             };
             for above in &listed[..place] {
-                let id = u32::from_be_bytes(above.key[..4].try_into().unwrap());
+                let id = id(above);
                 let its = truth.get(&id).copied().unwrap_or(0.0);
                 assert!(
                     3.0 * its > truth[&key],
@@ -497,13 +515,8 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
         }
         if exact {
             for row in &listed {
-                let id = u32::from_be_bytes(row.key[..4].try_into().unwrap());
-                let b = row
-                    .reads
-                    .bounds()
-                    .scaled(row.reads.count / row.reads.per_second);
                 rows += 1;
-                rows_held += u64::from(holds(b, truth.get(&id).copied().unwrap_or(0.0)));
+                rows_held += u64::from(holds(count_bounds(row), truth_of(&truth, row)));
             }
         }
         let (reads, _) = tracker.rates(end);
@@ -616,14 +629,8 @@ fn listed_rows(shapes: &[Shape], feeding: Feeding, seed: u64, runs: u64, hot_sha
     let mut rows = Rows::default();
     for run in 0..runs {
         let run_seed = seed ^ (run + 1).wrapping_mul(0x2545);
-        let shape = TrackerShape {
-            k: 100,
-            half_life_ms: 1e12,
-        };
-        let tracker = KeyTracker::new(shape, run_seed, 0);
-        let counting = run_into(&events, feeding, run_seed, tracker);
+        let counting = run_into(&events, feeding, run_seed, tracker(run_seed));
         let listed = counting.tracker().hottest(Ranking::Reads, 20, end);
-        let id = |row: &HotKey| u32::from_be_bytes(row.key[..4].try_into().unwrap());
         for &key in &hot {
             if !listed.iter().any(|row| id(row) == key) {
                 rows.hot_missing.push((run, key, truth[&key]));
@@ -638,12 +645,10 @@ fn listed_rows(shapes: &[Shape], feeding: Feeding, seed: u64, runs: u64, hot_sha
             }
         }
         for row in &listed {
-            let true_count = truth.get(&id(row)).copied().unwrap_or(0.0);
-            let reads = row.reads;
-            let b = reads.bounds().scaled(reads.count / reads.per_second);
+            let true_count = truth_of(&truth, row);
             rows.listed += 1;
-            rows.held += u64::from(holds(b, true_count));
-            let ratio = reads.count / true_count.max(1e-9);
+            rows.held += u64::from(holds(count_bounds(row), true_count));
+            let ratio = row.reads.count / true_count.max(1e-9);
             rows.within_three += u64::from((1.0 / 3.0..=3.0).contains(&ratio));
             if true_count < hot_line {
                 rows.worst_background = rows.worst_background.max(ratio);

@@ -22,22 +22,23 @@ const ERR: c_int = raw::REDISMODULE_ERR as c_int;
 pub fn register(ctx: &Context, setting: &'static Setting, given: &LoadArgs) -> Result<(), String> {
     let name = CString::new(setting.name()).map_err(|e| e.to_string())?;
     let privdata = (setting as *const Setting).cast_mut().cast::<c_void>();
+    let flags = match *setting {
+        Setting::Integer { memory: true, .. } => raw::REDISMODULE_CONFIG_MEMORY,
+        Setting::Bool {
+            immutable: true, ..
+        } => raw::REDISMODULE_CONFIG_IMMUTABLE,
+        _ => raw::REDISMODULE_CONFIG_DEFAULT,
+    };
     let status = match *setting {
         Setting::Integer {
             name: key,
             default,
             min,
             max,
-            memory,
             ..
         } => {
             let register = crate::server_api!(RedisModule_RegisterNumericConfig)
                 .ok_or("no numeric configs")?;
-            let flags = if memory {
-                raw::REDISMODULE_CONFIG_MEMORY
-            } else {
-                raw::REDISMODULE_CONFIG_DEFAULT
-            };
             let default = given.integer(key).unwrap_or(default);
             // SAFETY: the server's context during OnLoad; `privdata` is a
             // static; the callbacks are this file's.
@@ -57,18 +58,10 @@ pub fn register(ctx: &Context, setting: &'static Setting, given: &LoadArgs) -> R
             }
         }
         Setting::Bool {
-            name: key,
-            default,
-            immutable,
-            ..
+            name: key, default, ..
         } => {
             let register =
                 crate::server_api!(RedisModule_RegisterBoolConfig).ok_or("no bool configs")?;
-            let flags = if immutable {
-                raw::REDISMODULE_CONFIG_IMMUTABLE
-            } else {
-                raw::REDISMODULE_CONFIG_DEFAULT
-            };
             let default = given.bool(key).unwrap_or(default);
             // SAFETY: as above.
             unsafe {
@@ -104,7 +97,7 @@ pub fn register(ctx: &Context, setting: &'static Setting, given: &LoadArgs) -> R
                     ctx.ctx,
                     name.as_ptr(),
                     default.as_ptr(),
-                    raw::REDISMODULE_CONFIG_DEFAULT,
+                    flags,
                     Some(get_text),
                     Some(set_text),
                     None,
@@ -113,11 +106,9 @@ pub fn register(ctx: &Context, setting: &'static Setting, given: &LoadArgs) -> R
             }
         }
     };
-    if status == OK {
-        Ok(())
-    } else {
-        Err(format!("the server refused the config {}", setting.name()))
-    }
+    (status == OK)
+        .then_some(())
+        .ok_or_else(|| format!("the server refused the config {}", setting.name()))
 }
 
 /// # Safety
@@ -277,13 +268,7 @@ unsafe extern "C" fn set_text(
             return false;
         };
         fault::on_config(bytes);
-        match variable.lock() {
-            Ok(mut v) => {
-                *v = bytes.to_vec();
-                true
-            }
-            Err(_) => false,
-        }
+        variable.lock().map(|mut v| *v = bytes.to_vec()).is_ok()
     };
     // SAFETY: the server's out-pointer.
     unsafe { apply(setting, err, store) }

@@ -127,11 +127,8 @@ fn parse_value(raw: &[u8], kind: Kind) -> Result<Value, String> {
 }
 
 fn in_range(v: i64, min: i64, max: i64) -> Result<Value, String> {
-    if (min..=max).contains(&v) {
-        Ok(Value::Integer(v))
-    } else {
-        Err(format!("is out of range: must be between {min} and {max}"))
-    }
+    ((min..=max).contains(&v).then_some(Value::Integer(v)))
+        .ok_or_else(|| format!("is out of range: must be between {min} and {max}"))
 }
 
 /// `64mb` → 67108864, with Redis's units: `k`/`m`/`g` are powers of 1000,

@@ -117,18 +117,11 @@ fn tracking(names_clients: bool, in_cluster: bool) -> Tracking {
 /// is not listed), by (db, key).
 fn reads(t: &mut Tracking) -> Vec<((u16, String), f64)> {
     let now = clock::cached_now_ms() + 1;
-    let mut rows: Vec<_> = (t
-        .current()
-        .tracker()
-        .hottest(Ranking::Reads, 100, now)
-        .into_iter())
-    .map(|h| {
-        (
-            (h.db, String::from_utf8_lossy(&h.key).into_owned()),
-            h.reads.count.round(),
-        )
-    })
-    .collect();
+    let hottest = t.current().tracker().hottest(Ranking::Reads, 100, now);
+    let name = |key: &[u8]| String::from_utf8_lossy(key).into_owned();
+    let mut rows: Vec<_> = (hottest.iter())
+        .map(|h| ((h.db, name(&h.key)), h.reads.count.round()))
+        .collect();
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     rows
 }

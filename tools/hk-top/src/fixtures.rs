@@ -17,14 +17,17 @@ pub fn node_address(n: usize) -> String {
     format!("10.20.30.40:3000{}", n + 1)
 }
 
+/// A cluster's primary at `address`.
+pub fn node(address: &str) -> Node {
+    Node {
+        address: address.into(),
+        primary: true,
+        cluster: true,
+    }
+}
+
 pub fn six_nodes() -> Vec<Node> {
-    (0..NODES)
-        .map(|n| Node {
-            address: node_address(n),
-            primary: true,
-            cluster: true,
-        })
-        .collect()
+    (0..NODES).map(|n| node(&node_address(n))).collect()
 }
 
 /// A key name 59 bytes long, the same but for its last six digits.
@@ -40,12 +43,17 @@ pub fn rates(reads: f64, writes: f64) -> Rates {
     rates
 }
 
-pub fn id(node: usize, key: &[u8]) -> KeyId {
+pub fn key_id(node: &str, db: i64, key: &[u8]) -> KeyId {
     KeyId {
-        node: node_address(node),
-        db: 0,
+        node: node.into(),
+        db,
         key: key.to_vec(),
     }
+}
+
+/// Key `key` of database 0 on node `n` of the six.
+pub fn id(n: usize, key: &[u8]) -> KeyId {
+    key_id(&node_address(n), 0, key)
 }
 
 /// Twelve long keys spread over the six nodes (reads falling with `i`,
@@ -94,19 +102,43 @@ pub fn misses_snapshot() -> Snapshot {
 }
 
 pub fn console() -> Console {
-    Console::new(
-        six_nodes(),
-        Settings {
-            order: Order::default(),
-            filter: Default::default(),
-            limit: None,
-            interval_ms: 1000,
-        },
-    )
+    console_of(None)
+}
+
+/// The console once it has shown [`busy_snapshot`].
+pub fn busy_console() -> Console {
+    let mut c = console();
+    c.apply(busy_snapshot());
+    c
+}
+
+/// The console once it has shown [`misses_snapshot`].
+pub fn misses_console() -> Console {
+    let mut c = console();
+    c.apply(misses_snapshot());
+    c
+}
+
+/// A console over the six nodes, listing at most `limit` keys.
+pub fn console_of(limit: Option<usize>) -> Console {
+    let settings = Settings {
+        order: Order::default(),
+        filter: Default::default(),
+        limit,
+        interval_ms: 1000,
+    };
+    Console::new(six_nodes(), settings)
 }
 
 pub fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+/// Presses each key in turn.
+pub fn press(console: &mut Console, codes: &[KeyCode]) {
+    for &code in codes {
+        console.press(&key(code));
+    }
 }
 
 /// Presses each character of `text` in turn.

@@ -53,20 +53,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// The cluster's nodes (or the one server), or the exit that says why not.
-fn nodes(o: &Options) -> Result<Vec<connection::nodes::Node>, ExitCode> {
-    connection::nodes::discover(&o.connection, &o.address, o.replicas).map_err(|e| {
-        eprintln!("hk-top: cannot reach {}: {e}", o.address);
-        ExitCode::FAILURE
-    })
+/// The cluster's nodes (or the one server); `None` once it said why not.
+fn nodes(o: &Options) -> Option<Vec<connection::nodes::Node>> {
+    let found = connection::nodes::discover(&o.connection, &o.address, o.replicas);
+    found
+        .inspect_err(|e| eprintln!("hk-top: cannot reach {}: {e}", o.address))
+        .ok()
 }
 
 /// `--once`, `--json`: one table or JSON snapshot; a failure if no node
 /// answered.
 fn snapshot(cli: &Cli, o: &Options, json: bool) -> ExitCode {
-    let nodes = match nodes(o) {
-        Ok(nodes) => nodes,
-        Err(exit) => return exit,
+    let Some(nodes) = nodes(o) else {
+        return ExitCode::FAILURE;
     };
     let snapshot = reading::hot_keys::snapshot(&o.connection, &nodes);
     let mut keys = cli.filter().select(&snapshot.keys, cli.order());
@@ -86,9 +85,8 @@ fn snapshot(cli: &Cli, o: &Options, json: bool) -> ExitCode {
 
 /// The live view, until `q` or a signal.
 fn live_view(cli: &Cli, o: &Options) -> ExitCode {
-    let nodes = match nodes(o) {
-        Ok(nodes) => nodes,
-        Err(exit) => return exit,
+    let Some(nodes) = nodes(o) else {
+        return ExitCode::FAILURE;
     };
     let settings = live::console::Settings {
         order: cli.order(),

@@ -1,7 +1,7 @@
 //! The command line: hk-top's flags (as `redis-cli` takes the connection's),
 //! and what the views need of them ([`Options`], the filter, the order).
 
-use crate::connection::settings::{self, ConnectionSettings, Tls};
+use crate::connection::settings::{self, ConnectionSettings};
 use crate::reading::filter::Filter;
 use crate::reading::sort::{Order, SortKey};
 use clap::builder::PossibleValuesParser;
@@ -151,12 +151,8 @@ impl Cli {
                 ConnectionSettings::default(),
             ),
         };
-        if self.user.is_some() {
-            connection.username = self.user.clone();
-        }
-        if self.password.is_some() {
-            connection.password = self.password.clone();
-        }
+        connection.username = self.user.clone().or(connection.username);
+        connection.password = self.password.clone().or(connection.password);
         let wants_tls = self.tls || self.cacert.is_some() || self.cert.is_some() || self.insecure;
         if wants_tls || connection.tls.is_some() {
             let mut tls = connection.tls.take().unwrap_or_default();
@@ -166,7 +162,7 @@ impl Cli {
                 (Some(cert), Some(key)) => Some((read_pem(cert)?, read_pem(key)?)),
                 _ => None,
             };
-            connection.tls = Some(Tls { ..tls });
+            connection.tls = Some(tls);
         }
         Ok(Options {
             address,

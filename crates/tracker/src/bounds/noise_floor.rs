@@ -84,6 +84,17 @@ fn class(unit: f64) -> usize {
     (unit.log2().floor() as usize).min(CLASSES - 1)
 }
 
+/// The events `sampled` (with `variance`) is made of: the class of their
+/// size `U` (its variance over it), `U`, and how many (`None`: nothing
+/// sampled, no events).
+fn events_of(sampled: f64, variance: f64) -> Option<(usize, f64, f64)> {
+    if !positive(sampled) || !positive(variance) || !variance.is_finite() {
+        return None;
+    }
+    let unit = variance / sampled;
+    Some((class(unit), unit, sampled / unit))
+}
+
 /// What the stream a list picks from could make by luck, for one row: the
 /// background's events of the row's own grain (the size of its events or
 /// coarser), how many there were, and how many keys they could belong to.
@@ -195,45 +206,29 @@ pub struct Background {
 }
 
 impl Background {
-    fn empty() -> Self {
-        Self {
-            events: [0.0; CLASSES],
-            inserts: [0.0; CLASSES],
-        }
-    }
-
     /// The background of a set of counters known one by one (a cluster
     /// node's hash slots), each as its sampled estimate and variance.
     pub fn among(counters: impl Iterator<Item = (f64, f64)>) -> Background {
-        let mut background = Background::empty();
-        for (sampled, variance) in counters {
-            background.add(sampled, variance, 1.0);
+        let mut background = Background {
+            events: [0.0; CLASSES],
+            inserts: [0.0; CLASSES],
+        };
+        for (c, _, events) in counters.filter_map(|(s, v)| events_of(s, v)) {
+            let (sum, inserts) = (background.events.get_mut(c), background.inserts.get_mut(c));
+            if let (Some(sum), Some(inserts)) = (sum, inserts) {
+                *sum += events;
+                *inserts += 1.0;
+            }
         }
         background
-    }
-
-    fn add(&mut self, sampled: f64, variance: f64, factor: f64) {
-        if !positive(sampled) || !positive(variance) || !variance.is_finite() {
-            return;
-        }
-        let unit = variance / sampled;
-        let c = class(unit);
-        if let (Some(events), Some(inserts)) = (self.events.get_mut(c), self.inserts.get_mut(c)) {
-            *events += sampled / unit * factor;
-            *inserts += factor;
-        }
     }
 
     /// What the background could make of `tally`'s grain (`None` for a
     /// row counted access by access: no noise at all).
     pub fn outline_for(&self, row: Grain) -> Option<Outline> {
-        let (_, sampled) = parts(row);
-        if !positive(sampled) || !positive(row.variance) || !row.variance.is_finite() {
-            return None;
-        }
-        let unit = row.variance / sampled;
+        let (c, unit, _) = events_of(parts(row).1, row.variance)?;
         // One class finer too: a class spans a factor of two.
-        let from = class(unit).saturating_sub(1);
+        let from = c.saturating_sub(1);
         let sum = |xs: &[f64; CLASSES]| xs.iter().skip(from).sum::<f64>();
         Some(Outline {
             unit,
@@ -251,10 +246,8 @@ impl Background {
     /// This background and `other` together (a list of reads and writes).
     pub fn plus(&self, other: &Background) -> Background {
         let mut sum = self.clone();
-        for (mine, theirs) in sum.events.iter_mut().zip(other.events) {
-            *mine += theirs;
-        }
-        for (mine, theirs) in sum.inserts.iter_mut().zip(other.inserts) {
+        let mine = sum.events.iter_mut().chain(&mut sum.inserts);
+        for (mine, theirs) in mine.zip(other.events.iter().chain(&other.inserts)) {
             *mine += theirs;
         }
         sum
@@ -288,28 +281,20 @@ impl StreamMakeup {
     /// One insert of a key not listed: `sampled` of its weight sampled,
     /// with `variance`.
     pub fn record(&mut self, sampled: f64, variance: f64, time_ms: i64) {
-        if !positive(sampled) || !positive(variance) || !variance.is_finite() {
+        let Some((c, _, events)) = events_of(sampled, variance) else {
             return;
-        }
-        let unit = variance / sampled;
-        let c = class(unit);
+        };
         let stored = self.sums.unit_at(time_ms);
-        self.sums.add_units(c, sampled / unit * stored);
+        self.sums.add_units(c, events * stored);
         self.sums.add_units(CLASSES + c, stored);
     }
 
     /// The background now.
     pub fn background(&self, now_ms: i64) -> Background {
-        let mut background = Background::empty();
-        for c in 0..CLASSES {
-            if let (Some(events), Some(inserts)) =
-                (background.events.get_mut(c), background.inserts.get_mut(c))
-            {
-                *events = self.sums.count(c, now_ms);
-                *inserts = self.sums.count(CLASSES + c, now_ms);
-            }
+        Background {
+            events: std::array::from_fn(|c| self.sums.count(c, now_ms)),
+            inserts: std::array::from_fn(|c| self.sums.count(CLASSES + c, now_ms)),
         }
-        background
     }
 
     /// What one event of the background stands for, on average over its

@@ -1,7 +1,7 @@
 //! The rows that say who drives a count: its senders grouped (by host,
 //! name, ...), each group's share of the count with its 95% bounds.
 
-use crate::counting::client_shares::{share_bounds, ClientPart};
+use crate::counting::client_shares::{share_bounds, ClientPart, ClientShares};
 use hashbrown::HashMap;
 
 /// One group of senders and its share of a count.
@@ -22,6 +22,14 @@ pub struct Senders {
 }
 
 impl Senders {
+    /// The senders of one count at `now_ms`.
+    pub fn of(shares: &ClientShares, now_ms: i64) -> Self {
+        Self {
+            parts: shares.parts(now_ms),
+            threshold: shares.threshold(now_ms),
+        }
+    }
+
     /// The senders grouped by `label`, largest share first.
     pub fn grouped(&self, mut label: impl FnMut(u64) -> Vec<u8>) -> Vec<SenderRow> {
         let whole = (self.parts.iter()).fold((0.0, 0.0), |a, p| (a.0 + p.count, a.1 + p.variance));

@@ -422,6 +422,9 @@ impl CostBudget {
 mod tests {
     use super::*;
 
+    /// A tick's length, ns.
+    const PERIOD: u64 = 100_000_000;
+
     fn main_only(calls: u64, clocks: u64) -> TickCost {
         TickCost {
             calls_ns: calls,
@@ -435,18 +438,17 @@ mod tests {
     /// main thread's part fits.
     fn settle(budget: f64, cost: f64) -> (u32, f64) {
         let mut b = CostBudget::new(budget, 1024);
-        let period = 100_000_000u64;
         let (mut spent_sum, mut ticks) = (0.0, 0.0);
         for tick in 0..600 {
-            let counted = period / u64::from(b.every());
+            let counted = PERIOD / u64::from(b.every());
             let spent = (counted as f64 * cost) as u64;
             // The clocks: 0.02% of a core, whatever is counted.
-            let fixed = period / 5_000;
+            let fixed = PERIOD / 5_000;
             if tick >= 300 {
-                spent_sum += (spent + fixed) as f64 / period as f64;
+                spent_sum += (spent + fixed) as f64 / PERIOD as f64;
                 ticks += 1.0;
             }
-            b.observe(period, counted, main_only(spent, fixed));
+            b.observe(PERIOD, counted, main_only(spent, fixed));
         }
         (b.every(), spent_sum / ticks)
     }
@@ -478,19 +480,17 @@ mod tests {
 
     /// [`settle_both`], from where `b` settled before.
     fn settle_more(mut b: CostBudget, main: f64, worker: f64) -> CostBudget {
-        let period = 100_000_000u64;
         for _ in 0..200 {
-            let counted = period / u64::from(b.every());
+            let counted = PERIOD / u64::from(b.every());
             let worker_ns = (counted as f64 * worker / f64::from(b.keep_one_in())) as u64;
             let cost = TickCost {
                 calls_ns: (counted as f64 * main) as u64,
                 worker_ns,
                 worker_absorb_ns: worker_ns,
-                clocks_ns: 0,
                 keep_one_in: b.keep_one_in(),
                 ..TickCost::default()
             };
-            b.observe(period, counted, cost);
+            b.observe(PERIOD, counted, cost);
         }
         b
     }
@@ -524,22 +524,14 @@ mod tests {
     #[test]
     fn a_load_at_the_boundary_does_not_flap() {
         let mut b = CostBudget::new(0.01, 1024);
-        let period = 100_000_000u64;
         let mut changes = 0;
         let mut last = b.every();
         // Counting all costs just about the aim, give or take 10%.
         for tick in 0..600u64 {
-            let counted = period / u64::from(b.every());
+            let counted = PERIOD / u64::from(b.every());
             let wobble = if tick % 2 == 0 { 1.1 } else { 0.9 };
             let cost = (counted as f64 * 0.0085 * wobble) as u64;
-            b.observe(
-                period,
-                counted,
-                TickCost {
-                    calls_ns: cost,
-                    ..TickCost::default()
-                },
-            );
+            b.observe(PERIOD, counted, main_only(cost, 0));
             changes += u32::from(b.every() != last);
             last = b.every();
         }
@@ -551,19 +543,18 @@ mod tests {
     #[test]
     fn a_sudden_load_is_cut_at_once_and_a_lull_counted_whole_again() {
         let mut b = CostBudget::new(0.01, 1024);
-        let period = 100_000_000u64;
         for _ in 0..10 {
-            b.observe(period, period, main_only(period / 2_000, 0));
+            b.observe(PERIOD, PERIOD, main_only(PERIOD / 2_000, 0));
         }
         assert_eq!(b.every(), 1);
         // Counting everything suddenly costs the main thread a third of a
         // core: cut at once.
-        b.observe(period, period, main_only(period / 3, 0));
+        b.observe(PERIOD, PERIOD, main_only(PERIOD / 3, 0));
         assert!(b.every() >= 30, "{}", b.every());
         // Load gone: some seconds later, every command again.
         for _ in 0..200 {
-            let counted = period / u64::from(b.every());
-            b.observe(period, counted, main_only(counted / 1000, period / 5_000));
+            let counted = PERIOD / u64::from(b.every());
+            b.observe(PERIOD, counted, main_only(counted / 1000, PERIOD / 5_000));
         }
         assert_eq!(b.every(), 1);
     }
@@ -574,7 +565,6 @@ mod tests {
     #[test]
     fn one_slow_timed_call_does_not_start_sampling() {
         let mut b = CostBudget::new(0.01, 1024);
-        let period = 100_000_000u64;
         for tick in 0..600u64 {
             // 0.6 of the aim: 0.36 ms of the filter's 100 ms, the worker
             // nothing; one tick in 10 also holds a capped timed call (the
@@ -588,7 +578,7 @@ mod tests {
                 largest_call_ns: outlier.max(20_000 * 64 / 10),
                 ..main_only(360_000 + outlier, 0)
             };
-            b.observe(period, period, cost);
+            b.observe(PERIOD, PERIOD, cost);
             assert_eq!(b.every(), 1, "tick {tick}");
         }
     }
@@ -597,13 +587,12 @@ mod tests {
     fn clocks_that_cost_the_whole_budget_do_not_stop_counting() {
         // A profiled server: the clocks alone take 2% of a core.
         let mut b = CostBudget::new(0.01, 1024);
-        let period = 100_000_000u64;
         for _ in 0..300 {
-            let counted = period / u64::from(b.every());
+            let counted = PERIOD / u64::from(b.every());
             b.observe(
-                period,
+                PERIOD,
                 counted,
-                main_only((counted as f64 * 0.3) as u64, period / 50),
+                main_only((counted as f64 * 0.3) as u64, PERIOD / 50),
             );
         }
         // Counting gets a quarter of the aim: 0.3 / (0.25 * 0.006) = 200.
@@ -616,12 +605,11 @@ mod tests {
         // second costs three times that (slot edges, cold caches): worked
         // out from sampled time, counting all would not fit.
         let mut b = CostBudget::new(0.01, 1024);
-        let period = 100_000_000u64;
         let aim = 0.01 * AIM;
         let mut whole_ticks = 0;
         for tick in 0..400 {
             let every = b.every();
-            let counted = period / u64::from(every);
+            let counted = PERIOD / u64::from(every);
             let per_counted = if tick < 20 {
                 // A flood at first: sampling begins.
                 20.0 * aim
@@ -631,7 +619,7 @@ mod tests {
                 1.5 * aim
             };
             let cost = (counted as f64 * per_counted) as u64;
-            b.observe(period, counted, main_only(cost, 0));
+            b.observe(PERIOD, counted, main_only(cost, 0));
             if tick >= 300 && b.every() == 1 {
                 whole_ticks += 1;
             }

@@ -54,10 +54,6 @@ impl InsertAllowance {
         }
     }
 
-    pub fn rate(&self) -> Option<f64> {
-        self.rate
-    }
-
     /// The inserts that may be made at `now_ms` (`None`: any number).
     pub fn available(&mut self, now_ms: i64) -> Option<f64> {
         let rate = self.rate?;

@@ -56,6 +56,15 @@ impl RowSenders {
         (self.hosts).add(u64::from(client.host), weight, variance, time_ms);
     }
 
+    /// The count by host, or by connection.
+    pub fn by(&self, by_host: bool) -> &ClientShares {
+        if by_host {
+            &self.hosts
+        } else {
+            &self.connections
+        }
+    }
+
     fn heap_bytes(&self) -> usize {
         self.connections.heap_bytes() + self.hosts.heap_bytes()
     }

@@ -319,30 +319,13 @@ mod tests {
 
     #[test]
     fn reads_and_writes_sum_per_client() {
-        let a = ClientPart {
-            client: 1,
-            count: 2.0,
-            variance: 1.0,
+        let part = |client, count, variance| ClientPart {
+            client,
+            count,
+            variance,
         };
-        let b = ClientPart {
-            client: 2,
-            count: 5.0,
-            variance: 0.0,
-        };
-        let c = ClientPart {
-            client: 1,
-            count: 4.0,
-            variance: 1.0,
-        };
-        let all = summed([a, b, c]);
-        assert_eq!(
-            all[0],
-            ClientPart {
-                client: 1,
-                count: 6.0,
-                variance: 2.0
-            }
-        );
-        assert_eq!(all[1], b);
+        let b = part(2, 5.0, 0.0);
+        let all = summed([part(1, 2.0, 1.0), b, part(1, 4.0, 1.0)]);
+        assert_eq!(all, [part(1, 6.0, 2.0), b]);
     }
 }

@@ -5,13 +5,12 @@
 
 use crate::access::Access;
 use crate::counting::sampled_counters::{Estimate, SampledCounters};
-use crate::counting::tally::Row;
-use crate::counting::tally::Tally;
+use crate::counting::tally::{Row, Tally};
 use crate::sampling::time_slot::TimeSlot;
 use crate::server::hash_slot::SLOTS;
 
 /// One hash slot's faded counts now.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SlotCounts {
     pub slot: u16,
     pub reads: Estimate,
@@ -93,8 +92,7 @@ impl HashSlotLoad {
             if rates.last().is_none_or(|r| r.slot != slot) {
                 rates.push(SlotCounts {
                     slot,
-                    reads: Estimate::default(),
-                    writes: Estimate::default(),
+                    ..SlotCounts::default()
                 });
             }
             if let Some(r) = rates.last_mut() {

@@ -21,7 +21,7 @@ use heavykeeper_sketch::{HeavyKeeper, ItemHash, Params};
 use std::collections::HashSet;
 
 /// One hot key as listed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct HotKey {
     pub db: u16,
     pub key: Vec<u8>,
@@ -92,6 +92,19 @@ pub enum Ranking {
     Misses,
     /// Key prefixes (hot tenants), by reads and writes under them.
     Prefixes,
+}
+
+impl Ranking {
+    /// The sketches it ranks by: what their counts sum to.
+    fn accesses(self) -> &'static [Access] {
+        match self {
+            Ranking::Reads => &[Access::Read],
+            Ranking::Writes => &[Access::Write],
+            Ranking::Total => &[Access::Read, Access::Write],
+            Ranking::Misses => &[Access::Miss],
+            Ranking::Prefixes => &[Access::Prefix],
+        }
+    }
 }
 
 /// A row a list picked, and whether the noise of the stream it was picked
@@ -230,17 +243,14 @@ impl KeyTracker {
 
     /// Counts each cluster slot's load from now on (256 KiB).
     pub fn count_hash_slots(&mut self, now_ms: i64) {
-        if self.slots.is_none() {
-            self.slots = Some(HashSlotLoad::new(self.shape.half_life_ms, now_ms));
-        }
+        (self.slots).get_or_insert_with(|| HashSlotLoad::new(self.shape.half_life_ms, now_ms));
     }
 
     /// Counts who makes each member's count from now on (a member that
     /// joined before is counted from when it joins again).
     pub fn count_clients(&mut self, now_ms: i64) {
-        if self.clients.is_none() {
-            self.clients = Some(ClientAttribution::new(self.shape.half_life_ms, now_ms));
-        }
+        let half_life_ms = self.shape.half_life_ms;
+        (self.clients).get_or_insert_with(|| ClientAttribution::new(half_life_ms, now_ms));
     }
 
     pub fn clients(&self) -> Option<&ClientAttribution> {
@@ -264,22 +274,9 @@ impl KeyTracker {
     ) -> Option<Senders> {
         let clients = self.clients.as_ref()?;
         let hash = self.hash(item).value();
-        let accesses: &[Access] = match ranking {
-            Ranking::Reads => &[Access::Read],
-            Ranking::Writes => &[Access::Write],
-            Ranking::Total => &[Access::Read, Access::Write],
-            Ranking::Misses => &[Access::Miss],
-            Ranking::Prefixes => &[Access::Prefix],
-        };
-        let rows: Vec<&ClientShares> = (accesses.iter())
+        let rows: Vec<&ClientShares> = (ranking.accesses().iter())
             .filter_map(|&access| clients.row(access, hash))
-            .map(|row| {
-                if by_host {
-                    &row.hosts
-                } else {
-                    &row.connections
-                }
-            })
+            .map(|row| row.by(by_host))
             .collect();
         if rows.is_empty() {
             return None;
@@ -298,33 +295,16 @@ impl KeyTracker {
         by_host: bool,
         now_ms: i64,
     ) -> Option<(Senders, HashSlotRate)> {
-        let senders = self.clients.as_ref()?.hash_slot(slot)?;
-        let shares = if by_host {
-            &senders.hosts
-        } else {
-            &senders.connections
-        };
+        let shares = self.clients.as_ref()?.hash_slot(slot)?.by(by_host);
         let rows = self.hottest_hash_slots(None, usize::MAX, now_ms, true)?;
         let rate = rows.into_iter().find(|picked| picked.row.slot == slot)?.row;
-        let senders = Senders {
-            parts: shares.parts(now_ms),
-            threshold: shares.threshold(now_ms),
-        };
-        Some((senders, rate))
+        Some((Senders::of(shares, now_ms), rate))
     }
 
     /// Who sent the node's key accesses, by host or by connection.
     pub fn node_senders(&self, by_host: bool, now_ms: i64) -> Option<Senders> {
         let overall = self.clients.as_ref()?.overall();
-        let shares = if by_host {
-            &overall.hosts
-        } else {
-            &overall.connections
-        };
-        Some(Senders {
-            parts: shares.parts(now_ms),
-            threshold: shares.threshold(now_ms),
-        })
+        Some(Senders::of(overall.by(by_host), now_ms))
     }
 
     /// The hash slot load and the totals, for a batch of accesses gathered
@@ -372,10 +352,7 @@ impl KeyTracker {
             // exact part is not kept apart).
             sampled: estimate.count,
             variance: estimate.variance,
-            undercount: 0.0,
-            unseen_unit: 0.0,
-            entered: 0.0,
-            picked_from: None,
+            ..Tally::default()
         }
     }
 
@@ -416,10 +393,8 @@ impl KeyTracker {
             Some(Access::Write) => row.writes,
             _ => row.reads.plus(row.writes),
         };
-        let background = Background::among(rows.iter().map(|row| {
-            let tally = ranked(row);
-            (tally.sampled, tally.variance)
-        }));
+        let tallies = rows.iter().map(ranked);
+        let background = Background::among(tallies.map(|t| (t.sampled, t.variance)));
         let rows = rows
             .into_iter()
             .filter(|row| ranked(row).count > 0.0)
@@ -527,48 +502,6 @@ impl KeyTracker {
         self.counted(access).sketch.is_member(item, hash)
     }
 
-    /// Counts `weight` accesses of `key` in `db` at `time_ms`, every one
-    /// seen (no sampling): in the sketches, the totals and the key's hash
-    /// slot (where [`crate::worker::counting::Counting`] counts the last two per batch).
-    pub fn count_exactly(
-        &mut self,
-        db: u16,
-        key: &[u8],
-        access: Access,
-        weight: u64,
-        time_ms: i64,
-    ) {
-        let counter = match access {
-            Access::Read => Some(0),
-            Access::Write => Some(1),
-            Access::Miss | Access::Prefix => None,
-        };
-        if let Some(i) = counter {
-            self.note_start(time_ms);
-            self.totals.begin(TimeSlot::WHOLE, time_ms);
-            let unit = self.totals.unit_at(time_ms);
-            self.totals.add(i, weight as f64, weight as f64 * unit);
-            if let Some(slots) = self.slots.as_mut() {
-                slots.begin(TimeSlot::WHOLE, time_ms);
-                let unit = slots.unit_at(time_ms);
-                let hash_slot = crate::hash_slot(key);
-                slots.add(hash_slot, access, weight as f64, weight as f64 * unit);
-            }
-        }
-        let item = item_of(db, key);
-        let hash = self.hash(&item);
-        self.record(Insert {
-            item: &item,
-            hash,
-            access,
-            weight,
-            sampled: 0,
-            scale: weight as f64,
-            time_ms,
-            variance: 0.0,
-        });
-    }
-
     /// Key accesses counted, reads and writes (sampled ones weighted).
     pub fn keys_counted(&self) -> u64 {
         self.keys_counted
@@ -617,14 +550,8 @@ impl KeyTracker {
 
     /// The sketches a list by `ranking` picks from.
     fn ranked_by(&self, ranking: Ranking) -> Vec<&Counted> {
-        let [reads, writes, misses, prefixes] = &self.sketches;
-        match ranking {
-            Ranking::Reads => vec![reads],
-            Ranking::Writes => vec![writes],
-            Ranking::Total => vec![reads, writes],
-            Ranking::Misses => vec![misses],
-            Ranking::Prefixes => vec![prefixes],
-        }
+        let accesses = ranking.accesses().iter();
+        accesses.map(|&access| self.counted(access)).collect()
     }
 
     /// The stream a list by `ranking` picks from: its events by size.
@@ -643,10 +570,7 @@ impl KeyTracker {
         self.hot_key(&item, now_ms).unwrap_or(HotKey {
             db,
             key: key.to_vec(),
-            reads: Tally::default(),
-            writes: Tally::default(),
-            misses: Tally::default(),
-            under: Tally::default(),
+            ..HotKey::default()
         })
     }
 
@@ -742,28 +666,50 @@ mod tests {
     use super::*;
 
     fn tracker() -> KeyTracker {
-        KeyTracker::new(
-            TrackerShape {
-                k: 10,
-                half_life_ms: 10_000.0,
-            },
-            1,
-            0,
-        )
+        let shape = TrackerShape {
+            k: 10,
+            half_life_ms: 10_000.0,
+        };
+        KeyTracker::new(shape, 1, 0)
+    }
+
+    /// `weight` accesses of `key` in `db` at `time_ms` into `t`, every one
+    /// seen (no sampling): in the sketches and (reads and writes) the totals.
+    fn count(t: &mut KeyTracker, db: u16, key: &[u8], access: Access, weight: u64, time_ms: i64) {
+        if let Some(i) = [Access::Read, Access::Write]
+            .iter()
+            .position(|&a| a == access)
+        {
+            let (totals, _, _) = t.loads(TimeSlot::WHOLE, time_ms, time_ms);
+            let unit = totals.unit_at(time_ms);
+            totals.add(i, weight as f64, weight as f64 * unit);
+        }
+        let item = item_of(db, key);
+        let hash = t.hash(&item);
+        t.record(Insert {
+            item: &item,
+            hash,
+            access,
+            weight,
+            sampled: 0,
+            scale: weight as f64,
+            time_ms,
+            variance: 0.0,
+        });
     }
 
     #[test]
     fn reads_writes_and_misses_are_apart_and_databases_are_different_keys() {
         let mut t = tracker();
         for _ in 0..50 {
-            t.count_exactly(0, b"user:1", Access::Read, 1, 0);
+            count(&mut t, 0, b"user:1", Access::Read, 1, 0);
         }
         for _ in 0..20 {
-            t.count_exactly(0, b"user:1", Access::Write, 1, 0);
-            t.count_exactly(3, b"user:1", Access::Write, 1, 0);
+            count(&mut t, 0, b"user:1", Access::Write, 1, 0);
+            count(&mut t, 3, b"user:1", Access::Write, 1, 0);
         }
         for _ in 0..5 {
-            t.count_exactly(2, b"gone", Access::Miss, 1, 0);
+            count(&mut t, 2, b"gone", Access::Miss, 1, 0);
         }
         let both = t.hottest(Ranking::Total, 10, 0);
         assert_eq!(both.len(), 2, "misses are not in the total ranking");
@@ -784,7 +730,7 @@ mod tests {
     fn sampled_weights_keep_rates_right_and_counts_fade() {
         let mut t = tracker();
         for _ in 0..10 {
-            t.count_exactly(0, b"k", Access::Read, 16, 0);
+            count(&mut t, 0, b"k", Access::Read, 16, 0);
         }
         assert!((t.key(0, b"k", 0).reads.count - 160.0).abs() < 1e-6);
         // One half-life later, half.
@@ -799,7 +745,7 @@ mod tests {
         let mut now = 0;
         for read_at in [1_000, 10_000, 100_000] {
             while now < read_at {
-                t.count_exactly(0, b"k", Access::Read, 1, now);
+                count(&mut t, 0, b"k", Access::Read, 1, now);
                 now += 10;
             }
             let rate = t.key(0, b"k", now).reads.per_second;

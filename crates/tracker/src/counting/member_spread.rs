@@ -139,10 +139,6 @@ impl MemberSpread {
         })
     }
 
-    pub fn clear(&mut self) {
-        self.by_hash.clear();
-    }
-
     pub fn heap_bytes(&self) -> usize {
         self.by_hash.allocation_size()
     }

@@ -99,19 +99,7 @@ impl SampledCounters {
             let Some(last) = self.last.get_mut(i) else {
                 continue;
             };
-            let (last_seq, last_estimate) = (last.0, f64::from(last.1));
-            let term = if last_estimate > 0.0 && last_seq == seq.wrapping_sub(1) {
-                (estimate - last_estimate).powi(2)
-            } else if self.latest.is_none() {
-                // The first block counted at all: nothing before it to
-                // differ from.
-                0.0
-            } else {
-                // Blocks of nothing between: this block against the 0
-                // before it (the last one's 0 after it was added when it
-                // was seen to be the last).
-                estimate * estimate + pending(self.latest, *last)
-            };
+            let term = difference(estimate, *last, seq, self.latest);
             *last = (seq, estimate as f32);
             self.variance.add(i, term / 2.0, self.slot_ms);
         }
@@ -138,13 +126,7 @@ impl SampledCounters {
         // The open slot, not closed yet: its block against the last.
         let open = self.in_slot.get(&i).map_or(0.0, |&accesses| {
             let estimate = accesses * self.slot.access_weight() as f64;
-            if last.1 > 0.0 && last.0 == self.slot.seq.wrapping_sub(1) {
-                (estimate - f64::from(last.1)).powi(2)
-            } else if self.latest.is_none() {
-                0.0
-            } else {
-                estimate * estimate + pending(self.latest, last)
-            }
+            difference(estimate, last, self.slot.seq, self.latest)
         });
         // A counter absent from the latest slot closed has a 0 after its
         // last block (its half of that difference is not added yet).
@@ -178,6 +160,23 @@ impl SampledCounters {
     }
 }
 
+/// The squared difference of a counter's `estimate` in block `seq` with
+/// the block before, its `last` block estimate, given the `latest` closed.
+fn difference(estimate: f64, last: (u32, f32), seq: u32, latest: Option<u32>) -> f64 {
+    let (last_seq, last_estimate) = (last.0, f64::from(last.1));
+    if last_estimate > 0.0 && last_seq == seq.wrapping_sub(1) {
+        (estimate - last_estimate).powi(2)
+    } else if latest.is_none() {
+        // The first block counted at all: nothing before it to differ from.
+        0.0
+    } else {
+        // Blocks of nothing between: this block against the 0 before it
+        // (the last one's 0 after it was added when it was seen to be the
+        // last).
+        estimate * estimate + pending(latest, last)
+    }
+}
+
 /// A counter's last block estimate squared, if a block without it came
 /// after (the difference with that block's 0): not yet in the variance.
 fn pending(latest: Option<u32>, (last_seq, last_estimate): (u32, f32)) -> f64 {
@@ -208,13 +207,8 @@ mod tests {
         for _ in 0..10 {
             c.add(0, 1.0, unit);
         }
-        assert_eq!(
-            c.estimate(0, 0),
-            Estimate {
-                count: 10.0,
-                variance: 0.0
-            }
-        );
+        let e = c.estimate(0, 0);
+        assert_eq!((e.count, e.variance), (10.0, 0.0));
     }
 
     #[test]

@@ -127,12 +127,8 @@ mod tests {
         let t = Tally {
             count: 1_000.0,
             per_second: 100.0,
-            sampled: 0.0,
-            variance: 0.0,
             undercount: 5.0,
-            unseen_unit: 0.0,
-            entered: 0.0,
-            picked_from: None,
+            ..Tally::default()
         };
         let wider = t.allowing_for(0.5);
         assert_eq!(wider.undercount, 55.0);

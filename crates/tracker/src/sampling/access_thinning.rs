@@ -120,16 +120,24 @@ mod tests {
     }
 
     #[test]
-    fn a_burst_is_taken_in_whole() {
-        let (mut t, mut n) = (ThinningWithinShare::default(), 1);
-        // Ten times the share for half a second, then quiet.
-        run(&mut t, &mut n, 0.18, 5);
-        assert_eq!(n, 1);
-        run(&mut t, &mut n, 0.0, 50);
-        assert_eq!(n, 1);
-        // The credit is back: the next burst too.
-        run(&mut t, &mut n, 0.18, 5);
-        assert_eq!(n, 1);
+    fn bursts_pass_whole_and_lasting_loads_settle_both_ways() {
+        for (what, steps) in [
+            // Ten times the share for half a second, then quiet: taken in
+            // whole; the credit is back, so the next burst too.
+            ("a burst", &[(0.18, 5, 1), (0.0, 50, 1), (0.18, 5, 1)][..]),
+            // Twice the share, lasting: once the credit is spent (after
+            // BURST_SECONDS), 1 in 2 fits and stays: thinning does not
+            // feed on itself.
+            ("twice the share", &[(0.036, 150, 2), (0.036, 400, 2)]),
+            // Once the load is gone every access is kept again.
+            ("a load gone", &[(0.18, 300, 16), (0.0, 300, 1)]),
+        ] {
+            let (mut t, mut n) = (ThinningWithinShare::default(), 1);
+            for &(whole, ticks, expected) in steps {
+                run(&mut t, &mut n, whole, ticks);
+                assert_eq!(n, expected, "{what}: {whole} for {ticks} ticks");
+            }
+        }
     }
 
     #[test]
@@ -147,26 +155,6 @@ mod tests {
         // (1 in 8; 1 in 4 would not) and no further.
         run(&mut t, &mut n, 0.036, 400);
         assert_eq!(n, 8);
-    }
-
-    #[test]
-    fn thinning_does_not_feed_on_itself() {
-        let (mut t, mut n) = (ThinningWithinShare::default(), 1);
-        // Twice the share, lasting: once the credit is spent (after
-        // BURST_SECONDS), 1 in 2 fits and stays.
-        run(&mut t, &mut n, 0.036, 150);
-        assert_eq!(n, 2);
-        run(&mut t, &mut n, 0.036, 400);
-        assert_eq!(n, 2);
-    }
-
-    #[test]
-    fn once_the_load_is_gone_every_access_is_kept_again() {
-        let (mut t, mut n) = (ThinningWithinShare::default(), 1);
-        run(&mut t, &mut n, 0.18, 300);
-        assert_eq!(n, 16);
-        run(&mut t, &mut n, 0.0, 300);
-        assert_eq!(n, 1);
     }
 
     #[test]

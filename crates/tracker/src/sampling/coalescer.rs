@@ -173,13 +173,6 @@ impl Coalescer {
         self.last_ms
     }
 
-    /// The time what is held covers (ms; at least 1 once anything is held):
-    /// what the budget for its inserts is reckoned on.
-    pub fn span_ms(&self) -> i64 {
-        self.base_ms
-            .map_or(0, |base| (self.last_ms - base).max(1).min(self.horizon_ms))
-    }
-
     /// The weight of each key held, in the order they first came.
     pub fn weights(&self) -> impl Iterator<Item = u64> + Clone + '_ {
         self.entries.iter().map(|e| e.weight)
@@ -303,13 +296,8 @@ mod tests {
         // slot every one of which is counted.
         c.add(b"k", hash, Access::Read, TimeSlot::new(1, 4), 20);
         c.add(b"k", hash, Access::Read, TimeSlot::new(1, 4), 21);
-        c.add(
-            b"k",
-            hash,
-            Access::Read,
-            TimeSlot::WHOLE.keeping_one_in(2),
-            30,
-        );
+        let thinned = TimeSlot::WHOLE.keeping_one_in(2);
+        c.add(b"k", hash, Access::Read, thinned, 30);
         let mut got = Vec::new();
         c.drain(0, usize::MAX, |e| got.push((e.weight, e.sampled)));
         assert_eq!(got, vec![(20, 10)]);
@@ -326,13 +314,8 @@ mod tests {
         let mut c = Coalescer::new(1_000_000);
         for i in 0..MAX_KEYS as u64 {
             let item = i.to_be_bytes();
-            c.add(
-                &item,
-                ItemHash::of(&item, 1),
-                Access::Read,
-                TimeSlot::WHOLE,
-                0,
-            );
+            let hash = ItemHash::of(&item, 1);
+            c.add(&item, hash, Access::Read, TimeSlot::WHOLE, 0);
         }
         assert!(c.is_due(0));
     }

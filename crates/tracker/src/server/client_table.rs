@@ -153,19 +153,12 @@ impl ClientTable {
     }
 
     pub fn set_trust(&mut self, id: u64, trust: Trust) {
-        if let Some(client) = self.known.get_mut(&id) {
-            client.trust = trust;
-        } else {
-            let host = super::client_names::OTHER_HOSTS;
-            self.known.insert(
-                id,
-                Client {
-                    db: None,
-                    trust,
-                    host,
-                },
-            );
-        }
+        let unknown = Client {
+            db: None,
+            trust,
+            host: super::client_names::OTHER_HOSTS,
+        };
+        self.known.entry(id).or_insert(unknown).trust = trust;
         self.forget_last(id);
     }
 
@@ -226,32 +219,21 @@ mod tests {
     #[test]
     fn trust_outlives_epochs_and_database_changes_but_not_a_reset() {
         let mut t = ClientTable::default();
+        let (verified, unverified) = (Trust::Verified, Trust::Unverified);
         get(&mut t, 1, Some(Some(0)));
-        t.set_trust(1, Trust::Verified);
-        assert_eq!(
-            get(&mut t, 1, Some(Some(0))),
-            Some((Some(0), Trust::Verified))
-        );
+        t.set_trust(1, verified);
+        assert_eq!(get(&mut t, 1, Some(Some(0))), Some((Some(0), verified)));
         t.new_epoch();
         t.forget_db(1);
-        assert_eq!(
-            get(&mut t, 1, Some(Some(4))),
-            Some((Some(4), Trust::Verified))
-        );
+        assert_eq!(get(&mut t, 1, Some(Some(4))), Some((Some(4), verified)));
         t.reset(1);
-        assert_eq!(
-            get(&mut t, 1, Some(Some(0))),
-            Some((Some(0), Trust::Unverified))
-        );
+        assert_eq!(get(&mut t, 1, Some(Some(0))), Some((Some(0), unverified)));
         // Trust set before the database is known is kept when it is learnt.
         t.set_trust(2, Trust::RefusedUntil(99));
         let refused = Trust::RefusedUntil(99);
         assert_eq!(get(&mut t, 2, Some(Some(1))), Some((Some(1), refused)));
         t.remove(2);
-        assert_eq!(
-            get(&mut t, 2, Some(Some(1))),
-            Some((Some(1), Trust::Unverified))
-        );
+        assert_eq!(get(&mut t, 2, Some(Some(1))), Some((Some(1), unverified)));
     }
 
     #[test]

@@ -106,16 +106,9 @@ impl CommandTable {
         for sub in subcommands {
             self.add(sub, Some(&name));
         }
-        let access = |read_only: bool| {
-            if read_only {
-                Access::Read
-            } else {
-                Access::Write
-            }
-        };
         let uniform = match specs.split_first() {
             Some((first, rest)) if rest.iter().all(|s| s.read_only == first.read_only) => {
-                Some(access(first.read_only))
+                Some(access_of(first.read_only))
             }
             _ => None,
         };
@@ -129,7 +122,7 @@ impl CommandTable {
                     && !only.incomplete
                     && subcommands.is_empty() =>
             {
-                Some(access(only.read_only))
+                Some(access_of(only.read_only))
             }
             _ => None,
         };
@@ -269,13 +262,8 @@ impl KeyUse<'_> {
             let Some(start) = begin_position(&spec.begin, args) else {
                 continue;
             };
-            let access = if spec.read_only {
-                Access::Read
-            } else {
-                Access::Write
-            };
             for position in key_positions(&spec.find, start, argc, args) {
-                each(position, access);
+                each(position, access_of(spec.read_only));
             }
         }
     }
@@ -300,11 +288,19 @@ impl KeyUse<'_> {
                 .map(|(_, spec)| spec)
         };
         match spec {
-            Some(spec) if spec.read_only => Access::Read,
-            Some(_) => Access::Write,
+            Some(spec) => access_of(spec.read_only),
             None if command.write => Access::Write,
             None => Access::Read,
         }
+    }
+}
+
+/// How a key spec's keys are used.
+fn access_of(read_only: bool) -> Access {
+    if read_only {
+        Access::Read
+    } else {
+        Access::Write
     }
 }
 
@@ -336,50 +332,42 @@ mod tests {
     }
 
     fn table() -> CommandTable {
-        let mut t = CommandTable::default();
-        t.add(&command("get", false, vec![spec("RO", index(1))]), None);
-        t.add(
-            &command(
-                "zunionstore",
-                true,
-                vec![spec("OW", index(1)), spec("RO", index(2))],
-            ),
-            None,
-        );
-        t.add(
-            &command(
-                "georadius",
-                true,
-                vec![
-                    spec("RO", index(1)),
-                    spec("OW", keyword("STORE", 6)),
-                    spec("OW", keyword("STOREDIST", 6)),
-                ],
-            ),
-            None,
-        );
-        t
+        let zunion = vec![spec("OW", index(1)), spec("RO", index(2))];
+        let georadius = vec![
+            spec("RO", index(1)),
+            spec("OW", keyword("STORE", 6)),
+            spec("OW", keyword("STOREDIST", 6)),
+        ];
+        CommandTable::from_reply(&[
+            command("get", false, vec![spec("RO", index(1))]),
+            command("zunionstore", true, zunion),
+            command("georadius", true, georadius),
+        ])
+    }
+
+    /// The command `args` as the table finds it.
+    fn key_use<'t>(t: &'t CommandTable, args: &[&str]) -> KeyUse<'t> {
+        let get = |i: usize| args.get(i).map(|a| a.as_bytes());
+        let name = args.first().map_or(&b""[..], |a| a.as_bytes());
+        t.command_of(name, args.len(), &get)
     }
 
     fn access(t: &CommandTable, args: &[&str], position: usize) -> Access {
         let get = |i: usize| args.get(i).map(|a| a.as_bytes());
-        let name = args.first().map_or(&b""[..], |a| a.as_bytes());
-        t.command_of(name, args.len(), &get).access(&get, position)
+        key_use(t, args).access(&get, position)
     }
 
     #[test]
     fn a_subcommand_has_its_own_effect() {
-        let mut t = CommandTable::default();
         let subs = vec![
             command("acl|setuser", true, vec![]),
             command("acl|getuser", false, vec![]),
         ];
-        t.add(&Reply::command("acl", -2, "readonly", vec![], subs), None);
-        t.add(&command("select", false, vec![]), None);
-        let effect = |args: &[&str]| {
-            let get = |i: usize| args.get(i).map(|a| a.as_bytes());
-            t.command_of(args[0].as_bytes(), args.len(), &get).effect()
-        };
+        let t = CommandTable::from_reply(&[
+            Reply::command("acl", -2, "readonly", vec![], subs),
+            command("select", false, vec![]),
+        ]);
+        let effect = |args: &[&str]| key_use(&t, args).effect();
         assert_eq!(
             effect(&["ACL", "SETUSER", "default", ">x"]),
             NameEffect::Users
@@ -394,11 +382,7 @@ mod tests {
         let mut t = table();
         let exact = Reply::command("getdel", 2, "write", vec![spec("RW", index(1))], vec![]);
         t.add(&exact, None);
-        let uses = |args: &[&str]| {
-            let get = |i: usize| args.get(i).map(|a| a.as_bytes());
-            t.command_of(args[0].as_bytes(), args.len(), &get)
-                .has_keys()
-        };
+        let uses = |args: &[&str]| key_use(&t, args).has_keys();
         assert!(uses(&["GETDEL", "k"]));
         assert!(!uses(&["GETDEL", "k", "extra"]), "arity 2 exactly");
         assert!(uses(&["GET", "k"]), "arity -2: at least two");

@@ -155,10 +155,6 @@ impl HashSlotMap {
         self.served.len()
     }
 
-    pub fn is_replica(&self) -> bool {
-        self.replica
-    }
-
     /// Where a command whose keys are all in `slot` is served (the caller
     /// has found them in one slot: keys of two slots are `CROSSSLOT`).
     pub fn route(&self, slot: u16, request: Request) -> Route {
@@ -243,7 +239,6 @@ mod tests {
     #[test]
     fn a_replica_serves_its_primarys_slots() {
         let map = HashSlotMap::from_nodes(&nodes("", true), true, false).unwrap();
-        assert!(map.is_replica());
         assert_eq!(map.route(100, Request::default()), Route::Here);
         assert_eq!(map.route(12_000, Request::default()), Route::Elsewhere);
     }

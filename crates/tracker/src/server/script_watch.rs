@@ -72,7 +72,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_server_is_asked_only_after_a_script_may_have_started() {
+    fn the_server_is_asked_only_after_a_script_may_have_started_or_commands_went_unseen() {
         let mut w = ScriptWatch::default();
         // Nothing known at first: ask until a command outside any script.
         assert!(w.may_run());
@@ -83,11 +83,7 @@ mod tests {
         w.script_started();
         assert!(w.may_run());
         assert!(runs_scripts(b"EVAL") && runs_scripts(b"EXEC") && runs_scripts(b"fcall_ro"));
-    }
-
-    #[test]
-    fn unseen_commands_mean_asking_again() {
-        let mut w = ScriptWatch::default();
+        // Commands went by unseen: ask again.
         w.none_running();
         w.commands_unseen();
         assert!(w.may_run());

@@ -80,17 +80,14 @@ impl Sink for KeyTracker {
         let each = PerAccess::of(batch.weight());
         let unit = totals.unit_at(time) * weight;
         let (mut reads, mut writes) = (0.0, 0.0);
-        let mut slots = slots.map(|s| {
-            let unit = s.unit_at(time) * weight;
-            (s, unit)
-        });
+        let mut slots = slots.map(|s| (s.unit_at(time) * weight, s));
         for access in batch.iter() {
             match access.access {
                 Access::Read => reads += 1.0,
                 Access::Write => writes += 1.0,
                 Access::Miss | Access::Prefix => continue,
             }
-            if let (Some((load, unit)), Some((_, key))) = (slots.as_mut(), split_item(access.item))
+            if let (Some((unit, load)), Some((_, key))) = (slots.as_mut(), split_item(access.item))
             {
                 let slot = hash_slot(key);
                 load.add(slot, access.access, 1.0, *unit);
@@ -156,19 +153,15 @@ impl<S: Sink> Counting<S> {
         self.prefixes = rule;
     }
 
-    /// How many inserts a second the sketches may take from now on
-    /// (`None`: as many as there are keys).
     /// How many seconds of the insert rate a burst may take at once.
     pub fn set_insert_burst(&mut self, seconds: f64) {
         self.allowance.set_burst(seconds);
     }
 
+    /// How many inserts a second the sketches may take from now on
+    /// (`None`: as many as there are keys).
     pub fn set_insert_rate(&mut self, rate: Option<f64>) {
         self.allowance.set_rate(rate);
-    }
-
-    pub fn insert_rate(&self) -> Option<f64> {
-        self.allowance.rate()
     }
 
     /// What was done since the last call.
@@ -276,8 +269,7 @@ impl<S: Sink> Counting<S> {
             }
             self.rotate(true);
         }
-        let (from, n) = (self.drained, STEP);
-        self.drained = self.drain_draining(from, n);
+        self.drained = self.drain_draining(self.drained, STEP);
     }
 
     fn finish_draining(&mut self) {
@@ -287,13 +279,8 @@ impl<S: Sink> Counting<S> {
     }
 
     fn drain_draining(&mut self, from: usize, n: usize) -> usize {
-        let threshold = match self.threshold {
-            Some(threshold) => threshold,
-            None => {
-                let t = Self::threshold_for(&mut self.allowance, &self.draining);
-                *self.threshold.insert(t)
-            }
-        };
+        let threshold = *(self.threshold)
+            .get_or_insert_with(|| Self::threshold_for(&mut self.allowance, &self.draining));
         self.insert_keys(false, threshold, from, n)
     }
 
@@ -403,13 +390,8 @@ impl SenderRun {
     fn flush<S: Sink>(&mut self, tracker: &mut S, each: PerAccess) {
         if self.client.id != 0 && self.accesses > 0.0 {
             if let Some(clients) = tracker.clients() {
-                let n = self.accesses;
-                clients.add_overall(
-                    self.client,
-                    n * each.weight,
-                    n * each.variance,
-                    self.time_ms,
-                );
+                let (n, at) = (self.accesses, self.time_ms);
+                clients.add_overall(self.client, n * each.weight, n * each.variance, at);
             }
         }
         self.accesses = 0.0;
@@ -437,7 +419,8 @@ fn insert_thinned<S: Sink>(
         return;
     };
     work.inserts += 1;
-    let scale = if kept.weight > key.weight {
+    let thinned = kept.weight > key.weight;
+    let scale = if thinned {
         kept.weight as f64
     } else {
         key.weight as f64 / key.seen.max(1) as f64
@@ -448,11 +431,7 @@ fn insert_thinned<S: Sink>(
         access: key.access,
         weight: kept.weight,
         // Thinned, the whole weight is a coin's.
-        sampled: if kept.weight > key.weight {
-            kept.weight
-        } else {
-            key.sampled
-        },
+        sampled: if thinned { kept.weight } else { key.sampled },
         scale,
         time_ms: key.time_ms,
         variance: kept.variance,
@@ -471,18 +450,26 @@ mod tests {
     use super::*;
     use crate::counting::key_tracker::{Ranking, TrackerShape};
 
-    fn counting() -> Counting {
+    fn tracker() -> KeyTracker {
         let shape = TrackerShape {
             k: 20,
             half_life_ms: 1e12,
         };
-        Counting::new(KeyTracker::new(shape, 3, 0), 100, 9)
+        KeyTracker::new(shape, 3, 0)
     }
 
-    fn batch(keys: &[&str], slot: TimeSlot, at: i64) -> KeyBatch {
+    fn counting() -> Counting {
+        Counting::new(tracker(), 100, 9)
+    }
+
+    fn batch<K: AsRef<[u8]>>(
+        keys: impl IntoIterator<Item = K>,
+        slot: TimeSlot,
+        at: i64,
+    ) -> KeyBatch {
         let mut b = KeyBatch::default();
         for k in keys {
-            b.push(0, k.as_bytes(), Access::Read, slot, || at);
+            b.push(0, k.as_ref(), Access::Read, slot, || at);
         }
         b.seal(at);
         b
@@ -491,7 +478,7 @@ mod tests {
     #[test]
     fn a_reader_sees_every_access_taken_in() {
         let mut c = counting();
-        c.absorb(&batch(&["a", "a", "b"], TimeSlot::new(1, 4), 10));
+        c.absorb(&batch(["a", "a", "b"], TimeSlot::new(1, 4), 10));
         assert_eq!(c.tracker().key(0, b"a", 10).reads.count, 0.0);
         let now = c.current();
         assert!((now.key(0, b"a", 10).reads.count - 8.0).abs() < 1e-6);
@@ -510,9 +497,8 @@ mod tests {
     #[test]
     fn the_worker_drains_in_steps_of_bounded_size() {
         let mut c = counting();
-        let keys: Vec<String> = (0..1_000).map(|i| format!("k{i}")).collect();
-        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        c.absorb(&batch(&refs, TimeSlot::WHOLE, 0));
+        let keys = (0..1_000).map(|i| format!("k{i}"));
+        c.absorb(&batch(keys, TimeSlot::WHOLE, 0));
         assert!(!c.has_work(50), "held within its horizon");
         assert!(c.has_work(100));
         let mut steps = 0;
@@ -530,17 +516,14 @@ mod tests {
     fn a_tenant_spread_over_many_keys_is_one_hot_prefix() {
         let mut c = counting();
         c.set_prefixes(PrefixRule::new(b":", &[2]));
-        let keys: Vec<String> = (0..2_000)
-            .map(|i| {
-                if i % 10 < 3 {
-                    format!("tenant:7:cart:{i}")
-                } else {
-                    format!("tenant:u{i}:cart:1")
-                }
-            })
-            .collect();
-        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        c.absorb(&batch(&refs, TimeSlot::WHOLE, 0));
+        let keys = (0..2_000).map(|i| {
+            if i % 10 < 3 {
+                format!("tenant:7:cart:{i}")
+            } else {
+                format!("tenant:u{i}:cart:1")
+            }
+        });
+        c.absorb(&batch(keys, TimeSlot::WHOLE, 0));
         let top = c.current().hottest(Ranking::Prefixes, 3, 0);
         assert_eq!(top[0].key, b"tenant:7:".to_vec());
         assert!((top[0].under.count - 600.0).abs() < 1e-6, "{:?}", top[0]);
@@ -551,27 +534,15 @@ mod tests {
 
     #[test]
     fn every_slot_and_the_totals_count_every_access_exactly() {
-        let mut t = KeyTracker::new(
-            TrackerShape {
-                k: 20,
-                half_life_ms: 1e12,
-            },
-            3,
-            0,
-        );
+        let mut t = tracker();
         t.count_hash_slots(0);
         let mut c = Counting::new(t, 100, 9);
         c.set_insert_rate(Some(1.0));
         let mut b = KeyBatch::default();
         let slot = TimeSlot::new(1, 2);
         for i in 0..300 {
-            b.push(
-                0,
-                format!("k{}", i % 3).as_bytes(),
-                Access::Read,
-                slot,
-                || 0,
-            );
+            let key = format!("k{}", i % 3);
+            b.push(0, key.as_bytes(), Access::Read, slot, || 0);
             b.push(0, b"{k0}w", Access::Write, slot, || 0);
         }
         b.seal(0);
@@ -598,17 +569,9 @@ mod tests {
 
     #[test]
     fn each_member_and_the_node_know_who_sent_their_accesses() {
-        let mut c = counting();
-        let mut t = KeyTracker::new(
-            TrackerShape {
-                k: 20,
-                half_life_ms: 1e12,
-            },
-            3,
-            0,
-        );
+        let mut t = tracker();
         t.count_clients(0);
-        c.tracker = t;
+        let mut c = Counting::new(t, 100, 9);
         let mut b = KeyBatch::default();
         let slot = TimeSlot::new(1, 2);
         // Hosts 1..=4 read "hot" 60, 25, 10 and 5 times in 100; a fifth
@@ -657,14 +620,7 @@ mod tests {
 
     #[test]
     fn the_hottest_hash_slots_know_who_sends_them() {
-        let mut t = KeyTracker::new(
-            TrackerShape {
-                k: 20,
-                half_life_ms: 1e12,
-            },
-            3,
-            0,
-        );
+        let mut t = tracker();
         t.count_hash_slots(0);
         t.count_clients(0);
         let mut c = Counting::new(t, 100, 9);
@@ -708,10 +664,9 @@ mod tests {
         // is right within its spread.
         let mut c = counting();
         c.set_insert_rate(Some(1.0));
-        let mut keys: Vec<String> = (0..4_000).map(|i| format!("hot{}", i % 4)).collect();
-        keys.extend((0..4_000).map(|i| format!("tail{i}")));
-        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        c.absorb(&batch(&refs, TimeSlot::WHOLE, 0));
+        let hot = (0..4_000).map(|i| format!("hot{}", i % 4));
+        let keys = hot.chain((0..4_000).map(|i| format!("tail{i}")));
+        c.absorb(&batch(keys, TimeSlot::WHOLE, 0));
         let now = c.current();
         for i in 0..4 {
             let hot = now.key(0, format!("hot{i}").as_bytes(), 0).reads;

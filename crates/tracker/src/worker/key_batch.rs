@@ -132,15 +132,6 @@ impl KeyBatch {
         self.client = id;
     }
 
-    /// The client of access `i`.
-    fn client_of(&self, i: usize) -> Client {
-        let after = self
-            .clients
-            .partition_point(|&(start, _)| start as usize <= i);
-        let run = after.checked_sub(1).and_then(|run| self.clients.get(run));
-        run.map_or(Client::default(), |run| run.1)
-    }
-
     /// Adds every access of `other` (gathered in the same slot) after this
     /// batch's own.
     pub fn append(&mut self, other: &KeyBatch) {
@@ -251,27 +242,6 @@ impl KeyBatch {
         })
     }
 
-    /// Access `i` (in the order they came), spread over the batch's span
-    /// as [`Self::iter`] spreads it.
-    pub fn get(&self, i: usize) -> Option<BatchAccess<'_>> {
-        let entry = *self.entries.get(i)?;
-        let start = i
-            .checked_sub(1)
-            .and_then(|before| self.entries.get(before))
-            .map_or(0, |&before| (before >> 2) as usize);
-        let n = self.entries.len() as i64;
-        let span = self.sealed_ms.saturating_sub(self.first_ms).max(0);
-        Some(BatchAccess {
-            item: self
-                .items
-                .get(start..(entry >> 2) as usize)
-                .unwrap_or_default(),
-            access: Access::from_code(entry),
-            time_ms: self.first_ms + span.saturating_mul(i as i64) / n,
-            client: self.client_of(i),
-        })
-    }
-
     /// Heap bytes held (what it holds now or held before it was emptied).
     pub fn heap_bytes(&self) -> usize {
         self.items.capacity()
@@ -311,7 +281,6 @@ pub fn split_item(item: &[u8]) -> Option<(u16, &[u8])> {
 /// `dst` must be valid for `src.len()` bytes of writes, not overlapping `src`.
 #[inline(always)]
 unsafe fn copy_small(src: &[u8], dst: *mut u8) {
-    use std::ptr::{read_unaligned, write_unaligned};
     let n = src.len();
     let s = src.as_ptr();
     // SAFETY: (every branch) each load reads `width` bytes at offset 0 or
@@ -320,30 +289,9 @@ unsafe fn copy_small(src: &[u8], dst: *mut u8) {
     // same bytes twice.
     unsafe {
         match n {
-            16..=32 => {
-                let (a, b) = (
-                    read_unaligned(s.cast::<u128>()),
-                    read_unaligned(s.add(n - 16).cast::<u128>()),
-                );
-                write_unaligned(dst.cast::<u128>(), a);
-                write_unaligned(dst.add(n - 16).cast::<u128>(), b);
-            }
-            8..=15 => {
-                let (a, b) = (
-                    read_unaligned(s.cast::<u64>()),
-                    read_unaligned(s.add(n - 8).cast::<u64>()),
-                );
-                write_unaligned(dst.cast::<u64>(), a);
-                write_unaligned(dst.add(n - 8).cast::<u64>(), b);
-            }
-            4..=7 => {
-                let (a, b) = (
-                    read_unaligned(s.cast::<u32>()),
-                    read_unaligned(s.add(n - 4).cast::<u32>()),
-                );
-                write_unaligned(dst.cast::<u32>(), a);
-                write_unaligned(dst.add(n - 4).cast::<u32>(), b);
-            }
+            16..=32 => copy_ends::<u128>(s, dst, n),
+            8..=15 => copy_ends::<u64>(s, dst, n),
+            4..=7 => copy_ends::<u32>(s, dst, n),
             1..=3 => {
                 *dst = *s;
                 *dst.add(n / 2) = *s.add(n / 2);
@@ -352,6 +300,22 @@ unsafe fn copy_small(src: &[u8], dst: *mut u8) {
             0 => {}
             _ => std::ptr::copy_nonoverlapping(s, dst, n),
         }
+    }
+}
+
+/// The first and the last `size_of::<T>()` of `n` bytes, one load and one
+/// store each. Safety: as [`copy_small`], and `size_of::<T>() <= n`.
+#[inline(always)]
+unsafe fn copy_ends<T>(s: *const u8, dst: *mut u8, n: usize) {
+    let end = n - std::mem::size_of::<T>();
+    // SAFETY: offsets 0 and `end` leave `size_of::<T>()` bytes inside `n`.
+    unsafe {
+        let (a, b) = (
+            s.cast::<T>().read_unaligned(),
+            s.add(end).cast::<T>().read_unaligned(),
+        );
+        dst.cast::<T>().write_unaligned(a);
+        dst.add(end).cast::<T>().write_unaligned(b);
     }
 }
 
@@ -378,36 +342,28 @@ mod tests {
     fn accesses_keep_their_kind_and_spread_over_the_span() {
         let mut batch = KeyBatch::default();
         let mut clock_reads = 0;
-        for (i, access) in [Access::Read, Access::Write, Access::Miss, Access::Read]
-            .into_iter()
-            .enumerate()
-        {
+        let kinds = [Access::Read, Access::Write, Access::Miss, Access::Read];
+        for (i, access) in kinds.into_iter().enumerate() {
+            let clock = || {
+                clock_reads += 1;
+                1_000
+            };
             batch.push(
                 3,
                 format!("k{i}").as_bytes(),
                 access,
                 TimeSlot::new(1, 16),
-                || {
-                    clock_reads += 1;
-                    1_000
-                },
+                clock,
             );
         }
         assert_eq!(clock_reads, 1, "the clock is read once per batch");
         batch.seal(1_040);
         let read: Vec<_> = batch.iter().collect();
-        assert_eq!(
-            read.iter().map(|a| a.access).collect::<Vec<_>>(),
-            [Access::Read, Access::Write, Access::Miss, Access::Read]
-        );
+        assert_eq!(read.iter().map(|a| a.access).collect::<Vec<_>>(), kinds);
         assert_eq!(
             read.iter().map(|a| a.time_ms).collect::<Vec<_>>(),
             [1_000, 1_010, 1_020, 1_030]
         );
-        for (i, a) in read.iter().enumerate() {
-            assert_eq!(batch.get(i).as_ref(), Some(a), "access {i} read alone");
-        }
-        assert_eq!(batch.get(4), None);
         assert_eq!((batch.weight(), batch.weighted_len()), (16, 64));
         // A batch emptied starts afresh: new weight, new start.
         batch.clear();
@@ -460,11 +416,9 @@ mod tests {
         a.push(0, b"after", Access::Read, slot, || 0);
         let clients: Vec<u64> = a.iter().map(|x| x.client.id).collect();
         assert_eq!(clients, [0, 8, 8, 0, 9, 9]);
-        let one_by_one: Vec<u64> = (0..6).map(|i| a.get(i).unwrap().client.id).collect();
-        assert_eq!(one_by_one, clients);
         a.clear();
         a.push(0, b"fresh", Access::Read, slot, || 0);
-        assert_eq!(a.get(0).unwrap().client, Client::default());
+        assert_eq!(a.iter().next().unwrap().client, Client::default());
     }
 
     #[test]

@@ -12,6 +12,17 @@ pub struct Node {
     pub cluster: bool,
 }
 
+impl Node {
+    /// A server on its own, outside any cluster, as a primary.
+    pub fn alone(address: &str) -> Node {
+        Node {
+            address: address.to_string(),
+            primary: true,
+            cluster: false,
+        }
+    }
+}
+
 /// The node at `address`, or, in a cluster, every primary (and every
 /// replica with `replicas`), as `CLUSTER NODES` lists them. A user whose
 /// ACL allows `HK.HOTKEYS` but not `INFO` gets the one node it named.
@@ -21,13 +32,7 @@ pub fn discover(
     replicas: bool,
 ) -> RedisResult<Vec<Node>> {
     let mut con = connection.connect(address)?;
-    let only_this = || {
-        vec![Node {
-            address: address.to_string(),
-            primary: true,
-            cluster: false,
-        }]
-    };
+    let only_this = || vec![Node::alone(address)];
     let cluster: String = match redis::cmd("INFO").arg("cluster").query(&mut con) {
         Ok(text) => text,
         Err(e) if e.code() == Some("NOPERM") => return Ok(only_this()),
@@ -37,11 +42,10 @@ pub fn discover(
         return Ok(only_this());
     }
     let listing: String = redis::cmd("CLUSTER").arg("NODES").query(&mut con)?;
-    let mut nodes: Vec<Node> = listing
+    let listed = listing
         .lines()
-        .filter_map(|line| parse_cluster_node(line, address))
-        .filter(|node| node.primary || replicas)
-        .collect();
+        .filter_map(|line| parse_cluster_node(line, address));
+    let mut nodes: Vec<Node> = listed.filter(|node| node.primary || replicas).collect();
     nodes.sort();
     Ok(nodes)
 }
@@ -55,17 +59,41 @@ fn parse_cluster_node(line: &str, asked: &str) -> Option<Node> {
     if flags.contains("fail") || flags.contains("noaddr") || flags.contains("handshake") {
         return None;
     }
-    let mut address = endpoint.split(['@', ',']).next()?.to_string();
-    if address.starts_with(':') {
-        // A node that does not know its own IP yet answers ":port".
-        let host = asked.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
-        address = format!("{host}{address}");
-    }
     Some(Node {
-        address,
+        address: listed_address(endpoint, asked)?,
         primary: flags.contains("master"),
         cluster: true,
     })
+}
+
+/// `read` of every node, the nodes asked at once (one slow node delays
+/// the answers by its own time, not by the sum of every node's); a reader
+/// that panicked is a node that did not answer: `panicked` of it.
+pub fn ask_each<T: Send>(
+    nodes: &[Node],
+    read: impl Fn(&Node) -> T + Sync,
+    panicked: impl Fn(&Node) -> T,
+) -> Vec<T> {
+    std::thread::scope(|scope| {
+        let asking: Vec<_> = (nodes.iter())
+            .map(|node| (node, scope.spawn(|| read(node))))
+            .collect();
+        (asking.into_iter())
+            .map(|(node, asked)| asked.join().unwrap_or_else(|_| panicked(node)))
+            .collect()
+    })
+}
+
+/// A `CLUSTER NODES` line's `ip:port@cport[,hostname]` as `ip:port`; a
+/// node that does not know its own IP yet says `:port`, on the host
+/// `asked` (the node that listed it).
+pub fn listed_address(endpoint: &str, asked: &str) -> Option<String> {
+    let address = endpoint.split(['@', ',']).next()?;
+    if address.starts_with(':') {
+        let host = asked.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
+        return Some(format!("{host}{address}"));
+    }
+    Some(address.to_string())
 }
 
 /// `found` added to `known`: new nodes (a replica promoted, a node added)
@@ -85,30 +113,24 @@ pub fn merge(known: &mut Vec<Node>, found: Vec<Node>) {
 mod tests {
     use super::*;
 
+    /// A cluster node at `address`, a primary or a replica.
+    fn node(address: &str, primary: bool) -> Node {
+        Node {
+            primary,
+            ..crate::fixtures::node(address)
+        }
+    }
+
     #[test]
     fn cluster_nodes_lines_give_addresses_and_roles() {
         let line = "07c3 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460";
-        assert_eq!(
-            parse_cluster_node(line, "127.0.0.1:30001"),
-            Some(Node {
-                address: "127.0.0.1:30001".into(),
-                primary: true,
-                cluster: true,
-            })
-        );
+        let parsed = parse_cluster_node(line, "127.0.0.1:30001");
+        assert_eq!(parsed, Some(node("127.0.0.1:30001", true)));
         let replica = "9a1f 10.0.0.2:6380@16380,host slave 07c3 0 0 1 connected";
-        assert_eq!(
-            parse_cluster_node(replica, "x:1"),
-            Some(Node {
-                address: "10.0.0.2:6380".into(),
-                primary: false,
-                cluster: true,
-            })
-        );
-        assert_eq!(
-            parse_cluster_node("ab 1.2.3.4:5@6 master,fail - 0 0 1 disconnected", ""),
-            None
-        );
+        let parsed = parse_cluster_node(replica, "x:1");
+        assert_eq!(parsed, Some(node("10.0.0.2:6380", false)));
+        let failed = "ab 1.2.3.4:5@6 master,fail - 0 0 1 disconnected";
+        assert_eq!(parse_cluster_node(failed, ""), None);
         let unknown = "cd :7000@17000 myself,master - 0 0 0 connected";
         assert_eq!(
             parse_cluster_node(unknown, "127.0.0.1:7000").map(|n| n.address),
@@ -118,11 +140,6 @@ mod tests {
 
     #[test]
     fn merging_keeps_nodes_that_left_and_adds_new_ones() {
-        let node = |address: &str, primary| Node {
-            address: address.into(),
-            primary,
-            cluster: true,
-        };
         let mut known = vec![node("a:1", true), node("a:2", false)];
         // a:1 failed and is no longer listed; its replica a:2 took over.
         merge(&mut known, vec![node("a:2", true), node("a:3", true)]);

@@ -55,7 +55,7 @@ pub fn from_url(url: &str) -> RedisResult<(String, ConnectionSettings)> {
 }
 
 /// `host:port` split at the last colon (an IPv6 host keeps its own).
-fn host_and_port(address: &str) -> (String, u16) {
+pub fn host_and_port(address: &str) -> (String, u16) {
     match address.rsplit_once(':') {
         Some((host, port)) => (
             host.trim_start_matches('[')

@@ -53,11 +53,9 @@ pub fn table(keys: &[(KeyId, Rates)], snapshot: &Snapshot) -> String {
             id.node,
         ));
         for &metric in &metrics {
-            if snapshot.counts(&id.node, metric) {
-                out.push_str(&format!(" {:>12.1}", rates.get(metric)));
-            } else {
-                out.push_str(&format!(" {:>12}", "-"));
-            }
+            let counted = snapshot.counts(&id.node, metric);
+            let figure = counted.then(|| format!("{:.1}", rates.get(metric)));
+            out.push_str(&format!(" {:>12}", figure.as_deref().unwrap_or("-")));
         }
         let bar = error_bar(rates.total(), rates.total_bounds());
         out.push_str(&format!(" {:>7}", bar.as_deref().unwrap_or("-")));
@@ -90,7 +88,7 @@ fn key_json(id: &KeyId, rates: &Rates, snapshot: &Snapshot) -> Value {
     if let Some(senders) = snapshot.senders.get(id) {
         put(&mut row, "clients", senders_json(senders));
     }
-    put_key(&mut row, &id.key);
+    put_bytes(&mut row, "key", &id.key);
     row
 }
 
@@ -99,29 +97,19 @@ fn senders_json(senders: &[Sender]) -> Value {
     (senders.iter())
         .map(|s| {
             let mut row = json!({"rate": s.rate, "rate_low": s.low, "rate_high": s.high});
-            match std::str::from_utf8(&s.who) {
-                Ok(who) => put(&mut row, "client", json!(who)),
-                Err(_) => put(
-                    &mut row,
-                    "client_base64",
-                    json!(base64::engine::general_purpose::STANDARD.encode(&s.who)),
-                ),
-            }
+            put_bytes(&mut row, "client", &s.who);
             row
         })
         .collect()
 }
 
-/// A key's name as `key` where it is UTF-8, else its bytes as `key_base64`:
-/// JSON strings cannot carry other bytes exactly.
-pub fn put_key(row: &mut Value, key: &[u8]) {
-    match std::str::from_utf8(key) {
-        Ok(text) => put(row, "key", json!(text)),
-        Err(_) => put(
-            row,
-            "key_base64",
-            json!(base64::engine::general_purpose::STANDARD.encode(key)),
-        ),
+/// `bytes` (a key's name, a client's) as `name` where they are UTF-8, else
+/// as `<name>_base64`: JSON strings cannot carry other bytes exactly.
+pub fn put_bytes(row: &mut Value, name: &str, bytes: &[u8]) {
+    let base64 = || base64::engine::general_purpose::STANDARD.encode(bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(text) => put(row, name, json!(text)),
+        Err(_) => put(row, &format!("{name}_base64"), json!(base64())),
     }
 }
 
@@ -135,13 +123,10 @@ pub fn put(row: &mut Value, name: &str, value: Value) {
 
 /// The keys listed (of `snapshot`) and each node that did not answer.
 pub fn json(keys: &[(KeyId, Rates)], snapshot: &Snapshot) -> String {
-    let keys: Vec<Value> = keys
-        .iter()
+    let keys: Vec<Value> = (keys.iter())
         .map(|(id, rates)| key_json(id, rates, snapshot))
         .collect();
-    let errors: Vec<Value> = snapshot
-        .errors
-        .iter()
+    let errors: Vec<Value> = (snapshot.errors.iter())
         .map(|(node, error)| json!({"node": node, "error": error}))
         .collect();
     let clients: Vec<Value> = (snapshot.hot_clients.iter())
@@ -207,12 +192,7 @@ mod tests {
     use super::*;
 
     fn key(node: &str, name: &[u8], rates: Rates) -> (KeyId, Rates) {
-        let id = KeyId {
-            node: node.into(),
-            db: 2,
-            key: name.to_vec(),
-        };
-        (id, rates)
+        (crate::fixtures::key_id(node, 2, name), rates)
     }
 
     #[test]

@@ -29,12 +29,10 @@ impl Column {
     /// Every column, left to right, with a rate column for each of
     /// `metrics`.
     pub fn shown(metrics: &[Metric]) -> Vec<Column> {
-        let rates = metrics.iter().copied().map(Column::Rate);
-        [Column::Key, Column::Db, Column::Node]
-            .into_iter()
-            .chain(rates)
-            .chain([Column::Total, Column::Bound, Column::Trend])
-            .collect()
+        let mut all = vec![Column::Key, Column::Db, Column::Node];
+        all.extend(metrics.iter().copied().map(Column::Rate));
+        all.extend([Column::Total, Column::Bound, Column::Trend]);
+        all
     }
 
     pub fn title(self) -> &'static str {
@@ -114,13 +112,9 @@ impl Widths {
 /// The widths for a table `width` columns wide (one space between columns).
 pub fn share_width(width: usize, wants: &Wants) -> Widths {
     let rates = wants.metrics + 1;
-    let rate = Metric::ALL
-        .iter()
-        .map(|m| m.title().len())
-        .chain(["TOTAL/S".len(), RATE_WIDTH])
-        .max()
-        .unwrap_or(RATE_WIDTH)
-        + 1;
+    let titles = Metric::ALL.iter().map(|m| m.title().len());
+    let widest = titles.chain(["TOTAL/S".len(), RATE_WIDTH]).max();
+    let rate = widest.unwrap_or(RATE_WIDTH) + 1;
     let db = wants.db.max("DB".len());
     let node_want = wants.node.max("NODE".len());
     // Key, database, node and the rates, with a space after all but the last.
@@ -185,14 +179,20 @@ mod tests {
 
     const READS_AND_WRITES: [Metric; 2] = [Metric::Reads, Metric::Writes];
 
+    /// The longest key and node address, one-digit databases, `metrics`
+    /// rate columns.
+    fn wants(key: usize, node: usize, metrics: usize) -> Wants {
+        Wants {
+            key,
+            node,
+            db: 1,
+            metrics,
+        }
+    }
+
     #[test]
     fn the_columns_fill_the_width_and_keys_get_what_they_need() {
-        let wants = Wants {
-            key: 47,
-            node: 15,
-            db: 1,
-            metrics: 2,
-        };
+        let wants = wants(47, 15, 2);
         let total = |w: &Widths| total(w, &READS_AND_WRITES);
         let wide = share_width(200, &wants);
         assert_eq!((wide.key, wide.node), (47, 15));
@@ -212,13 +212,7 @@ mod tests {
 
     #[test]
     fn on_a_very_narrow_terminal_long_addresses_give_way_last() {
-        let wants = Wants {
-            key: 40,
-            node: 44,
-            db: 1,
-            metrics: 2,
-        };
-        let w = share_width(80, &wants);
+        let w = share_width(80, &wants(40, 44, 2));
         assert_eq!(w.key, KEY_MIN);
         assert!(w.node < 44 && w.node >= NODE_MIN, "{w:?}");
         assert_eq!(total(&w, &READS_AND_WRITES), 80, "{w:?}");
@@ -226,12 +220,7 @@ mod tests {
 
     #[test]
     fn a_misses_column_takes_its_room_from_the_key_and_the_sparkline() {
-        let wants = |metrics| Wants {
-            key: 47,
-            node: 15,
-            db: 1,
-            metrics,
-        };
+        let wants = |metrics| wants(47, 15, metrics);
         let (without, with) = (share_width(80, &wants(2)), share_width(80, &wants(3)));
         assert_eq!(total(&with, &Metric::ALL), 80, "{with:?}");
         assert_eq!(with.key + with.rate + 1, without.key, "{with:?}");

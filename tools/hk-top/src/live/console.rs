@@ -1,7 +1,7 @@
 //! The live view's state: what is shown (the last snapshot, filtered and
 //! sorted), the selection, the screen, a filter being typed, the pause,
 //! each key's history. Keys change it through [`Console::press`]; drawing
-//! (`draw`) only reads it, and polling the servers (`poller`) only hands it
+//! (`draw`) only reads it, and polling the servers (`events`) only hands it
 //! snapshots, so all of it is testable without a terminal or a server.
 
 use crate::connection::nodes::Node;
@@ -218,23 +218,18 @@ impl Console {
     }
 
     fn start_prompt(&mut self, field: Field) {
+        let filter = &self.filter;
+        let pattern = filter
+            .key_pattern()
+            .and_then(|p| std::str::from_utf8(p).ok());
         let text = match field {
-            Field::KeyPattern => self
-                .filter
-                .key_pattern()
-                .and_then(|p| std::str::from_utf8(p).ok())
-                .unwrap_or_default()
-                .to_string(),
-            Field::Node => self.filter.node().unwrap_or_default().to_string(),
-            Field::Db => self
-                .filter
-                .db()
-                .map(|db| db.to_string())
-                .unwrap_or_default(),
+            Field::KeyPattern => pattern.map(str::to_string),
+            Field::Node => filter.node().map(str::to_string),
+            Field::Db => filter.db().map(|db| db.to_string()),
         };
         self.prompt = Some(Prompt {
             field,
-            text,
+            text: text.unwrap_or_default(),
             before: self.filter.clone(),
         });
     }

@@ -34,10 +34,8 @@ impl History {
     pub fn record(&mut self, keys: &[(KeyId, Rates)]) {
         self.tick += 1;
         for (id, rates) in keys {
-            self.samples
-                .entry(id.clone())
-                .or_default()
-                .push_back((self.tick, *rates));
+            let samples = self.samples.entry(id.clone()).or_default();
+            samples.push_back((self.tick, *rates));
         }
         let oldest_kept = self.tick.saturating_sub(self.span as u64 - 1);
         self.samples.retain(|_, samples| {
@@ -79,11 +77,7 @@ mod tests {
     use crate::reading::metric::Metric;
 
     fn key(name: &str) -> KeyId {
-        KeyId {
-            node: "n:1".into(),
-            db: 0,
-            key: name.as_bytes().to_vec(),
-        }
+        crate::fixtures::key_id("n:1", 0, name.as_bytes())
     }
 
     fn reads(per_second: f64) -> Rates {
@@ -96,11 +90,8 @@ mod tests {
         history.record(&[(key("a"), reads(1.0))]);
         history.record(&[]);
         history.record(&[(key("a"), reads(3.0))]);
-        let totals: Vec<f64> = history
-            .last(&key("a"), 4)
-            .iter()
-            .map(Rates::total)
-            .collect();
+        let last = history.last(&key("a"), 4);
+        let totals: Vec<f64> = last.iter().map(Rates::total).collect();
         assert_eq!(totals, [0.0, 1.0, 0.0, 3.0]);
         assert_eq!(history.last(&key("unknown"), 2), vec![Rates::default(); 2]);
     }
@@ -113,11 +104,8 @@ mod tests {
             history.record(&[(key("stays"), reads(i as f64))]);
         }
         assert_eq!(history.keys_held(), 1);
-        let totals: Vec<f64> = history
-            .last(&key("stays"), 10)
-            .iter()
-            .map(Rates::total)
-            .collect();
+        let last = history.last(&key("stays"), 10);
+        let totals: Vec<f64> = last.iter().map(Rates::total).collect();
         assert_eq!(totals, [2.0, 3.0, 4.0]);
     }
 }

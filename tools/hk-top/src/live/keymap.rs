@@ -47,17 +47,33 @@ pub struct Binding {
     pub keys: &'static [KeyCode],
     /// With Ctrl held (Ctrl-C).
     pub ctrl: bool,
-    /// How the help screen names the keys.
-    pub label: &'static str,
     pub does: &'static str,
     /// A word for the one-line help at the bottom, if the key is listed there.
     pub footer: Option<&'static str>,
     pub command: Command,
 }
 
+impl Binding {
+    /// How the help screen names the keys: `? h F1`, `Ctrl-C`, `Space p`.
+    pub fn label(&self) -> String {
+        let name = |code: &KeyCode| match *code {
+            Char(' ') => "Space".to_string(),
+            Char(c) if self.ctrl => format!("Ctrl-{}", c.to_ascii_uppercase()),
+            Char(c) => c.to_string(),
+            KeyCode::F(n) => format!("F{n}"),
+            KeyCode::Up => "↑".to_string(),
+            KeyCode::Down => "↓".to_string(),
+            KeyCode::PageUp => "PgUp".to_string(),
+            KeyCode::PageDown => "PgDn".to_string(),
+            // Esc, Enter, Tab, Home, End: as crossterm names them.
+            other => format!("{other:?}"),
+        };
+        self.keys.iter().map(name).collect::<Vec<_>>().join(" ")
+    }
+}
+
 const fn bind(
     keys: &'static [KeyCode],
-    label: &'static str,
     does: &'static str,
     footer: Option<&'static str>,
     command: Command,
@@ -65,154 +81,93 @@ const fn bind(
     Binding {
         keys,
         ctrl: false,
-        label,
         does,
         footer,
         command,
     }
 }
 
-use KeyCode::Char;
+use KeyCode::{Char, Down, End, Enter, Esc, Home, PageDown, PageUp, Tab, Up, F};
 
 pub const BINDINGS: &[Binding] = &[
-    bind(&[Char('q')], "q", "quit", Some("quit"), Command::Quit),
+    bind(&[Char('q')], "quit", Some("quit"), Command::Quit),
     Binding {
         keys: &[Char('c')],
         ctrl: true,
-        label: "Ctrl-C",
         does: "quit",
         footer: None,
         command: Command::Quit,
     },
     bind(
-        &[Char('?'), Char('h'), KeyCode::F(1)],
-        "? h F1",
+        &[Char('?'), Char('h'), F(1)],
         "this help",
         Some("help"),
         Command::Help,
     ),
+    bind(&[Esc], "back to the keys", None, Command::Back),
+    bind(&[Up, Char('k')], "select the key above", None, Command::Up),
     bind(
-        &[KeyCode::Esc],
-        "Esc",
-        "back to the keys",
-        None,
-        Command::Back,
-    ),
-    bind(
-        &[KeyCode::Up, Char('k')],
-        "↑ k",
-        "select the key above",
-        None,
-        Command::Up,
-    ),
-    bind(
-        &[KeyCode::Down, Char('j')],
-        "↓ j",
+        &[Down, Char('j')],
         "select the key below",
         None,
         Command::Down,
     ),
+    bind(&[PageUp], "a page up", None, Command::PageUp),
+    bind(&[PageDown], "a page down", None, Command::PageDown),
+    bind(&[Home, Char('g')], "the first key", None, Command::First),
+    bind(&[End, Char('G')], "the last key", None, Command::Last),
     bind(
-        &[KeyCode::PageUp],
-        "PgUp",
-        "a page up",
-        None,
-        Command::PageUp,
-    ),
-    bind(
-        &[KeyCode::PageDown],
-        "PgDn",
-        "a page down",
-        None,
-        Command::PageDown,
-    ),
-    bind(
-        &[KeyCode::Home, Char('g')],
-        "Home g",
-        "the first key",
-        None,
-        Command::First,
-    ),
-    bind(
-        &[KeyCode::End, Char('G')],
-        "End G",
-        "the last key",
-        None,
-        Command::Last,
-    ),
-    bind(
-        &[KeyCode::Enter],
-        "Enter",
+        &[Enter],
         "details (nodes view: its keys)",
         Some("details"),
         Command::Open,
     ),
     bind(
-        &[KeyCode::Tab],
-        "Tab",
+        &[Tab],
         "the nodes and their shares",
         Some("nodes"),
         Command::Nodes,
     ),
     bind(
         &[Char('w')],
-        "w",
         "who sends the most (clients)",
         Some("who"),
         Command::Clients,
     ),
     bind(
         &[Char('<')],
-        "<",
         "sort: one column left",
         None,
         Command::SortLeft,
     ),
     bind(
         &[Char('>')],
-        ">",
         "sort: one column right",
         Some("sort"),
         Command::SortRight,
     ),
-    bind(
-        &[Char('r')],
-        "r",
-        "reverse the order",
-        None,
-        Command::Reverse,
-    ),
+    bind(&[Char('r')], "reverse the order", None, Command::Reverse),
     bind(
         &[Char('/')],
-        "/",
         "filter: a key pattern",
         Some("match"),
         Command::EditKeyPattern,
     ),
     bind(
         &[Char('n')],
-        "n",
         "filter: a node (or *:7001)",
         Some("node"),
         Command::EditNode,
     ),
-    bind(
-        &[Char('d')],
-        "d",
-        "filter: a database",
-        None,
-        Command::EditDb,
-    ),
+    bind(&[Char('d')], "filter: a database", None, Command::EditDb),
     bind(
         &[Char('c')],
-        "c",
         "clear every filter",
         None,
         Command::ClearFilters,
     ),
     bind(
         &[Char(' '), Char('p')],
-        "Space p",
         "pause or resume",
         Some("pause"),
         Command::Pause,
@@ -222,10 +177,10 @@ pub const BINDINGS: &[Binding] = &[
 /// The command a key gives, outside of a filter being typed.
 pub fn command(key: &KeyEvent) -> Option<Command> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    BINDINGS
+    let bound = BINDINGS
         .iter()
-        .find(|b| b.ctrl == ctrl && b.keys.contains(&key.code))
-        .map(|b| b.command)
+        .find(|b| b.ctrl == ctrl && b.keys.contains(&key.code));
+    bound.map(|b| b.command)
 }
 
 /// What a key does while a filter is typed (Ctrl-C still quits).
@@ -267,6 +222,11 @@ mod tests {
         let shifted = KeyEvent::new(Char('G'), KeyModifiers::SHIFT);
         assert_eq!(command(&shifted), Some(Command::Last));
         assert_eq!(command(&key(Char('x'))), None);
+        // The help's names of the keys.
+        let labels: Vec<String> = BINDINGS.iter().map(Binding::label).collect();
+        let all =
+            "q,Ctrl-C,? h F1,Esc,↑ k,↓ j,PgUp,PgDn,Home g,End G,Enter,Tab,w,<,>,r,/,n,d,c,Space p";
+        assert_eq!(labels.join(","), all);
     }
 
     #[test]

@@ -8,14 +8,12 @@ pub mod elide;
 pub mod events;
 pub mod history;
 pub mod keymap;
-pub mod poller;
 pub mod terminal;
 
 use crate::connection::nodes::Node;
 use crate::options::Options;
 use console::{Console, Settings};
-use events::Input;
-use poller::Poller;
+use events::{Input, Poller};
 use std::sync::mpsc;
 use std::time::Duration;
 use terminal::TerminalSession;

@@ -68,24 +68,12 @@ pub fn node_loads(snapshot: &Snapshot) -> Vec<NodeLoad> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reading::hot_keys::KeyId;
+    use crate::fixtures::{key_id, node};
     use crate::reading::metric::Metric;
-
-    fn node(address: &str) -> Node {
-        Node {
-            address: address.into(),
-            primary: true,
-            cluster: true,
-        }
-    }
 
     #[test]
     fn shares_add_up_and_silent_nodes_stay_listed() {
-        let id = |node: &str, key: &str| KeyId {
-            node: node.into(),
-            db: 0,
-            key: key.as_bytes().to_vec(),
-        };
+        let id = |node: &str, key: &str| key_id(node, 0, key.as_bytes());
         let snapshot = Snapshot {
             nodes: vec![node("a:1"), node("a:2"), node("a:3")],
             keys: vec![
@@ -106,11 +94,7 @@ mod tests {
 
     #[test]
     fn the_trackers_totals_make_the_shares_when_every_node_gives_them() {
-        let id = |node: &str| KeyId {
-            node: node.into(),
-            db: 0,
-            key: b"k".to_vec(),
-        };
+        let id = |node: &str| key_id(node, 0, b"k");
         let mut snapshot = Snapshot {
             nodes: vec![node("a:1"), node("a:2")],
             keys: vec![

@@ -23,11 +23,8 @@ impl Filter {
 
     /// The keys this filter selects, in `order`.
     pub fn select(&self, keys: &[(KeyId, Rates)], order: Order) -> Vec<(KeyId, Rates)> {
-        let mut rows: Vec<(KeyId, Rates)> = keys
-            .iter()
-            .filter(|(id, _)| self.matches(id))
-            .cloned()
-            .collect();
+        let selected = keys.iter().filter(|(id, _)| self.matches(id));
+        let mut rows: Vec<(KeyId, Rates)> = selected.cloned().collect();
         order.sort(&mut rows);
         rows
     }
@@ -75,14 +72,7 @@ fn node_matches(wanted: &str, address: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn id(node: &str, db: i64, key: &[u8]) -> KeyId {
-        KeyId {
-            node: node.into(),
-            db,
-            key: key.to_vec(),
-        }
-    }
+    use crate::fixtures::key_id as id;
 
     #[test]
     fn every_part_must_match() {

@@ -5,8 +5,14 @@
 //! nodes. A node that tracks keys but not misses (`track-misses no`, the
 //! default) answers `MISSES` with an error: that is a node without misses,
 //! not a node that failed.
+//!
+//! And a node's hottest key prefixes (`HK.HOTKEYS PREFIXES`): the tenants.
+//! A tenant spread over thousands of keys, none of them hot, can take a
+//! third of a node's load and never be listed among its keys; its prefix
+//! is. Each row's key is a `SCAN MATCH` pattern (`tenant:7:*`), its rate
+//! the reads and writes of every key under it.
 
-use crate::connection::nodes::Node;
+use crate::connection::nodes::{ask_each, Node};
 use crate::connection::settings::ConnectionSettings;
 use crate::reading::metric::{Bounds, Metric, Rates};
 use crate::reading::senders::{self, Sender, KEYS_WITH_SENDERS};
@@ -46,10 +52,8 @@ pub struct Snapshot {
 impl Snapshot {
     /// Why `address` did not answer, if it did not.
     pub fn error_of(&self, address: &str) -> Option<&str> {
-        self.errors
-            .iter()
-            .find(|(node, _)| node == address)
-            .map(|(_, e)| e.as_str())
+        let error = self.errors.iter().find(|(node, _)| node == address);
+        error.map(|(_, e)| e.as_str())
     }
 
     /// Does the node count this metric? Where it does not, its keys' figure
@@ -65,15 +69,15 @@ impl Snapshot {
     /// The metrics to show: those every node counts, and the others once
     /// any node counts them (no column of misses no node counts).
     pub fn metrics(&self) -> Vec<Metric> {
-        Metric::ALL
-            .into_iter()
-            .filter(|&m| m.off_error().is_none() || self.optional_counted.iter().any(|c| c.1 == m))
-            .collect()
+        let counted = |m: Metric| self.optional_counted.iter().any(|c| c.1 == m);
+        let shown = |&m: &Metric| m.off_error().is_none() || counted(m);
+        Metric::ALL.into_iter().filter(shown).collect()
     }
 }
 
 /// One node's answers: its rows per key and kind, and the metrics it
 /// counts.
+#[derive(Default)]
 pub struct NodeHotKeys {
     pub rows: Vec<(KeyId, Rates)>,
     pub counted: Vec<Metric>,
@@ -84,23 +88,13 @@ pub struct NodeHotKeys {
 
 /// Every key each node's tracker holds (at most its `track-k`), so that
 /// filtering, sorting and cutting to `--count` afterwards are exact. The
-/// nodes are asked at once: one slow node delays the snapshot by its
-/// timeout, not by its timeout times the nodes behind it.
+/// nodes are asked at once ([`ask_each`]).
 pub fn snapshot(connection: &ConnectionSettings, nodes: &[Node]) -> Snapshot {
-    let answers: Vec<RedisResult<NodeHotKeys>> = std::thread::scope(|scope| {
-        let asking: Vec<_> = nodes
-            .iter()
-            .map(|node| scope.spawn(|| node_rates(connection, &node.address)))
-            .collect();
-        asking
-            .into_iter()
-            .map(|asked| {
-                // A reader that panicked is a node that did not answer.
-                let panicked = || std::io::Error::other("its reader panicked").into();
-                asked.join().unwrap_or_else(|_| Err(panicked()))
-            })
-            .collect()
-    });
+    let answers = ask_each(
+        nodes,
+        |node| node_rates(connection, &node.address),
+        |_| Err(std::io::Error::other("its reader panicked").into()),
+    );
     let mut joined: BTreeMap<KeyId, Rates> = BTreeMap::new();
     let mut errors = Vec::new();
     let mut optional_counted = Vec::new();
@@ -175,18 +169,21 @@ pub fn hottest(rows: &[(KeyId, Rates)], n: usize) -> Vec<KeyId> {
 
 /// The node's reads and writes per second as its tracker counts them, with
 /// their bounds where the module gives them.
-fn tracker_totals(con: &mut redis::Connection) -> Option<Rates> {
+pub fn tracker_totals(con: &mut dyn redis::ConnectionLike) -> Option<Rates> {
     let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
     totals_of(&info)
 }
 
+/// The number an `INFO` reply gives for `field`.
+pub fn info_number(info: &str, field: &str) -> Option<f64> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// [`tracker_totals`] from an `INFO heavykeeper` already read.
 pub fn totals_of(info: &str) -> Option<Rates> {
-    let field = |name: &str| -> Option<f64> {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().parse().ok())
-    };
+    let field = |name: &str| info_number(info, name);
     let mut rates = Rates::default();
     for (metric, name) in [(Metric::Reads, "reads"), (Metric::Writes, "writes")] {
         let prefix = format!("heavykeeper_tracker_{name}_per_second");
@@ -209,26 +206,15 @@ pub fn node_hot_keys(
     address: &str,
     count: Option<usize>,
 ) -> RedisResult<NodeHotKeys> {
-    let mut answer = NodeHotKeys {
-        rows: Vec::new(),
-        counted: Vec::new(),
-        totals: None,
-        senders: Vec::new(),
-        hot_clients: None,
-    };
+    let mut answer = NodeHotKeys::default();
     let mut with_bounds = true;
     for metric in Metric::ALL {
-        let kind = metric.hotkeys_kind();
-        let flat = match list(con, kind, count, with_bounds) {
-            Err(e) if with_bounds && is_without_bounds(&e) => {
-                // A module from before WITHBOUNDS: the rates alone.
-                with_bounds = false;
-                list(con, kind, count, false)
+        let kind = Some(metric.hotkeys_kind());
+        let flat = match list(con, "HK.HOTKEYS", kind, count, with_bounds) {
+            Ok((flat, bounds)) => {
+                with_bounds = bounds;
+                flat
             }
-            other => other,
-        };
-        let flat = match flat {
-            Ok(flat) => flat,
             Err(e) if is_off(metric, &e) => continue,
             Err(e) => return Err(e),
         };
@@ -240,22 +226,31 @@ pub fn node_hot_keys(
     Ok(answer)
 }
 
-/// `HK.HOTKEYS <KIND> [COUNT n] [WITHBOUNDS]`, as a RESP2 flat array.
+/// `<command> [<kind>] [COUNT n] [WITHBOUNDS]` (`HK.HOTKEYS READS`,
+/// `HK.HOTSLOTS`), as a RESP2 flat array, and whether it has the bounds: a
+/// module from before WITHBOUNDS is asked again for the rates alone.
 pub fn list(
     con: &mut dyn redis::ConnectionLike,
-    kind: &str,
+    command: &str,
+    kind: Option<&str>,
     count: Option<usize>,
     with_bounds: bool,
-) -> RedisResult<Vec<Value>> {
-    let mut cmd = redis::cmd("HK.HOTKEYS");
-    cmd.arg(kind);
-    if let Some(count) = count {
-        cmd.arg("COUNT").arg(count);
+) -> RedisResult<(Vec<Value>, bool)> {
+    let mut ask = |with_bounds: bool| {
+        let mut cmd = redis::cmd(command);
+        cmd.arg(kind);
+        if let Some(count) = count {
+            cmd.arg("COUNT").arg(count);
+        }
+        if with_bounds {
+            cmd.arg("WITHBOUNDS");
+        }
+        cmd.query::<Vec<Value>>(con)
+    };
+    match ask(with_bounds) {
+        Err(e) if with_bounds && is_without_bounds(&e) => Ok((ask(false)?, false)),
+        other => other.map(|flat| (flat, with_bounds)),
     }
-    if with_bounds {
-        cmd.arg("WITHBOUNDS");
-    }
-    cmd.query(con)
 }
 
 /// One row of an `HK.HOTKEYS` reply, whatever its kind: a key (or a
@@ -320,7 +315,7 @@ fn rows_of(
 }
 
 /// Is `e` a module that does not know `WITHBOUNDS`?
-pub fn is_without_bounds(e: &redis::RedisError) -> bool {
+fn is_without_bounds(e: &redis::RedisError) -> bool {
     e.detail()
         .is_some_and(|d| d.contains("'WITHBOUNDS'") || d.contains("'withbounds'"))
 }
@@ -331,6 +326,31 @@ fn is_off(metric: Metric, e: &redis::RedisError) -> bool {
     metric
         .off_error()
         .is_some_and(|off| detail.starts_with(off))
+}
+
+/// The node's `count` hottest prefixes, with their bounds where the module
+/// gives them; `None` where the node does not count prefixes
+/// (`track-prefix-depths 0`): nothing to show, not a failure.
+pub fn node_hot_prefixes(
+    con: &mut redis::Connection,
+    count: usize,
+) -> RedisResult<Option<Vec<Row>>> {
+    let answer = list(con, "HK.HOTKEYS", Some("PREFIXES"), Some(count), true)
+        .and_then(|(flat, with_bounds)| parse_rows(&flat, with_bounds));
+    match answer {
+        Ok(rows) => Ok(Some(rows)),
+        Err(e) if prefixes_off(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Is `e` the node saying it counts no prefixes (or, from a module older
+/// than prefixes, that it knows no such kind)?
+fn prefixes_off(e: &redis::RedisError) -> bool {
+    let detail = e.detail().unwrap_or_default();
+    detail.starts_with("prefix tracking is off")
+        || detail.contains("'PREFIXES'")
+        || detail.contains("'prefixes'")
 }
 
 #[cfg(test)]
@@ -349,5 +369,21 @@ mod tests {
         assert_eq!(snapshot.metrics(), Metric::ALL);
         assert!(snapshot.counts("a:2", Metric::Misses));
         assert!(!snapshot.counts("a:1", Metric::Misses));
+    }
+
+    #[test]
+    fn off_is_told_apart_from_a_failure() {
+        let off = redis::RedisError::from((
+            redis::ErrorKind::ResponseError,
+            "An error was signalled by the server",
+            "prefix tracking is off: CONFIG SET heavykeeper.track-prefix-depths 2".to_string(),
+        ));
+        assert!(prefixes_off(&off));
+        let other = redis::RedisError::from((
+            redis::ErrorKind::ResponseError,
+            "An error was signalled by the server",
+            "key tracking is off: CONFIG SET heavykeeper.track yes".to_string(),
+        ));
+        assert!(!prefixes_off(&other));
     }
 }

@@ -2,12 +2,18 @@
 //! every access the tracker counts is in its slot's load, hot key or not,
 //! so the rows add up to the node's load. The exporter shows the hottest
 //! few as series of their own and all of them over the slot range
-//! ([`crate::reading::slot_ranges`]).
+//! ([`cumulative`]: 64 ranges of 256 slots, each with the reads and writes
+//! per second of every slot in it, for a heat map of hot slots). Those
+//! series are cumulative (slots numbered up to `le`), as a histogram's
+//! buckets are, because that is the shape Grafana's heatmap takes from
+//! Prometheus (`format: heatmap` sorts the series by `le` and takes each
+//! bucket's difference from the one below). Their number is fixed, 64 per
+//! node, whatever the traffic: where hot slots are the `--count` hottest
+//! by name, this is all of them, coarsely.
 //!
-//! (`hk-top rebalance` reads the same command into the planner's types;
-//! this is the exporter's reading, in hk-top's own [`Rates`].)
+//! (`hk-top rebalance` turns these rows into the planner's types.)
 
-use crate::reading::hot_keys::is_without_bounds;
+use crate::reading::hot_keys::list;
 use crate::reading::metric::{Bounds, Metric, Rates};
 use redis::{RedisResult, Value};
 
@@ -39,38 +45,17 @@ impl SlotRow {
 /// (every slot with any load without `count`); `None` from a node outside
 /// a cluster, which has no slots: not a failure.
 pub fn node_hot_slots(
-    con: &mut redis::Connection,
+    con: &mut dyn redis::ConnectionLike,
     count: Option<usize>,
     with_bounds: bool,
 ) -> RedisResult<Option<Vec<SlotRow>>> {
-    let answer = match ask(con, count, with_bounds) {
-        Err(e) if with_bounds && is_without_bounds(&e) => {
-            // A module from before WITHBOUNDS: the rates alone.
-            ask(con, count, false).and_then(|flat| parse(&flat, false))
-        }
-        Ok(flat) => parse(&flat, with_bounds),
-        Err(e) => Err(e),
-    };
+    let answer = list(con, "HK.HOTSLOTS", None, count, with_bounds)
+        .and_then(|(flat, with_bounds)| parse(&flat, with_bounds));
     match answer {
         Ok(rows) => Ok(Some(rows)),
         Err(e) if is_not_cluster(&e) => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-fn ask(
-    con: &mut redis::Connection,
-    count: Option<usize>,
-    with_bounds: bool,
-) -> RedisResult<Vec<Value>> {
-    let mut cmd = redis::cmd("HK.HOTSLOTS");
-    if let Some(count) = count {
-        cmd.arg("COUNT").arg(count);
-    }
-    if with_bounds {
-        cmd.arg("WITHBOUNDS");
-    }
-    cmd.query(con)
 }
 
 /// RESP2's flat `slot, reads, writes[, reads low, reads high, writes low,
@@ -114,6 +99,30 @@ fn is_not_cluster(e: &redis::RedisError) -> bool {
         .is_some_and(|d| d.starts_with("HK.HOTSLOTS needs cluster mode"))
 }
 
+pub const SLOTS: u32 = 16384;
+pub const SLOTS_PER_RANGE: u32 = 256;
+pub const RANGES: usize = (SLOTS / SLOTS_PER_RANGE) as usize;
+
+/// The last slot of each range (the `le` of its bucket) and the load of
+/// every slot up to it, in slot order.
+pub fn cumulative(rows: &[SlotRow]) -> Vec<(u32, f64)> {
+    let mut per_range = [0.0; RANGES];
+    for row in rows {
+        let range = u32::from(row.slot()) / SLOTS_PER_RANGE;
+        if let Some(load) = per_range.get_mut(range as usize) {
+            *load += row.rates().total();
+        }
+    }
+    let mut sum = 0.0;
+    (1..)
+        .zip(per_range)
+        .map(|(nth, load): (u32, f64)| {
+            sum += load;
+            (nth * SLOTS_PER_RANGE - 1, sum)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,22 +148,30 @@ mod tests {
         let rates = rows[0].rates();
         assert_eq!(rates.get(Metric::Reads), 50.5);
         assert_eq!(rates.get(Metric::Writes), 2.0);
-        assert_eq!(
-            rates.bounds(Metric::Reads),
-            Some(Bounds {
-                low: 45.0,
-                high: 56.0
-            })
-        );
-        assert_eq!(
-            rates.bounds(Metric::Writes),
-            Some(Bounds {
-                low: 1.0,
-                high: 3.0
-            })
-        );
+        let bounds = |low, high| Some(Bounds { low, high });
+        assert_eq!(rates.bounds(Metric::Reads), bounds(45.0, 56.0));
+        assert_eq!(rates.bounds(Metric::Writes), bounds(1.0, 3.0));
         let plain = parse(&flat[..3], false).unwrap();
         assert_eq!(plain[0].rates().bounds(Metric::Reads), None);
         assert_eq!(plain[0].rates().total(), 52.5);
+    }
+
+    #[test]
+    fn every_slot_counts_once_in_its_range_and_the_buckets_add_up() {
+        let row = |slot, reads| SlotRow::new(slot, Rates::only(Metric::Reads, reads));
+        let mut writes = Rates::only(Metric::Reads, 1.0);
+        writes.add(Metric::Writes, 2.0);
+        let rows = [
+            row(0, 10.0),
+            row(255, 5.0),
+            row(256, 7.0),
+            SlotRow::new(16383, writes),
+        ];
+        let buckets = cumulative(&rows);
+        assert_eq!(buckets.len(), 64);
+        assert_eq!(buckets[0], (255, 15.0));
+        assert_eq!(buckets[1], (511, 22.0));
+        assert_eq!(buckets[62], (16127, 22.0));
+        assert_eq!(buckets[63], (16383, 25.0));
     }
 }

@@ -14,6 +14,14 @@ pub enum Metric {
     Misses,
 }
 
+/// Each metric's names, in [`Metric::ALL`]'s order: the `HK.HOTKEYS`
+/// option, the column title, the `--json` field, the `--sort` key.
+const NAMES: [(&str, &str, &str, &str); Metric::COUNT] = [
+    ("READS", "READS/S", "reads_per_second", "reads"),
+    ("WRITES", "WRITES/S", "writes_per_second", "writes"),
+    ("MISSES", "MISSES/S", "misses_per_second", "misses"),
+];
+
 impl Metric {
     pub const ALL: [Metric; 3] = [Metric::Reads, Metric::Writes, Metric::Misses];
     pub const COUNT: usize = Self::ALL.len();
@@ -41,38 +49,22 @@ impl Metric {
 
     /// The `HK.HOTKEYS` option that lists keys by this rate.
     pub fn hotkeys_kind(self) -> &'static str {
-        match self {
-            Metric::Reads => "READS",
-            Metric::Writes => "WRITES",
-            Metric::Misses => "MISSES",
-        }
+        self.of(&NAMES).0
     }
 
     /// The column title in tables.
     pub fn title(self) -> &'static str {
-        match self {
-            Metric::Reads => "READS/S",
-            Metric::Writes => "WRITES/S",
-            Metric::Misses => "MISSES/S",
-        }
+        self.of(&NAMES).1
     }
 
     /// The field name in `--json`.
     pub fn json_name(self) -> &'static str {
-        match self {
-            Metric::Reads => "reads_per_second",
-            Metric::Writes => "writes_per_second",
-            Metric::Misses => "misses_per_second",
-        }
+        self.of(&NAMES).2
     }
 
     /// What `--sort` and the console call it.
     pub fn name(self) -> &'static str {
-        match self {
-            Metric::Reads => "reads",
-            Metric::Writes => "writes",
-            Metric::Misses => "misses",
-        }
+        self.of(&NAMES).3
     }
 
     /// Is it part of a key's total traffic? Reads and writes are; a miss is
@@ -170,11 +162,8 @@ impl Rates {
 
     /// The key's whole traffic: the metrics [`Metric::in_total`] says.
     pub fn total(&self) -> f64 {
-        Metric::ALL
-            .iter()
-            .filter(|m| m.in_total())
-            .map(|&m| self.get(m))
-            .sum()
+        let parts = Metric::ALL.iter().filter(|m| m.in_total());
+        parts.map(|&m| self.get(m)).sum()
     }
 
     /// The bounds of [`Self::total`] (the sum of its parts' bounds; a part

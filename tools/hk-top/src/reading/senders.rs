@@ -83,10 +83,8 @@ mod tests {
         let flat = [b("10.0.0.5"), b("60"), Value::Int(600), b("50"), b("70")];
         let senders = parse(&flat).unwrap();
         assert_eq!(senders[0].who, b"10.0.0.5");
-        assert_eq!(
-            (senders[0].rate, senders[0].low, senders[0].high),
-            (60.0, 50.0, 70.0)
-        );
+        let first = &senders[0];
+        assert_eq!((first.rate, first.low, first.high), (60.0, 50.0, 70.0));
         assert_eq!(summary(&senders, 100.0), "10.0.0.5 60/s (60%)");
         assert_eq!(parse(&flat[..3]), None);
     }

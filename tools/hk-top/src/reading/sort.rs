@@ -19,12 +19,10 @@ pub enum SortKey {
 impl SortKey {
     /// In the order `<` and `>` step through them: the columns' order.
     pub fn all() -> Vec<SortKey> {
-        let rates = Metric::ALL.into_iter().map(SortKey::Rate);
-        [SortKey::Key, SortKey::Node]
-            .into_iter()
-            .chain(rates)
-            .chain([SortKey::Total])
-            .collect()
+        let mut all = vec![SortKey::Key, SortKey::Node];
+        all.extend(Metric::ALL.map(SortKey::Rate));
+        all.push(SortKey::Total);
+        all
     }
 
     pub fn name(self) -> &'static str {
@@ -111,16 +109,12 @@ impl Order {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::key_id;
 
     fn row(node: &str, key: &str, reads: f64, writes: f64) -> (KeyId, Rates) {
         let mut rates = Rates::only(Metric::Reads, reads);
         rates.add(Metric::Writes, writes);
-        let id = KeyId {
-            node: node.into(),
-            db: 0,
-            key: key.as_bytes().to_vec(),
-        };
-        (id, rates)
+        (key_id(node, 0, key.as_bytes()), rates)
     }
 
     fn keys_in(order: Order, rows: &[(KeyId, Rates)]) -> Vec<String> {
@@ -138,46 +132,31 @@ mod tests {
             row("n:1", "c", 5.0, 0.0),
             row("n:2", "a", 3.0, 4.0),
         ];
-        let by = |key| Order {
-            key,
-            reversed: false,
-        };
-        assert_eq!(keys_in(by(SortKey::Total), &rows), ["b", "a", "c"]);
-        assert_eq!(
-            keys_in(by(SortKey::Rate(Metric::Reads)), &rows),
-            ["c", "a", "b"]
-        );
-        assert_eq!(
-            keys_in(by(SortKey::Rate(Metric::Writes)), &rows),
-            ["b", "a", "c"]
-        );
-        assert_eq!(keys_in(by(SortKey::Node), &rows), ["c", "b", "a"]);
-        assert_eq!(keys_in(by(SortKey::Key), &rows), ["a", "b", "c"]);
-        let reversed = Order {
-            key: SortKey::Rate(Metric::Reads),
-            reversed: true,
-        };
-        assert_eq!(keys_in(reversed, &rows), ["b", "a", "c"]);
+        for (key, reversed, order) in [
+            (SortKey::Total, false, ["b", "a", "c"]),
+            (SortKey::Rate(Metric::Reads), false, ["c", "a", "b"]),
+            (SortKey::Rate(Metric::Writes), false, ["b", "a", "c"]),
+            (SortKey::Node, false, ["c", "b", "a"]),
+            (SortKey::Key, false, ["a", "b", "c"]),
+            (SortKey::Rate(Metric::Reads), true, ["b", "a", "c"]),
+        ] {
+            let by = Order { key, reversed };
+            assert_eq!(keys_in(by, &rows), order, "{by:?}");
+        }
     }
 
     #[test]
     fn sort_keys_step_through_the_columns_and_wrap() {
-        let all = Metric::ALL;
+        let (all, misses) = (Metric::ALL, SortKey::Rate(Metric::Misses));
         assert_eq!(SortKey::Total.step(true, &all), SortKey::Key);
         assert_eq!(SortKey::Key.step(false, &all), SortKey::Total);
         assert_eq!(SortKey::Node.step(true, &all), SortKey::Rate(Metric::Reads));
-        assert_eq!(
-            SortKey::Total.step(false, &all),
-            SortKey::Rate(Metric::Misses)
-        );
+        assert_eq!(SortKey::Total.step(false, &all), misses);
         for key in SortKey::all() {
             assert_eq!(SortKey::parse(key.name()), Some(key));
             assert_eq!(key.step(true, &all).step(false, &all), key);
         }
-        assert_eq!(
-            SortKey::parse("misses"),
-            Some(SortKey::Rate(Metric::Misses))
-        );
+        assert_eq!(SortKey::parse("misses"), Some(misses));
         assert_eq!(SortKey::parse("misses-ish"), None);
     }
 
@@ -185,17 +164,12 @@ mod tests {
     fn a_misses_column_not_shown_is_stepped_over() {
         let shown = [Metric::Reads, Metric::Writes];
         let misses = SortKey::Rate(Metric::Misses);
-        assert_eq!(
-            SortKey::Total.step(false, &shown),
-            SortKey::Rate(Metric::Writes)
-        );
-        assert_eq!(
-            SortKey::Rate(Metric::Writes).step(true, &shown),
-            SortKey::Total
-        );
+        let writes = SortKey::Rate(Metric::Writes);
+        assert_eq!(SortKey::Total.step(false, &shown), writes);
+        assert_eq!(writes.step(true, &shown), SortKey::Total);
         // Sorted by misses from the command line, with no misses column.
         assert_eq!(misses.step(true, &shown), SortKey::Total);
-        assert_eq!(misses.step(false, &shown), SortKey::Rate(Metric::Writes));
+        assert_eq!(misses.step(false, &shown), writes);
     }
 
     #[test]

@@ -274,9 +274,9 @@ impl<'a> Run<'a> {
         self.wait_for_servers_jobs()?;
         // Begun moves the cluster shows no trace of were never started on
         // it (stopped before their first command): nothing to do.
-        let untouched: Vec<u16> = (self.journal.open_moves().iter())
-            .filter(|e| !health.open.iter().any(|o| o.slot == e.slot))
-            .map(|e| e.slot)
+        let begun = self.journal.open_moves().iter().map(|e| e.slot);
+        let untouched: Vec<u16> = begun
+            .filter(|&s| !health.open.iter().any(|o| o.slot == s))
             .collect();
         for slot in untouched {
             self.journal.end(slot).map_err(Error::Local)?;
@@ -585,10 +585,9 @@ impl<'a> Run<'a> {
     }
 
     fn others(&self, source: &Endpoint, target: &Endpoint) -> Vec<Endpoint> {
-        (self.views.primaries().into_iter())
-            .filter(|n| n.id() != source.id && n.id() != target.id)
-            .map(endpoint)
-            .collect()
+        let primaries = self.views.primaries().into_iter();
+        let others = primaries.filter(|n| n.id() != source.id && n.id() != target.id);
+        others.map(endpoint).collect()
     }
 
     /// A move begun on a stale view: the target's `IMPORTING` (this run's

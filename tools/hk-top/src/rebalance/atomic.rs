@@ -92,11 +92,7 @@ pub fn jobs(link: &mut dyn Link, flavor: Flavor, address: &str) -> Vec<Job> {
         Flavor::Valkey => cmd.arg("GETSLOTMIGRATIONS"),
         Flavor::Redis => cmd.arg("MIGRATION").arg("STATUS").arg("ALL"),
     };
-    listed(link.run(address, &cmd))
-}
-
-fn listed(reply: redis::RedisResult<Value>) -> Vec<Job> {
-    match reply {
+    match link.run(address, &cmd) {
         Ok(Value::Array(rows)) => rows.iter().filter_map(job_of).collect(),
         _ => Vec::new(),
     }
@@ -237,25 +233,19 @@ fn start(
     slots: &[u16],
 ) -> Result<Option<String>, Error> {
     let mut cmd = redis::cmd("CLUSTER");
-    let at = match flavor {
-        Flavor::Valkey => {
-            // One SLOTSRANGE, then every range's pair: the keyword once per
-            // target (a second SLOTSRANGE before NODE is a syntax error).
-            cmd.arg("MIGRATESLOTS").arg("SLOTSRANGE");
-            for (lo, hi) in ranges(slots) {
-                cmd.arg(lo).arg(hi);
-            }
-            cmd.arg("NODE").arg(&target.id);
-            source
-        }
-        Flavor::Redis => {
-            cmd.arg("MIGRATION").arg("IMPORT");
-            for (lo, hi) in ranges(slots) {
-                cmd.arg(lo).arg(hi);
-            }
-            target
-        }
+    // Valkey: one SLOTSRANGE, then every range's pair, the keyword once per
+    // target (a second SLOTSRANGE before NODE is a syntax error).
+    let (at, words) = match flavor {
+        Flavor::Valkey => (source, ["MIGRATESLOTS", "SLOTSRANGE"]),
+        Flavor::Redis => (target, ["MIGRATION", "IMPORT"]),
     };
+    cmd.arg(&words);
+    for (lo, hi) in ranges(slots) {
+        cmd.arg(lo).arg(hi);
+    }
+    if flavor == Flavor::Valkey {
+        cmd.arg("NODE").arg(&target.id);
+    }
     match link.run(&at.address, &cmd) {
         Ok(Value::BulkString(id)) => Ok(Some(String::from_utf8_lossy(&id).into_owned())),
         Ok(_) => Ok(None),
@@ -288,10 +278,8 @@ pub fn wait_running(
 ) -> Result<(), Error> {
     let deadline = Instant::now() + timeout;
     loop {
-        let running: Vec<Job> = (addresses.iter())
-            .flat_map(|a| jobs(link, flavor, a))
-            .filter(|j| !j.ended(flavor))
-            .collect();
+        let all = addresses.iter().flat_map(|a| jobs(link, flavor, a));
+        let running: Vec<Job> = all.filter(|j| !j.ended(flavor)).collect();
         if running.is_empty() {
             return Ok(());
         }
@@ -312,6 +300,15 @@ mod tests {
     use crate::rebalance::fake_cluster::words;
     use redis::{Cmd, RedisResult};
     use std::collections::VecDeque;
+
+    /// The next of a job's scripted states: the last one stays.
+    fn next<T: Copy>(states: &mut VecDeque<T>) -> Option<T> {
+        if states.len() > 1 {
+            states.pop_front()
+        } else {
+            states.front().copied()
+        }
+    }
 
     /// Answers GETSLOTMIGRATIONS from a list of job states (an old job
     /// first), everything else OK; records the commands.
@@ -356,12 +353,8 @@ mod tests {
                 .iter()
                 .any(|l| l.starts_with("CLUSTER MIGRATESLOTS"))
             {
-                let state = if self.states.len() > 1 {
-                    self.states.pop_front()
-                } else {
-                    self.states.front().copied()
-                };
-                rows.push(job_row("new", "T", state.unwrap_or("success")));
+                let state = next(&mut self.states).unwrap_or("success");
+                rows.push(job_row("new", "T", state));
             }
             Ok(Value::Array(rows))
         }
@@ -399,13 +392,8 @@ mod tests {
             ["connecting", "snapshotting", "success"],
             "the old job is not ours"
         );
-        assert!(
-            server
-                .sent
-                .contains(&"CLUSTER MIGRATESLOTS SLOTSRANGE 3 5 9 9 NODE T".to_string()),
-            "{:?}",
-            server.sent
-        );
+        let started = "CLUSTER MIGRATESLOTS SLOTSRANGE 3 5 9 9 NODE T".to_string();
+        assert!(server.sent.contains(&started), "{:?}", server.sent);
         let mut failing = Server {
             states: VecDeque::from(["failed"]),
             sent: Vec::new(),
@@ -436,11 +424,7 @@ mod tests {
                 if !started {
                     return Ok(Value::Array(Vec::new()));
                 }
-                let (state, retries) = if self.states.len() > 1 {
-                    self.states.pop_front().unwrap_or(("completed", 0))
-                } else {
-                    self.states.front().copied().unwrap_or(("completed", 0))
-                };
+                let (state, retries) = next(&mut self.states).unwrap_or(("completed", 0));
                 let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
                 return Ok(Value::Array(vec![Value::Map(vec![
                     (bulk("id"), bulk("task1")),
@@ -464,20 +448,19 @@ mod tests {
         let (done, seen) = migrate(&mut server, Flavor::Redis, &[3, 4, 5]);
         done.unwrap();
         assert_eq!(seen, ["connecting", "streaming-buffer", "completed"]);
-        assert!(server.sent.contains(&(
-            "h:T".to_string(),
-            "CLUSTER MIGRATION IMPORT 3 5".to_string()
-        )));
+        let on_target = |line: &str| ("h:T".to_string(), line.to_string());
+        assert!(server
+            .sent
+            .contains(&on_target("CLUSTER MIGRATION IMPORT 3 5")));
         let mut failing = Redis84 {
             states: VecDeque::from([("failed", 1), ("failed", REDIS_RETRIES)]),
             sent: Vec::new(),
         };
         let error = migrate(&mut failing, Flavor::Redis, &[3]).0.unwrap_err();
         assert!(error.to_string().contains("failed"), "{error}");
-        assert!(failing.sent.contains(&(
-            "h:T".to_string(),
-            "CLUSTER MIGRATION CANCEL ID task1".to_string()
-        )));
+        assert!(failing
+            .sent
+            .contains(&on_target("CLUSTER MIGRATION CANCEL ID task1")));
     }
 
     #[test]

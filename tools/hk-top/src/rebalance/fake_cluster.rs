@@ -154,14 +154,9 @@ impl FakeCluster {
                 id(n),
                 address(n)
             );
-            let mut slot = 0;
-            while slot < self.owner.len() {
-                let next = (slot..self.owner.len()).find(|&s| self.owner[s] != self.owner[slot]);
-                let end = next.unwrap_or(self.owner.len());
-                if self.owner[slot] == n {
-                    out += &format!(" {slot}-{}", end - 1);
-                }
-                slot = end;
+            let slots: Vec<u16> = (0..16384).filter(|&s| self.owner_of(s) == n).collect();
+            for (lo, hi) in super::atomic::ranges(&slots) {
+                out += &format!(" {lo}-{hi}");
             }
             if n == me {
                 self.migrating[n]

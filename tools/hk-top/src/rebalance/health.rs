@@ -22,38 +22,30 @@ pub struct Health {
 }
 
 pub fn check(views: &Views) -> Health {
-    let mut health = Health {
-        open: open_slots(views),
-        ..Health::default()
-    };
+    let open = open_slots(views);
+    let mut problems = Vec::new();
     for (address, view) in views.all() {
         let view = match view {
             Ok(view) => view,
             Err(e) => {
-                health
-                    .problems
-                    .push(format!("{address} does not answer: {e}"));
+                problems.push(format!("{address} does not answer: {e}"));
                 continue;
             }
         };
         if !view.state_ok {
-            health
-                .problems
-                .push(format!("{address}: cluster_state is not ok"));
+            problems.push(format!("{address}: cluster_state is not ok"));
         }
         for node in &view.nodes {
             if let Some(trouble) = node.trouble() {
-                health
-                    .problems
-                    .push(format!("{address} sees {} {trouble}", node.address()));
+                problems.push(format!("{address} sees {} {trouble}", node.address()));
             }
         }
     }
-    let moving: Vec<u16> = health.open.iter().map(|o| o.slot).collect();
+    let moving: Vec<u16> = open.iter().map(|o| o.slot).collect();
     if let Err(e) = views.agreed_map(&moving) {
-        health.problems.push(e);
+        problems.push(e);
     }
-    health
+    Health { problems, open }
 }
 
 fn open_slots(views: &Views) -> Vec<Open> {

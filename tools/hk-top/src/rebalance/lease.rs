@@ -43,13 +43,14 @@ pub struct Holder {
 
 impl Holder {
     fn me() -> Holder {
-        let since_ms = now_ms();
+        let now = (SystemTime::now().duration_since(UNIX_EPOCH)).unwrap_or_default();
+        let since_ms = now.as_millis() as u64;
         let pid = std::process::id();
         Holder {
             host: host_name(),
             pid,
             since_ms,
-            token: format!("{pid:x}-{:x}", nanos() ^ since_ms),
+            token: format!("{pid:x}-{:x}", u64::from(now.subsec_nanos()) ^ since_ms),
         }
     }
 
@@ -255,11 +256,8 @@ struct KeyLink {
 
 impl KeyLink {
     fn run(&mut self, cmd: &redis::Cmd) -> Result<Value, Error> {
-        self.try_run(cmd).map_err(|e| Error::Node {
-            node: self.owner.clone(),
-            step: "the lease".into(),
-            reply: e.to_string(),
-        })
+        self.try_run(cmd)
+            .map_err(|e| Error::node(&self.owner, "the lease", e))
     }
 
     fn try_run(&mut self, cmd: &redis::Cmd) -> RedisResult<Value> {
@@ -294,18 +292,6 @@ impl KeyLink {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn nanos() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos() as u64)
 }
 
 fn host_name() -> String {

@@ -45,19 +45,11 @@ impl ConnectionLike for At<'_> {
     }
 
     fn req_packed_command(&mut self, _: &[u8]) -> RedisResult<Value> {
-        Err((
-            ErrorKind::ClientError,
-            "a Link sends commands, not pipelines",
-        )
-            .into())
+        no_pipelines()
     }
 
     fn req_packed_commands(&mut self, _: &[u8], _: usize, _: usize) -> RedisResult<Vec<Value>> {
-        Err((
-            ErrorKind::ClientError,
-            "a Link sends commands, not pipelines",
-        )
-            .into())
+        no_pipelines()
     }
 
     fn get_db(&self) -> i64 {
@@ -71,6 +63,14 @@ impl ConnectionLike for At<'_> {
     fn is_open(&self) -> bool {
         true
     }
+}
+
+fn no_pipelines<T>() -> RedisResult<T> {
+    Err((
+        ErrorKind::ClientError,
+        "a Link sends commands, not pipelines",
+    )
+        .into())
 }
 
 /// How long a node that stopped answering is waited for, and how long one

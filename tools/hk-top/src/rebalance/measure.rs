@@ -9,13 +9,14 @@ use super::error::Error;
 use super::link::{has_command, At, Link};
 use super::slot_stats;
 use super::topology::ClusterNode;
-use crate::reading::hot_keys::node_hot_keys;
+use crate::reading::hot_keys::{node_hot_keys, tracker_totals};
+use crate::reading::hot_slots::node_hot_slots;
 use crate::reading::metric::Metric;
 use heavykeeper_rebalance::{
     Bounds, HotKey, Input, LoadBounds, Measured, NodeSlots, SlotLoad, SlotStats,
 };
 use heavykeeper_tracker::hash_slot::hash_slot;
-use redis::{ConnectionLike, RedisResult, Value};
+use redis::{ConnectionLike, RedisResult};
 use std::collections::BTreeMap;
 
 /// Hot keys asked of each primary: enough to find any key above a target
@@ -172,80 +173,47 @@ pub fn measure(link: &mut dyn Link, primaries: &[&ClusterNode]) -> RedisResult<I
     Ok(input)
 }
 
-/// `HK.HOTSLOTS WITHBOUNDS` (RESP2, flat: slot, reads/s, writes/s, and
-/// the low and high of each), or without bounds from a module that has none.
-pub fn hot_slots(con: &mut dyn ConnectionLike) -> RedisResult<Vec<SlotLoad>> {
-    let (flat, with_bounds) = match redis::cmd("HK.HOTSLOTS").arg("WITHBOUNDS").query(con) {
-        Ok(flat) => (flat, true),
-        Err(e) if e.detail().is_some_and(|d| d.contains("'WITHBOUNDS'")) => {
-            (redis::cmd("HK.HOTSLOTS").query::<Vec<Value>>(con)?, false)
-        }
-        Err(e) => return Err(e),
-    };
-    let mut slots = Vec::new();
-    for row in flat.chunks(if with_bounds { 7 } else { 3 }) {
-        let f =
-            |i: usize| -> RedisResult<f64> { row.get(i).map_or(Ok(0.0), redis::from_redis_value) };
-        let slot: i64 = match row.first() {
-            Some(slot) => redis::from_redis_value(slot)?,
-            None => continue,
-        };
-        let Ok(slot) = u16::try_from(slot) else {
-            continue;
-        };
-        let bounds = (with_bounds && row.len() == 7).then(|| -> RedisResult<LoadBounds> {
-            Ok(LoadBounds {
-                reads: Bounds {
-                    low: f(3)?,
-                    high: f(4)?,
-                },
-                writes: Bounds {
-                    low: f(5)?,
-                    high: f(6)?,
-                },
+/// `HK.HOTSLOTS WITHBOUNDS` (or without bounds, from a module that has
+/// none) as the planner's slot loads.
+fn hot_slots(con: &mut dyn ConnectionLike) -> RedisResult<Vec<SlotLoad>> {
+    let rows = node_hot_slots(con, None, true)?.unwrap_or_default();
+    let slots = rows.iter().map(|row| {
+        let rates = row.rates();
+        let bounds = |m| {
+            (rates.bounds(m)).map(|b| Bounds {
+                low: b.low,
+                high: b.high,
             })
-        });
-        slots.push(SlotLoad {
-            slot,
-            reads_per_second: f(1)?,
-            writes_per_second: f(2)?,
-            keys: 0,
-            bounds: bounds.transpose()?,
-            stats: Default::default(),
-            earlier: None,
-        });
-    }
-    Ok(slots)
+        };
+        SlotLoad {
+            slot: row.slot(),
+            reads_per_second: rates.get(Metric::Reads),
+            writes_per_second: rates.get(Metric::Writes),
+            bounds: (bounds(Metric::Reads).zip(bounds(Metric::Writes)))
+                .map(|(reads, writes)| LoadBounds { reads, writes }),
+            ..SlotLoad::default()
+        }
+    });
+    Ok(slots.collect())
 }
 
 /// The node's whole load as its tracker measures it, with its bounds
 /// (`INFO heavykeeper`; `None` from a module without bounds, or a user
 /// that may not run `INFO`).
 fn measured_totals(con: &mut dyn ConnectionLike) -> Option<Measured> {
-    let info: String = redis::cmd("INFO").arg("heavykeeper").query(con).ok()?;
-    let field = |name: &str| -> Option<f64> {
-        info.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().parse().ok())
+    let rates = tracker_totals(con)?;
+    let bounds = |m| {
+        (rates.bounds(m)).map(|b| Bounds {
+            low: b.low,
+            high: b.high,
+        })
     };
-    let rate = |name: &str| -> Option<(f64, Bounds)> {
-        let prefix = format!("heavykeeper_tracker_{name}_per_second");
-        Some((
-            field(&prefix)?,
-            Bounds {
-                low: field(&format!("{prefix}_low"))?,
-                high: field(&format!("{prefix}_high"))?,
-            },
-        ))
-    };
-    let (reads, reads_bounds) = rate("reads")?;
-    let (writes, writes_bounds) = rate("writes")?;
     Some(Measured {
-        reads_per_second: reads,
-        writes_per_second: writes,
+        reads_per_second: rates.get(Metric::Reads),
+        writes_per_second: rates.get(Metric::Writes),
         bounds: LoadBounds {
-            reads: reads_bounds,
-            writes: writes_bounds,
+            reads: bounds(Metric::Reads)?,
+            writes: bounds(Metric::Writes)?,
         },
     })
 }

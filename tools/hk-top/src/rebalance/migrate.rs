@@ -9,6 +9,7 @@
 
 use super::error::Error;
 use super::link::Link;
+use crate::connection::settings::host_and_port;
 use redis::{Cmd, ErrorKind, Value};
 
 /// A primary as the migration addresses it.
@@ -144,7 +145,7 @@ fn migrate_keys(
     login: &Login,
     replace: bool,
 ) -> Result<bool, Error> {
-    let (host, port) = split_address(&to.address);
+    let (host, port) = host_and_port(&to.address);
     let mut cmd = redis::cmd("MIGRATE");
     cmd.arg(host)
         .arg(port)
@@ -184,11 +185,6 @@ fn add_login(cmd: &mut Cmd, login: &Login) {
         }
         _ => {}
     }
-}
-
-fn split_address(address: &str) -> (&str, &str) {
-    let (host, port) = address.rsplit_once(':').unwrap_or((address, "6379"));
-    (host.trim_start_matches('[').trim_end_matches(']'), port)
 }
 
 #[cfg(test)]
@@ -246,26 +242,12 @@ mod tests {
         };
         let (s, t, o) = (node("S", "h:1"), node("T", "h:2"), node("O", "h:3"));
         let mut seen = Vec::new();
-        let moved = migrate_slot(
-            &mut link,
-            7,
-            &s,
-            &t,
-            &[o],
-            &Login {
-                username: None,
-                password: Some("pw".into()),
-            },
-            &mut |n| seen.push(n),
-        )
-        .unwrap();
-        assert_eq!(
-            moved,
-            Moved {
-                keys: 2,
-                replaced_batches: 1
-            }
-        );
+        let login = Login {
+            password: Some("pw".into()),
+            ..Login::default()
+        };
+        let moved = migrate_slot(&mut link, 7, &s, &t, &[o], &login, &mut |n| seen.push(n));
+        assert_eq!(moved.map(|m| (m.keys, m.replaced_batches)), Ok((2, 1)));
         assert_eq!(seen, [2]);
         let sent: Vec<String> = link.sent.iter().map(|(a, c)| format!("{a} {c}")).collect();
         assert_eq!(

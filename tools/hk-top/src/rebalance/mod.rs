@@ -14,7 +14,6 @@
 
 mod apply;
 mod atomic;
-mod cpu;
 mod error;
 #[cfg(test)]
 mod fake_cluster;
@@ -439,10 +438,8 @@ fn open_journal(args: &Args, views: &topology::Views) -> Result<Journal, Error> 
     let path = match &args.journal {
         Some(path) => path.clone(),
         None => {
-            let first = (views.primaries().iter())
-                .map(|n| n.id().to_string())
-                .min()
-                .unwrap_or_default();
+            let ids = views.primaries().into_iter().map(|n| n.id().to_string());
+            let first = ids.min().unwrap_or_default();
             Journal::default_path(&first)
         }
     };

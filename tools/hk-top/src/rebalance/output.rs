@@ -2,7 +2,7 @@
 //! JSON (`--json`, for scripts): moves, each primary's share before and
 //! after, and the advice on what moving slots cannot fix.
 
-use crate::export::snapshot::{printable_key, put, put_key};
+use crate::export::snapshot::{printable_key, put, put_bytes};
 use heavykeeper_rebalance::{Advice, Plan, Remedy};
 use serde_json::{json, Value};
 
@@ -82,7 +82,7 @@ fn advice_json(advice: &Advice) -> Value {
                 "share": share,
                 "remedies": remedies_json(remedies),
             });
-            put_key(&mut row, key);
+            put_bytes(&mut row, "key", key);
             row
         }
         Advice::HotSlot {

@@ -52,11 +52,8 @@ pub fn read(link: &mut dyn Link, primaries: &[&ClusterNode]) -> Result<Reading, 
                 "{address} keeps no per-slot CPU or network counts: run CONFIG SET cluster-slot-stats-enabled yes on every primary (and set it in their configuration files), then measure again"
             )));
         }
-        let owned = slots
-            .into_iter()
-            .filter(|(slot, _)| node.owns(*slot))
-            .collect();
-        nodes.insert(address.to_string(), owned);
+        let owned = slots.into_iter().filter(|(slot, _)| node.owns(*slot));
+        nodes.insert(address.to_string(), owned.collect());
     }
     Ok(Reading {
         at: Instant::now(),
@@ -176,29 +173,26 @@ mod tests {
     fn both_protocols_and_any_field_set_read_alike() {
         // RESP2 from Valkey 9.1 with the statistics on; RESP3 from a Redis
         // with memory-bytes; a reply with the statistics off.
-        let resp2 = Value::Array(vec![Value::Array(vec![
-            Value::Int(7),
-            Value::Array(vec![
-                bulk("key-count"),
-                Value::Int(3),
-                bulk("cpu-usec"),
-                Value::Int(11),
-                bulk("network-bytes-in"),
-                Value::Int(80),
-                bulk("network-bytes-out"),
-                Value::Int(27),
-            ]),
-        ])]);
-        let resp3 = Value::Array(vec![Value::Array(vec![
-            Value::Int(7),
-            Value::Map(vec![
-                (bulk("key-count"), Value::Int(3)),
-                (bulk("memory-bytes"), Value::Int(4096)),
-                (bulk("cpu-usec"), Value::Int(11)),
-                (bulk("network-bytes-in"), Value::Int(80)),
-                (bulk("network-bytes-out"), Value::Int(27)),
-            ]),
-        ])]);
+        let stats = [
+            ("key-count", 3),
+            ("cpu-usec", 11),
+            ("network-bytes-in", 80),
+            ("network-bytes-out", 27),
+        ];
+        let flat = |stats: &[(&str, i64)]| {
+            Value::Array(
+                stats
+                    .iter()
+                    .flat_map(|&(k, v)| [bulk(k), Value::Int(v)])
+                    .collect(),
+            )
+        };
+        let row = |stats: Value| Value::Array(vec![Value::Array(vec![Value::Int(7), stats])]);
+        let resp2 = row(flat(&stats));
+        let mut with_memory = stats.to_vec();
+        with_memory.insert(1, ("memory-bytes", 4096));
+        let map = with_memory.iter().map(|&(k, v)| (bulk(k), Value::Int(v)));
+        let resp3 = row(Value::Map(map.collect()));
         let counters = Counters {
             keys: 3,
             cpu_usec: 11.0,
@@ -207,10 +201,7 @@ mod tests {
         assert_eq!(parse(&resp2), [(7, counters)]);
         assert_eq!(parse(&resp3), [(7, counters)]);
         assert!(has_cpu(&resp2) && has_cpu(&resp3));
-        let off = Value::Array(vec![Value::Array(vec![
-            Value::Int(7),
-            Value::Array(vec![bulk("key-count"), Value::Int(3)]),
-        ])]);
+        let off = row(flat(&[("key-count", 3)]));
         assert!(!has_cpu(&off));
         assert_eq!(parse(&Value::Int(1)), []);
     }

@@ -3,6 +3,7 @@
 //! or importing (only the node itself lists those, on its `myself` line).
 
 use super::link::Link;
+use crate::connection::nodes::listed_address;
 use redis::RedisResult;
 use std::collections::BTreeMap;
 
@@ -84,10 +85,8 @@ impl ClusterNode {
 /// replies never panic), `asked` fills in a node that does not know its
 /// own IP yet (`:port`).
 pub fn parse_nodes(listing: &str, asked: &str) -> Vec<ClusterNode> {
-    listing
-        .lines()
-        .filter_map(|line| parse_line(line, asked))
-        .collect()
+    let lines = listing.lines();
+    lines.filter_map(|line| parse_line(line, asked)).collect()
 }
 
 fn parse_line(line: &str, asked: &str) -> Option<ClusterNode> {
@@ -97,14 +96,9 @@ fn parse_line(line: &str, asked: &str) -> Option<ClusterNode> {
     let [id, address, flags, primary, _, _, _, link, slots @ ..] = fields.as_slice() else {
         return None;
     };
-    let mut address = address.split(['@', ',']).next()?.to_string();
-    if address.starts_with(':') {
-        let host = asked.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
-        address = format!("{host}{address}");
-    }
     let mut node = ClusterNode {
         id: id.to_string(),
-        address,
+        address: listed_address(address, asked)?,
         flags: flags.split(',').map(str::to_string).collect(),
         replicates: (*primary != "-").then(|| primary.to_string()),
         connected: *link == "connected",
@@ -207,17 +201,13 @@ impl Views {
 
     /// The nodes' own lines (each as it sees itself), of those that answered.
     pub fn selves(&self) -> Vec<&ClusterNode> {
-        (self.views.values())
-            .filter_map(|v| v.as_ref().ok())
-            .filter_map(View::myself)
-            .collect()
+        let answered = self.views.values().filter_map(|v| v.as_ref().ok());
+        answered.filter_map(View::myself).collect()
     }
 
     pub fn primaries(&self) -> Vec<&ClusterNode> {
-        self.selves()
-            .into_iter()
-            .filter(|n| n.is_primary())
-            .collect()
+        let selves = self.selves().into_iter();
+        selves.filter(|n| n.is_primary()).collect()
     }
 
     pub fn by_id(&self, id: &str) -> Option<&ClusterNode> {
@@ -262,11 +252,8 @@ impl Views {
             if !view.myself().is_some_and(ClusterNode::is_primary) {
                 continue;
             }
-            let map: Vec<Option<String>> = view
-                .slot_map()
-                .into_iter()
-                .map(|o| o.map(str::to_string))
-                .collect();
+            let map = view.slot_map().into_iter().map(|o| o.map(str::to_string));
+            let map: Vec<Option<String>> = map.collect();
             match &agreed {
                 None => agreed = Some((address.clone(), map)),
                 Some((first, seen)) => {

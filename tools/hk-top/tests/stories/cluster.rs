@@ -4,8 +4,8 @@
 
 use test_harness as common;
 
-use crate::support::hk_top_ok as hk_top;
-use common::{value, Cluster, Server, TRACK_EVERY_COMMAND};
+use crate::support::{hk_top_line, hk_top_ok as hk_top, json_ok, owner_map, slot_of};
+use common::{repeat, value, Cluster, Server, TRACK_EVERY_COMMAND};
 use serde_json::Value as Json;
 use std::collections::HashMap;
 
@@ -14,9 +14,7 @@ fn once_prints_the_hottest_keys_of_one_server() {
     let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     for (key, n) in [("cart:9", 6), ("user:1", 3)] {
-        for _ in 0..n {
-            value(&mut con, &["GET", key]);
-        }
+        repeat(&mut con, n, &["GET", key]);
     }
     // Two writes: a single one fades below one arrival at once and is not listed.
     value(&mut con, &["SET", "user:1", "x"]);
@@ -75,14 +73,8 @@ fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
     // looked at milliseconds later, the nodes would differ by when they
     // are asked; a second later, by no more than the counts do.
     std::thread::sleep(std::time::Duration::from_secs(2));
-    let parsed: Json = serde_json::from_str(&hk_top(&[
-        "--port",
-        &nodes[2].port.to_string(),
-        "--json",
-        "--count",
-        "10",
-    ]))
-    .unwrap();
+    let line = format!("--port {} --json --count 10", nodes[2].port);
+    let parsed = json_ok(&hk_top_line(&line, &[]));
     let keys = parsed["keys"].as_array().unwrap();
     let listed: Vec<&str> = keys.iter().map(|k| k["key"].as_str().unwrap()).collect();
     let expected: Vec<String> = (0..10).map(|i| format!("user:{i}")).collect();
@@ -98,13 +90,8 @@ fn a_cluster_shows_the_union_of_its_primaries_and_which_node_is_hot() {
     );
     assert_eq!(parsed["errors"].as_array().unwrap().len(), 0);
     // The same union as a table, from another node.
-    let table = hk_top(&[
-        "--port",
-        &nodes[0].port.to_string(),
-        "--once",
-        "--count",
-        "10",
-    ]);
+    let port = nodes[0].port.to_string();
+    let table = hk_top(&["--port", &port, "--once", "--count", "10"]);
     let rows: Vec<&str> = table.lines().skip(1).collect();
     assert_eq!(rows.len(), 10, "{table}");
     for (row, key) in rows.iter().zip(&expected) {
@@ -123,28 +110,15 @@ fn json_gives_each_nodes_tracked_load_and_each_keys_slot() {
     // Node 0 serves three times the traffic of each other node, most of
     // it on keys read too seldom to be listed; interleaved, so that every
     // node's rate runs over the same seconds.
-    let ranges = cluster.slot_ranges();
-    let mut admin = cluster.nodes[0].client();
+    let owners = owner_map(&cluster);
     let mut keys: Vec<Vec<String>> = vec![Vec::new(); 3];
     for i in 0.. {
         if keys.iter().all(|k| k.len() >= 300) {
             break;
         }
         let key = format!("k:{i}");
-        let slot: u16 = redis::cmd("CLUSTER")
-            .arg("KEYSLOT")
-            .arg(&key)
-            .query(&mut admin)
-            .unwrap();
-        let owner = ranges
-            .iter()
-            .find(|(_, r)| r.iter().any(|r| r.contains(&slot)))
-            .unwrap();
-        let n = cluster
-            .nodes
-            .iter()
-            .position(|s| s.address() == owner.0)
-            .unwrap();
+        let owner = &owners[slot_of(&key) as usize];
+        let n = (cluster.nodes.iter().position(|s| s.address() == *owner)).unwrap();
         keys[n].push(key);
     }
     let mut cons: Vec<_> = cluster.nodes.iter().map(|s| s.client()).collect();
@@ -162,12 +136,8 @@ fn json_gives_each_nodes_tracked_load_and_each_keys_slot() {
     // first counted access set the tracker's start to time 0, which turned
     // the warm-up correction off (with a 1-hour half-life, 300 reads then
     // read 0.06/s).
-    let parsed: Json = serde_json::from_str(&hk_top(&[
-        "--port",
-        &cluster.nodes[1].port.to_string(),
-        "--json",
-    ]))
-    .unwrap();
+    let line = format!("--port {} --json", cluster.nodes[1].port);
+    let parsed = json_ok(&hk_top_line(&line, &[]));
     let nodes = parsed["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 3, "{parsed}");
     let share_of = |address: &str| {
@@ -177,11 +147,8 @@ fn json_gives_each_nodes_tracked_load_and_each_keys_slot() {
         assert!(node["writes_per_second"].as_f64().unwrap() > 0.0, "{node}");
         node["share"].as_f64().unwrap()
     };
-    let shares: Vec<f64> = cluster
-        .nodes
-        .iter()
-        .map(|n| share_of(&n.address()))
-        .collect();
+    let shares = cluster.nodes.iter().map(|n| share_of(&n.address()));
+    let shares: Vec<f64> = shares.collect();
     assert!(
         (shares.iter().sum::<f64>() - 1.0).abs() < 1e-9,
         "{shares:?}"

@@ -9,7 +9,8 @@
 
 use test_harness as common;
 
-use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};
+use crate::support::get_n;
+use common::{config_set, value, Cluster, Server, TRACK_EVERY_COMMAND};
 use std::path::PathBuf;
 use std::process::Command;
 use std::thread::sleep;
@@ -50,17 +51,9 @@ impl Terminal {
             socket: dir.path().join("tmux.sock"),
             dir,
         };
-        terminal.tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            "hk",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            &format!("sh {}", script_path.display()),
-        ]);
+        let (w, h) = (width.to_string(), height.to_string());
+        let shell = format!("sh {}", script_path.display());
+        terminal.tmux(&["new-session", "-d", "-s", "hk", "-x", &w, "-y", &h, &shell]);
         terminal
     }
 
@@ -75,11 +68,8 @@ impl Terminal {
             .env_remove("TMUX")
             .output()
             .expect("tmux (make testdeps installs it)");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "tmux {args:?}: {said}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -132,15 +122,8 @@ impl Terminal {
     }
 
     fn resize(&self, width: u16, height: u16) {
-        self.tmux(&[
-            "resize-window",
-            "-t",
-            "hk",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-        ]);
+        let (w, h) = (width.to_string(), height.to_string());
+        self.tmux(&["resize-window", "-t", "hk", "-x", &w, "-y", &h]);
     }
 
     /// hk-top's process: the pane's shell's child.
@@ -220,13 +203,6 @@ impl Drop for Terminal {
     }
 }
 
-/// `n` reads of `key`.
-fn read(con: &mut redis::Connection, key: &[u8], n: usize) {
-    for _ in 0..n {
-        run::<Option<Vec<u8>>>(con, &[b"GET", key]).unwrap();
-    }
-}
-
 fn long_key(i: usize) -> String {
     format!("some:much:longer:key:name:for:user:{i:012}")
 }
@@ -239,6 +215,12 @@ fn table_rows(screen: &str) -> Vec<&str> {
         .skip(1)
         .filter(|l| !l.trim().is_empty() && !l.starts_with(" q quit"))
         .collect()
+}
+
+/// The line of a screen that starts with `start` (or a panic with the screen).
+fn line_of<'a>(screen: &'a str, start: &str) -> &'a str {
+    (screen.lines().find(|l| l.starts_with(start)))
+        .unwrap_or_else(|| panic!("no line starts with {start}:\n{screen}"))
 }
 
 /// `HK.HOTKEYS` commands the server has answered.
@@ -256,12 +238,12 @@ fn busy_server() -> Server {
     let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     for i in 1..=5 {
-        read(&mut con, long_key(i).as_bytes(), 4 * (6 - i));
+        get_n(&mut con, long_key(i).as_bytes(), 4 * (6 - i));
     }
     for n in 0..30 {
         value(&mut con, &["SET", "counter:hot", &n.to_string()]);
     }
-    read(&mut con, b"bin:\xff\xfe", 10);
+    get_n(&mut con, b"bin:\xff\xfe", 10);
     server
 }
 
@@ -284,10 +266,7 @@ fn an_operator_sorts_filters_reads_details_pauses_and_quits() {
     filtered_then_a_key_in_detail(&t, &address);
     t.keys(&["Tab"]);
     let screen = t.wait_for_text("SHARE");
-    let node_row = screen
-        .lines()
-        .find(|l| l.starts_with(&address))
-        .expect(&screen);
+    let node_row = line_of(&screen, &address);
     assert!(
         node_row.contains("primary") && node_row.contains("100.0%"),
         "{screen}"
@@ -338,17 +317,15 @@ fn at_80_columns_rows_are_distinct_and_addresses_whole(t: &Terminal, address: &s
 fn sorted_by_writes_then_reads(t: &Terminal) {
     t.type_text("<");
     let screen = t.wait_for_text("WRITES/S▼");
-    assert!(
-        table_rows(&screen)[0].starts_with("counter:hot"),
-        "{screen}"
-    );
+    let rows = table_rows(&screen);
+    assert!(rows[0].starts_with("counter:hot"), "{screen}");
     t.type_text("<");
     let screen = t.wait_for_text("READS/S▼");
-    assert!(table_rows(&screen)[0].ends_with_key(1), "{screen}");
-    assert!(
-        table_rows(&screen)[6].starts_with("counter:hot"),
-        "{screen}"
-    );
+    let rows = table_rows(&screen);
+    // Long key 1's row: its first cell ends like the key.
+    let first_cell = rows[0].split(' ').next().unwrap();
+    assert!(first_cell.ends_with("000000000001"), "{screen}");
+    assert!(rows[6].starts_with("counter:hot"), "{screen}");
 }
 
 fn filtered_then_a_key_in_detail(t: &Terminal, address: &str) {
@@ -374,7 +351,7 @@ fn paused_the_view_stays_until_resumed(t: &Terminal, server: &Server) {
     let mut con = server.client();
     t.keys(&["Space"]);
     t.wait_for_text("PAUSED");
-    read(&mut con, b"late:key", 50);
+    get_n(&mut con, b"late:key", 50);
     // Two whole polls after the key was read (each asks READS, WRITES and
     // MISSES, which a server not counting misses refuses: still a call).
     let asked = hotkeys_calls(&mut con);
@@ -391,20 +368,6 @@ fn paused_the_view_stays_until_resumed(t: &Terminal, server: &Server) {
     assert!(!screen.contains("PAUSED"), "{screen}");
 }
 
-trait EndsWithKey {
-    fn ends_with_key(&self, i: usize) -> bool;
-}
-
-impl EndsWithKey for &str {
-    /// Is this the row of long key `i` (its first cell ends like it)?
-    fn ends_with_key(&self, i: usize) -> bool {
-        self.split(' ')
-            .next()
-            .unwrap_or("")
-            .ends_with(&format!("{i:012}"))
-    }
-}
-
 #[test]
 fn hot_misses_join_the_view_once_the_server_counts_them() {
     let server = busy_server();
@@ -417,11 +380,8 @@ fn hot_misses_join_the_view_once_the_server_counts_them() {
         "{screen}"
     );
     let mut con = server.client();
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.track-misses", "yes"],
-    );
-    read(&mut con, b"absent:user:404", 50);
+    config_set(&mut con, "heavykeeper.track-misses", "yes");
+    get_n(&mut con, b"absent:user:404", 50);
     let screen = t.wait_for("the misses column", |s| {
         s.contains("MISSES/S") && s.contains("absent:user:404")
     });
@@ -482,10 +442,7 @@ fn a_server_gone_is_shown_as_not_answering_then_q_leaves_clean() {
     assert!(screen.contains("no hot keys:"), "{screen}");
     t.keys(&["Tab"]);
     let screen = t.wait_for_text("NOT ANSWERING");
-    let row = screen
-        .lines()
-        .find(|l| l.starts_with(&address))
-        .expect(&screen);
+    let row = line_of(&screen, &address);
     assert!(row.contains("NOT ANSWERING"), "{screen}");
     assert!(
         screen.contains(&format!("{address}: ")),
@@ -501,10 +458,10 @@ fn a_cluster_shows_its_balance_slots_and_a_node_that_stops() {
     for i in 0..30 {
         let key = format!("user:{i}");
         let mut con = cluster.owner_of(&key).client();
-        read(&mut con, key.as_bytes(), 40 - i);
+        get_n(&mut con, key.as_bytes(), 40 - i);
     }
     let key = "{tenant7}:cart";
-    read(&mut cluster.owner_of(key).client(), key.as_bytes(), 60);
+    get_n(&mut cluster.owner_of(key).client(), key.as_bytes(), 60);
     let slot: u16 = redis::cmd("CLUSTER")
         .arg("KEYSLOT")
         .arg(key)
@@ -518,10 +475,7 @@ fn a_cluster_shows_its_balance_slots_and_a_node_that_stops() {
     let screen = t.wait_for_text("SHARE");
     let mut total = 0.0;
     for node in &cluster.nodes {
-        let row = screen
-            .lines()
-            .find(|l| l.starts_with(&node.address()))
-            .unwrap_or_else(|| panic!("{} missing:\n{screen}", node.address()));
+        let row = line_of(&screen, &node.address());
         let percent = row.trim_end().rsplit(' ').next().unwrap();
         total += percent.trim_end_matches('%').parse::<f64>().expect(row);
     }
@@ -536,10 +490,7 @@ fn a_cluster_shows_its_balance_slots_and_a_node_that_stops() {
     t.wait_for_text("3 nodes, 1 not answering");
     t.keys(&["Tab"]);
     let screen = t.wait_for_text("NOT ANSWERING");
-    let row = screen
-        .lines()
-        .find(|l| l.starts_with(&gone))
-        .expect(&screen);
+    let row = line_of(&screen, &gone);
     assert!(row.contains("NOT ANSWERING"), "{screen}");
     t.type_text("q");
     t.assert_restored(0);

@@ -77,12 +77,8 @@ fn fill(nodes: &[Server]) {
     for i in 0..KEYS {
         let key = format!("tenant:{}:k{i}", i % 50);
         let slot = hash_slot(key.as_bytes());
-        let at = ranges
-            .iter()
-            .find(|r| r.0 <= slot && slot <= r.1)
-            .unwrap()
-            .2;
-        let pipe = &mut pipes[at];
+        let range = ranges.iter().find(|r| r.0 <= slot && slot <= r.1);
+        let pipe = &mut pipes[range.unwrap().2];
         // Twice or more each: a key seen once is listed by no tracker.
         for _ in 0..2 {
             pipe.cmd("SET").arg(&key).arg(i).ignore();

@@ -64,19 +64,16 @@ fn check_bounds(scrape: &[Sample]) -> BTreeMap<String, usize> {
 /// name that does not exist (a miss). Pipelined to the node serving it.
 fn send_wave(wave: usize, owners: &[String], cons: &mut HashMap<String, redis::Connection>) {
     let mut pipes: HashMap<&str, redis::Pipeline> = HashMap::new();
+    let owner = |key: &str| owners[slot_of(key) as usize].as_str();
     for i in 0..PER_WAVE {
         let key = format!("w{wave}:t{}:k{i}", i % 20);
-        let pipe = pipes
-            .entry(owners[slot_of(&key) as usize].as_str())
-            .or_insert_with(redis::pipe);
+        let pipe = pipes.entry(owner(&key)).or_insert_with(redis::pipe);
         pipe.cmd("SET").arg(&key).arg(i).ignore();
         pipe.cmd("GET").arg(&key).ignore();
         pipe.cmd("GET").arg(&key).ignore();
         if i % 4 == 0 {
             let missing = format!("w{wave}:t{}:gone{i}", i % 20);
-            let pipe = pipes
-                .entry(owners[slot_of(&missing) as usize].as_str())
-                .or_insert_with(redis::pipe);
+            let pipe = pipes.entry(owner(&missing)).or_insert_with(redis::pipe);
             pipe.cmd("GET").arg(&missing).ignore();
         }
     }
@@ -160,11 +157,8 @@ fn series_stay_within_count_and_keys_that_left_the_lists_leave_prometheus() {
     let then = prometheus.query(&format!("count(last_over_time({first}[10m]))"));
     assert!(!then.is_empty(), "the first waves were never scraped");
     assert!(sample_value(&then[0]) > 0.0, "{then:?}");
-    assert!(
-        prometheus.query(first).is_empty(),
-        "{:?}",
-        prometheus.query(first)
-    );
+    let left = prometheus.query(first);
+    assert!(left.is_empty(), "{left:?}");
     let now = exporter.metrics();
     assert!(
         (0..5).all(|w| !now.contains(&format!("key=\"w{w}:"))),
@@ -173,12 +167,8 @@ fn series_stay_within_count_and_keys_that_left_the_lists_leave_prometheus() {
     // Every hot key series now belongs to the last waves.
     for series in prometheus.query(r#"{__name__=~"heavykeeper_hotkey_.+"}"#) {
         let key = series["metric"]["key"].as_str().unwrap_or_default();
-        let wave: usize = key
-            .trim_start_matches('w')
-            .split(':')
-            .next()
-            .and_then(|w| w.parse().ok())
-            .unwrap_or(0);
+        let wave = key.trim_start_matches('w').split(':').next();
+        let wave: usize = wave.and_then(|w| w.parse().ok()).unwrap_or(0);
         assert!(wave + 5 >= WAVES, "{key} still listed");
     }
     // Hot slots came and went too.

@@ -6,9 +6,8 @@
 
 use test_harness as common;
 
-use crate::support::{hk_top, hk_top_ok};
-use base64::Engine;
-use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};
+use crate::support::{hk_top, hk_top_ok, key_bytes, text};
+use common::{repeat, run, Cluster, Server, TRACK_EVERY_COMMAND};
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 use std::os::unix::ffi::OsStrExt;
@@ -21,23 +20,10 @@ fn listed(args: &[&[u8]]) -> Vec<Vec<u8>> {
         .args(["--json", "--count", "1000"])
         .output()
         .expect("run hk-top");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", text(&out));
     let parsed: Json = serde_json::from_slice(&out.stdout).expect("JSON");
-    parsed["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| match k["key"].as_str() {
-            Some(text) => text.as_bytes().to_vec(),
-            None => base64::engine::general_purpose::STANDARD
-                .decode(k["key_base64"].as_str().unwrap())
-                .unwrap(),
-        })
-        .collect()
+    let keys = parsed["keys"].as_array().unwrap();
+    keys.iter().map(key_bytes).collect()
 }
 
 /// Every key `SCAN 0 MATCH pattern` finds, following the cursor.
@@ -163,12 +149,8 @@ fn db_node_and_sort_narrow_and_order_once() {
     let keys = ["{a}:k", "{b}:k", "{c}:k"];
     for (i, key) in keys.iter().enumerate() {
         let mut con = cluster.owner_of(key).client();
-        for _ in 0..(3 + 3 * i) {
-            value(&mut con, &["GET", key]);
-        }
-        for _ in 0..(9 - 3 * i) {
-            value(&mut con, &["SET", key, "v"]);
-        }
+        repeat(&mut con, 3 + 3 * i, &["GET", key]);
+        repeat(&mut con, 9 - 3 * i, &["SET", key, "v"]);
     }
     let port = cluster.nodes[0].port.to_string();
     let p = port.as_bytes();

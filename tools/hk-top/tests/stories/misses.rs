@@ -7,20 +7,16 @@
 
 use test_harness as common;
 
+use crate::support::{get_n, key_bytes, track_misses};
 use base64::Engine;
-use common::{run, value, Cluster, Server, TRACK_EVERY_COMMAND};
+use common::{config_set, value, Cluster, Server, TRACK_EVERY_COMMAND};
 use redis::Value;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
-use std::process::Output;
-
-fn hk_top(args: &[&str]) -> Output {
-    crate::support::hk_top(args, &[])
-}
 
 /// stdout of a run that succeeded with nothing on stderr.
 fn quiet_success(args: &[&str]) -> String {
-    let out = hk_top(args);
+    let out = crate::support::hk_top(args, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success() && stderr.is_empty(),
@@ -35,16 +31,6 @@ fn json(args: &[&str]) -> Json {
     serde_json::from_str(&quiet_success(&all)).expect("JSON")
 }
 
-/// A key row's name, as bytes.
-fn key_of(row: &Json) -> Vec<u8> {
-    match row["key"].as_str() {
-        Some(text) => text.as_bytes().to_vec(),
-        None => base64::engine::general_purpose::STANDARD
-            .decode(row["key_base64"].as_str().unwrap())
-            .unwrap(),
-    }
-}
-
 fn rows(parsed: &Json) -> &Vec<Json> {
     parsed["keys"].as_array().expect("a keys array")
 }
@@ -52,15 +38,8 @@ fn rows(parsed: &Json) -> &Vec<Json> {
 fn row_of<'a>(parsed: &'a Json, key: &[u8]) -> &'a Json {
     rows(parsed)
         .iter()
-        .find(|r| key_of(r) == key)
+        .find(|r| key_bytes(r) == key)
         .unwrap_or_else(|| panic!("{} not listed: {parsed}", String::from_utf8_lossy(key)))
-}
-
-/// `n` reads of `key`.
-fn get(con: &mut redis::Connection, key: &[u8], n: usize) {
-    for _ in 0..n {
-        run::<Option<Vec<u8>>>(con, &[b"GET", key]).unwrap();
-    }
 }
 
 /// The keys the server itself lists as hot misses.
@@ -83,27 +62,21 @@ fn misses_column(line: &str) -> &str {
 const MISSED: &[u8] = b"user:404";
 const MISSED_BINARY: &[u8] = b"gone:\xff\x00";
 
-fn misses_on() -> Vec<&'static str> {
-    [TRACK_EVERY_COMMAND, &["track-misses", "yes"]].concat()
-}
-
 #[test]
 fn once_and_json_show_the_keys_read_while_missing() {
-    let server = Server::start_configured(&misses_on(), &[]);
+    let server = Server::start_configured(&track_misses("3600"), &[]);
     let mut con = server.client();
     value(&mut con, &["SET", "present", "v"]);
-    get(&mut con, b"present", 60);
-    get(&mut con, MISSED, 30);
-    get(&mut con, MISSED_BINARY, 10);
+    get_n(&mut con, b"present", 60);
+    get_n(&mut con, MISSED, 30);
+    get_n(&mut con, MISSED_BINARY, 10);
     let port = server.port.to_string();
     let parsed = json(&["-p", &port]);
     assert!(parsed["errors"].as_array().unwrap().is_empty(), "{parsed}");
     // What the server lists as misses is what carries a misses figure.
-    let missed: BTreeSet<Vec<u8>> = rows(&parsed)
-        .iter()
-        .filter(|r| r["misses_per_second"].as_f64().unwrap() > 0.0)
-        .map(key_of)
-        .collect();
+    let missing = |r: &&Json| r["misses_per_second"].as_f64().unwrap() > 0.0;
+    let missed = rows(&parsed).iter().filter(missing);
+    let missed: BTreeSet<Vec<u8>> = missed.map(key_bytes).collect();
     assert_eq!(missed, server_misses(&mut con));
     assert_eq!(
         missed,
@@ -120,7 +93,7 @@ fn once_and_json_show_the_keys_read_while_missing() {
     );
     // Sorted by misses: the most missed first, then the other miss.
     let by_misses = json(&["-p", &port, "--sort", "misses", "--count", "2"]);
-    let order: Vec<Vec<u8>> = rows(&by_misses).iter().map(key_of).collect();
+    let order: Vec<Vec<u8>> = rows(&by_misses).iter().map(key_bytes).collect();
     assert_eq!(order, [MISSED.to_vec(), MISSED_BINARY.to_vec()]);
     // The table: a MISSES/S column, the binary key escaped.
     let table = quiet_success(&["-p", &port, "--once", "--sort", "misses"]);
@@ -141,7 +114,7 @@ fn once_and_json_show_the_keys_read_while_missing() {
 fn a_server_not_counting_misses_has_none_and_says_nothing() {
     let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
-    get(&mut con, MISSED, 20);
+    get_n(&mut con, MISSED, 20);
     let port = server.port.to_string();
     let table = quiet_success(&["-p", &port, "--once"]);
     assert!(!table.contains("MISSES"), "{table}");
@@ -155,11 +128,8 @@ fn a_server_not_counting_misses_has_none_and_says_nothing() {
     let user = row_of(&parsed, MISSED);
     assert!(user.get("misses_per_second").is_none(), "{user}");
     // Turned on while running: the next snapshot has them.
-    value(
-        &mut con,
-        &["CONFIG", "SET", "heavykeeper.track-misses", "yes"],
-    );
-    get(&mut con, MISSED, 20);
+    config_set(&mut con, "heavykeeper.track-misses", "yes");
+    get_n(&mut con, MISSED, 20);
     let parsed = json(&["-p", &port]);
     let user = row_of(&parsed, MISSED);
     assert!(user["misses_per_second"].as_f64().unwrap() > 0.0, "{user}");
@@ -170,22 +140,16 @@ fn a_server_not_counting_misses_has_none_and_says_nothing() {
 fn in_a_cluster_misses_show_where_their_node_counts_them() {
     let cluster = Cluster::start(TRACK_EVERY_COMMAND);
     let counting = cluster.owner_of("{a}:gone");
-    value(
-        &mut counting.client(),
-        &["CONFIG", "SET", "heavykeeper.track-misses", "yes"],
-    );
+    config_set(&mut counting.client(), "heavykeeper.track-misses", "yes");
     // A missing key on the node that counts misses, one on another node.
-    get(&mut counting.client(), b"{a}:gone", 20);
-    let other = cluster
-        .nodes
-        .iter()
-        .find(|n| n.port != counting.port)
-        .unwrap();
+    get_n(&mut counting.client(), b"{a}:gone", 20);
+    let elsewhere_node = |n: &&Server| n.port != counting.port;
+    let other = cluster.nodes.iter().find(elsewhere_node).unwrap();
     let elsewhere = (0..)
         .map(|i| format!("{{x{i}}}:gone"))
         .find(|k| cluster.owner_of(k).port == other.port)
         .unwrap();
-    get(&mut other.client(), elsewhere.as_bytes(), 20);
+    get_n(&mut other.client(), elsewhere.as_bytes(), 20);
     let port = cluster.nodes[0].port.to_string();
     let parsed = json(&["-p", &port]);
     assert!(parsed["errors"].as_array().unwrap().is_empty(), "{parsed}");

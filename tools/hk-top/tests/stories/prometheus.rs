@@ -9,165 +9,66 @@
 use test_harness as common;
 
 use crate::promkit::{sample_value, Exporter, Prometheus};
+use crate::support::track_misses;
 use base64::Engine;
-use common::{free_port, run, value, wait_until, Server, TRACK_EVERY_COMMAND};
+use common::{free_port, repeat, run, value, wait_until, Server};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 /// Each number `INFO heavykeeper` gives, and the series Prometheus holds
 /// it as: every field the server has, none it no longer has
 /// (`tracker_commands_sampled` went). Percentages of a core are ratios,
-/// milliseconds seconds.
-const INFO_SERIES: &[(&str, &str)] = &[
-    ("sketches", "heavykeeper_sketches"),
-    ("sketch_memory_bytes", "heavykeeper_sketch_memory_bytes"),
-    ("arrivals_counted", "heavykeeper_arrivals_counted_total"),
-    (
-        "commands_refused_by_limits",
-        "heavykeeper_commands_refused_by_limits_total",
-    ),
-    ("panics_contained", "heavykeeper_panics_contained_total"),
-    ("tracker_enabled", "heavykeeper_tracker_enabled"),
-    ("tracker_k", "heavykeeper_tracker_k"),
-    (
-        "tracker_halflife_seconds",
-        "heavykeeper_tracker_halflife_seconds",
-    ),
-    ("tracker_sample", "heavykeeper_tracker_sample"),
-    (
-        "tracker_share_counted",
-        "heavykeeper_tracker_share_counted_ratio",
-    ),
-    ("tracker_cpu_percent", "heavykeeper_tracker_cpu_ratio"),
-    (
-        "tracker_cpu_main_percent",
-        "heavykeeper_tracker_cpu_main_ratio",
-    ),
-    (
-        "tracker_cpu_worker_percent",
-        "heavykeeper_tracker_cpu_worker_ratio",
-    ),
-    (
-        "tracker_cpu_percent_counting_all",
-        "heavykeeper_tracker_cpu_counting_all_ratio",
-    ),
-    (
-        "tracker_cpu_budget_percent",
-        "heavykeeper_tracker_cpu_budget_ratio",
-    ),
-    (
-        "tracker_cpu_seconds",
-        "heavykeeper_tracker_cpu_seconds_total",
-    ),
-    (
-        "tracker_cpu_seconds_main",
-        "heavykeeper_tracker_cpu_main_seconds_total",
-    ),
-    (
-        "tracker_cpu_seconds_worker",
-        "heavykeeper_tracker_cpu_worker_seconds_total",
-    ),
-    (
-        "tracker_reads_per_second",
-        "heavykeeper_tracker_reads_per_second",
-    ),
-    (
-        "tracker_writes_per_second",
-        "heavykeeper_tracker_writes_per_second",
-    ),
-    (
-        "tracker_reads_per_second_low",
-        "heavykeeper_tracker_reads_per_second_low",
-    ),
-    (
-        "tracker_reads_per_second_high",
-        "heavykeeper_tracker_reads_per_second_high",
-    ),
-    (
-        "tracker_writes_per_second_low",
-        "heavykeeper_tracker_writes_per_second_low",
-    ),
-    (
-        "tracker_writes_per_second_high",
-        "heavykeeper_tracker_writes_per_second_high",
-    ),
-    (
-        "tracker_accesses_kept_share",
-        "heavykeeper_tracker_accesses_kept_ratio",
-    ),
-    (
-        "tracker_cluster_slots_served",
-        "heavykeeper_tracker_cluster_slots_served",
-    ),
-    (
-        "tracker_worker_thinned_seconds",
-        "heavykeeper_tracker_worker_thinned_seconds_total",
-    ),
-    (
-        "tracker_seconds_counted",
-        "heavykeeper_tracker_counted_seconds_total",
-    ),
-    ("tracker_memory_bytes", "heavykeeper_tracker_memory_bytes"),
-    ("tracker_client_rows", "heavykeeper_tracker_client_rows"),
-    (
-        "tracker_client_rows_memory_bytes",
-        "heavykeeper_tracker_client_rows_memory_bytes",
-    ),
-    (
-        "tracker_keys_counted",
-        "heavykeeper_tracker_keys_counted_total",
-    ),
-    (
-        "tracker_commands_seen",
-        "heavykeeper_tracker_commands_seen_total",
-    ),
-    (
-        "tracker_commands_redirected",
-        "heavykeeper_tracker_commands_redirected_total",
-    ),
-    (
-        "tracker_accesses_dropped",
-        "heavykeeper_tracker_accesses_dropped_total",
-    ),
-    ("tracker_misses", "heavykeeper_tracker_misses_enabled"),
-    (
-        "tracker_misses_seen",
-        "heavykeeper_tracker_misses_seen_total",
-    ),
-    (
-        "tracker_unauthenticated_dropped",
-        "heavykeeper_tracker_unauthenticated_dropped_total",
-    ),
-    (
-        "tracker_auth_checks",
-        "heavykeeper_tracker_auth_checks_total",
-    ),
-    (
-        "tracker_auth_refused",
-        "heavykeeper_tracker_auth_refused_total",
-    ),
-    ("tracker_slots", "heavykeeper_tracker_slots_total"),
-    (
-        "tracker_slots_counted",
-        "heavykeeper_tracker_slots_counted_total",
-    ),
-    (
-        "tracker_uncounted_slot_mean_ms",
-        "heavykeeper_tracker_uncounted_slot_mean_seconds",
-    ),
-    (
-        "tracker_counted_slot_mean_ms",
-        "heavykeeper_tracker_counted_slot_mean_seconds",
-    ),
-    (
-        "tracker_slots_discarded",
-        "heavykeeper_tracker_slots_discarded_total",
-    ),
-    ("watched_keys", "heavykeeper_watched_keys"),
-    ("watched_keys_timed", "heavykeeper_watched_keys_timed"),
-    ("events_published", "heavykeeper_events_published_total"),
-    ("events_dropped", "heavykeeper_events_dropped_total"),
-];
+/// milliseconds seconds. One pair a line: the field, its series.
+const INFO_SERIES: &str = "\
+sketches heavykeeper_sketches
+sketch_memory_bytes heavykeeper_sketch_memory_bytes
+arrivals_counted heavykeeper_arrivals_counted_total
+commands_refused_by_limits heavykeeper_commands_refused_by_limits_total
+panics_contained heavykeeper_panics_contained_total
+tracker_enabled heavykeeper_tracker_enabled
+tracker_k heavykeeper_tracker_k
+tracker_halflife_seconds heavykeeper_tracker_halflife_seconds
+tracker_sample heavykeeper_tracker_sample
+tracker_share_counted heavykeeper_tracker_share_counted_ratio
+tracker_cpu_percent heavykeeper_tracker_cpu_ratio
+tracker_cpu_main_percent heavykeeper_tracker_cpu_main_ratio
+tracker_cpu_worker_percent heavykeeper_tracker_cpu_worker_ratio
+tracker_cpu_percent_counting_all heavykeeper_tracker_cpu_counting_all_ratio
+tracker_cpu_budget_percent heavykeeper_tracker_cpu_budget_ratio
+tracker_cpu_seconds heavykeeper_tracker_cpu_seconds_total
+tracker_cpu_seconds_main heavykeeper_tracker_cpu_main_seconds_total
+tracker_cpu_seconds_worker heavykeeper_tracker_cpu_worker_seconds_total
+tracker_reads_per_second heavykeeper_tracker_reads_per_second
+tracker_writes_per_second heavykeeper_tracker_writes_per_second
+tracker_reads_per_second_low heavykeeper_tracker_reads_per_second_low
+tracker_reads_per_second_high heavykeeper_tracker_reads_per_second_high
+tracker_writes_per_second_low heavykeeper_tracker_writes_per_second_low
+tracker_writes_per_second_high heavykeeper_tracker_writes_per_second_high
+tracker_accesses_kept_share heavykeeper_tracker_accesses_kept_ratio
+tracker_cluster_slots_served heavykeeper_tracker_cluster_slots_served
+tracker_worker_thinned_seconds heavykeeper_tracker_worker_thinned_seconds_total
+tracker_seconds_counted heavykeeper_tracker_counted_seconds_total
+tracker_memory_bytes heavykeeper_tracker_memory_bytes
+tracker_client_rows heavykeeper_tracker_client_rows
+tracker_client_rows_memory_bytes heavykeeper_tracker_client_rows_memory_bytes
+tracker_keys_counted heavykeeper_tracker_keys_counted_total
+tracker_commands_seen heavykeeper_tracker_commands_seen_total
+tracker_commands_redirected heavykeeper_tracker_commands_redirected_total
+tracker_accesses_dropped heavykeeper_tracker_accesses_dropped_total
+tracker_misses heavykeeper_tracker_misses_enabled
+tracker_misses_seen heavykeeper_tracker_misses_seen_total
+tracker_unauthenticated_dropped heavykeeper_tracker_unauthenticated_dropped_total
+tracker_auth_checks heavykeeper_tracker_auth_checks_total
+tracker_auth_refused heavykeeper_tracker_auth_refused_total
+tracker_slots heavykeeper_tracker_slots_total
+tracker_slots_counted heavykeeper_tracker_slots_counted_total
+tracker_uncounted_slot_mean_ms heavykeeper_tracker_uncounted_slot_mean_seconds
+tracker_counted_slot_mean_ms heavykeeper_tracker_counted_slot_mean_seconds
+tracker_slots_discarded heavykeeper_tracker_slots_discarded_total
+watched_keys heavykeeper_watched_keys
+watched_keys_timed heavykeeper_watched_keys_timed
+events_published heavykeeper_events_published_total
+events_dropped heavykeeper_events_dropped_total";
 
 /// `INFO heavykeeper`'s fields (without the prefix) and their values.
 fn info_fields(con: &mut redis::Connection) -> Vec<(String, String)> {
@@ -186,32 +87,21 @@ const MISSED_BINARY: &[u8] = b"gone:\xff";
 /// What the exporter serves for hot misses and the text INFO field,
 /// straight from it.
 fn misses_and_auth_check_in_the_text(metrics: &str, node: &str) {
-    assert!(
-        metrics.contains("# TYPE heavykeeper_hotkey_misses_per_second gauge"),
-        "{metrics}"
-    );
-    let escaped = format!(
-        "heavykeeper_hotkey_misses_per_second{{node=\"{node}\",db=\"0\",key=\"miss:\\\"q\\\"\"}}"
-    );
-    assert!(metrics.contains(&escaped), "{escaped} in {metrics}");
     let binary = base64::engine::general_purpose::STANDARD.encode(MISSED_BINARY);
-    assert!(
-        metrics.contains(&format!(
-            "heavykeeper_hotkey_misses_per_second{{node=\"{node}\",db=\"0\",key_base64=\"{binary}\"}}"
-        )),
-        "{metrics}"
-    );
+    let series = format!("heavykeeper_hotkey_misses_per_second{{node=\"{node}\",db=\"0\",key");
+    for line in [
+        "# TYPE heavykeeper_hotkey_misses_per_second gauge".to_string(),
+        format!("{series}=\"miss:\\\"q\\\"\"}}"),
+        format!("{series}_base64=\"{binary}\"}}"),
+        format!("heavykeeper_tracker_auth_check_info{{node=\"{node}\",check=\"none-needed\"}} 1"),
+    ] {
+        assert!(metrics.contains(&line), "{line} in {metrics}");
+    }
     // A key that exists is never a miss.
     assert!(
         !metrics
             .lines()
             .any(|l| l.starts_with("heavykeeper_hotkey_misses") && l.contains("product:1")),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains(&format!(
-            "heavykeeper_tracker_auth_check_info{{node=\"{node}\",check=\"none-needed\"}} 1"
-        )),
         "{metrics}"
     );
     assert!(!metrics.contains("commands_sampled"), "{metrics}");
@@ -224,25 +114,22 @@ fn every_info_field_through_prometheus(
     node: &str,
 ) {
     let info = info_fields(con);
-    let numeric: BTreeSet<&str> = info
-        .iter()
-        .filter(|(_, v)| v.parse::<f64>().is_ok())
-        .map(|(f, _)| f.as_str())
+    let numbers = info.iter().filter(|(_, v)| v.parse::<f64>().is_ok());
+    let numeric: BTreeSet<&str> = numbers.map(|(f, _)| f.as_str()).collect();
+    let pairs: Vec<(&str, &str)> = (INFO_SERIES.lines())
+        .map(|l| l.split_once(' ').unwrap())
         .collect();
-    let mapped: BTreeSet<&str> = INFO_SERIES.iter().map(|(f, _)| *f).collect();
+    let mapped: BTreeSet<&str> = pairs.iter().map(|(f, _)| *f).collect();
     assert_eq!(numeric, mapped, "the server's INFO and the mapping differ");
-    for (field, series) in INFO_SERIES {
+    for (field, series) in pairs {
         let found = prometheus.query(&format!("{series}{{node=\"{node}\"}}"));
         assert_eq!(found.len(), 1, "{field} as {series}: {found:?}");
     }
     let one = |series: &str| sample_value(&prometheus.query(series)[0]);
     assert_eq!(one("heavykeeper_tracker_halflife_seconds"), 3600.0);
     assert_eq!(one("heavykeeper_tracker_misses_enabled"), 1.0);
-    let budget: f64 = info
-        .iter()
-        .find(|(f, _)| f == "tracker_cpu_budget_percent")
-        .map(|(_, v)| v.parse().unwrap())
-        .unwrap();
+    let budget = info.iter().find(|(f, _)| f == "tracker_cpu_budget_percent");
+    let budget: f64 = budget.unwrap().1.parse().unwrap();
     assert_eq!(one("heavykeeper_tracker_cpu_budget_ratio"), budget / 100.0);
     assert!(one("heavykeeper_tracker_misses_seen_total") >= 30.0);
     let check = prometheus.query("heavykeeper_tracker_auth_check_info");
@@ -255,8 +142,7 @@ fn every_info_field_through_prometheus(
 
 #[test]
 fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
-    let misses_on = [TRACK_EVERY_COMMAND, &["track-misses", "yes"]].concat();
-    let server = Server::start_configured(&misses_on, &[]);
+    let server = Server::start_configured(&track_misses("3600"), &[]);
     let node = server.address();
     let mut con = server.client();
     let live = Exporter::start(server.port, &["--count", "5"]);
@@ -265,9 +151,7 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
     // What Prometheus will read, straight from the exporter: a key that
     // exists, read often.
     value(&mut con, &["SET", "product:1", "p"]);
-    for _ in 0..50 {
-        value(&mut con, &["GET", "product:1"]);
-    }
+    repeat(&mut con, 50, &["GET", "product:1"]);
     value(&mut con, &["SET", "cart:\"quoted\"\n", "x"]);
     value(&mut con, &["SET", "cart:\"quoted\"\n", "y"]);
     for i in 0..20 {
@@ -278,24 +162,16 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
     }
     let metrics = live.metrics();
     misses_and_auth_check_in_the_text(&metrics, &node);
-    assert!(
-        metrics.contains("# TYPE heavykeeper_hotkey_reads_per_second gauge"),
-        "{metrics}"
-    );
-    assert!(metrics.contains("key=\"product:1\""), "{metrics}");
-    // Label values are escaped as the format says.
-    assert!(
-        metrics.contains("key=\"cart:\\\"quoted\\\"\\n\""),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("heavykeeper_tracker_memory_bytes{"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("heavykeeper_tracker_commands_seen_total{"),
-        "{metrics}"
-    );
+    for line in [
+        "# TYPE heavykeeper_hotkey_reads_per_second gauge",
+        "key=\"product:1\"",
+        // Label values are escaped as the format says.
+        "key=\"cart:\\\"quoted\\\"\\n\"",
+        "heavykeeper_tracker_memory_bytes{",
+        "heavykeeper_tracker_commands_seen_total{",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
     assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
 
     let prometheus = Prometheus::start(&[live.port, dead.port], None);

@@ -5,46 +5,29 @@
 
 use test_harness as common;
 
-use common::{free_port, value, Server, TRACK_EVERY_COMMAND};
+use crate::support::{hk_top as hk_top_output, hk_top_ok};
+use common::{cli, config_set, free_port, repeat, words, Server, TRACK_EVERY_COMMAND};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn hk_top_output(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hk-top"));
-    cmd.args(args).env_remove("REDISCLI_AUTH");
-    for (name, value) in env {
-        cmd.env(name, value);
-    }
-    cmd.output().expect("run hk-top")
-}
+use std::process::Command;
 
 /// Runs `hk-top --once` with `args`; its table, or a panic with stderr.
 fn table(args: &[&str], env: &[(&str, &str)]) -> String {
-    let mut all = args.to_vec();
-    all.push("--once");
-    let out = hk_top_output(&all, env);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = hk_top_output(&[args, &["--once"]].concat(), env);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {said}");
     String::from_utf8(out.stdout).unwrap()
 }
 
 /// Refused: non-zero exit, and stderr says why.
 fn refused(args: &[&str], env: &[(&str, &str)]) -> String {
-    let mut all = args.to_vec();
-    all.push("--once");
-    let out = hk_top_output(&all, env);
+    let out = hk_top_output(&[args, &["--once"]].concat(), env);
     assert!(!out.status.success(), "{args:?} succeeded");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// Reads `key` a few times so that the tracker lists it.
 fn heat(con: &mut redis::Connection, key: &str) {
-    for _ in 0..5 {
-        value(con, &["GET", key]);
-    }
+    repeat(con, 5, &["GET", key]);
 }
 
 #[test]
@@ -52,7 +35,7 @@ fn a_password_from_the_flag_the_environment_or_the_url() {
     let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     heat(&mut con, "cart:7");
-    value(&mut con, &["CONFIG", "SET", "requirepass", "s3cret"]);
+    config_set(&mut con, "requirepass", "s3cret");
     let port = server.port.to_string();
     for (args, env) in [
         (vec!["-p", &port, "-a", "s3cret"], vec![]),
@@ -75,18 +58,7 @@ fn an_acl_user_allowed_hk_hotkeys_only() {
     let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
     heat(&mut con, "user:42");
-    value(
-        &mut con,
-        &[
-            "ACL",
-            "SETUSER",
-            "watcher",
-            "on",
-            ">pw",
-            "-@all",
-            "+hk.hotkeys",
-        ],
-    );
+    cli(&mut con, "ACL SETUSER watcher on >pw -@all +hk.hotkeys");
     let port = server.port.to_string();
     let listed = table(&["-p", &port, "--user", "watcher", "--pass", "pw"], &[]);
     assert!(listed.contains("user:42"), "{listed}");
@@ -105,61 +77,37 @@ fn an_acl_user_allowed_hk_hotkeys_only() {
 
 /// A test CA, and a certificate it signs for 127.0.0.1 and localhost.
 fn make_certificates(dir: &Path) {
-    let openssl = |args: &[&str]| {
+    // Each command a line of words, then words that hold spaces.
+    let openssl = |line: &str, last: &[&str]| {
         let out = Command::new("openssl")
-            .args(args)
+            .args(line.split(' '))
+            .args(last)
             .current_dir(dir)
             .output()
             .expect("openssl (make deps installs it)");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "openssl {line}: {said}");
     };
     // A self-signed CA: its key, its certificate.
     let ca = |name: &str, subject: &str| {
-        let (key, crt) = (format!("{name}.key"), format!("{name}.crt"));
-        openssl(&[
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &crt,
-            "-days", "2", "-subj", subject,
-        ]);
+        let line = format!(
+            "req -x509 -newkey rsa:2048 -nodes -keyout {name}.key -out {name}.crt -days 2 -subj"
+        );
+        openssl(&line, &[subject]);
     };
     ca("ca", "/CN=hk-top test CA");
-    openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
+    let request = "req -newkey rsa:2048 -nodes -keyout server.key -out server.csr";
+    openssl(request, &["-subj", "/CN=localhost"]);
     std::fs::write(
         dir.join("san.cnf"),
         "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
     )
     .unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "san.cnf",
-    ]);
+    let sign = "x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial";
+    openssl(
+        sign,
+        &["-out", "server.crt", "-days", "2", "-extfile", "san.cnf"],
+    );
     // Another CA, which signed nothing this server shows.
     ca("other", "/CN=another CA");
 }
@@ -187,7 +135,7 @@ fn a_tls_listener_verified_against_the_test_ca() {
     );
     let mut con = server.client();
     heat(&mut con, "session:abc");
-    value(&mut con, &["CONFIG", "SET", "requirepass", "t1s"]);
+    config_set(&mut con, "requirepass", "t1s");
     let ca = file("ca.crt");
     let listed = table(
         &["-p", &tls_port, "--tls", "--cacert", &ca, "-a", "t1s"],
@@ -224,25 +172,12 @@ fn a_tls_listener_verified_against_the_test_ca() {
 
 #[test]
 fn help_version_and_clear_errors() {
-    let out = hk_top_output(&["--help"], &[]);
-    assert!(out.status.success());
-    let help = String::from_utf8_lossy(&out.stdout);
-    for flag in [
-        "--host",
-        "--port",
-        "--url",
-        "--user",
-        "--pass",
-        "--tls",
-        "--cacert",
-        "--prometheus",
-        "REDISCLI_AUTH",
-    ] {
+    let help = hk_top_ok(&["--help"]);
+    let flags = "--host --port --url --user --pass --tls --cacert --prometheus REDISCLI_AUTH";
+    for flag in words(flags) {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
     }
-    let out = hk_top_output(&["--version"], &[]);
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("hk-top "));
+    assert!(hk_top_ok(&["--version"]).starts_with("hk-top "));
     for bad in [
         &["--port", "http"][..],
         &["--count", "0"],

@@ -25,7 +25,7 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
     let cluster = Cluster::start(TRACK_2S);
     let keys = distinct_slot_keys(&cluster, 1000);
     load_keys(&cluster, &keys);
-    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate());
+    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate(), 0.0);
     // The planner moves the slots measured hottest, and where all are
     // alike those are the ones the sampling noise flatters: the fewer
     // samples, the more it sheds on paper and the less in truth
@@ -42,9 +42,8 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
         &[],
     );
     let apply_seconds = started.elapsed().as_secs_f64();
-    assert!(applied.status.success(), "{}", text(&applied));
     // The plan: from the first node only, to both others, nothing to advise.
-    let plan = json_of(&applied);
+    let plan = json_ok(&applied);
     let first = cluster.nodes[0].address();
     let moves = plan["moves"].as_array().unwrap();
     assert!(!moves.is_empty(), "{plan}");
@@ -53,9 +52,7 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
         moves.iter().map(|m| m["to"].as_str().unwrap()).collect();
     assert_eq!(receivers.len(), 2, "both cool nodes take a part: {plan}");
     assert_eq!(plan["advice"].as_array().unwrap().len(), 0, "{plan}");
-    let before_share = (plan["nodes"].as_array().unwrap().iter())
-        .find(|n| n["node"] == first.as_str())
-        .and_then(|n| n["share_before"].as_f64());
+    let before_share = share_before(&plan, &first);
     assert!(
         before_share.is_some_and(|b| (0.5..0.7).contains(&b)),
         "the first node measured at {before_share:?}: {plan}"
@@ -132,8 +129,7 @@ fn a_key_with_half_the_traffic_is_advice_not_a_move() {
     }
     let port = cluster.nodes[0].port.to_string();
     let out = hk_top(&["-p", &port, "rebalance", "--json"], &[]);
-    assert!(out.status.success(), "{}", text(&out));
-    let plan = json_of(&out);
+    let plan = json_ok(&out);
     let advice = plan["advice"].as_array().unwrap();
     let named =
         (advice.iter().find(|a| a["kind"] == "hot-key")).unwrap_or_else(|| panic!("{plan}"));
@@ -171,12 +167,7 @@ fn a_cluster_not_fit_to_move_slots_in_is_refused() {
     );
     // A cluster with a node stopped never settles: refused at once.
     let out = hk_top_line(&line, &[("HK_TOP_TEST_SETTLE_MS", "0")]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    assert!(
-        text(&out).contains("refusing to move slots"),
-        "{}",
-        text(&out)
-    );
+    assert_ended(&out, 3, "refusing to move slots");
     assert_eq!(owner_map(&cluster), owners, "nothing moved");
 }
 
@@ -194,7 +185,7 @@ fn a_node_on_fire_is_planned_as_when_every_command_is_counted() {
     let cluster = Cluster::start(&["track", "yes", "track-halflife", "2"]);
     let keys = distinct_slot_keys(&cluster, 1000);
     load_keys(&cluster, &keys);
-    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate());
+    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate(), 0.0);
     let elsewhere = keys.iter().find(|k| k.1 == 1).unwrap();
     let fire = OnFire::start(cluster.nodes[0].port, &elsewhere.0);
     let (port, first) = (
@@ -204,13 +195,11 @@ fn a_node_on_fire_is_planned_as_when_every_command_is_counted() {
     loading_forgotten(&cluster);
     let counted = counted_share(&cluster.nodes[0]);
     let out = hk_top(&["-p", &port, "rebalance", "--json"], &[]);
-    assert!(out.status.success(), "{}", text(&out));
-    let plan = json_of(&out);
+    let plan = json_ok(&out);
     // Told to count every command, the first node counts every moment
     // under the fire too (the plan it then makes is a_hot_node_sheds_...'s).
     for node in &cluster.nodes {
-        let every = ["CONFIG", "SET", "heavykeeper.track-sample", "1"].map(str::as_bytes);
-        common::run::<()>(&mut node.client(), &every).unwrap();
+        common::config_set(&mut node.client(), "heavykeeper.track-sample", "1");
     }
     wait_until("every moment counted", Duration::from_secs(10), || {
         counted_share(&cluster.nodes[0]) > 0.99
@@ -239,9 +228,7 @@ fn a_node_on_fire_is_planned_as_when_every_command_is_counted() {
             .all(|m| m["from"] == first.as_str() && truth.contains_key(&slot(m))),
         "{plan}"
     );
-    let before = (plan["nodes"].as_array().unwrap().iter())
-        .find(|n| n["node"] == first.as_str())
-        .and_then(|n| n["share_before"].as_f64());
+    let before = share_before(&plan, &first);
     assert!(before.is_some_and(|b| (0.5..0.7).contains(&b)), "{plan}");
     assert!(
         0.6 - shed <= 0.45,

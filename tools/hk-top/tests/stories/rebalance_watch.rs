@@ -22,10 +22,8 @@ fn watch(cluster: &Cluster, dir: &tempfile::TempDir, extra: &[&str]) -> (Child, 
     let journal = journal.to_str().unwrap();
     let line =
         format!("-p {port} rebalance --watch --json --migration standard --journal {journal}");
-    let mut child = hk_top_spawn(&[line.split(' ').collect(), extra.to_vec()].concat(), &[]);
-    let out = Lines::of(child.stdout.take().unwrap());
-    let err = Lines::of(child.stderr.take().unwrap());
-    (child, out, err)
+    let args = [line.split(' ').collect(), extra.to_vec()].concat();
+    spawn_lines(&mut hk_top_command(&args, &[]))
 }
 
 fn events(lines: &[String]) -> Vec<Json> {
@@ -37,7 +35,7 @@ fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
     let cluster = Cluster::start(TRACK_FAST);
     let keys = distinct_slot_keys(&cluster, 300);
     load_keys(&cluster, &keys);
-    let traffic = Traffic::start(&cluster, &keys, &[0.8, 0.1, 0.1], 4000.0);
+    let traffic = Traffic::start(&cluster, &keys, &[0.8, 0.1, 0.1], 4000.0, 0.0);
     let dir = tempfile::tempdir().unwrap();
     let (mut child, out, err) = watch(&cluster, &dir, &["--interval-s", "1", "--confirm", "2"]);
     wait_until(
@@ -90,12 +88,8 @@ fn watch_figures_over_a_hot_set_that_shifts() {
     for phase in 0..4 {
         let (hot_node, owners) = (cluster.nodes[phase % 3].address(), owner_map(&cluster));
         let on = |key: &str| owners[slot_of(key) as usize] == hot_node;
-        let hot = keys
-            .iter()
-            .filter(|k| on(&k.0))
-            .map(|k| k.0.clone())
-            .collect();
-        traffic.set_hot(hot, 0.6);
+        let hot = keys.iter().filter(|k| on(&k.0)).map(|k| k.0.clone());
+        traffic.set_hot(hot.collect(), 0.6);
         let before = moves();
         until_settled(&out, before);
         per_phase.push(moves() - before);

@@ -3,15 +3,15 @@
 //! its node's list leaves `/metrics` with it: no series is left behind
 //! with its last value, and Prometheus marks it stale at the next scrape.
 
-use super::info_fields::{info_field, Kind, TextField, AUTH_CHECK, CLUSTER_STATE, INFO_FIELDS};
-use super::info_metric::InfoSet;
-use super::labels::{bytes_label, label_value, node_labels, Labels};
+use super::info_fields::{
+    info_field, InfoField, Kind, TextField, AUTH_CHECK, CLUSTER_STATE, INFO_FIELDS,
+};
+use super::labels::{bytes_label, label_value, node_labels, InfoSet, Labels};
 use super::node_read::Answer;
 use crate::reading::hot_keys::{KeyId, Row};
-use crate::reading::hot_slots::SlotRow;
+use crate::reading::hot_slots::{cumulative, SlotRow};
 use crate::reading::metric::{Bounds, Metric, Rates};
 use crate::reading::senders::Sender;
-use crate::reading::slot_ranges;
 use heavykeeper_tracker::hash_slot::hash_slot;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -252,7 +252,7 @@ impl Families {
     }
 
     fn slot_ranges(&self, node: &Labels, rows: &[SlotRow]) {
-        for (le, load) in slot_ranges::cumulative(rows) {
+        for (le, load) in cumulative(rows) {
             let mut labels = node.clone();
             labels.push(("le".into(), le.to_string()));
             self.slot_ranges.get_or_create(&labels).set(load);
@@ -296,32 +296,25 @@ type Counters = HashMap<&'static str, Family<Labels, Total>>;
 fn info_families(registry: &mut Registry) -> (Gauges, Counters) {
     let (mut gauges, mut counters) = (HashMap::new(), HashMap::new());
     for f in INFO_FIELDS {
-        let unit = f.unit.map(|u| u.prometheus());
         match f.kind {
-            Kind::Gauge => {
-                let family = Family::<Labels, Value>::default();
-                register(registry, f.name, f.help, unit, family.clone());
-                gauges.insert(f.field, family);
-            }
-            Kind::Counter => {
-                let family = Family::<Labels, Total>::default();
-                register(registry, f.name, f.help, unit, family.clone());
-                counters.insert(f.field, family);
-            }
+            Kind::Gauge => drop(gauges.insert(f.field, registered(registry, f))),
+            Kind::Counter => drop(counters.insert(f.field, registered(registry, f))),
         }
     }
     (gauges, counters)
 }
 
-fn register<M: prometheus_client::registry::Metric>(
+/// A new metric registered as `f` says.
+fn registered<M: prometheus_client::registry::Metric + Clone + Default>(
     registry: &mut Registry,
-    name: &str,
-    help: &str,
-    unit: Option<Unit>,
-    metric: M,
-) {
-    match unit {
-        Some(unit) => registry.register_with_unit(name, help, unit, metric),
-        None => registry.register(name, help, metric),
+    f: &InfoField,
+) -> M {
+    let metric = M::default();
+    match f.unit {
+        Some(unit) => {
+            registry.register_with_unit(f.name, f.help, unit.prometheus(), metric.clone())
+        }
+        None => registry.register(f.name, f.help, metric.clone()),
     }
+    metric
 }

@@ -433,23 +433,4 @@ mod tests {
             "text is not a number"
         );
     }
-
-    #[test]
-    fn percentages_become_ratios_and_milliseconds_seconds() {
-        let cpu = info_field("tracker_cpu_percent").unwrap();
-        assert_eq!(
-            (full_name(cpu), cpu.divisor),
-            ("heavykeeper_tracker_cpu_ratio".into(), 100.0)
-        );
-        let slot = info_field("tracker_counted_slot_mean_ms").unwrap();
-        assert_eq!(
-            (full_name(slot), slot.divisor),
-            (
-                "heavykeeper_tracker_counted_slot_mean_seconds".into(),
-                1000.0
-            )
-        );
-        let spent = info_field("tracker_cpu_seconds").unwrap();
-        assert_eq!(full_name(spent), "heavykeeper_tracker_cpu_seconds_total");
-    }
 }

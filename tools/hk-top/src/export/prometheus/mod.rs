@@ -22,11 +22,10 @@
 
 mod families;
 mod info_fields;
-mod info_metric;
 mod labels;
 mod node_read;
 
-use crate::connection::nodes::{discover, Node};
+use crate::connection::nodes::{ask_each, discover, Node};
 use crate::connection::settings::ConnectionSettings;
 use crate::options::Options;
 use crate::reading::balance::node_loads;
@@ -40,11 +39,7 @@ pub fn serve(listen: SocketAddr, o: &Options) -> Result<(), String> {
     let server = tiny_http::Server::http(listen).map_err(|e| e.to_string())?;
     eprintln!("hk-top: serving http://{listen}/metrics for {}", o.address);
     // The last nodes found: a scrape while discovery fails reads these.
-    let mut known = vec![Node {
-        address: o.address.clone(),
-        primary: true,
-        cluster: false,
-    }];
+    let mut known = vec![Node::alone(&o.address)];
     let openmetrics = tiny_http::Header::from_bytes(
         &b"Content-Type"[..],
         &b"application/openmetrics-text; version=1.0.0; charset=utf-8"[..],
@@ -90,24 +85,8 @@ fn scrape(connection: &ConnectionSettings, nodes: &[Node], count: usize) -> Stri
 /// The nodes asked at once: a slow node delays the scrape by its own
 /// time, not by the sum of every node's.
 fn read_all(connection: &ConnectionSettings, nodes: &[Node], count: usize) -> Vec<NodeRead> {
-    std::thread::scope(|scope| {
-        let asking: Vec<_> = nodes
-            .iter()
-            .map(|node| {
-                (
-                    node,
-                    scope.spawn(|| NodeRead::read(connection, node, count)),
-                )
-            })
-            .collect();
-        asking
-            .into_iter()
-            .map(|(node, asked)| {
-                // A reader that panicked is a node that did not answer.
-                asked.join().unwrap_or_else(|_| NodeRead::unreached(node))
-            })
-            .collect()
-    })
+    let read = |node: &Node| NodeRead::read(connection, node, count);
+    ask_each(nodes, read, NodeRead::unreached)
 }
 
 /// Each answering node's share of their load, as the console's nodes view
@@ -147,79 +126,43 @@ mod tests {
     }
 
     #[test]
-    fn info_fields_become_named_gauges_and_counters() {
+    fn info_fields_become_named_gauges_counters_ratios_seconds_and_an_info_label() {
         let families = Families::new();
         families.info(
-            "# heavykeeper_sketches\r\nheavykeeper_sketches:3\r\nheavykeeper_sketch_memory_bytes:4096\r\nheavykeeper_arrivals_counted:17\r\nheavykeeper_unknown:5\r\n",
+            "# heavykeeper_sketches\r\nheavykeeper_sketches:3\r\nheavykeeper_sketch_memory_bytes:4096\r\nheavykeeper_arrivals_counted:17\r\nheavykeeper_unknown:5\r\nheavykeeper_tracker_cpu_percent:2.50\r\nheavykeeper_tracker_counted_slot_mean_ms:1.500\r\nheavykeeper_tracker_cpu_seconds:7\r\nheavykeeper_tracker_auth_check:per-client\r\nheavykeeper_tracker_commands_sampled:9\r\n",
             &node_labels("n:1"),
         );
         let text = text_of(&families);
-        assert!(
-            text.contains("heavykeeper_sketches{node=\"n:1\"} 3"),
-            "{text}"
-        );
-        assert!(
-            text.contains("heavykeeper_sketch_memory_bytes{node=\"n:1\"} 4096"),
-            "{text}"
-        );
-        assert!(
-            text.contains("# TYPE heavykeeper_arrivals_counted counter"),
-            "{text}"
-        );
-        assert!(
-            text.contains("heavykeeper_arrivals_counted_total{node=\"n:1\"} 17"),
-            "{text}"
-        );
-        assert!(text.contains("# HELP heavykeeper_sketches "), "{text}");
+        for line in [
+            "heavykeeper_sketches{node=\"n:1\"} 3",
+            "heavykeeper_sketch_memory_bytes{node=\"n:1\"} 4096",
+            "# TYPE heavykeeper_arrivals_counted counter",
+            "heavykeeper_arrivals_counted_total{node=\"n:1\"} 17",
+            "# HELP heavykeeper_sketches ",
+            // Percentages of a core are ratios, milliseconds seconds.
+            "# UNIT heavykeeper_tracker_cpu_ratio ratio",
+            "heavykeeper_tracker_cpu_ratio{node=\"n:1\"} 0.025",
+            "heavykeeper_tracker_counted_slot_mean_seconds{node=\"n:1\"} 0.0015",
+            "heavykeeper_tracker_cpu_seconds_total{node=\"n:1\"} 7",
+            // The auth check, text, is an info metric's label.
+            "# TYPE heavykeeper_tracker_auth_check info",
+            "heavykeeper_tracker_auth_check_info{node=\"n:1\",check=\"per-client\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
         assert!(!text.contains("unknown"), "{text}");
-    }
-
-    #[test]
-    fn percentages_are_ratios_and_the_auth_check_a_label() {
-        let families = Families::new();
-        families.info(
-            "heavykeeper_tracker_cpu_percent:2.50\r\nheavykeeper_tracker_counted_slot_mean_ms:1.500\r\nheavykeeper_tracker_auth_check:per-client\r\nheavykeeper_tracker_commands_sampled:9\r\n",
-            &node_labels("n:1"),
-        );
-        let text = text_of(&families);
-        assert!(
-            text.contains("# UNIT heavykeeper_tracker_cpu_ratio ratio"),
-            "{text}"
-        );
-        assert!(
-            text.contains("heavykeeper_tracker_cpu_ratio{node=\"n:1\"} 0.025"),
-            "{text}"
-        );
-        assert!(
-            text.contains("heavykeeper_tracker_counted_slot_mean_seconds{node=\"n:1\"} 0.0015"),
-            "{text}"
-        );
-        assert!(
-            text.contains("# TYPE heavykeeper_tracker_auth_check info"),
-            "{text}"
-        );
-        assert!(
-            text.contains(
-                "heavykeeper_tracker_auth_check_info{node=\"n:1\",check=\"per-client\"} 1"
-            ),
-            "{text}"
-        );
         assert!(!text.contains("commands_sampled"), "{text}");
     }
 
     fn answer() -> node_read::Answer {
-        use crate::reading::hot_keys::{KeyId, Row};
+        use crate::reading::hot_keys::Row;
         use crate::reading::hot_slots::SlotRow;
         use crate::reading::metric::{Bounds, Metric, Rates};
         let bounds = Bounds {
             low: 90.0,
             high: 110.0,
         };
-        let key = |key: &[u8]| KeyId {
-            node: "n:1".into(),
-            db: 0,
-            key: key.to_vec(),
-        };
+        let key = |key: &[u8]| crate::fixtures::key_id("n:1", 0, key);
         node_read::Answer {
             keys: vec![
                 (key(b"user:1"), Rates::bounded(Metric::Reads, 100.0, bounds)),
@@ -275,25 +218,19 @@ mod tests {
         families.answered("n:1", false, &answer());
         families.unreached("n:2");
         let text = text_of(&families);
-        assert!(text.contains("key=\"user:1\"} 100.0"), "{text}");
-        assert!(
-            !text.contains("heavykeeper_slot_range_requests_per_second{"),
-            "{text}"
-        );
-        assert!(text.contains("heavykeeper_up{node=\"n:2\"} 0"), "{text}");
-        assert!(
-            !text.contains("heavykeeper_scrape_errors{node=\"n:2\"}"),
-            "{text}"
-        );
+        for (line, shown) in [
+            ("key=\"user:1\"} 100.0", true),
+            ("heavykeeper_slot_range_requests_per_second{", false),
+            ("heavykeeper_up{node=\"n:2\"} 0", true),
+            ("heavykeeper_scrape_errors{node=\"n:2\"}", false),
+        ] {
+            assert_eq!(text.contains(line), shown, "{line} in {text}");
+        }
     }
 
     #[test]
     fn shares_of_the_trackers_totals_and_none_for_a_node_down() {
-        let node = |address: &str| Node {
-            address: address.into(),
-            primary: true,
-            cluster: true,
-        };
+        let node = crate::fixtures::node;
         let info = |reads: f64| {
             node_read::Answer {
             info: Some(format!(
@@ -307,9 +244,7 @@ mod tests {
             NodeRead::answered(node("a:2"), info(100.0)),
             NodeRead::unreached(&node("a:3")),
         ];
-        assert_eq!(
-            shares(&reads),
-            [("a:1".to_string(), 0.75), ("a:2".to_string(), 0.25)]
-        );
+        let share = |node: &str, share| (node.to_string(), share);
+        assert_eq!(shares(&reads), [share("a:1", 0.75), share("a:2", 0.25)]);
     }
 }

@@ -8,8 +8,7 @@
 
 use crate::connection::nodes::Node;
 use crate::connection::settings::ConnectionSettings;
-use crate::reading::hot_keys::{hottest, node_hot_keys, totals_of, KeyId, Row};
-use crate::reading::hot_prefixes::node_hot_prefixes;
+use crate::reading::hot_keys::{hottest, node_hot_keys, node_hot_prefixes, totals_of, KeyId, Row};
 use crate::reading::hot_slots::{node_hot_slots, SlotRow};
 use crate::reading::metric::Rates;
 use crate::reading::senders::{self, Sender, KEYS_WITH_SENDERS};

@@ -3,19 +3,19 @@
 
 use super::*;
 use crate::fixtures::{
-    busy_snapshot, console, id, key, long_key, misses_snapshot, node_address, rates, type_text,
-    MISSING_BINARY_KEY, MISSING_KEY,
+    busy_console, busy_snapshot, console, id, key, long_key, misses_console, node_address, press,
+    rates, type_text, MISSING_BINARY_KEY, MISSING_KEY,
 };
 use crate::reading::metric::Metric;
 use crate::reading::sort::SortKey;
 use crossterm::event::KeyCode;
 
 fn listed(console: &Console) -> Vec<String> {
-    console
+    let names = console
         .rows()
         .iter()
-        .map(|(id, _)| String::from_utf8_lossy(&id.key).into_owned())
-        .collect()
+        .map(|(id, _)| String::from_utf8_lossy(&id.key));
+    names.map(|name| name.into_owned()).collect()
 }
 
 fn selected_key(console: &Console) -> String {
@@ -45,16 +45,11 @@ fn sorted_by_total_until_told_otherwise() {
 
 #[test]
 fn the_sort_keys_take_in_misses_while_a_node_counts_them() {
-    let mut c = console();
-    c.apply(misses_snapshot());
+    let mut c = misses_console();
     assert_eq!(c.metrics(), Metric::ALL);
     // A miss is a read already counted: the total does not add it again.
-    let missing = c
-        .rows()
-        .iter()
-        .find(|(id, _)| id.key == MISSING_KEY)
-        .unwrap();
-    assert_eq!(missing.1.total(), 600.0);
+    let missing = c.rows().iter().find(|(id, _)| id.key == MISSING_KEY);
+    assert_eq!(missing.map(|(_, rates)| rates.total()), Some(600.0));
     c.press(&key(KeyCode::Char('<')));
     assert_eq!(c.order().key, SortKey::Rate(Metric::Misses));
     let by_misses = listed(&c);
@@ -72,10 +67,8 @@ fn the_sort_keys_take_in_misses_while_a_node_counts_them() {
 
 #[test]
 fn the_selection_follows_its_key_through_refreshes_and_sorts() {
-    let mut c = console();
-    c.apply(busy_snapshot());
-    c.press(&key(KeyCode::Down));
-    c.press(&key(KeyCode::Down));
+    let mut c = busy_console();
+    press(&mut c, &[KeyCode::Down, KeyCode::Down]);
     let chosen = selected_key(&c);
     assert_eq!(chosen, long_key(1));
     c.press(&key(KeyCode::Char('>'))); // total -> key: by name
@@ -95,24 +88,20 @@ fn the_selection_follows_its_key_through_refreshes_and_sorts() {
 
 #[test]
 fn paging_scrolls_so_that_the_selection_stays_in_view() {
-    let mut c = console();
-    c.apply(busy_snapshot());
+    let mut c = busy_console();
     c.set_page_rows(5);
     c.press(&key(KeyCode::PageDown));
     assert_eq!(c.selected_row(), Some(5));
     assert_eq!(c.first_row(), 1);
     c.press(&key(KeyCode::End));
     assert_eq!(c.first_row(), c.rows().len() - 5);
-    c.press(&key(KeyCode::PageUp));
-    c.press(&key(KeyCode::PageUp));
-    c.press(&key(KeyCode::PageUp));
+    press(&mut c, &[KeyCode::PageUp, KeyCode::PageUp, KeyCode::PageUp]);
     assert_eq!((c.selected_row(), c.first_row()), (Some(0), 0));
 }
 
 #[test]
 fn a_pattern_typed_filters_as_it_is_typed_and_esc_puts_it_back() {
-    let mut c = console();
-    c.apply(busy_snapshot());
+    let mut c = busy_console();
     c.press(&key(KeyCode::Char('/')));
     assert!(c.prompt().is_some());
     type_text(&mut c, "tenant:*00000[13]");
@@ -121,8 +110,7 @@ fn a_pattern_typed_filters_as_it_is_typed_and_esc_puts_it_back() {
     type_text(&mut c, "q");
     assert!(!c.wants_to_quit());
     assert!(c.rows().is_empty());
-    c.press(&key(KeyCode::Backspace));
-    c.press(&key(KeyCode::Enter));
+    press(&mut c, &[KeyCode::Backspace, KeyCode::Enter]);
     assert!(c.prompt().is_none());
     assert_eq!(c.rows().len(), 2);
     // Esc while editing: the filter as it was before the prompt opened.
@@ -149,8 +137,7 @@ fn node_and_database_filters() {
     c.press(&key(KeyCode::Enter));
     assert!(c.rows().iter().all(|(id, _)| id.node == node_address(5)));
     assert_eq!(c.rows().len(), 3, "{:?}", listed(&c));
-    c.press(&key(KeyCode::Char('c')));
-    c.press(&key(KeyCode::Char('d')));
+    press(&mut c, &[KeyCode::Char('c'), KeyCode::Char('d')]);
     type_text(&mut c, "x");
     assert_eq!(c.message(), Some("not a database number: x"));
     c.press(&key(KeyCode::Backspace));
@@ -161,8 +148,7 @@ fn node_and_database_filters() {
 
 #[test]
 fn paused_it_keeps_what_it_shows() {
-    let mut c = console();
-    c.apply(busy_snapshot());
+    let mut c = busy_console();
     c.press(&key(KeyCode::Char(' ')));
     assert!(c.is_paused());
     let mut newer = busy_snapshot();
@@ -178,10 +164,8 @@ fn paused_it_keeps_what_it_shows() {
 
 #[test]
 fn details_stay_on_their_key_and_follow_the_arrows() {
-    let mut c = console();
-    c.apply(busy_snapshot());
-    c.press(&key(KeyCode::Down));
-    c.press(&key(KeyCode::Enter));
+    let mut c = busy_console();
+    press(&mut c, &[KeyCode::Down, KeyCode::Enter]);
     let Screen::Details(shown) = c.screen().clone() else {
         panic!("no details: {:?}", c.screen());
     };
@@ -203,13 +187,10 @@ fn details_stay_on_their_key_and_follow_the_arrows() {
 
 #[test]
 fn the_nodes_view_picks_a_node_to_filter_by() {
-    let mut c = console();
-    c.apply(busy_snapshot());
+    let mut c = busy_console();
     c.press(&key(KeyCode::Tab));
     assert_eq!(c.screen(), &Screen::Nodes);
-    c.press(&key(KeyCode::Down));
-    c.press(&key(KeyCode::Down));
-    c.press(&key(KeyCode::Enter));
+    press(&mut c, &[KeyCode::Down, KeyCode::Down, KeyCode::Enter]);
     assert_eq!(c.screen(), &Screen::Keys);
     assert_eq!(c.filter().node(), Some(node_address(2).as_str()));
     assert!(c.rows().iter().all(|(id, _)| id.node == node_address(2)));
@@ -223,15 +204,7 @@ fn the_nodes_view_picks_a_node_to_filter_by() {
 
 #[test]
 fn a_count_limits_the_rows_after_filtering() {
-    let mut c = Console::new(
-        crate::fixtures::six_nodes(),
-        Settings {
-            order: Order::default(),
-            filter: Default::default(),
-            limit: Some(3),
-            interval_ms: 1000,
-        },
-    );
+    let mut c = crate::fixtures::console_of(Some(3));
     c.apply(busy_snapshot());
     assert_eq!(c.rows().len(), 3);
     c.press(&key(KeyCode::Char('/')));

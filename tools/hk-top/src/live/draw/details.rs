@@ -56,18 +56,12 @@ fn facts(console: &Console, id: &KeyId) -> Vec<Line<'static>> {
             id.key.len()
         )
     };
-    let node = console
-        .snapshot()
-        .nodes
-        .iter()
-        .find(|n| n.address == id.node);
-    let role = node.map_or("", |n| {
-        if n.primary {
-            " (primary)"
-        } else {
-            " (replica)"
-        }
-    });
+    let node = (console.snapshot().nodes.iter()).find(|n| n.address == id.node);
+    let role = match node {
+        Some(n) if n.primary => " (primary)",
+        Some(_) => " (replica)",
+        None => "",
+    };
     let mut lines = vec![
         field("KEY", text),
         field("", encoding),
@@ -153,10 +147,10 @@ fn draw_chart(frame: &mut Frame, area: Rect, console: &Console, id: &KeyId) {
         .iter()
         .map(|&m| points(&history, m, seconds))
         .collect();
-    let peak = history
+    let rates = history
         .iter()
-        .flat_map(|r| metrics.iter().map(|&m| r.get(m)))
-        .fold(0.0, f64::max);
+        .flat_map(|r| metrics.iter().map(|&m| r.get(m)));
+    let peak = rates.fold(0.0, f64::max);
     let datasets = metrics
         .iter()
         .zip(&series)
@@ -195,12 +189,9 @@ fn draw_chart(frame: &mut Frame, area: Rect, console: &Console, id: &KeyId) {
 
 /// (seconds before now, rate) for one metric.
 fn points(history: &[Rates], metric: Metric, seconds: f64) -> Vec<(f64, f64)> {
-    let n = history.len();
-    history
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (-((n - 1 - i) as f64) * seconds, r.get(metric)))
-        .collect()
+    let ago = |i: usize| -((history.len() - 1 - i) as f64) * seconds;
+    let points = history.iter().enumerate();
+    points.map(|(i, r)| (ago(i), r.get(metric))).collect()
 }
 
 fn duration_text(seconds: f64) -> String {

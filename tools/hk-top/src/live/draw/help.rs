@@ -34,7 +34,7 @@ pub fn draw(frame: &mut Frame, area: Rect) {
 
 fn cells_of(binding: &Binding) -> [Cell<'static>; 2] {
     [
-        Cell::from(format!(" {}", binding.label)).style(bold()),
+        Cell::from(format!(" {}", binding.label())).style(bold()),
         Cell::from(binding.does),
     ]
 }

@@ -54,25 +54,12 @@ pub fn draw(frame: &mut Frame, area: Rect, console: &Console) {
 /// What the columns would like: every listed key, every node (so that the
 /// NODE column does not change width as keys come and go).
 fn wants(console: &Console) -> Wants {
-    let rows = console.rows();
+    let (rows, nodes) = (console.rows(), &console.snapshot().nodes);
+    let widest = |widths: &mut dyn Iterator<Item = usize>| widths.max().unwrap_or(0);
     Wants {
-        key: rows
-            .iter()
-            .map(|(id, _)| width(&printable_key(&id.key)))
-            .max()
-            .unwrap_or(0),
-        node: console
-            .snapshot()
-            .nodes
-            .iter()
-            .map(|n| width(&n.address))
-            .max()
-            .unwrap_or(0),
-        db: rows
-            .iter()
-            .map(|(id, _)| id.db.to_string().len())
-            .max()
-            .unwrap_or(1),
+        key: widest(&mut rows.iter().map(|(id, _)| width(&printable_key(&id.key)))),
+        node: widest(&mut nodes.iter().map(|n| width(&n.address))),
+        db: widest(&mut rows.iter().map(|(id, _)| id.db.to_string().len())).max(1),
         metrics: console.metrics().len(),
     }
 }
@@ -112,8 +99,11 @@ fn cell(
         Column::Key => elide_middle(&printable_key(&id.key), widths.key),
         Column::Db => id.db.to_string(),
         Column::Node => elide_middle(&id.node, widths.node),
+        // A figure the key's node does not count (misses where
+        // `track-misses` is off, beside a node where it is on): unknown,
+        // so not a 0.
         Column::Rate(metric) if !console.snapshot().counts(&id.node, metric) => {
-            return not_counted(widths.rate)
+            return right_aligned("-", widths.rate)
         }
         Column::Rate(metric) => return number(rates.get(metric), widths.rate),
         Column::Total => return number(rates.total(), widths.rate),
@@ -137,12 +127,6 @@ fn number(per_second: f64, column: usize) -> Cell<'static> {
 /// Right-aligned, one space kept on the right for the title's sort mark.
 fn right_aligned(text: &str, column: usize) -> Cell<'static> {
     Cell::from(Text::raw(format!("{text:>w$} ", w = column - 1)))
-}
-
-/// A figure the key's node does not count (misses where `track-misses` is
-/// off, beside a node where it is on): unknown, so not a 0.
-fn not_counted(column: usize) -> Cell<'static> {
-    Cell::from(Text::raw(format!("{:>w$} ", "-", w = column - 1)))
 }
 
 fn empty_reason(console: &Console) -> String {

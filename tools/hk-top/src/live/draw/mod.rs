@@ -167,7 +167,8 @@ fn footer_line(console: &Console) -> Line<'static> {
     let mut spans = vec![Span::raw(" ")];
     for binding in BINDINGS {
         if let Some(word) = binding.footer {
-            let key = binding.label.split(' ').next().unwrap_or(binding.label);
+            let label = binding.label();
+            let key = label.split(' ').next().unwrap_or_default().to_string();
             spans.push(Span::styled(key, bold()));
             spans.push(Span::raw(format!(" {word}  ")));
         }

@@ -20,12 +20,8 @@ const KEYS_WIDTH: usize = 5;
 
 pub fn draw(frame: &mut Frame, area: Rect, console: &Console) {
     let loads = node_loads(console.snapshot());
-    let node_width = loads
-        .iter()
-        .map(|l| width(&l.node.address))
-        .chain(["NODE".len()])
-        .max()
-        .unwrap_or(4);
+    let widths = loads.iter().map(|l| width(&l.node.address));
+    let node_width = widths.fold("NODE".len(), usize::max);
     let rate_width = RATE_WIDTH + 2;
     let metrics = console.metrics();
     let rates = metrics.len() + 1;

@@ -4,8 +4,8 @@
 
 use super::*;
 use crate::fixtures::{
-    busy_snapshot, console, id, key, long_key, misses_snapshot, node_address, BINARY_KEY,
-    MISSING_KEY, NODES,
+    busy_console, busy_snapshot, console, id, key, long_key, misses_console, node_address, press,
+    BINARY_KEY, MISSING_KEY, NODES,
 };
 use crossterm::event::KeyCode;
 use heavykeeper_tracker::hash_slot::hash_slot;
@@ -47,12 +47,6 @@ fn table_rows(lines: &[String]) -> Vec<&String> {
         .iter()
         .filter(|l| !l.trim().is_empty())
         .collect()
-}
-
-fn busy_console() -> Console {
-    let mut c = console();
-    c.apply(busy_snapshot());
-    c
 }
 
 /// The node address that a key's row must show whole.
@@ -132,13 +126,12 @@ fn the_sort_column_is_marked_and_the_rows_follow_it() {
     assert!(lines[1].contains("sort: writes ▼"), "{}", lines[1]);
     let rows = table_rows(&lines);
     assert!(rows[0].starts_with("counter:hot"));
+    let second = rows[1];
     assert!(
-        rows[1].ends_with("000011") || rows[1].contains("000011 "),
-        "{}",
-        rows[1]
+        second.ends_with("000011") || second.contains("000011 "),
+        "{second}"
     );
-    c.press(&key(KeyCode::Char('>')));
-    c.press(&key(KeyCode::Char('>'))); // writes -> total -> key
+    press(&mut c, &[KeyCode::Char('>'), KeyCode::Char('>')]); // writes -> total -> key
     let lines = screen(&c, 80, 24);
     let rows = table_rows(&lines);
     assert!(rows[0].starts_with(r"bin:\xff"), "{}", rows[0]);
@@ -155,11 +148,8 @@ fn a_filter_shows_in_the_status_and_the_prompt_in_the_footer() {
     let lines = screen(&c, 80, 24);
     assert!(lines[0].contains("2 of 14 keys"), "{}", lines[0]);
     assert!(lines[1].contains("match: tenant:*0000[01]"), "{}", lines[1]);
-    assert!(
-        lines[23].starts_with(" match: tenant:*0000[01]"),
-        "{}",
-        lines[23]
-    );
+    let footer = &lines[23];
+    assert!(footer.starts_with(" match: tenant:*0000[01]"), "{footer}");
     assert_eq!(table_rows(&lines).len(), 2);
 }
 
@@ -175,11 +165,7 @@ fn details_show_the_whole_name_its_node_slot_and_rates() {
     c.apply(snapshot);
     c.press(&key(KeyCode::Enter)); // the hottest: the very long key
     let lines = screen(&c, 80, 24);
-    let text: String = lines
-        .iter()
-        .map(|l| l.trim_end())
-        .collect::<Vec<_>>()
-        .join("");
+    let text: String = lines.iter().map(|l| l.trim_end()).collect();
     assert!(text.contains("KEY{tenant42}:xxx"), "{}", lines.join("\n"));
     assert_eq!(
         text.matches('x').count(),
@@ -201,10 +187,8 @@ fn details_show_the_whole_name_its_node_slot_and_rates() {
     assert!(all.contains("#1 of 15 by total"), "{all}");
     assert!(all.contains("peak 2.0M/s"), "a chart of the history: {all}");
     // A key that is not UTF-8: escaped, and said so.
-    c.press(&key(KeyCode::Esc));
-    c.press(&key(KeyCode::Char('>'))); // by name: the binary key first
-    c.press(&key(KeyCode::Home));
-    c.press(&key(KeyCode::Enter));
+    press(&mut c, &[KeyCode::Esc, KeyCode::Char('>')]); // by name: the binary key first
+    press(&mut c, &[KeyCode::Home, KeyCode::Enter]);
     let all = screen(&c, 80, 24).join("\n");
     assert!(all.contains(r"KEY      bin:\xff\xfe:raw"), "{all}");
     assert!(
@@ -227,11 +211,8 @@ fn the_nodes_view_shows_every_share_and_the_node_that_does_not_answer() {
     for (width, height) in [(80, 24), (200, 50)] {
         let lines = screen(&c, width, height);
         let all = lines.join("\n");
-        assert!(
-            lines[0].contains("6 nodes, 1 not answering"),
-            "{}",
-            lines[0]
-        );
+        let status = &lines[0];
+        assert!(status.contains("6 nodes, 1 not answering"), "{status}");
         let mut shares = 0.0;
         for n in 0..NODES {
             let address = node_address(n);
@@ -263,7 +244,7 @@ fn the_help_lists_every_key() {
     for (width, height) in [(80, 24), (200, 50)] {
         let lines = screen(&c, width, height);
         for binding in BINDINGS {
-            let label = format!(" {:<8}{}", binding.label, binding.does);
+            let label = format!(" {:<8}{}", binding.label(), binding.does);
             assert!(
                 lines.iter().any(|l| l.contains(&label)),
                 "{label:?} missing:\n{}",
@@ -293,12 +274,6 @@ fn before_the_first_answer_the_table_says_what_it_waits_for() {
         "{lines:#?}"
     );
     assert!(lines[23].contains("q quit"), "{}", lines[23]);
-}
-
-fn misses_console() -> Console {
-    let mut c = console();
-    c.apply(misses_snapshot());
-    c
 }
 
 /// The figure under `title` in a table row (every cell is one word).
@@ -373,10 +348,8 @@ fn the_nodes_view_and_the_details_show_misses_where_counted() {
         };
         assert_eq!(misses, expected, "{row}");
     }
-    c.press(&key(KeyCode::Tab));
-    c.press(&key(KeyCode::Char('<'))); // by misses: the missing key first
-    c.press(&key(KeyCode::Home));
-    c.press(&key(KeyCode::Enter));
+    press(&mut c, &[KeyCode::Tab, KeyCode::Char('<')]); // by misses: the missing key first
+    press(&mut c, &[KeyCode::Home, KeyCode::Enter]);
     let all = screen(&c, 80, 24).join("\n");
     assert!(all.contains("KEY      absent:user:404"), "{all}");
     assert!(all.contains("MISSES/S 600.0"), "{all}");
@@ -440,11 +413,11 @@ fn the_details_name_who_drives_the_key_and_w_shows_the_hottest_clients() {
     };
     let mut snapshot = busy_snapshot();
     // The first row: counter:hot, 5,000 writes a second.
-    let hottest = (snapshot.keys.iter())
-        .find(|(id, _)| id.key == b"counter:hot")
-        .unwrap()
-        .0
-        .clone();
+    let counter = snapshot
+        .keys
+        .iter()
+        .find(|(id, _)| id.key == b"counter:hot");
+    let hottest = counter.unwrap().0.clone();
     let senders = vec![sender("10.0.0.12", 3_000.0), sender("10.0.0.31", 1_250.0)];
     snapshot.senders.insert(hottest.clone(), senders);
     let node = snapshot.nodes[0].address.clone();
@@ -459,8 +432,7 @@ fn the_details_name_who_drives_the_key_and_w_shows_the_hottest_clients() {
         details.contains("CLIENTS  10.0.0.12 3000/s (60%), 10.0.0.31 1250/s (25%)"),
         "{details}"
     );
-    c.press(&key(KeyCode::Esc));
-    c.press(&key(KeyCode::Char('w')));
+    press(&mut c, &[KeyCode::Esc, KeyCode::Char('w')]);
     let view = screen(&c, 200, 50).join("\n");
     assert!(
         view.contains("CLIENT (HOST)") && view.contains("10.0.0.99"),

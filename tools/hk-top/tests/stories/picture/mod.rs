@@ -74,11 +74,8 @@ const TEXT: RGBColor = RGBColor(204, 204, 220);
 const GRID: RGBColor = RGBColor(60, 63, 70);
 
 pub fn draw(path: &Path, title: &str, panels: &[Panel]) -> Drawing {
-    let rows = panels
-        .iter()
-        .map(|p| p.grid.1 + p.grid.3)
-        .max()
-        .unwrap_or(1);
+    let bottoms = panels.iter().map(|p| p.grid.1 + p.grid.3);
+    let rows = bottoms.max().unwrap_or(1);
     let size = ((24 * COLUMN) as u32, (HEADER + rows * ROW) as u32);
     let root = BitMapBackend::new(path, size).into_drawing_area();
     root.fill(&BACKGROUND)?;
@@ -109,8 +106,9 @@ fn text_style(size: u32) -> TextStyle<'static> {
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
 
-fn time_range<'a>(lines: impl Iterator<Item = &'a Line>) -> (f64, f64) {
-    let times = lines.flat_map(|l| l.points.iter().map(|p| p.0));
+/// The first and last time of `series`' points.
+fn time_range<'a>(series: impl Iterator<Item = &'a Vec<(f64, f64)>>) -> (f64, f64) {
+    let times = series.flat_map(|points| points.iter().map(|p| p.0));
     let (lo, hi) = times.fold((f64::MAX, f64::MIN), |(lo, hi), t| (lo.min(t), hi.max(t)));
     if lo < hi {
         (lo, hi)
@@ -124,11 +122,9 @@ fn lines_panel(area: &Area, lines: &[Line], percent: bool) -> Drawing {
     let peak = |l: &Line| l.points.iter().map(|p| p.1).fold(0.0, f64::max);
     let mut lines: Vec<&Line> = lines.iter().collect();
     lines.sort_by(|a, b| peak(b).total_cmp(&peak(a)));
-    let (start, end) = time_range(lines.iter().copied());
-    let top = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
+    let (start, end) = time_range(lines.iter().map(|l| &l.points));
+    let values = lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let top = values.fold(0.0, f64::max);
     let top = if percent { top.max(0.01) } else { top.max(1.0) } * 1.1;
     let (plot, legend) = area.split_vertically(area.dim_in_pixel().1 as i32 - 18);
     let mut chart = ChartBuilder::on(&plot)
@@ -219,19 +215,9 @@ fn table_panel(area: &Area, columns: &[String], rows: &[Vec<String>]) -> Drawing
 fn heatmap_panel(area: &Area, rows: &[(String, Vec<(f64, f64)>)]) -> Drawing {
     let (width, height) = area.dim_in_pixel();
     let (label, cells) = (56, width as i32 - 56);
-    let most = rows
-        .iter()
-        .flat_map(|r| r.1.iter().map(|p| p.1))
-        .fold(0.0, f64::max)
-        .max(f64::MIN_POSITIVE);
-    let lines: Vec<Line> = rows
-        .iter()
-        .map(|(_, points)| Line {
-            legend: String::new(),
-            points: points.clone(),
-        })
-        .collect();
-    let (start, end) = time_range(lines.iter());
+    let values = rows.iter().flat_map(|r| r.1.iter().map(|p| p.1));
+    let most = values.fold(0.0, f64::max).max(f64::MIN_POSITIVE);
+    let (start, end) = time_range(rows.iter().map(|r| &r.1));
     let row_height = (height as f64 - 14.0) / rows.len().max(1) as f64;
     for (r, (name, points)) in rows.iter().enumerate() {
         // Bottom row first, as Grafana draws the lowest bucket lowest.
@@ -262,7 +248,7 @@ fn heatmap_panel(area: &Area, rows: &[(String, Vec<(f64, f64)>)]) -> Drawing {
 fn states_panel(area: &Area, lines: &[Line]) -> Drawing {
     let (width, height) = area.dim_in_pixel();
     let label = 130;
-    let (start, end) = time_range(lines.iter());
+    let (start, end) = time_range(lines.iter().map(|l| &l.points));
     let row_height = (height as i32 - 4) / lines.len().max(1) as i32;
     for (r, line) in lines.iter().enumerate() {
         let y = r as i32 * row_height;

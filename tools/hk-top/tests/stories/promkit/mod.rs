@@ -175,12 +175,12 @@ impl Prometheus {
     /// Every rule loaded, as `/api/v1/rules` gives them.
     pub fn rules(&self) -> Vec<Json> {
         let found = self.api("/api/v1/rules");
-        let groups = found["data"]["groups"].as_array().cloned();
-        groups
-            .unwrap_or_default()
-            .iter()
-            .flat_map(|g| g["rules"].as_array().cloned().unwrap_or_default())
-            .collect()
+        let groups = found["data"]["groups"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let rules = groups.iter().flat_map(|g| g["rules"].as_array().cloned());
+        rules.flatten().collect()
     }
 }
 
@@ -193,10 +193,8 @@ pub fn now() -> f64 {
 }
 
 pub fn sample_value(series: &Json) -> f64 {
-    series["value"][1]
-        .as_str()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(f64::NAN)
+    let text = series["value"][1].as_str();
+    text.and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
 }
 
 /// Every value of a range query's series.

