@@ -43,7 +43,8 @@ pub const AIM: f64 = 0.6;
 /// more instructions per microsecond than the main thread's filter, so at
 /// 0.35 of the aim it ran 28 instructions per `GET` on a saturated Valkey
 /// 9.1 against the filter's 21, and the default measured +0.73% to +1.25%
-/// over seven runs (callgrind); at 0.25, 19 and +0.73% to +0.91% (three).
+/// over seven runs (callgrind); at 0.25, 11-25 and +0.73% to +1.03%
+/// (five runs, mean +0.86%).
 pub const MAIN_PART: f64 = 0.75;
 /// The sums' memory, in wall time and in time counted, whichever passes
 /// first: a tick's figures count `e^-(age / MEMORY_NS + counted since /
