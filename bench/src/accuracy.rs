@@ -1,8 +1,11 @@
-//! Precision and count error of every sketch, at every memory budget.
+//! Precision and count error of every sketch, at every memory budget; of
+//! our sketch with the defaults `HK.RESERVE key k` picks; and of merged
+//! default sketches.
 
-use crate::contenders::Kind;
+use crate::contenders::{ours_default, Contender, Kind};
 use crate::workloads::Workload;
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::sync::Mutex;
 
 #[derive(Clone, Debug)]
@@ -107,4 +110,99 @@ pub fn grid(
     let mut rows = results.into_inner().unwrap_or_default();
     rows.sort_by_key(|r| (r.workload.clone(), r.k, r.budget, r.kind));
     rows
+}
+
+pub struct DefaultRun {
+    pub workload: String,
+    pub k: usize,
+    pub width: u32,
+    pub depth: u32,
+    pub memory: usize,
+    pub precision: f64,
+    pub relative_error: f64,
+    pub overestimates: usize,
+}
+
+/// Our sketch with the defaults `HK.RESERVE key k` picks, on every
+/// workload that a user's stream resembles (Zipf and the real texts).
+pub fn default_parameters(loads: &[Workload], ks: &[usize]) -> Vec<DefaultRun> {
+    let mut out = Vec::new();
+    for w in loads.iter().filter(|w| w.is_realistic()) {
+        let index = w.index();
+        for &k in ks {
+            let mut sketch = ours_default(k);
+            sketch.feed(w);
+            let (precision, relative_error, _, overestimates) = score(w, &index, k, &sketch.top());
+            let p = sketch.0.params();
+            out.push(DefaultRun {
+                workload: w.name.clone(),
+                k,
+                width: p.width,
+                depth: p.depth,
+                memory: sketch.memory_bytes(),
+                precision,
+                relative_error,
+                overestimates,
+            });
+        }
+    }
+    out
+}
+
+pub struct MergeRow {
+    pub workload: String,
+    pub k: usize,
+    pub shards: usize,
+    pub precision: f64,
+    pub relative_error: f64,
+}
+
+/// Merged precision: the reference gives no bound, so we measure it. The
+/// stream is dealt round-robin to shards, each counted by a default sketch,
+/// then merged; compared with one sketch that saw everything.
+pub fn merges(loads: &[Workload], ks: &[usize]) -> Vec<MergeRow> {
+    let mut rows = Vec::new();
+    let chosen = |w: &&Workload| w.name == "zipf-1" || w.name.starts_with("gcide");
+    for w in loads.iter().filter(chosen) {
+        let index = w.index();
+        for &k in ks {
+            for shards in [1usize, 2, 4, 8] {
+                let mut sketches: Vec<_> = (0..shards).map(|_| ours_default(k)).collect();
+                for (i, item) in w.arrivals().enumerate() {
+                    // `i % shards` is always one of the `shards` sketches.
+                    if let Some(sketch) = sketches.get_mut(i % shards) {
+                        sketch.add(item);
+                    }
+                }
+                let [merged, rest @ ..] = sketches.as_mut_slice() else {
+                    continue; // never: there is at least one shard
+                };
+                for shard in rest.iter() {
+                    // Same defaults and seed: always mergeable.
+                    let _ = merged.0.merge(&shard.0);
+                }
+                let (precision, relative_error, _, _) = score(w, &index, k, &merged.top());
+                rows.push(MergeRow {
+                    workload: w.name.clone(),
+                    k,
+                    shards,
+                    precision,
+                    relative_error,
+                });
+            }
+        }
+    }
+    rows
+}
+
+pub fn merges_markdown(rows: &[MergeRow]) -> String {
+    let mut md = String::from("\n## Merging shards\n\nThe stream dealt round-robin to n default sketches, merged with `HK.MERGE` semantics (1 shard = no merge):\n\n| workload | k | shards | precision | rel. error |\n|---|---|---|---|---|\n");
+    for r in rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.3} | {:.4} |",
+            r.workload, r.k, r.shards, r.precision, r.relative_error
+        );
+    }
+    md
 }

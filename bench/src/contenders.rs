@@ -1,13 +1,16 @@
-//! Every sketch under test behind one interface, sized to a memory budget.
+//! Every sketch under test behind one interface, sized to a memory budget,
+//! and how fast each runs in-process.
 //!
 //! Memory is counted the way `MEMORY USAGE` counts ours: everything the
 //! structure holds, item bytes included. The `heavykeeper` crate reports its
 //! own (`mem_bytes`); for `FilteredSpaceSaving`, which does not, we add up its
 //! parts (see `FssSketch::memory_bytes`).
 
+use crate::redis_phase::median;
 use crate::workloads::Workload;
 use heavykeeper_sketch::{HeavyKeeper, Params};
 use std::hash::Hash;
+use std::time::Instant;
 
 pub const SEED: u64 = 0x5EED;
 
@@ -78,7 +81,14 @@ impl Kind {
             }
             Kind::SpaceSaving => {
                 // Space-Saving holds all m monitored items, not just k.
-                let fss = |m: usize| FssSketch::new(k, m.max(k));
+                let fss = |m: usize| {
+                    let m = m.max(k);
+                    FssSketch {
+                        k,
+                        m,
+                        inner: topk::FilteredSpaceSaving::new(m),
+                    }
+                };
                 let m = largest(|m| fits_holding(m.max(k), fss(m).memory_bytes()))?;
                 Some(Box::new(fss(m)))
             }
@@ -185,16 +195,6 @@ pub struct FssSketch {
     inner: topk::FilteredSpaceSaving<Vec<u8>>,
 }
 
-impl FssSketch {
-    pub fn new(k: usize, m: usize) -> Self {
-        Self {
-            k,
-            m,
-            inner: topk::FilteredSpaceSaving::new(m),
-        }
-    }
-}
-
 impl Contender for FssSketch {
     fn add(&mut self, item: &[u8]) {
         self.inner.insert(item.to_vec(), 1);
@@ -218,4 +218,56 @@ impl Contender for FssSketch {
         let per_counter = std::mem::size_of::<Vec<u8>>() + 16 + 8 + 10 + 16;
         self.m * per_counter + items + self.m * 6 * 8
     }
+}
+
+/// In-process throughput (one thread, a pre-generated stream, nothing else
+/// running): million arrivals per second, median of `rounds` runs on fresh
+/// sketches; `None` when `make` makes none.
+pub fn mops(
+    w: &Workload,
+    rounds: usize,
+    make: impl Fn() -> Option<Box<dyn Contender>>,
+) -> Option<f64> {
+    let mut runs: Vec<f64> = (0..rounds.max(1))
+        .map(|_| {
+            let mut sketch = make()?;
+            let start = Instant::now();
+            sketch.feed(w);
+            let seconds = start.elapsed().as_secs_f64();
+            std::hint::black_box(sketch.top());
+            Some(w.stream.len() as f64 / seconds / 1e6)
+        })
+        .collect::<Option<_>>()?;
+    median(&mut runs)
+}
+
+#[derive(Clone, Debug)]
+pub struct Throughput {
+    pub kind: Kind,
+    pub memory: usize,
+    pub mops: f64,
+}
+
+/// Every contender at the same memory budget.
+pub fn at_equal_memory(w: &Workload, k: usize, budget: usize, rounds: usize) -> Vec<Throughput> {
+    let item_len = w.hot_item_len();
+    Kind::ALL
+        .iter()
+        .filter_map(|&kind| {
+            let memory = kind.sized(k, budget, item_len)?.memory_bytes();
+            let mops = mops(w, rounds, || kind.sized(k, budget, item_len))?;
+            Some(Throughput { kind, memory, mops })
+        })
+        .collect()
+}
+
+/// Nanoseconds per arrival of our default sketch for each k.
+pub fn ns_by_k(w: &Workload, ks: &[usize], rounds: usize) -> Vec<(usize, f64)> {
+    ks.iter()
+        .filter_map(|&k| {
+            // Our default sketch is always made: every k has its figure.
+            let mops = mops(w, rounds, || Some(Box::new(ours_default(k))))?;
+            Some((k, 1e3 / mops))
+        })
+        .collect()
 }

@@ -29,25 +29,15 @@ pub struct FadingFigures {
 
 impl FadingFigures {
     pub fn markdown(&self) -> String {
-        let mut md = String::from("\n## Fading (half-life)\n\n");
-        let _ = writeln!(
-            md,
-            "k = {K}, half-life {} s, Zipf(1.0) background of {} arrivals/s over two disjoint hot sets; the set switches after 10 half-lives. Precision is against the exact forward-decayed top-{K} at that moment.\n",
+        let half_lives =
+            |h: Option<f64>| h.map_or("never (within 10)".into(), |h| format!("{h:.2}"));
+        let mut md = format!(
+            "\n## Fading (half-life)\n\nk = {K}, half-life {} s, Zipf(1.0) background of {} arrivals/s over two disjoint hot sets; the set switches after 10 half-lives. Precision is against the exact forward-decayed top-{K} at that moment.\n\nTakeover: the listing is >= 95% the new recent top-{K} after **{}** half-lives.\n\nFor reference, the exact recent top-{K} itself is >= 95% new items after {} half-lives: the listing can only follow the truth.\n\n| half-lives after the shift | listed new items in the exact recent top-k | new items in the exact recent top-k |\n|---|---|---|\n",
             HALF_LIFE_MS / 1000.0,
-            self.background_per_second
+            self.background_per_second,
+            half_lives(self.takeover_half_lives),
+            half_lives(self.truth_half_lives),
         );
-        let _ = writeln!(
-            md,
-            "Takeover: the listing is >= 95% the new recent top-{K} after **{}** half-lives.\n",
-            self.takeover_half_lives
-                .map_or("never (within 10)".into(), |h| format!("{h:.2}"))
-        );
-        let _ = writeln!(
-            md,
-            "For reference, the exact recent top-{K} itself is >= 95% new items after {} half-lives: the listing can only follow the truth.\n",
-            self.truth_half_lives.map_or("never (within 10)".into(), |h| format!("{h:.2}"))
-        );
-        md.push_str("| half-lives after the shift | listed new items in the exact recent top-k | new items in the exact recent top-k |\n|---|---|---|\n");
         for (h, p, t) in &self.takeover {
             let _ = writeln!(md, "| {h:.2} | {p:.3} | {t:.3} |");
         }
@@ -101,17 +91,13 @@ pub fn measure(quick: bool) -> Result<FadingFigures, String> {
     let mut exact = ExactDecay::default();
     let mut rng = ChaCha8Rng::seed_from_u64(9);
     let zipf = Zipf::new(50_000.0, 1.0).map_err(|e| format!("fading's Zipf: {e}"))?;
-    let steady = [
-        (b"steady:20".to_vec(), 20.0),
-        (b"steady:200".to_vec(), 200.0),
-        (b"steady:2000".to_vec(), 2000.0),
-    ];
+    // `steady:20` at 20 a second, and so on.
+    let steady =
+        [20.0, 200.0, 2000.0].map(|rate: f64| (format!("steady:{rate}").into_bytes(), rate));
     let shift_at = START_MS + (10.0 * HALF_LIFE_MS) as i64;
     let end = shift_at + (10.0 * HALF_LIFE_MS) as i64;
-    let checkpoints: Vec<i64> = (0..=40)
-        .map(|i| shift_at + (i as f64 * 0.25 * HALF_LIFE_MS) as i64)
-        .collect();
-    let mut next_checkpoint = 0;
+    // A checkpoint every quarter of a half-life after the shift.
+    let quarter = (0.25 * HALF_LIFE_MS) as i64;
     let mut takeover = Vec::new();
     let mut owed = vec![0.0f64; steady.len()];
     for t in START_MS..end {
@@ -129,7 +115,7 @@ pub fn measure(quick: bool) -> Result<FadingFigures, String> {
                 exact.add(item, t);
             }
         }
-        if checkpoints.get(next_checkpoint) == Some(&t) {
+        if t >= shift_at && (t - shift_at) % quarter == 0 {
             let truth = exact.top(K, t);
             let threshold = truth.last().map_or(0.0, |x| x.1);
             let truth_counts: HashMap<&[u8], f64> = truth.iter().copied().collect();
@@ -147,7 +133,6 @@ pub fn measure(quick: bool) -> Result<FadingFigures, String> {
                 hits as f64 / K as f64,
                 truth_new as f64 / K as f64,
             ));
-            next_checkpoint += 1;
         }
     }
     // The first checkpoint where the listing (or the truth) was 95% new.

@@ -4,19 +4,14 @@
 
 mod accuracy;
 mod contenders;
-mod defaults;
 mod fading;
 mod goals;
-mod merging;
 mod plots;
-mod rebalance_watch_plot;
 mod redis_phase;
 mod report;
 mod row_layout;
 mod shapes;
-mod speed;
 mod ties;
-mod tracker_settings;
 mod tracking;
 mod tracking_bounds;
 mod tracking_clients;
@@ -56,11 +51,7 @@ impl Options {
 
     /// What `measure` measures where `stage` runs, else nothing.
     fn measured<T: Default>(&self, stage: &str, measure: impl FnOnce() -> T) -> T {
-        if self.runs(stage) {
-            measure()
-        } else {
-            T::default()
-        }
+        self.runs(stage).then(measure).unwrap_or_default()
     }
 }
 
@@ -182,7 +173,7 @@ fn main() -> Result<(), String> {
         3,
         "default parameters, and the shapes they were chosen from",
     );
-    m.defaults = o.measured("accuracy", || defaults::default_parameters(&loads, &m.ks));
+    m.defaults = o.measured("accuracy", || accuracy::default_parameters(&loads, &m.ks));
 
     m.shapes = o.measured("shapes", || shapes::measure(&loads, m.shape_seeds));
 
@@ -192,8 +183,8 @@ fn main() -> Result<(), String> {
     let rounds = if o.quick { 1 } else { 3 };
     (m.equal, m.by_k) = o.measured("speed", || {
         (
-            speed::at_equal_memory(zipf1, 100, 64 << 10, rounds),
-            speed::ns_by_k(zipf1, &[10, 100, 1000, 10_000], rounds),
+            contenders::at_equal_memory(zipf1, 100, 64 << 10, rounds),
+            contenders::ns_by_k(zipf1, &[10, 100, 1000, 10_000], rounds),
         )
     });
 
@@ -208,7 +199,7 @@ fn main() -> Result<(), String> {
         .runs("fading")
         .then(|| fading::measure(o.quick))
         .transpose()?;
-    m.merges = o.measured("merge", || merging::measure(&loads, &m.ks));
+    m.merges = o.measured("merge", || accuracy::merges(&loads, &m.ks));
 
     stage(
         7,
@@ -279,13 +270,13 @@ pub struct Measurements {
     pub names: Vec<String>,
     pub goals: Vec<report::Goal>,
     pub rows: Vec<Accuracy>,
-    pub defaults: Vec<defaults::DefaultRun>,
-    pub equal: Vec<speed::Throughput>,
+    pub defaults: Vec<accuracy::DefaultRun>,
+    pub equal: Vec<contenders::Throughput>,
     pub by_k: Vec<(usize, f64)>,
     pub redis: redis_phase::RedisFigures,
     pub ties: Option<ties::TieFigures>,
     pub fade: Option<fading::FadingFigures>,
-    pub merges: Vec<merging::MergeRow>,
+    pub merges: Vec<accuracy::MergeRow>,
     pub layout: Option<row_layout::LayoutFigures>,
     pub shapes: Vec<shapes::ShapeRow>,
     pub shape_seeds: u64,
@@ -302,7 +293,7 @@ fn plot_watch(figures: &std::path::Path, out: &std::path::Path) -> Result<(), St
         .filter(|l| l.contains("watch figures"))
         .map(|l| {
             let server = l.split_once(':').map_or("", |(s, _)| s).to_string();
-            (server, rebalance_watch_plot::points(l))
+            (server, plots::watch_points(l))
         })
         .filter(|(_, points)| !points.is_empty())
         .collect();
@@ -311,7 +302,7 @@ fn plot_watch(figures: &std::path::Path, out: &std::path::Path) -> Result<(), St
     }
     plots::load_font();
     let path = out.join("rebalance-watch.png");
-    rebalance_watch_plot::draw(&runs, &path)?;
+    plots::rebalance_watch(&runs, &path).map_err(|e| e.to_string())?;
     eprintln!("plot: {}", path.display());
     Ok(())
 }

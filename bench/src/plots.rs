@@ -1,13 +1,13 @@
-//! PNG plots: precision against memory per workload, and throughput bars.
+//! PNG plots: precision against memory per workload, throughput bars, and
+//! `hk-top rebalance --watch` over a shifting load.
 
 use crate::accuracy::Accuracy;
-use crate::contenders::Kind;
-use crate::speed::Throughput;
+use crate::contenders::{Kind, Throughput};
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 use std::path::Path;
 
-type PlotResult = Result<(), Box<dyn std::error::Error>>;
+pub type PlotResult = Result<(), Box<dyn std::error::Error>>;
 
 const FONTS: [&str; 2] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -150,5 +150,68 @@ pub fn human_bytes(x: f64) -> String {
         format!("{:.0}K", x / 1024.0)
     } else {
         format!("{x:.0}")
+    }
+}
+
+/// The plot of `hk-top rebalance --watch` over a shifting load (the
+/// largest node's share of the commands, round by round): the `(seconds,
+/// share)` pairs of the line hk-top's watch test prints (`watch figures:
+/// ... largest share over time (s:share) 3.0:0.612 6.1:0.598 ...`).
+pub fn watch_points(line: &str) -> Vec<(f64, f64)> {
+    let Some((_, series)) = line.split_once("(s:share)") else {
+        return Vec::new();
+    };
+    series
+        .split_whitespace()
+        .filter_map(|pair| {
+            let (s, share) = pair.split_once(':')?;
+            Some((s.parse().ok()?, share.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Draws the [`watch_points`] of each run (one per server label) into `path`.
+pub fn rebalance_watch(runs: &[(String, Vec<(f64, f64)>)], path: &Path) -> PlotResult {
+    let end = (runs.iter())
+        .flat_map(|(_, p)| p.iter().map(|(s, _)| *s))
+        .fold(1.0, f64::max);
+    let root = BitMapBackend::new(path, (900, 420)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            "hk-top rebalance --watch: the hot set moves once the watch settled",
+            ("sans-serif", 18),
+        )
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(52)
+        .build_cartesian_2d(0.0..end, 0.0..1.0)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds")
+        .y_desc("largest node's share")
+        .draw()?;
+    const COLORS: [RGBColor; 2] = [RGBColor(214, 39, 40), RGBColor(31, 119, 180)];
+    for ((label, points), &color) in runs.iter().zip(COLORS.iter().cycle()) {
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), &color))?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE)
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_series_is_read_from_the_watch_line() {
+        let line = "watch figures: 12 moves over 4 phases ([3, 3, 3, 3] per phase); largest share over time (s:share) 0.0:0.601 3.1:0.550";
+        assert_eq!(super::watch_points(line), [(0.0, 0.601), (3.1, 0.55)]);
     }
 }

@@ -381,11 +381,20 @@ pub fn measure(module: &Path, quick: bool) -> RedisFigures {
             error: None,
         })
     };
-    run().unwrap_or_else(|e| {
-        eprintln!("  through-Redis phase failed: {e}");
-        RedisFigures {
-            error: Some(e),
-            ..Default::default()
-        }
+    or_failed("through-Redis", run(), |f| &mut f.error)
+}
+
+/// What a phase measured, or where it failed (reported), nothing but the
+/// error, in the field `error` picks.
+pub fn or_failed<T: Default>(
+    phase: &str,
+    run: Result<T, String>,
+    error: fn(&mut T) -> &mut Option<String>,
+) -> T {
+    run.unwrap_or_else(|e| {
+        eprintln!("  {phase} phase failed: {e}");
+        let mut figures = T::default();
+        *error(&mut figures) = Some(e);
+        figures
     })
 }

@@ -48,15 +48,11 @@ pub fn goals_table(goals: &[Goal]) -> String {
 
 /// Precision per budget and sketch, for one workload and k.
 pub fn precision_table(rows: &[Accuracy], workload: &str, k: usize, budgets: &[usize]) -> String {
-    let mut out = String::from("| budget |");
-    for kind in Kind::ALL {
-        let _ = write!(out, " {} |", kind.short());
-    }
-    out.push_str(" ours: memory, rel. / abs. error, over-estimates |\n|---|");
-    for _ in 0..=Kind::ALL.len() {
-        out.push_str("---|");
-    }
-    out.push('\n');
+    let kinds = Kind::ALL.map(Kind::short).join(" | ");
+    let rules = "---|".repeat(Kind::ALL.len() + 1);
+    let mut out = format!(
+        "| budget | {kinds} | ours: memory, rel. / abs. error, over-estimates |\n|---|{rules}\n"
+    );
     for &budget in budgets {
         let _ = write!(out, "| {} |", human_bytes(budget as f64));
         let find = |kind| {
@@ -198,10 +194,9 @@ pub fn write(m: &Measurements, out: &Path) -> PathBuf {
         (false, false) => "",
     };
     let mut md = String::new();
-    let _ = writeln!(md, "# HeavyKeeper benchmark report\n");
     let _ = writeln!(
         md,
-        "Mode: {}. {} arrivals per synthetic workload over {} distinct items; fixed seeds. Machine: {} ({} cores). Run took {:.0} s.\n",
+        "# HeavyKeeper benchmark report\n\nMode: {}. {} arrivals per synthetic workload over {} distinct items; fixed seeds. Machine: {} ({} cores). Run took {:.0} s.\n",
         if m.quick { "quick (`make bench QUICK=1`)" } else { "full (`make bench`)" },
         m.arrivals,
         m.distinct,
@@ -210,8 +205,7 @@ pub fn write(m: &Measurements, out: &Path) -> PathBuf {
         m.seconds
     );
     let _ = writeln!(md, "## Goals\n\n{}", goals_table(&m.goals));
-    let _ = writeln!(md, "## Default `HK.RESERVE key k`\n\nMemory is what the type reports to `MEMORY USAGE` at the end of the stream (items included), before the key's own ~32-64 bytes.\n");
-    md.push_str("| workload | k | width x depth | memory | precision | rel. error | over-estimates |\n|---|---|---|---|---|---|---|\n");
+    md.push_str("## Default `HK.RESERVE key k`\n\nMemory is what the type reports to `MEMORY USAGE` at the end of the stream (items included), before the key's own ~32-64 bytes.\n\n| workload | k | width x depth | memory | precision | rel. error | over-estimates |\n|---|---|---|---|---|---|---|\n");
     for d in &m.defaults {
         let _ = writeln!(
             md,
@@ -261,7 +255,7 @@ pub fn write(m: &Measurements, out: &Path) -> PathBuf {
     md.extend(
         [
             m.fade.as_ref().map(|f| f.markdown()),
-            (!m.merges.is_empty()).then(|| crate::merging::markdown(&m.merges)),
+            (!m.merges.is_empty()).then(|| crate::accuracy::merges_markdown(&m.merges)),
             m.layout.as_ref().map(|l| l.markdown()),
             m.ties.as_ref().map(|t| t.markdown()),
             m.tracked.as_ref().map(|t| t.markdown()),

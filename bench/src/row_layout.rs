@@ -94,8 +94,7 @@ impl LayoutFigures {
                 c.items, c.width, c.depth, c.expected, c.double_hash, c.remixed
             );
         }
-        let _ = write!(md, "\nPrecision@k, default depth ({}) and decay ({}), the same streams and seed, only the row layout differs:", Params::DEFAULT_DEPTH, Params::DEFAULT_DECAY);
-        md.push_str("\n\n| workload | k | width | double hashing (v1) | remixed (v2) |\n|---|---|---|---|---|\n");
+        let _ = write!(md, "\nPrecision@k, default depth ({}) and decay ({}), the same streams and seed, only the row layout differs:\n\n| workload | k | width | double hashing (v1) | remixed (v2) |\n|---|---|---|---|---|\n", Params::DEFAULT_DEPTH, Params::DEFAULT_DECAY);
         for p in &self.precision {
             let _ = writeln!(
                 md,

@@ -10,21 +10,20 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::time::Instant;
 
-/// The candidates, (rows, decay), each with the width that spends the
-/// default's bucket count.
-const SHAPES: [(u32, f64); 11] = [
-    (3, 0.9),
-    (4, 0.9),
-    (4, 0.95),
-    (4, 0.97),
-    (4, 0.98),
-    (4, 0.99),
-    (4, 0.995),
-    (5, 0.9),
-    (5, 0.95),
-    (5, 0.98),
-    (5, 0.995),
+/// The candidates, rows and their decays, each with the width that spends
+/// the default's bucket count.
+const DECAYS: [(u32, &[f64]); 3] = [
+    (3, &[0.9]),
+    (4, &[0.9, 0.95, 0.97, 0.98, 0.99, 0.995]),
+    (5, &[0.9, 0.95, 0.98, 0.995]),
 ];
+
+/// Every candidate, (rows, decay).
+fn shapes() -> impl Iterator<Item = (u32, f64)> {
+    DECAYS
+        .into_iter()
+        .flat_map(|(depth, decays)| decays.iter().map(move |&d| (depth, d)))
+}
 
 pub struct ShapeRow {
     pub workload: String,
@@ -50,7 +49,7 @@ pub fn measure(loads: &[Workload], seeds: u64) -> Vec<ShapeRow> {
         for k in [100usize, 1000] {
             let default = Params::for_k(k as u32, 0);
             let buckets = default.width * default.depth;
-            for shape in SHAPES {
+            for shape in shapes() {
                 rows.push(try_shape(w, &index, k, buckets / shape.0, shape, seeds));
             }
         }
@@ -63,7 +62,7 @@ pub fn measure(loads: &[Workload], seeds: u64) -> Vec<ShapeRow> {
                 continue;
             };
             let depth = Params::for_k(k as u32, 0).depth;
-            for shape in SHAPES.into_iter().filter(|s| s.0 == depth) {
+            for shape in shapes().filter(|s| s.0 == depth) {
                 rows.push(try_shape(w, &index, k, width as u32, shape, seeds));
             }
         }

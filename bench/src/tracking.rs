@@ -4,18 +4,75 @@
 //! its list and its rates are at each `track-sample` (every command, the
 //! budgeted default, a fixed 1 in 16), its counts against the truth at the
 //! default ([`tracking_truth`], its own stage), and what the tracker holds
-//! when clients send huge keys.
+//! when clients send huge keys. And the tracker's settings as the bench
+//! sets them on a running server, and what it lists.
 
-use crate::redis_phase::{query, Server};
-use crate::tracker_settings::{
-    config, hotkeys, info_f64, info_number, sample_label, DEFAULT_SAMPLE,
-};
+use crate::redis_phase::{or_failed, query, Server};
 use crate::tracking_bounds;
 use crate::tracking_cost::{self, ServerCost};
 use crate::tracking_truth::{self, ServerTruth};
 use crate::workloads::Workload;
 use std::fmt::Write;
 use std::time::{Duration, Instant};
+use test_harness::CountBounds;
+
+/// The module's default `track-sample` (what `track yes` alone counts): 0,
+/// the share of time counted chosen within `track-cpu-millicores`.
+pub const DEFAULT_SAMPLE: u64 = 0;
+
+/// How a `track-sample` value reads in the report.
+pub fn sample_label(sample: u64) -> String {
+    match sample {
+        0 => "default (budgeted)".into(),
+        1 => "every command".into(),
+        n => format!("1 in {n}"),
+    }
+}
+
+/// `CONFIG SET heavykeeper.<name> <value>`.
+pub fn config(con: &mut redis::Connection, name: &str, value: &str) -> Result<(), String> {
+    query(
+        con,
+        &["CONFIG", "SET", &format!("heavykeeper.{name}"), value],
+    )
+}
+
+/// A numeric field of `INFO heavykeeper` (`heavykeeper_<field>`).
+pub fn info_f64(con: &mut redis::Connection, field: &str) -> Option<f64> {
+    info_number(con, "heavykeeper", &format!("heavykeeper_{field}"))
+}
+
+/// A numeric field of `INFO section`.
+pub fn info_number(con: &mut redis::Connection, section: &str, field: &str) -> Option<f64> {
+    test_harness::info_field(con, section, field)?.parse().ok()
+}
+
+/// The rows `HK.HOTKEYS` lists with `args`, in order: each key's rate and
+/// count, and with `WITHBOUNDS` its count's 95% bounds (else 0).
+pub fn hotkeys(
+    con: &mut redis::Connection,
+    args: &[&str],
+) -> Result<Vec<(String, CountBounds)>, String> {
+    let bounds = args.contains(&"WITHBOUNDS");
+    let flat: Vec<redis::Value> = query(con, &[&["HK.HOTKEYS"], args].concat())?;
+    (flat.chunks(if bounds { 6 } else { 4 }))
+        .map(|row| {
+            let value = |i: usize| {
+                row.get(i)
+                    .ok_or(format!("HK.HOTKEYS: a row of {}", row.len()))
+            };
+            let number = |i| redis::from_redis_value::<f64>(value(i)?).map_err(|e| e.to_string());
+            let key: String = redis::from_redis_value(value(0)?).map_err(|e| e.to_string())?;
+            let (low, high) = if bounds {
+                (number(4)?, number(5)?)
+            } else {
+                (0.0, 0.0)
+            };
+            let b = CountBounds::from_rates(number(2)?, number(3)?, low, high);
+            Ok((key, b))
+        })
+        .collect()
+}
 
 /// List and rates at one sampling rate.
 pub struct Sampling {
@@ -34,8 +91,31 @@ pub struct Sampling {
 }
 
 impl Sampling {
-    pub fn worst_rate_error(&self) -> Option<f64> {
-        self.steady.iter().map(SteadyRate::error).reduce(f64::max)
+    /// A row of the report's table (and a line on the console as it is
+    /// measured).
+    fn row(&self) -> String {
+        let rate = |key: &str| {
+            (self.steady.iter().find(|r| r.key == key)).map_or("-".to_string(), |r| {
+                format!("{:.0} / {:.0}", r.truth, r.reported)
+            })
+        };
+        let error = |r: &SteadyRate| (r.reported - r.truth).abs() / r.truth;
+        let worst = self.steady.iter().map(error).reduce(f64::max);
+        let share = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.4}"));
+        let twenty: Vec<String> = (self.precision_20k.iter())
+            .map(|p| format!("{p:.3}"))
+            .collect();
+        format!(
+            "| {} | {:.3} | {} | {} | {} | {} | {:.2}% | {} |",
+            sample_label(self.sample),
+            self.precision,
+            share(self.precision_counted),
+            twenty.join(", "),
+            rate("steady:fast"),
+            rate("steady:slow"),
+            100.0 * worst.unwrap_or(f64::NAN),
+            share(self.steady_counted),
+        )
     }
 }
 
@@ -43,12 +123,6 @@ pub struct SteadyRate {
     pub key: String,
     pub truth: f64,
     pub reported: f64,
-}
-
-impl SteadyRate {
-    fn error(&self) -> f64 {
-        (self.reported - self.truth).abs() / self.truth
-    }
 }
 
 /// After 300 `EXISTS` of distinct 1 MB keys (each twice).
@@ -87,22 +161,16 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
                 .collect::<Result<Vec<f64>, String>>()?;
             let (precision, precision_counted) = precision(&server, zipf, sample, quick)?;
             let (steady, steady_counted) = steady_rates(&server, sample, half_life_s)?;
-            eprintln!(
-                "  {}: top-100 precision {precision:.3} (time counted {precision_counted:?}), over 20,000 keys {precision_20k:?}, steady {:?} (time counted {steady_counted:?})",
-                sample_label(sample),
-                steady
-                    .iter()
-                    .map(|r| (r.truth.round(), r.reported.round()))
-                    .collect::<Vec<_>>()
-            );
-            samplings.push(Sampling {
+            let s = Sampling {
                 sample,
                 precision,
                 precision_counted,
                 precision_20k,
                 steady,
                 steady_counted,
-            });
+            };
+            eprintln!("  {}", s.row());
+            samplings.push(s);
         }
         Ok(TrackingFigures {
             costs,
@@ -112,13 +180,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> Tracki
             ..Default::default()
         })
     };
-    run().unwrap_or_else(|e| {
-        eprintln!("  tracking phase failed: {e}");
-        TrackingFigures {
-            error: Some(e),
-            ..Default::default()
-        }
-    })
+    or_failed("tracking", run(), |f| &mut f.error)
 }
 
 /// A Zipf(1.0) stream of `GET`s through the server, sampled 1 in `sample`:
@@ -138,7 +200,7 @@ fn precision(
     let arrivals = if quick { 300_000 } else { 5_000_000 };
     // The first `arrivals`, or the whole stream when it is shorter.
     let sent = zipf.stream.get(..arrivals).unwrap_or(&zipf.stream);
-    let counted = Counted::start(&mut con);
+    let counted = time_counted(&mut con);
     for chunk in sent.chunks(1000) {
         let mut pipe = redis::pipe();
         for item in chunk.iter().filter_map(|&id| zipf.item(id)) {
@@ -147,7 +209,7 @@ fn precision(
         pipe.query::<()>(&mut con).map_err(|e| e.to_string())?;
     }
     let listed = hotkeys(&mut con, &["READS", "COUNT", "100"])?;
-    let counted = counted.share(&mut con);
+    let counted = counted(&mut con);
     let listed: Vec<(Vec<u8>, u64)> = (listed.into_iter())
         .map(|(k, _)| (k.into_bytes(), 0))
         .collect();
@@ -158,24 +220,13 @@ fn precision(
     Ok((precision, counted))
 }
 
-/// The share of time counted since it started (`tracker_seconds_counted`
-/// over wall time).
-struct Counted {
-    seconds: Option<f64>,
-    started: Instant,
-}
-
-impl Counted {
-    fn start(con: &mut redis::Connection) -> Self {
-        Counted {
-            seconds: info_f64(con, "tracker_seconds_counted"),
-            started: Instant::now(),
-        }
-    }
-
-    fn share(&self, con: &mut redis::Connection) -> Option<f64> {
-        let now = info_f64(con, "tracker_seconds_counted")?;
-        Some(((now - self.seconds?) / self.started.elapsed().as_secs_f64()).min(1.0))
+/// The share of time counted from now on (`tracker_seconds_counted` over
+/// wall time), as the closure returned reads it.
+fn time_counted(con: &mut redis::Connection) -> impl Fn(&mut redis::Connection) -> Option<f64> {
+    let (before, started) = (info_f64(con, "tracker_seconds_counted"), Instant::now());
+    move |con| {
+        let counted = info_f64(con, "tracker_seconds_counted")? - before?;
+        Some((counted / started.elapsed().as_secs_f64()).min(1.0))
     }
 }
 
@@ -195,7 +246,7 @@ fn steady_rates(
     config(&mut con, "track", "yes")?;
     let targets = [("steady:fast", 8_000.0), ("steady:slow", 2_000.0)];
     let seconds = 6.0 * half_life;
-    let counted = Counted::start(&mut con);
+    let counted = time_counted(&mut con);
     let started = Instant::now();
     let mut sent: Vec<Vec<f64>> = vec![Vec::new(); targets.len()];
     let mut background = 0u64;
@@ -219,7 +270,7 @@ fn steady_rates(
     }
     let at = started.elapsed().as_secs_f64();
     let listed = hotkeys(&mut con, &["READS"])?;
-    let counted = counted.share(&mut con);
+    let counted = counted(&mut con);
     let reported = |key: &str| {
         listed
             .iter()
@@ -227,16 +278,14 @@ fn steady_rates(
             .map_or(0.0, |(_, b)| b.rate)
     };
     let lambda = std::f64::consts::LN_2 / half_life;
+    // What a send at `t` weighs at `at`.
+    let decayed = |t: &f64| (-(at - t) / half_life).exp2();
     let rows = targets
         .iter()
         .zip(&sent)
         .map(|((key, _), times)| SteadyRate {
             key: key.to_string(),
-            truth: lambda
-                * times
-                    .iter()
-                    .map(|t| (-(at - t) / half_life).exp2())
-                    .sum::<f64>(),
+            truth: lambda * times.iter().map(decayed).sum::<f64>(),
             reported: reported(key),
         })
         .collect();
@@ -287,33 +336,8 @@ impl TrackingFigures {
             md.push_str(&crate::tracking_clients::markdown(&self.clients));
         }
         if !self.samplings.is_empty() {
-            let _ = writeln!(md, "\nThe list and the rates at each `track-sample` (Redis 7.0): precision is the share of the true top-100 of a Zipf(1.0) `GET` stream through the server (pipelines of 1,000 from one client, as fast as the server answers) that `HK.HOTKEYS READS COUNT 100` lists; rates are those of two steady keys (8,000 and 2,000 req/s among ~25,000 background `GET`s a second) after six half-lives of {} s, against the exact decayed rate of what was sent. Time counted: the share of the run's time counted (`tracker_seconds_counted` over wall time; 1 in N: 1/N).\n", self.half_life_s);
-            md.push_str("| track-sample | top-100 precision | time counted | over 20,000 keys (300,000 GETs, six seeds) | steady:fast truth / reported | steady:slow truth / reported | worst rate error | time counted |\n|---|---|---|---|---|---|---|---|\n");
-            for s in &self.samplings {
-                let rate = |key: &str| {
-                    s.steady
-                        .iter()
-                        .find(|r| r.key == key)
-                        .map_or("-".to_string(), |r| {
-                            format!("{:.0} / {:.0}", r.truth, r.reported)
-                        })
-                };
-                let share = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.4}"));
-                let twenty: Vec<String> =
-                    s.precision_20k.iter().map(|p| format!("{p:.3}")).collect();
-                let _ = writeln!(
-                    md,
-                    "| {} | {:.3} | {} | {} | {} | {} | {:.2}% | {} |",
-                    sample_label(s.sample),
-                    s.precision,
-                    share(s.precision_counted),
-                    twenty.join(", "),
-                    rate("steady:fast"),
-                    rate("steady:slow"),
-                    100.0 * s.worst_rate_error().unwrap_or(f64::NAN),
-                    share(s.steady_counted),
-                );
-            }
+            let _ = writeln!(md, "\nThe list and the rates at each `track-sample` (Redis 7.0): precision is the share of the true top-100 of a Zipf(1.0) `GET` stream through the server (pipelines of 1,000 from one client, as fast as the server answers) that `HK.HOTKEYS READS COUNT 100` lists; rates are those of two steady keys (8,000 and 2,000 req/s among ~25,000 background `GET`s a second) after six half-lives of {} s, against the exact decayed rate of what was sent. Time counted: the share of the run's time counted (`tracker_seconds_counted` over wall time; 1 in N: 1/N).\n\n| track-sample | top-100 precision | time counted | over 20,000 keys (300,000 GETs, six seeds) | steady:fast truth / reported | steady:slow truth / reported | worst rate error | time counted |\n|---|---|---|---|---|---|---|---|", self.half_life_s);
+            md.extend(self.samplings.iter().map(|s| s.row() + "\n"));
         }
         if let Some(h) = &self.huge_keys {
             let _ = writeln!(md, "\nAfter 300 `EXISTS` of distinct 1 MB keys (`track-k 100`): the tracker holds {} bytes (`tracker_memory_bytes`, batches included); `used_memory` grew by {} bytes.", h.tracker_bytes, h.used_memory_growth);
@@ -351,7 +375,8 @@ impl TrackingFigures {
                 ));
             }
             for m in &i.misses {
-                if let (Some(hit), Some(miss)) = (m.per_hit(), m.per_miss()) {
+                let added = |figures| tracking_cost::over_unsubscribed(figures, 1);
+                if let (Some(hit), Some(miss)) = (added(&m.hit), added(&m.miss)) {
                     line(format!(
                         "{}, {}: `track-misses yes` adds {hit:+.0} instructions per hit, {miss:+.0} per miss",
                         server.server,

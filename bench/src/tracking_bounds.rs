@@ -14,7 +14,7 @@
 //! benchmark sent). And what `WITHBOUNDS` costs a reader.
 
 use crate::redis_phase::{query, Server};
-use crate::tracker_settings::{hotkeys, info_f64};
+use crate::tracking::{hotkeys, info_f64};
 use crate::tracking_cost::{server_name, servers, start_counting};
 use crate::tracking_truth::{commands_processed, saturate};
 use std::fmt::Write;
@@ -107,7 +107,6 @@ pub const LOADS: [Load; 2] = [Load::Medium, Load::Saturating];
 /// One key in one run.
 #[derive(Clone, Debug)]
 pub struct KeyReading {
-    pub sent: u64,
     /// Its share of every command the node ran.
     pub share: f64,
     /// Counted over sent (0: not listed).
@@ -158,13 +157,10 @@ pub struct ServerBounds {
 impl ServerBounds {
     /// The runs under each load, for the loads that have some.
     pub fn by_load(&self) -> impl Iterator<Item = (Load, Vec<&Run>)> {
-        let of = |load| {
-            self.runs
-                .iter()
-                .filter(|r| r.load == load)
-                .collect::<Vec<_>>()
-        };
-        (LOADS.into_iter().map(move |load| (load, of(load)))).filter(|(_, runs)| !runs.is_empty())
+        LOADS.into_iter().filter_map(move |load| {
+            let runs: Vec<&Run> = self.runs.iter().filter(|r| r.load == load).collect();
+            (!runs.is_empty()).then_some((load, runs))
+        })
     }
 }
 
@@ -221,14 +217,9 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
                 .map_or((0.0, 0.0, 0.0), |(_, b)| (b.count, b.low, b.high));
             // Every key that is not one of the four is a background or
             // benchmark key: none had a third of any of the four's.
-            let phantoms_above = at.map_or(0, |i| {
-                rows.iter()
-                    .take(i)
-                    .filter(|r| !KEYS.contains(&r.0.as_str()))
-                    .count()
-            });
+            let background = |r: &&(String, CountBounds)| !KEYS.contains(&r.0.as_str());
+            let phantoms_above = at.map_or(0, |i| rows.iter().take(i).filter(background).count());
             KeyReading {
-                sent: sent.of(key),
                 share: truth / ran.max(1.0),
                 ratio: count / truth.max(1.0),
                 listed: at.is_some(),
@@ -261,19 +252,14 @@ fn listed_rows(
     per_benchmark_key: f64,
 ) -> ListedRows {
     let mut figures = ListedRows::default();
-    for (
-        key,
-        CountBounds {
-            count, low, high, ..
-        },
-    ) in rows
-    {
+    for (key, b) in rows {
+        let (count, low, high) = (b.count, b.low, b.high);
         let truth = match sent.of(key) {
             0 => per_benchmark_key,
             n => n as f64,
         };
         figures.listed += 1;
-        let held = *low <= truth * (1.0 + 1e-9) && truth <= high * (1.0 + 1e-9);
+        let held = low <= truth * (1.0 + 1e-9) && truth <= high * (1.0 + 1e-9);
         if !held && std::env::var_os("HK_BENCH_ROWS").is_some() {
             eprintln!("    row {key}: {count:.0} [{low:.0}, {high:.0}] truth {truth:.0}");
         }
@@ -324,26 +310,21 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
             for _ in 0..runs {
                 for load in LOADS {
                     let r = one_run(&server, load, seconds)?;
+                    let key = |(k, r): (&&str, &KeyReading)| {
+                        let outside = if r.covered { "" } else { " OUTSIDE" };
+                        let phantoms = match r.phantoms_above {
+                            0 => String::new(),
+                            n => format!(" {n} phantoms above"),
+                        };
+                        let (ratio, (low, high)) = (r.ratio, r.bar);
+                        format!("{k} {ratio:.3} [{low:.2}, {high:.2}]{outside}{phantoms}")
+                    };
+                    let keys: Vec<String> = KEYS.iter().zip(&r.keys).map(key).collect();
                     eprintln!(
                         "  {} {}: {} (share counted {:.4}, kept {:.4}, {:.0} commands/s; rows {:?})",
                         out.server,
                         load.label(),
-                        KEYS.iter()
-                            .zip(&r.keys)
-                            .map(|(k, r)| format!(
-                                "{k} {:.3} [{:.2}, {:.2}]{}{}",
-                                r.ratio,
-                                r.bar.0,
-                                r.bar.1,
-                                if r.covered { "" } else { " OUTSIDE" },
-                                if r.phantoms_above > 0 {
-                                    format!(" {} phantoms above", r.phantoms_above)
-                                } else {
-                                    String::new()
-                                }
-                            ))
-                            .collect::<Vec<_>>()
-                            .join(", "),
+                        keys.join(", "),
                         r.share_counted,
                         r.kept_share,
                         r.server_rate,

@@ -10,11 +10,10 @@
 //! what it sent, and the memory of a row's senders.
 
 use crate::redis_phase::{query, Server};
-use crate::tracker_settings::info_f64;
+use crate::tracking::info_f64;
 use crate::tracking_cost::{server_name, servers, start_counting};
 use crate::tracking_truth::saturate;
 use redis::Value;
-use std::fmt::Write;
 use std::path::Path;
 use std::time::Duration;
 use test_harness::{steady_reads_from_hosts, CountBounds};
@@ -108,12 +107,10 @@ fn measure_one(
             let of_key = |s: &Vec<usize>| s.get(k).copied().unwrap_or(0);
             let sent_all: usize = sent.iter().map(of_key).sum();
             for (h, host_sent) in sent.iter().enumerate() {
-                let row = hosts
-                    .iter()
-                    .find(|(host, _)| *host == format!("127.0.0.{}", h + 2));
-                let CountBounds {
-                    count, low, high, ..
-                } = row.map_or(Default::default(), |r| r.1);
+                let host = format!("127.0.0.{}", h + 2);
+                let row = hosts.iter().find(|(name, _)| *name == host);
+                let (count, low, high) =
+                    row.map_or((0.0, 0.0, 0.0), |(_, b)| (b.count, b.low, b.high));
                 let truth = of_key(host_sent) as f64;
                 figures.rows += 1;
                 // A day's fading over the reading, and rounding: 1e-4 and half
@@ -139,9 +136,8 @@ fn measure_one(
     figures.mean_error = mean(&errors);
     figures.worst_error = errors.iter().fold(0.0f64, |a, e| a.max(e.abs()));
     (figures.largest, figures.smallest) = (mean(&largest), mean(&smallest));
-    let rows = info_f64(&mut con, "tracker_client_rows").unwrap_or(0.0);
-    let bytes = info_f64(&mut con, "tracker_client_rows_memory_bytes").unwrap_or(0.0);
-    (figures.senders_rows, figures.senders_bytes) = (rows, bytes);
+    figures.senders_rows = info_f64(&mut con, "tracker_client_rows").unwrap_or(0.0);
+    figures.senders_bytes = info_f64(&mut con, "tracker_client_rows_memory_bytes").unwrap_or(0.0);
     Ok(figures)
 }
 
@@ -152,7 +148,7 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ClientShares> {
         for saturated in [false, true] {
             match measure_one(&binary, module, saturated, readings) {
                 Ok(f) => {
-                    eprintln!("  {}", line(&f));
+                    eprintln!("  {}", row(&f));
                     all.push(f);
                 }
                 Err(e) => eprintln!("  {binary}: {e}"),
@@ -162,54 +158,35 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ClientShares> {
     all
 }
 
-fn line(f: &ClientShares) -> String {
-    let load = if f.saturated { "saturated" } else { "quiet" };
-    match &f.skipped {
-        Some(why) => format!("{} {load}: not measured ({why})", f.server),
-        None => format!(
-            "{} {load}: {}/{} host rows within their bounds ({} of a key not a member when read); 60% read {:.1}%, 5% read {:.1}%; mean share error {:+.2} points, worst {:.2}; senders of {:.0} rows in {:.0} B",
-            f.server,
-            f.within,
-            f.rows,
-            f.unnamed,
-            100.0 * f.largest,
-            100.0 * f.smallest,
-            100.0 * f.mean_error,
-            100.0 * f.worst_error,
-            f.senders_rows,
-            f.senders_bytes
-        ),
-    }
-}
-
 pub fn markdown(figures: &[ClientShares]) -> String {
     let mut md = String::from("\n### Who drives a hot key (`HK.HOTKEYS CLIENTS`)\n\nFour hosts (127.0.0.2-5) read four hot keys at 60/25/10/5% of each key's reads (2,000 reads a second a key), at the defaults with a day's half-life, quiet and beside a saturating `redis-benchmark -P 16 -c 8` over 100,000 keys; 6 s a reading, four keys a reading. A host row is within when its count's 95% bounds hold what it sent; a share is its count over the row's hosts' counts, against what it sent of the key.\n\n| server | load | readings | rows within their bounds | rows of a key not a member when read | the 60% share read | the 5% share read | mean share error | worst share error | memory of the senders (rows) |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    for f in figures {
-        let load = if f.saturated { "saturated" } else { "quiet" };
-        if let Some(why) = &f.skipped {
-            let _ = writeln!(
-                md,
-                "| {} | {load} | - | not measured: {why} | | | | | | |",
-                f.server
-            );
-            continue;
-        }
-        let _ = writeln!(
-            md,
-            "| {} | {load} | {} | {}/{} ({:.0}%) | {} | {:.1}% | {:.1}% | {:+.2} points | {:.2} points | {:.0} B ({:.0} rows) |",
-            f.server,
-            f.readings,
-            f.within,
-            f.rows,
-            100.0 * f.within as f64 / f.rows.max(1) as f64,
-            f.unnamed,
-            100.0 * f.largest,
-            100.0 * f.smallest,
-            100.0 * f.mean_error,
-            100.0 * f.worst_error,
-            f.senders_bytes,
-            f.senders_rows
+    md.extend(figures.iter().map(|f| row(f) + "\n"));
+    md
+}
+
+/// One server's figures under one load, as a row of the report's table
+/// (and a line on the console as it is measured).
+fn row(f: &ClientShares) -> String {
+    let load = if f.saturated { "saturated" } else { "quiet" };
+    if let Some(why) = &f.skipped {
+        return format!(
+            "| {} | {load} | - | not measured: {why} | | | | | | |",
+            f.server
         );
     }
-    md
+    format!(
+        "| {} | {load} | {} | {}/{} ({:.0}%) | {} | {:.1}% | {:.1}% | {:+.2} points | {:.2} points | {:.0} B ({:.0} rows) |",
+        f.server,
+        f.readings,
+        f.within,
+        f.rows,
+        100.0 * f.within as f64 / f.rows.max(1) as f64,
+        f.unnamed,
+        100.0 * f.largest,
+        100.0 * f.smallest,
+        100.0 * f.mean_error,
+        100.0 * f.worst_error,
+        f.senders_bytes,
+        f.senders_rows
+    )
 }

@@ -15,7 +15,7 @@
 //! and every thread. And what `track-misses yes` costs a hit and a miss.
 
 use crate::redis_phase::{benchmark_clients, median, query, Server};
-use crate::tracker_settings::{config, info_f64, sample_label, DEFAULT_SAMPLE};
+use crate::tracking::{config, info_f64, sample_label, DEFAULT_SAMPLE};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -33,6 +33,7 @@ pub enum Mode {
     Default,
 }
 
+/// In the order the modes are declared (a mode's figure is at `mode as usize`).
 pub const MODES: [Mode; 5] = [
     Mode::Off,
     Mode::FloorEmpty,
@@ -56,10 +57,6 @@ impl Mode {
         matches!(self, Mode::FloorEmpty | Mode::FloorRead)
     }
 
-    fn tracks(self) -> bool {
-        matches!(self, Mode::Every | Mode::Default)
-    }
-
     /// `track`, `track-sample` and the floor module's mode.
     fn settings(self) -> (&'static str, u64, &'static str) {
         match self {
@@ -79,15 +76,11 @@ impl Mode {
         config(con, "track-sample", &sample.to_string())?;
         config(con, "track", track)
     }
-
-    fn index(self) -> usize {
-        MODES.iter().position(|&m| m == self).unwrap_or(0)
-    }
 }
 
 /// `mode`'s figure among figures in the order of [`MODES`].
 fn in_mode<T: Copy>(figures: &[Option<T>; 5], mode: Mode) -> Option<T> {
-    figures.get(mode.index()).copied().flatten()
+    figures.get(mode as usize).copied().flatten()
 }
 
 /// One command through one server in every mode (medians of interleaved
@@ -176,21 +169,10 @@ pub struct MissCost {
     pub misses_seen_per_get: Option<f64>,
 }
 
-impl MissCost {
-    /// Added per hit by `track-misses yes`.
-    pub fn per_hit(&self) -> Option<f64> {
-        Some(self.hit[1]? - self.hit[0]?)
-    }
-
-    /// Added per miss by `track-misses yes`.
-    pub fn per_miss(&self) -> Option<f64> {
-        Some(self.miss[1]? - self.miss[0]?)
-    }
-
-    /// Left per miss by `track-misses no` once it was on.
-    pub fn per_miss_after(&self) -> Option<f64> {
-        Some(self.miss[2]? - self.miss[0]?)
-    }
+/// Added by the run at `at` (1: `track-misses yes`, 2: `no` once it was
+/// on) over `no` before it ever was.
+pub fn over_unsubscribed(figures: &[Option<f64>; 3], at: usize) -> Option<f64> {
+    Some((*figures.get(at)?)? - figures[0]?)
 }
 
 /// Instructions per `GET` in every mode (medians of two rounds), the
@@ -209,16 +191,12 @@ pub struct Instructions {
 
 impl Instructions {
     pub fn at(&self, mode: Mode) -> Option<&PerGet> {
-        self.modes.get(mode.index())?.as_ref()
-    }
-
-    fn off(&self) -> Option<&PerGet> {
-        self.at(Mode::Off)
+        self.modes.get(mode as usize)?.as_ref()
     }
 
     /// What `mode` adds per `GET` inside `processCommand`.
     pub fn added_in_command(&self, mode: Mode) -> Option<f64> {
-        Some(self.at(mode)?.in_command? - self.off()?.in_command?)
+        Some(self.at(mode)?.in_command? - self.at(Mode::Off)?.in_command?)
     }
 
     /// What `mode` adds to the main thread per `GET`: inside
@@ -226,18 +204,18 @@ impl Instructions {
     /// which run by wall time, are left out: under callgrind a mode that
     /// slows the server would be charged for them).
     pub fn added_main(&self, mode: Mode) -> Option<f64> {
-        added_over(self.at(mode)?, self.off()?).0
+        added_over(self.at(mode)?, self.at(Mode::Off)?).0
     }
 
     /// What `mode` adds to every thread per `GET`: the main thread's part
     /// and the worker.
     pub fn added_all(&self, mode: Mode) -> Option<f64> {
-        added_over(self.at(mode)?, self.off()?).1
+        added_over(self.at(mode)?, self.at(Mode::Off)?).1
     }
 
     /// What `mode` adds inside `processCommand` and in the worker.
     pub fn added_command_and_worker(&self, mode: Mode) -> Option<f64> {
-        let (m, off) = (self.at(mode)?, self.off()?);
+        let (m, off) = (self.at(mode)?, self.at(Mode::Off)?);
         Some(m.command_and_worker()? - off.command_and_worker()?)
     }
 
@@ -254,7 +232,7 @@ impl Instructions {
     /// What counting prefixes at `depths` adds at `sample`, all threads:
     /// over the same sample without prefixes ("2" is the mode itself).
     pub fn prefix_cost(&self, sample: u64, depths: &str) -> Option<f64> {
-        let off = self.off()?;
+        let off = self.at(Mode::Off)?;
         let mode = if sample == 1 {
             Mode::Every
         } else {
@@ -269,12 +247,12 @@ impl Instructions {
 
     /// `added` as a share of what the main thread runs per `GET`, off.
     pub fn share_of_main(&self, added: Option<f64>) -> Option<f64> {
-        Some(added? / self.off()?.main)
+        Some(added? / self.at(Mode::Off)?.main)
     }
 
     /// `added` as a share of what every thread runs per `GET`, off.
     pub fn share_of_all(&self, added: Option<f64>) -> Option<f64> {
-        Some(added? / self.off()?.all)
+        Some(added? / self.at(Mode::Off)?.all)
     }
 }
 
@@ -306,14 +284,9 @@ pub fn start_counting(binary: &str, module: &Path) -> Result<Server, String> {
     Server::start_modules(binary, &[(module.to_path_buf(), args.to_vec())])
 }
 
-/// The floor module, built beside the module (`make bench` builds it).
-fn floor_module(module: &Path) -> Option<PathBuf> {
-    let floor = module.with_file_name("libhk_filter_floor.so");
-    floor.exists().then_some(floor)
-}
-
 pub fn measure(module: &Path, quick: bool) -> Result<Vec<ServerCost>, String> {
-    let floor = floor_module(module);
+    // The floor module, built beside the module (`make bench` builds it).
+    let floor = Some(module.with_file_name("libhk_filter_floor.so")).filter(|f| f.exists());
     if floor.is_none() {
         eprintln!("  no libhk_filter_floor.so beside the module: floors not measured (cargo build --release -p filter-floor)");
     }
@@ -398,7 +371,7 @@ fn cpu_rounds(server: &Server, floor: bool, quick: bool) -> Result<Vec<CostRow>,
                 s.rps.push(r);
                 let cpu = per_request(before, server.main_thread_cpu_ns());
                 s.cpu.extend(cpu);
-                if mode.tracks() {
+                if matches!(mode, Mode::Every | Mode::Default) {
                     // The worker lags the main thread by up to a tick.
                     std::thread::sleep(Duration::from_millis(150));
                     let worker = per_request(worker_before, server.thread_cpu_ns("hk-tracker"));
@@ -535,7 +508,7 @@ fn instructions(
         (150_000, 100_000, 60_000, 10_000)
     };
     let mut server = Callgrind::start(binary, module, floor, false)?;
-    let mut con = server.connection()?;
+    let mut con = server.server.connection().ok()?;
     let port = server.server.port;
     preload(&mut con)?;
     let get = |port, n, key: &str| benchmark_clients(port, 8, n, 16, 100_000, &["GET", key]);
@@ -637,7 +610,7 @@ fn cluster_instructions(
 ) -> Vec<(Variant, PerGet)> {
     let run = || -> Option<Vec<(Variant, PerGet)>> {
         let mut server = Callgrind::start(binary, module, None, true)?;
-        let mut con = server.connection()?;
+        let mut con = server.server.connection().ok()?;
         let port = server.server.port;
         query::<()>(&mut con, &["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]).ok()?;
         retry(300, || {
@@ -698,10 +671,6 @@ impl Callgrind {
             dir,
             dumps: 0,
         })
-    }
-
-    fn connection(&self) -> Option<redis::Connection> {
-        self.server.connection().ok()
     }
 
     fn control(&self, args: &[&str]) -> Option<()> {
@@ -832,7 +801,7 @@ fn runs_module_code(profile: &str) -> bool {
 
 impl Drop for Callgrind {
     fn drop(&mut self) {
-        if let Some(mut con) = self.connection() {
+        if let Ok(mut con) = self.server.connection() {
             let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut con);
         }
     }
@@ -1040,12 +1009,12 @@ pub fn markdown(costs: &[ServerCost]) -> String {
                 sample_label(m.sample),
                 f(m.hit[0]),
                 f(m.hit[1]),
-                added(m.per_hit()),
+                added(over_unsubscribed(&m.hit, 1)),
                 f(m.miss[0]),
                 f(m.miss[1]),
                 f(m.miss[2]),
-                added(m.per_miss()),
-                added(m.per_miss_after()),
+                added(over_unsubscribed(&m.miss, 1)),
+                added(over_unsubscribed(&m.miss, 2)),
                 m.misses_seen_per_get
                     .map_or("-".into(), |x| format!("{x:.4}")),
             );

@@ -8,7 +8,7 @@
 //! authenticated (which must not be counted).
 
 use crate::redis_phase::{query, Server};
-use crate::tracker_settings::{config, hotkeys, info_f64, info_number};
+use crate::tracking::{config, hotkeys, info_f64, info_number};
 use crate::tracking_cost::{server_name, servers, start_counting};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -122,8 +122,7 @@ pub struct Run {
     pub rate: f64,
     /// Every command the server ran a second (the saturating load's too).
     pub server_rate: f64,
-    /// `x` and `steady`: reads sent, and count over reads sent.
-    pub sent: [u64; 2],
+    /// `x` and `steady`: count over reads sent.
     pub ratios: [f64; 2],
     /// Unauthenticated: what `HK.HOTKEYS` counted of `noauth:key` (0:
     /// not listed), and `tracker_unauthenticated_dropped` over the run.
@@ -162,12 +161,9 @@ impl ServerTruth {
     /// Each key's mean ratio over the runs of `scenario`.
     pub fn means(&self, scenario: Scenario) -> Option<[f64; 2]> {
         let runs: Vec<&Run> = self.of(scenario).collect();
-        if runs.is_empty() {
-            return None;
-        }
-        let mean =
-            |ratio: fn(&Run) -> f64| runs.iter().map(|r| ratio(r)).sum::<f64>() / runs.len() as f64;
-        Some([mean(|r| r.ratios[0]), mean(|r| r.ratios[1])])
+        let n = runs.len() as f64;
+        let mean = |k: usize| runs.iter().filter_map(|r| r.ratios.get(k)).sum::<f64>() / n;
+        (n > 0.0).then(|| [mean(0), mean(1)])
     }
 }
 
@@ -209,20 +205,15 @@ fn poller(url: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
 /// `-NOAUTH`).
 fn unauthenticated(port: u16, over: Duration) -> std::thread::JoinHandle<u64> {
     std::thread::spawn(move || {
-        let Ok(stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-            return 0;
-        };
-        let Ok(mut writer) = stream.try_clone() else {
+        let connected = std::net::TcpStream::connect(("127.0.0.1", port));
+        let Ok((stream, mut writer)) = connected.and_then(|s| Ok((s.try_clone()?, s))) else {
             return 0;
         };
         let mut reader = BufReader::new(stream);
         const PER: usize = 20;
         let rounds = NOAUTH_GETS / PER;
-        let request = format!(
-            "*2\r\n$3\r\nGET\r\n${}\r\n{NOAUTH_KEY}\r\n",
-            NOAUTH_KEY.len()
-        )
-        .repeat(PER);
+        let len = NOAUTH_KEY.len();
+        let request = format!("*2\r\n$3\r\nGET\r\n${len}\r\n{NOAUTH_KEY}\r\n").repeat(PER);
         let mut sent = 0;
         let mut line = String::new();
         for _ in 0..rounds {
@@ -242,13 +233,8 @@ fn unauthenticated(port: u16, over: Duration) -> std::thread::JoinHandle<u64> {
     })
 }
 
-fn one_run(server: &Server, scenario: Scenario, seconds: u64) -> Result<Run, String> {
+fn one_run(server: &Server, scenario: Scenario, mut seconds: u64) -> Result<Run, String> {
     let mut con = server.connection().map_err(|e| e.to_string())?;
-    let seconds = if scenario == Scenario::AfterReset {
-        2
-    } else {
-        seconds
-    };
     let mut url = format!("redis://127.0.0.1:{}/", server.port);
     let mut benchmark = None;
     match scenario {
@@ -257,6 +243,7 @@ fn one_run(server: &Server, scenario: Scenario, seconds: u64) -> Result<Run, Str
             std::thread::sleep(Duration::from_secs(2));
         }
         Scenario::Every => config(&mut con, "track-sample", "1")?,
+        Scenario::AfterReset => seconds = 2,
         Scenario::Unauthenticated => {
             // This connection stays logged in; the traffic logs in.
             query::<()>(&mut con, &["CONFIG", "SET", "requirepass", PASSWORD])?;
@@ -309,7 +296,6 @@ fn one_run(server: &Server, scenario: Scenario, seconds: u64) -> Result<Run, Str
         scenario,
         rate: sent.rate(),
         server_rate: commands / wall,
-        sent: KEYS.map(|k| sent.of(k)),
         ratios: KEYS.map(ratio),
         noauth: noauth_sent.map(|n| (counts.get(NOAUTH_KEY).copied().unwrap_or(0.0), dropped, n)),
         share,
@@ -334,20 +320,10 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerTruth> {
             for run in 0..runs {
                 for scenario in SCENARIOS {
                     let r = one_run(&server, scenario, seconds)?;
-                    eprintln!(
-                        "  {} {} run {}: {:.0}/s (server {:.0}/s), x {:.3}, steady {:.3}{}, share {:.4}, time counted {:.4}, cpu {:.2}%",
-                        truth.server,
-                        scenario.label(),
-                        run + 1,
-                        r.rate,
-                        r.server_rate,
-                        r.ratios[0],
-                        r.ratios[1],
-                        r.noauth.map_or(String::new(), |(c, d, n)| format!(", noauth:key {n} sent, counted {c}, dropped {d}")),
-                        r.share,
-                        r.time_counted,
-                        r.cpu_percent
-                    );
+                    let noauth = r.noauth.map_or(String::new(), |(c, d, n)| {
+                        format!(" noauth:key {n} sent, counted {c}, dropped {d}")
+                    });
+                    eprintln!("  {}{noauth}", row(&truth.server, run + 1, &r));
                     truth.runs.push(r);
                 }
             }
@@ -362,15 +338,29 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerTruth> {
     all
 }
 
+/// The `run`th run of a scenario on `server`, as a row of the report's
+/// table (and a line on the console as it is measured).
+fn row(server: &str, run: usize, r: &Run) -> String {
+    format!(
+        "| {server} | {} | {run} | {:.0} | {:.0} | {:.3} | {:.3} | {:.4} | {:.4} | {:.2} |",
+        r.scenario.label(),
+        r.rate,
+        r.server_rate,
+        r.ratios[0],
+        r.ratios[1],
+        r.share,
+        r.time_counted,
+        r.cpu_percent
+    )
+}
+
 pub fn markdown(servers: &[ServerTruth]) -> String {
-    let mut md = String::new();
     let seconds = servers.first().map_or(0, |s| s.seconds);
-    let _ = writeln!(
-        md,
+    let mut md = format!(
         include_str!("../prose/tracking-truth-intro.md"),
         seconds = seconds
     );
-    md.push_str("Each key's count from `HK.HOTKEYS` over the reads sent (1.000 is exact); the share counted is `tracker_share_counted` at the end of the run, the time counted the share of the run's time counted (`tracker_seconds_counted`), the tracker's CPU its `tracker_cpu_seconds` over the run (main thread and worker, % of a core: CPU time on a shared machine):\n\n| server | scenario | run | traffic reads/s | server commands/s | `x` counted/sent | `steady` counted/sent | share counted | time counted | tracker CPU % |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("\nEach key's count from `HK.HOTKEYS` over the reads sent (1.000 is exact); the share counted is `tracker_share_counted` at the end of the run, the time counted the share of the run's time counted (`tracker_seconds_counted`), the tracker's CPU its `tracker_cpu_seconds` over the run (main thread and worker, % of a core: CPU time on a shared machine):\n\n| server | scenario | run | traffic reads/s | server commands/s | `x` counted/sent | `steady` counted/sent | share counted | time counted | tracker CPU % |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for s in servers {
         if let Some(e) = &s.error {
             let _ = writeln!(md, "| {} | not measured: {e} | | | | | | | | |", s.server);
@@ -379,19 +369,7 @@ pub fn markdown(servers: &[ServerTruth]) -> String {
         for r in &s.runs {
             seen.push(r.scenario);
             let run = seen.iter().filter(|x| **x == r.scenario).count();
-            let _ = writeln!(
-                md,
-                "| {} | {} | {run} | {:.0} | {:.0} | {:.3} | {:.3} | {:.4} | {:.4} | {:.2} |",
-                s.server,
-                r.scenario.label(),
-                r.rate,
-                r.server_rate,
-                r.ratios[0],
-                r.ratios[1],
-                r.share,
-                r.time_counted,
-                r.cpu_percent
-            );
+            let _ = writeln!(md, "{}", row(&s.server, run, r));
         }
     }
     md.push_str("\nMeans over the runs (what unbiased is about):\n\n| server | scenario | `x` mean | `steady` mean | worst key, any run |\n|---|---|---|---|---|\n");

@@ -1,7 +1,7 @@
 //! Watched sketches through a real server: how soon a subscriber hears of
 //! a crossing, what watching costs an arrival, and the event cap.
 
-use crate::redis_phase::{command_stats, query, Server};
+use crate::redis_phase::{command_stats, or_failed, query, Server};
 use crate::workloads::Workload;
 use std::fmt::Write;
 use std::path::Path;
@@ -73,13 +73,7 @@ pub fn measure(module: &std::path::Path, zipf: &Workload, quick: bool) -> WatchF
             error: None,
         })
     };
-    run().unwrap_or_else(|e| {
-        eprintln!("  watch phase failed: {e}");
-        WatchFigures {
-            error: Some(e),
-            ..Default::default()
-        }
-    })
+    or_failed("watch", run(), |f| &mut f.error)
 }
 
 /// Each `HK.ADD` of a new item into a watched sketch causes an `enter`.
@@ -152,9 +146,8 @@ fn fade_delay(server: &Server) -> Result<(f64, f64, u64), String> {
 /// server of its own (`INFO commandstats` counts per command, not per key)
 /// fed the very same batches, batch by batch in turn.
 fn add_cost(module: &Path, zipf: &Workload, batches: usize) -> Result<(f64, f64, f64), String> {
-    let watches = ["", "ABOVE 1000000", "MEMBERS"];
     let mut servers = Vec::new();
-    for watch in watches {
+    for watch in ["", "ABOVE 1000000", "MEMBERS"] {
         let server = Server::start(module)?;
         let mut con = server.connection().map_err(|e| e.to_string())?;
         cmd(&mut con, "HK.RESERVE w 1000 SEED 7")?;
@@ -203,10 +196,11 @@ fn capped(server: &Server) -> Result<(f64, u64, u64), String> {
     }
     let elapsed = started.elapsed().as_secs_f64();
     std::thread::sleep(Duration::from_millis(200));
-    let times: Vec<i64> = events
-        .try_iter()
-        .filter_map(|(_, e)| event_time(&e))
-        .collect();
+    let time = |e: &str| -> Option<i64> {
+        let event: serde_json::Value = serde_json::from_str(e).ok()?;
+        event.get("time")?.as_i64()
+    };
+    let times: Vec<i64> = events.try_iter().filter_map(|(_, e)| time(&e)).collect();
     Ok((times.len() as f64 / elapsed, busiest_window(&times), 1000))
 }
 
@@ -228,20 +222,15 @@ fn idle_watches(module: &Path, n: usize) -> Result<(usize, f64, f64), String> {
     };
     let without = idle_cpu(&server)?;
     let now = unix_ms().floor().to_string();
+    let reserve = ["1", "WIDTH", "8", "DEPTH", "1", "HALFLIFE", "3600"];
+    let (watch, count) = (["idle", "MEMBERS"], [now.as_str(), "x", "10"]);
     for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
         let mut pipe = redis::pipe();
         for i in chunk {
             let key = format!("idle:{i}");
-            let reserve = ["1", "WIDTH", "8", "DEPTH", "1", "HALFLIFE", "3600"];
             pipe.cmd("HK.RESERVE").arg(&key).arg(&reserve).ignore();
-            pipe.cmd("HK.WATCH")
-                .arg(&key)
-                .arg(&["idle", "MEMBERS"])
-                .ignore();
-            pipe.cmd("HK.INCRBYAT")
-                .arg(&key)
-                .arg(&[&now, "x", "10"])
-                .ignore();
+            pipe.cmd("HK.WATCH").arg(&key).arg(&watch).ignore();
+            pipe.cmd("HK.INCRBYAT").arg(&key).arg(&count).ignore();
         }
         pipe.query::<()>(&mut con).map_err(|e| e.to_string())?;
     }
@@ -252,14 +241,6 @@ fn idle_watches(module: &Path, n: usize) -> Result<(usize, f64, f64), String> {
         return Err(format!("expected {n} watched keys"));
     }
     Ok((n, without, idle_cpu(&server)?))
-}
-
-/// The `time` of an event message.
-fn event_time(message: &str) -> Option<i64> {
-    serde_json::from_str::<serde_json::Value>(message)
-        .ok()?
-        .get("time")?
-        .as_i64()
 }
 
 /// The most events in one of the limiter's windows: a window opens at the

@@ -7,7 +7,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::Zipf;
 use std::collections::HashMap;
-use std::io::{BufRead, Read};
+use std::io::BufRead;
 use std::path::Path;
 
 pub struct Workload {
@@ -148,9 +148,8 @@ pub fn uniform(distinct: usize, arrivals: usize, seed: u64) -> Result<Workload, 
 pub fn shifting(distinct: usize, arrivals: usize, seed: u64) -> Result<Workload, String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let half = distinct / 2;
-    let first = zipf_ids(1.0, half, arrivals / 2, &mut rng)?;
+    let mut stream = zipf_ids(1.0, half, arrivals / 2, &mut rng)?;
     let second = zipf_ids(1.0, half, arrivals - arrivals / 2, &mut rng)?;
-    let mut stream = first;
     stream.extend(second.into_iter().map(|id| id + half as u32));
     Workload::new("shifting".into(), key_names(half * 2), stream)
 }
@@ -173,20 +172,6 @@ fn interned(
         })
         .collect::<std::io::Result<_>>()?;
     Workload::new(name, names, stream).map_err(std::io::Error::other)
-}
-
-/// Lower-cased alphabetic words of a text, in order.
-pub fn words_of(name: &str, text: impl Read) -> std::io::Result<Workload> {
-    let lines = std::io::BufReader::new(text)
-        .split(b'\n')
-        .map_while(Result::ok);
-    let words = lines.flat_map(|line| {
-        (line.split(|b| !b.is_ascii_alphabetic()))
-            .filter(|w| !w.is_empty())
-            .map(|w| Ok(w.to_ascii_lowercase()))
-            .collect::<Vec<_>>()
-    });
-    interned(name.into(), words)
 }
 
 /// One item per line, as given (the `STREAM=path` workload).
@@ -236,25 +221,32 @@ pub fn source_tokens(name: &str, root: &Path, extension: &str) -> std::io::Resul
 /// The Python standard library Debian installs (`libpython3-stdlib`), the
 /// newest version present.
 pub fn python_tokens() -> std::io::Result<Workload> {
-    let mut versions: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib")?
+    let root = std::fs::read_dir("/usr/lib")?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(|n| n.starts_with("python3.") && p.join("os.py").exists())
         })
-        .collect();
-    versions.sort();
-    let root = versions
-        .pop()
+        .max()
         .ok_or_else(|| std::io::Error::other("no /usr/lib/python3.*/os.py"))?;
     source_tokens("python-tokens", &root, "py")
 }
 
-/// The GNU dictionary's words, from Debian's `dict-gcide` (dictzip is gzip).
+/// The GNU dictionary's words, lower-cased, in order, from Debian's
+/// `dict-gcide` (dictzip is gzip).
 pub fn gcide(path: &Path, limit: Option<usize>) -> std::io::Result<Workload> {
-    let file = std::fs::File::open(path)?;
-    let mut w = words_of("gcide-words", flate2::read::MultiGzDecoder::new(file))?;
+    let text = flate2::read::MultiGzDecoder::new(std::fs::File::open(path)?);
+    let lines = std::io::BufReader::new(text)
+        .split(b'\n')
+        .map_while(Result::ok);
+    let words = lines.flat_map(|line| {
+        (line.split(|b| !b.is_ascii_alphabetic()))
+            .filter(|w| !w.is_empty())
+            .map(|w| Ok(w.to_ascii_lowercase()))
+            .collect::<Vec<_>>()
+    });
+    let mut w = interned("gcide-words".into(), words)?;
     if let Some(n) = limit {
         w.stream.truncate(n);
         w = Workload::new(w.name, w.names, w.stream).map_err(std::io::Error::other)?;

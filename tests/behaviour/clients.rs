@@ -9,9 +9,7 @@
 
 use test_harness as common;
 
-use common::{
-    error, filter_names_clients, value, wait_until, words, HostClient, Server, Subscriber,
-};
+use common::{cli, error, filter_names_clients, wait_until, words, HostClient, Server, Subscriber};
 use redis::{Connection, Value};
 use std::time::Duration;
 
@@ -24,18 +22,10 @@ const SERVICES: [(u8, &str, usize); 4] = [
 ];
 
 fn tracking_every_command() -> (Server, Connection) {
-    let server = Server::start_with(&[
-        "--heavykeeper.track",
-        "yes",
-        "--heavykeeper.track-sample",
-        "1",
-        // A day's half-life: what each service sent a few seconds apart
-        // fades by under 1e-4 before it is read.
-        "--heavykeeper.track-halflife",
-        "86400",
-    ]);
-    let con = server.client();
-    (server, con)
+    // A day's half-life: what each service sent a few seconds apart
+    // fades by under 1e-4 before it is read.
+    let args = words("track yes track-sample 1 track-halflife 86400");
+    Server::start_configured(&args, &[]).with_client()
 }
 
 /// A client on host 127.0.0.`host`, named `name` (library `lib-name`),
@@ -52,10 +42,12 @@ fn service(server: &Server, host: u8, name: &str, key: &str, gets: usize) {
     client.pipeline(setup.into_iter().chain(std::iter::repeat_n(get, gets)));
 }
 
-/// `who, rate, count [, low, high]` rows.
-fn rows(value: Value, width: usize) -> Vec<(String, f64, i64, Vec<f64>)> {
-    let Value::Array(flat) = value else {
-        panic!("{value:?}")
+/// The `who, rate, count [, low, high]` rows of a command written as one
+/// line (see `words`).
+fn ask(con: &mut Connection, line: &str, width: usize) -> Vec<(String, f64, i64, Vec<f64>)> {
+    let reply = cli(con, line);
+    let Value::Array(flat) = reply else {
+        panic!("{line}: {reply:?}")
     };
     let text = |v: &Value| match v {
         Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
@@ -71,11 +63,6 @@ fn rows(value: Value, width: usize) -> Vec<(String, f64, i64, Vec<f64>)> {
             (text(&row[0]), number(&row[1]), count, bounds)
         })
         .collect()
-}
-
-/// The rows of a command written as one line (see `common::words`).
-fn ask(con: &mut Connection, line: &str, width: usize) -> Vec<(String, f64, i64, Vec<f64>)> {
-    rows(value(con, &words(line)), width)
 }
 
 /// The key is one of the tracker's members once it is listed: from then
@@ -197,7 +184,7 @@ fn naming_clients_is_for_those_who_may_see_them() {
     if !filter_names_clients(&mut con) {
         return;
     }
-    common::cli(&mut con, "ACL SETUSER app on >pw ~* +@read -@dangerous");
+    cli(&mut con, "ACL SETUSER app on >pw ~* +@read -@dangerous");
     let url = format!("redis://app:pw@127.0.0.1:{}/", server.port);
     let mut app = redis::Client::open(url).unwrap().get_connection().unwrap();
     for asked in [&["HK.HOTCLIENTS"][..], &["HK.HOTKEYS", "CLIENTS", "k"]] {

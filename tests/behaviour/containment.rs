@@ -24,9 +24,7 @@ fn hot_watched(con: &mut Connection, key: &str, channel: &str) {
 
 #[test]
 fn a_panicking_timer_visit_is_contained_and_the_timer_goes_on() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (server, mut con) =
         Server::start_configured(&["watch-interval-ms", "10"], &[]).with_client();
     let mut sub = Subscriber::new(&server, "ok", false);
@@ -50,9 +48,7 @@ fn a_panicking_timer_visit_is_contained_and_the_timer_goes_on() {
 
 #[test]
 fn a_panicking_info_section_is_contained() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (_server, mut con) = Server::start().with_client();
     config_set(
         &mut con,
@@ -70,9 +66,7 @@ fn a_panicking_info_section_is_contained() {
 
 #[test]
 fn a_panicking_config_change_is_refused_and_changes_nothing() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (_server, mut con) = Server::start().with_client();
     let refused = error(
         &mut con,
@@ -87,9 +81,7 @@ fn a_panicking_config_change_is_refused_and_changes_nothing() {
 
 #[test]
 fn panicking_keyspace_and_server_event_handlers_are_contained() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (_server, mut con) = Server::start().with_client();
     let fault_key = "heavykeeper:fault:panic-on-event";
     // The keyspace event of a rename onto the fault name.
@@ -111,9 +103,7 @@ fn panicking_keyspace_and_server_event_handlers_are_contained() {
 
 #[test]
 fn panicking_data_type_callbacks_are_contained() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (_server, mut con) = Server::start().with_client();
     let member = "heavykeeper:fault:panic-in-callbacks";
     value(&mut con, &["HK.RESERVE", "k", "10"]);
@@ -139,9 +129,7 @@ fn panicking_data_type_callbacks_are_contained() {
 
 #[test]
 fn a_panic_in_the_command_filter_is_contained_logged_and_counted() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (server, mut con) =
         Server::start_configured(&["track", "yes", "track-sample", "1"], &[]).with_client();
     let before = module_figure(&mut con, "panics_contained");
@@ -173,9 +161,7 @@ fn a_panic_in_the_command_filter_is_contained_logged_and_counted() {
 
 #[test]
 fn a_copy_that_cannot_be_allocated_fails_and_the_server_lives() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "big", "10"]);
     cli(&mut con, "HK.ADD big heavykeeper:fault:copy-out-of-memory");

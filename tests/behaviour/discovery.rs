@@ -84,9 +84,9 @@ fn info_heavykeeper_reports_sketches_memory_arrivals_and_refusals() {
 fn hk_info_answers_numbers_on_resp3_and_strings_on_resp2() {
     let server = Server::start();
     let mut con = server.client_resp3();
-    value(
+    cli(
         &mut con,
-        &words("HK.RESERVE f 10 DECAY 0.925 HALFLIFE 30 SEED 18446744073709551615"),
+        "HK.RESERVE f 10 DECAY 0.925 HALFLIFE 30 SEED 18446744073709551615",
     );
     value(&mut con, &["HK.ADD", "f", "a"]);
     let Value::Map(pairs) = value(&mut con, &["HK.INFO", "f"]) else {
@@ -105,6 +105,7 @@ fn hk_info_answers_numbers_on_resp3_and_strings_on_resp2() {
     );
     assert_eq!(info["k"], Value::Int(10));
     assert_eq!(info["arrivals"], Value::Int(1));
+    assert_eq!(info["members"], Value::Int(1));
     // Beyond a signed 64-bit integer: a big number.
     assert!(
         matches!(info["seed"], Value::BigNumber(_)),

@@ -15,13 +15,10 @@
 
 use test_harness as common;
 
+use crate::root;
 use common::{query, words, Server};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -29,15 +26,13 @@ fn read(path: &Path) -> String {
 
 /// The pages a user reads: README.md and every docs/*.md.
 fn pages() -> Vec<PathBuf> {
-    let mut pages = vec![root().join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
-        .expect("docs/")
-        .map(|entry| entry.expect("a docs/ entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "md"))
-        .collect();
-    docs.sort();
-    pages.extend(docs);
-    pages
+    let dir = root().join("docs");
+    let docs = crate::files_under(&dir).into_iter().filter(|path| {
+        path.parent() == Some(dir.as_path()) && path.extension().is_some_and(|e| e == "md")
+    });
+    std::iter::once(root().join("README.md"))
+        .chain(docs)
+        .collect()
 }
 
 /// The lines of a Markdown page outside fenced code blocks, with their

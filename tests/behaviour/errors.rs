@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{cli, config_set, digest, error, query, value, words, Server};
+use common::{cli, config_set, digest, error, error_bytes, query, value, words, Server};
 use redis::Value;
 
 #[test]
@@ -72,14 +72,10 @@ fn reserve_refuses_existing_keys_and_bad_parameters() {
     let (_server, mut con) = Server::start().with_client();
     value(&mut con, &["SET", "str", "v"]);
     value(&mut con, &["HK.RESERVE", "hk", "2"]);
-    assert_eq!(
-        error(&mut con, &["HK.RESERVE", "str", "2"]),
-        "ERR key already exists"
-    );
-    assert_eq!(
-        error(&mut con, &["HK.RESERVE", "hk", "2"]),
-        "ERR key already exists"
-    );
+    for key in ["str", "hk"] {
+        let e = error(&mut con, &["HK.RESERVE", key, "2"]);
+        assert_eq!(e, "ERR key already exists", "{key}");
+    }
     let alpha_and_halflife = "ERR unknown or repeated option 'ALPHA': expected WIDTH, DEPTH, DECAY, SEED, HALFLIFE or ALPHA, CREATED, TIES";
     // `HK.RESERVE n` with these arguments, and how its error starts.
     let bad = [
@@ -179,17 +175,6 @@ fn load_state_refuses_garbage_and_existing_keys() {
     assert!(server.is_alive());
 }
 
-fn is_printable_ascii(text: &str) -> bool {
-    text.bytes().all(|b| (0x20..=0x7e).contains(&b))
-}
-
-fn error_bytes(con: &mut redis::Connection, parts: &[&[u8]]) -> String {
-    match common::run::<Value>(con, parts) {
-        Ok(v) => panic!("{parts:?} succeeded with {v:?}"),
-        Err(e) => common::server_error_text(&e),
-    }
-}
-
 #[test]
 fn client_bytes_in_errors_are_escaped_and_never_crash_the_server() {
     let (mut server, mut con) = Server::start().with_client();
@@ -214,7 +199,8 @@ fn client_bytes_in_errors_are_escaped_and_never_crash_the_server() {
     for (cmd, quoted) in cases {
         let e = error_bytes(&mut con, cmd);
         assert!(e.starts_with("ERR "), "{e}");
-        assert!(is_printable_ascii(&e), "{e:?}");
+        // Printable ASCII only.
+        assert!(e.bytes().all(|b| (0x20..=0x7e).contains(&b)), "{e:?}");
         assert!(e.contains(quoted), "{e} should quote {quoted}");
     }
     let long = vec![0xffu8; 70_000];
@@ -253,9 +239,7 @@ fn timestamps_far_ahead_of_the_clock_are_refused_from_clients() {
 
 #[test]
 fn a_panic_in_the_middle_of_add_is_one_error_and_the_connection_stays_in_step() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (mut server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "k", "5", "SEED", "1"]);
     let panic_item = "heavykeeper:fault:panic-on-add";

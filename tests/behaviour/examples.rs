@@ -4,13 +4,10 @@
 use test_harness as common;
 
 use common::Server;
-use std::path::Path;
 use std::process::Command;
 
 fn run_example(script: &str, server: &Server, extra: &[&str]) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(script);
+    let path = crate::root().join("examples").join(script);
     let out = Command::new("python3")
         .arg(path)
         .args(["--port", &server.port.to_string(), "--seconds", "3"])

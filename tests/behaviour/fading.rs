@@ -23,12 +23,6 @@ fn simulated_start() -> i64 {
     common::now_ms() + DAY_MS
 }
 
-fn add_at(con: &mut Connection, key: &str, t: i64, items: &[&str]) {
-    let mut cmd = redis::cmd("HK.ADDAT");
-    cmd.arg(key).arg(t).arg(items);
-    let _: Value = cmd.query(con).unwrap();
-}
-
 fn rate(con: &mut Connection, key: &str, item: &str) -> f64 {
     let rates: Vec<f64> = query(con, &["HK.RATE", key, item]);
     rates[0]
@@ -109,7 +103,7 @@ fn an_old_hot_set_fades_out_and_a_new_one_takes_over() {
     assert_eq!(halfway.len(), 5);
 
     // A freed slot is taken by the next arrival.
-    add_at(&mut con, "cdn", gone_by, &["fresh"]);
+    cli(&mut con, &format!("HK.ADDAT cdn {gone_by} fresh"));
     let now: Vec<String> = query(&mut con, &["HK.LIST", "cdn"]);
     assert_eq!(now, vec!["fresh"]);
 }
@@ -228,6 +222,6 @@ fn an_item_holding_a_bucket_enters_once_the_minimum_has_faded() {
     for _ in 0..3 {
         value(&mut con, &["HK.ADDAT", "f", &later, "new"]);
     }
-    let listed = common::list_with_count_at(&mut con, "f", Some(now - 40_000));
+    let listed = list_with_count_at(&mut con, "f", Some(now - 40_000));
     assert_eq!(listed, vec![(b"new".to_vec(), 3)]);
 }

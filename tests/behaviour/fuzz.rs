@@ -9,7 +9,7 @@
 
 use test_harness as common;
 
-use common::{query, value, words, Server};
+use common::{cli, query, value, words, Server};
 use rand::{Rng, SeedableRng};
 use redis::{Connection, Value};
 
@@ -157,7 +157,7 @@ fn random_key_move(rng: &mut impl Rng) -> Vec<Vec<u8>> {
 fn seed_keys(con: &mut Connection) {
     value(con, &["FLUSHALL"]);
     value(con, &["HK.RESERVE", "s", "5", "WIDTH", "16", "DEPTH", "2"]);
-    value(con, &words("HK.RESERVE f 5 WIDTH 16 HALFLIFE 1"));
+    cli(con, "HK.RESERVE f 5 WIDTH 16 HALFLIFE 1");
     value(con, &["SET", "str", "v"]);
     // A fading sketch watched under binary names: the timer visits it.
     let binary: &[&[u8]] = &[b"HK.RESERVE", b"f\x00\xff", b"5", b"HALFLIFE", b"0.05"];
@@ -229,11 +229,8 @@ fn random_bytes_to_every_command_never_take_the_server_down() {
         }
     }
     assert!(errors > 0, "the fuzz never hit an error: it tests nothing");
-    let seen: u64 =
-        common::info_field(&mut con, "heavykeeper", "heavykeeper_tracker_commands_seen")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-    assert!(seen >= (BATCHES * COMMANDS_PER_BATCH) as u64, "{seen}");
+    let seen = common::module_figure(&mut con, "tracker_commands_seen");
+    assert!(seen >= (BATCHES * COMMANDS_PER_BATCH) as i64, "{seen}");
     value(&mut con, &["DEBUG", "RELOAD"]);
     assert!(server.is_alive());
 }

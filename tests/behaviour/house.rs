@@ -4,11 +4,7 @@
 //! the commands hold no `unsafe` of their own, and no panic marker stands
 //! in for a rule the lints enforce.
 
-use std::path::PathBuf;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::root;
 
 /// Every `.rs` file under `dir`, with its path relative to the repository.
 fn sources(dir: &str) -> Vec<(String, String)> {

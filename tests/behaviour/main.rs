@@ -20,6 +20,11 @@
 pub const HOT_KEY_EVENTS: &str =
     "track yes track-sample 1 track-halflife 1 track-notify-above 200 track-channel hotkeys watch-interval-ms 20";
 
+/// The repository's root.
+pub fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
 /// Every file under `dir`, in its subdirectories too, in order.
 pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
@@ -59,6 +64,16 @@ pub fn command_docs(
 ) -> std::collections::HashMap<String, redis::Value> {
     let reply = test_harness::value(con, &["COMMAND", "DOCS", name]);
     as_map(&as_map(&reply)[name])
+}
+
+/// Ends a test that needs the module's fault hooks where it has none (the
+/// release module), saying that it skipped.
+macro_rules! needs_fault_hooks {
+    () => {
+        if !test_harness::fault_hooks_or_skip() {
+            return;
+        }
+    };
 }
 
 mod acl;

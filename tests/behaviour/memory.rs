@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{info_number, query, value, words, Server};
+use common::{cli, info_number, query, value, Server};
 
 #[test]
 fn defaults_fit_k100_in_64_kib() {
@@ -16,7 +16,7 @@ fn defaults_fit_k100_in_64_kib() {
 #[test]
 fn memory_usage_counts_item_bytes_and_matches_the_allocator() {
     let (_server, mut con) = Server::start().with_client();
-    value(&mut con, &words("HK.RESERVE m 10 WIDTH 64 DEPTH 2"));
+    cli(&mut con, "HK.RESERVE m 10 WIDTH 64 DEPTH 2");
     let empty: i64 = query(&mut con, &["MEMORY", "USAGE", "m"]);
     let long = "x".repeat(100_000);
     value(&mut con, &["HK.ADD", "m", &long]);

@@ -6,7 +6,7 @@
 use test_harness as common;
 
 use common::{
-    cli, config_set, error, hk_info, info_number, list_with_count, listed, query, value, words,
+    cli, config_set, digest, error, hk_info, info_number, list_with_count, listed, query, value,
     Server,
 };
 use redis::{Connection, Value};
@@ -22,21 +22,20 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
     value(&mut con, &["HK.INCRBY", "shard:2", "b", "30", "c", "20"]);
     value(&mut con, &["HK.INCRBY", "shard:3", "c", "25", "d", "5"]);
     assert_eq!(
-        value(&mut con, &words("HK.MERGE total shard:1 shard:2 shard:3")),
+        cli(&mut con, "HK.MERGE total shard:1 shard:2 shard:3"),
         Value::Okay
     );
     assert_eq!(
         list_with_count(&mut con, "total"),
         listed(&[("b", 70), ("a", 50), ("c", 45)])
     );
-    let info = common::hk_info(&mut con, "total");
     assert_eq!(
-        redis::from_redis_value::<String>(&info["arrivals"]).unwrap(),
+        crate::as_text(&hk_info(&mut con, "total")["arrivals"]),
         "170"
     );
 
     // Refused merges change nothing.
-    let before = common::digest(&mut con, "total");
+    let before = digest(&mut con, "total");
     value(&mut con, &["HK.RESERVE", "other-seed", "3", "SEED", "8"]);
     let e = error(&mut con, &["HK.MERGE", "total", "shard:1", "other-seed"]);
     assert_eq!(e, "ERR sketches differ in SEED");
@@ -46,12 +45,7 @@ fn shards_counted_on_separate_keys_merge_into_one_top_k() {
     );
     value(&mut con, &["SET", "str", "v"]);
     assert!(error(&mut con, &["HK.MERGE", "total", "str"]).starts_with("WRONGTYPE"));
-    assert_eq!(common::digest(&mut con, "total"), before);
-    let keys: Vec<String> = query(
-        &mut con,
-        &words("COMMAND GETKEYS HK.MERGE total shard:1 shard:2"),
-    );
-    assert_eq!(keys, vec!["total", "shard:1", "shard:2"]);
+    assert_eq!(digest(&mut con, "total"), before);
 }
 
 #[test]
@@ -76,9 +70,9 @@ fn a_merge_is_idempotent_and_never_counts_a_stream_twice() {
     value(&mut con, &["HK.MERGE", "t", "east", "west"]);
     assert_eq!(list_with_count(&mut con, "t"), merged);
     // A sketch merged with itself is itself.
-    let before = common::digest(&mut con, "east");
+    let before = digest(&mut con, "east");
     value(&mut con, &["HK.MERGE", "east", "east"]);
-    assert_eq!(common::digest(&mut con, "east"), before);
+    assert_eq!(digest(&mut con, "east"), before);
     assert_eq!(
         list_with_count(&mut con, "east"),
         listed(&[("a", 50), ("b", 40)])
@@ -107,9 +101,9 @@ fn a_merge_reads_its_sources_in_place_without_copying_them() {
     // 20 sources of ~1.2 MB each: copying them all would peak at +24 MB.
     let sources: Vec<String> = (0..20).map(|i| format!("src:{i}")).collect();
     for (i, key) in sources.iter().chain([&"dest".to_string()]).enumerate() {
-        value(
+        cli(
             &mut con,
-            &words(&format!("HK.RESERVE {key} 10 WIDTH 100000 DEPTH 1 SEED 3")),
+            &format!("HK.RESERVE {key} 10 WIDTH 100000 DEPTH 1 SEED 3"),
         );
         value(&mut con, &["HK.INCRBY", key, &format!("item:{i}"), "5"]);
     }
@@ -131,10 +125,10 @@ fn a_merge_reads_its_sources_in_place_without_copying_them() {
             peak - before
         );
     }
-    assert_eq!(common::list_with_count(&mut con, "fresh").len(), 10);
+    assert_eq!(list_with_count(&mut con, "fresh").len(), 10);
     assert_eq!(
-        common::list_with_count(&mut con, "dest"),
-        common::list_with_count(&mut con, "fresh")
+        list_with_count(&mut con, "dest"),
+        list_with_count(&mut con, "fresh")
     );
 }
 
@@ -142,9 +136,9 @@ fn a_merge_reads_its_sources_in_place_without_copying_them() {
 fn an_item_just_outside_both_shards_top_k_is_not_locked_out_after_a_merge() {
     let (_server, mut con) = Server::start().with_client();
     for (shard, z) in [("east", "50"), ("west", "60")] {
-        value(
+        cli(
             &mut con,
-            &words(&format!("HK.RESERVE {shard} 10 WIDTH 4096 SEED 9")),
+            &format!("HK.RESERVE {shard} 10 WIDTH 4096 SEED 9"),
         );
         for i in 0..10 {
             cli(&mut con, &format!("HK.INCRBY {shard} {shard}:{i} 100"));
@@ -156,13 +150,8 @@ fn an_item_just_outside_both_shards_top_k_is_not_locked_out_after_a_merge() {
         value(&mut con, &["HK.ADD", "all", "z"]);
     }
     let queried: Vec<i64> = query(&mut con, &["HK.QUERY", "all", "z"]);
-    assert_eq!(
-        queried,
-        vec![1],
-        "{:?}",
-        common::list_with_count(&mut con, "all")
-    );
-    let count = common::list_with_count(&mut con, "all")
+    assert_eq!(queried, vec![1], "{:?}", list_with_count(&mut con, "all"));
+    let count = list_with_count(&mut con, "all")
         .into_iter()
         .find(|(item, _)| item == b"z")
         .unwrap()

@@ -5,7 +5,7 @@ use test_harness as common;
 
 use common::{
     cli, config_set, digest, error, hk_info, list_with_count, listed, query, restore, run, value,
-    words, Server,
+    Server,
 };
 use heavykeeper_sketch::ENCODING_VERSION;
 use redis::{Connection, Value};
@@ -101,13 +101,13 @@ fn dump_and_restore_round_trip() {
 }
 
 /// The parts of a `DUMP` payload: body, RDB version, CRC-64 of both.
-struct Dump {
-    body: Vec<u8>,
+pub(crate) struct Dump {
+    pub(crate) body: Vec<u8>,
     rdb_version: [u8; 2],
 }
 
 impl Dump {
-    fn parse(payload: &[u8]) -> Self {
+    pub(crate) fn parse(payload: &[u8]) -> Self {
         let n = payload.len();
         Dump {
             body: payload[..n - 10].to_vec(),
@@ -117,7 +117,7 @@ impl Dump {
 
     /// A payload of `body` (this one's or another) with this one's RDB
     /// version, whose checksum is valid whatever the body holds.
-    fn payload(&self, body: &[u8]) -> Vec<u8> {
+    pub(crate) fn payload(&self, body: &[u8]) -> Vec<u8> {
         let mut out = body.to_vec();
         out.extend_from_slice(&self.rdb_version);
         let crc = crc::Crc::<u64>::new(&crc::CRC_64_REDIS).checksum(&out);
@@ -143,7 +143,7 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
     for compression in ["no", "yes"] {
         let (mut server, mut con) =
             Server::start_with(&["--rdbcompression", compression]).with_client();
-        value(&mut con, &words("HK.RESERVE s 8 WIDTH 16 DEPTH 2 SEED 3"));
+        cli(&mut con, "HK.RESERVE s 8 WIDTH 16 DEPTH 2 SEED 3");
         for i in 0..200 {
             value(&mut con, &["HK.ADD", "s", &format!("i{}", i % 23)]);
         }
@@ -201,7 +201,7 @@ fn damaged_restore_payloads_are_refused_without_a_crash() {
 #[test]
 fn a_payload_from_a_newer_encoding_is_refused() {
     let (server, mut con) = Server::start_with(&["--rdbcompression", "no"]).with_client();
-    value(&mut con, &words("HK.RESERVE s 3 WIDTH 8 DEPTH 1"));
+    cli(&mut con, "HK.RESERVE s 3 WIDTH 8 DEPTH 1");
     let dump = Dump::parse(&query::<Vec<u8>>(&mut con, &["DUMP", "s"]));
     // Body: type 7 (module, v2), 0x81 + 8-byte big-endian module id whose low
     // 10 bits are the encoding version.
@@ -211,11 +211,8 @@ fn a_payload_from_a_newer_encoding_is_refused() {
     id = (id & !1023) | u64::from(ENCODING_VERSION + 1);
     let mut newer = dump.body.clone();
     newer[2..10].copy_from_slice(&id.to_be_bytes());
-    let e = restore(&mut con, "t", &dump.payload(&newer)).unwrap_err();
-    assert!(
-        common::server_error_text(&e).starts_with("ERR Bad data format"),
-        "{e}"
-    );
+    let e = common::error_bytes(&mut con, &[b"RESTORE", b"t", b"0", &dump.payload(&newer)]);
+    assert!(e.starts_with("ERR Bad data format"), "{e}");
 
     // The same inside the blob: its first byte is the encoding version too.
     // The version, k = 3, width = 8, depth = 1, all little-endian.
@@ -238,19 +235,14 @@ fn fixture_commands(con: &mut Connection, key: &str) {
         &format!("HK.RESERVE {key} 5 WIDTH 32 DEPTH 2 SEED 1 CREATED 1700000000000"),
     );
     for i in 0..300 {
-        value(
-            con,
-            &["HK.ADD", key, &format!("k{}", (i * 7) % 13 % (1 + i % 5))],
-        );
+        let item = format!("k{}", (i * 7) % 13 % (1 + i % 5));
+        value(con, &["HK.ADD", key, &item]);
     }
     value(con, &["HK.INCRBY", key, "weighted", "1000"]);
 }
 
-fn fixture_path(version: u8) -> String {
-    format!(
-        "{}/tests/fixtures/v{version}-sketch.dump.hex",
-        env!("CARGO_MANIFEST_DIR")
-    )
+fn fixture_path(version: u8) -> std::path::PathBuf {
+    crate::root().join(format!("tests/fixtures/v{version}-sketch.dump.hex"))
 }
 
 /// `HK_WRITE_FIXTURES=1` records the current encoding's fixture (never an
@@ -293,7 +285,7 @@ fn every_saved_encoding_version_still_loads() {
             "version {version}"
         );
         assert_eq!(
-            common::hk_info(&mut con, &key)["created"],
+            hk_info(&mut con, &key)["created"],
             Value::Int(1_700_000_000_000)
         );
         // It keeps counting, and saves in the current version.
@@ -350,9 +342,7 @@ fn a_crafted_payload_with_an_impossible_clock_is_refused_and_cannot_freeze_the_s
     for (field, number) in crafted {
         let mut bad_blob = blob.clone();
         bad_blob[field..field + 8].copy_from_slice(&number.to_le_bytes());
-        let e = common::server_error_text(
-            &common::run::<Value>(&mut con, &[b"HK.LOADSTATE", b"x", &bad_blob]).unwrap_err(),
-        );
+        let e = common::error_bytes(&mut con, &[b"HK.LOADSTATE", b"x", &bad_blob]);
         assert!(
             e.starts_with("ERR corrupt sketch payload"),
             "{field}/{number}: {e}"
@@ -365,10 +355,10 @@ fn a_crafted_payload_with_an_impossible_clock_is_refused_and_cannot_freeze_the_s
         );
     }
     // The untouched payload loads and takes the largest increment at once.
-    common::run::<Value>(&mut con, &[b"HK.LOADSTATE", b"x", &blob]).unwrap();
-    value(
+    run::<Value>(&mut con, &[b"HK.LOADSTATE", b"x", &blob]).unwrap();
+    cli(
         &mut con,
-        &words("HK.INCRBY x a 9007199254740992 b 9007199254740992"),
+        "HK.INCRBY x a 9007199254740992 b 9007199254740992",
     );
     value(&mut con, &["HK.INCRBY", "x", "c", "9007199254740992"]);
     assert!(server.is_alive());
@@ -388,9 +378,7 @@ fn a_valid_payload_over_the_cap_is_too_large_not_corrupt() {
         1_700_000_000_000,
     );
     config_set(&mut con, "heavykeeper.max-sketch-bytes", "4096");
-    let e = common::server_error_text(
-        &common::run::<Value>(&mut con, &[b"HK.LOADSTATE", b"copy", &blob]).unwrap_err(),
-    );
+    let e = common::error_bytes(&mut con, &[b"HK.LOADSTATE", b"copy", &blob]);
     assert!(e.starts_with("ERR sketch would take"), "{e}");
     assert!(e.contains("heavykeeper.max-sketch-bytes"), "{e}");
     assert!(!e.contains("corrupt"), "{e}");
@@ -423,9 +411,7 @@ fn merges_that_double_counts_saturate_and_the_server_still_restarts() {
 
 #[test]
 fn a_sketch_that_fails_to_encode_is_saved_empty_and_nothing_else_is_lost() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (server, mut con) = Server::start().with_client();
     value(&mut con, &["SET", "before", "1"]);
     value(&mut con, &["HK.RESERVE", "poisoned", "4", "WIDTH", "64"]);
@@ -437,7 +423,7 @@ fn a_sketch_that_fails_to_encode_is_saved_empty_and_nothing_else_is_lost() {
     value(&mut con, &["DEBUG", "RELOAD"]);
     let keys: Vec<Option<String>> = query(&mut con, &["MGET", "before", "after"]);
     assert_eq!(keys, vec![Some("1".into()), Some("2".into())]);
-    let info = common::hk_info(&mut con, "poisoned");
+    let info = hk_info(&mut con, "poisoned");
     assert_eq!(info["width"], Value::Int(64));
     assert!(list_with_count(&mut con, "poisoned").is_empty());
     assert!(
@@ -464,7 +450,7 @@ fn a_fixed_command_sequence_gives_the_recorded_dump_on_every_host() {
         &format!("HK.RESERVE g 20 WIDTH 64 DEPTH 3 DECAY 0.925 ALPHA 0.05 SEED 42 CREATED {t0}"),
     );
     // The watch is part of what is saved (encoding version 3).
-    value(&mut con, &words("HK.WATCH g golden MEMBERS ABOVE 0.5"));
+    cli(&mut con, "HK.WATCH g golden MEMBERS ABOVE 0.5");
     for i in 0..2_000i64 {
         let item = format!("k{}", (i * i) % 97 % (1 + i % 13));
         let time = (t0 + i * 37 + if i >= 1_000 { 86_400_000 } else { 0 }).to_string();
@@ -475,14 +461,11 @@ fn a_fixed_command_sequence_gives_the_recorded_dump_on_every_host() {
     }
     let dump = Dump::parse(&query::<Vec<u8>>(&mut con, &["DUMP", "g"]));
     let hex: String = dump.body.iter().map(|b| format!("{b:02x}")).collect();
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/golden-dump.hex"
-    );
+    let path = crate::root().join("tests/fixtures/golden-dump.hex");
     if std::env::var("HK_WRITE_FIXTURES").is_ok() {
-        std::fs::write(path, format!("{hex}\n")).unwrap();
+        std::fs::write(&path, format!("{hex}\n")).unwrap();
     }
-    let recorded = std::fs::read_to_string(path).unwrap();
+    let recorded = std::fs::read_to_string(&path).unwrap();
     assert!(
         recorded.trim() == hex,
         "the DUMP of the golden sequence changed"
@@ -534,10 +517,12 @@ fn counts_past_four_billion_stay_exact_through_a_restart() {
     let (mut server, mut con) = Server::start().with_client();
     value(&mut con, &["HK.RESERVE", "sql", "10"]);
     value(&mut con, &["HK.INCRBY", "sql", "SELECT ?", "5000000000"]);
-    value(
+    // Weighted arrivals in one step: nothing expelled.
+    let reply = value(
         &mut con,
         &["HK.INCRBY", "sql", "SELECT ?", "1", "UPDATE ?", "7"],
     );
+    assert_eq!(reply, Value::Array(vec![Value::Nil, Value::Nil]));
     let expect = listed(&[("SELECT ?", 5_000_000_001), ("UPDATE ?", 7)]);
     assert_eq!(list_with_count(&mut con, "sql"), expect);
     let _: String = query(&mut con, &["SAVE"]);
@@ -593,7 +578,7 @@ fn restore_keeps_to_the_size_cap_and_a_reload_does_not() {
     // Under the default cap it restores.
     restore(&mut con, "copy", &dump).unwrap();
     config_set(&mut con, "heavykeeper.max-sketch-bytes", "1024");
-    let refused = common::error(&mut con, &["HK.RESERVE", "x", "100"]);
+    let refused = error(&mut con, &["HK.RESERVE", "x", "100"]);
     assert!(refused.contains("max-sketch-bytes"), "{refused}");
     assert!(
         restore(&mut con, "r", &dump).is_err(),

@@ -3,7 +3,7 @@
 
 use test_harness as common;
 
-use common::{cli, config_set, digest, info_field, list_with_count, query, value, words, Server};
+use common::{cli, config_set, digest, info_field, list_with_count, query, value, Server};
 use redis::{Connection, Value};
 use test_streams::zipf_stream;
 
@@ -95,8 +95,7 @@ fn two_servers_fed_the_same_commands_hold_byte_identical_sketches() {
         // otherwise choose itself (replicas and the AOF get them explicitly).
         cli(&mut con, "HK.RESERVE s 100 SEED 2024 CREATED 1700000000000");
         zipf_traffic(&mut con, "s", false);
-        let dump: Vec<u8> = query(&mut con, &["DUMP", "s"]);
-        dumps.push(dump);
+        dumps.push(query::<Vec<u8>>(&mut con, &["DUMP", "s"]));
     }
     assert_eq!(dumps[0], dumps[1]);
 }
@@ -117,8 +116,7 @@ fn a_failed_command_replicates_nothing() {
         vec!["HK.RESERVE", "n", "0"],
         vec!["HK.ADD", "missing", "a"],
     ] {
-        let bytes: Vec<&[u8]> = bad.iter().map(|s| s.as_bytes()).collect();
-        assert!(common::run::<Value>(&mut p, &bytes).is_err());
+        common::error(&mut p, &bad);
     }
     assert_eq!(offset(&mut p), before);
     // The measure can tell: one successful write moves it.
@@ -158,9 +156,9 @@ fn a_replica_applies_the_primarys_timestamps_whatever_its_own_window() {
         &[],
     );
     let year_2100 = "4102444800000";
-    value(
+    cli(
         &mut p,
-        &words(&format!("HK.RESERVE f 5 HALFLIFE 10 CREATED {year_2100}")),
+        &format!("HK.RESERVE f 5 HALFLIFE 10 CREATED {year_2100}"),
     );
     value(&mut p, &["HK.ADDAT", "f", year_2100, "x"]);
     sync(&mut p);
@@ -169,25 +167,13 @@ fn a_replica_applies_the_primarys_timestamps_whatever_its_own_window() {
 
 #[test]
 fn a_panic_mid_command_replicates_exactly_what_was_applied() {
-    if !common::fault_hooks_or_skip() {
-        return;
-    }
+    needs_fault_hooks!();
     let (primary, _replica, mut p, mut r) = with_replica(Server::start(), &[]);
     value(&mut p, &["HK.RESERVE", "k", "5", "SEED", "1"]);
-    value(&mut p, &words("HK.RESERVE f 5 SEED 1 HALFLIFE 60"));
+    cli(&mut p, "HK.RESERVE f 5 SEED 1 HALFLIFE 60");
     let poison = "heavykeeper:fault:panic-on-add";
     for key in ["k", "f"] {
-        let bytes: Vec<&[u8]> = vec![
-            b"HK.INCRBY",
-            key.as_bytes(),
-            b"a",
-            b"3",
-            poison.as_bytes(),
-            b"1",
-            b"c",
-            b"5",
-        ];
-        assert!(common::run::<Value>(&mut p, &bytes).is_err());
+        common::error(&mut p, &["HK.INCRBY", key, "a", "3", poison, "1", "c", "5"]);
     }
     sync(&mut p);
     for key in ["k", "f"] {

@@ -4,8 +4,8 @@
 
 use test_harness as common;
 
-use common::{error, query, restore, value, words, Server};
-use redis::Value;
+use common::{cli, error, query, restore, value, Server};
+use redis::{Connection, Value};
 use std::path::Path;
 use std::process::Command;
 
@@ -46,9 +46,7 @@ fn topk_and_hk_commands_share_the_data_type() {
     );
     // Binary items stay whole.
     value(&mut con, &["TOPK.ADD", "h", "a\r\nb\0c"]);
-    let Value::Array(listed) = value(&mut con, &["TOPK.LIST", "h"]) else {
-        panic!()
-    };
+    let listed: Vec<Value> = query(&mut con, &["TOPK.LIST", "h"]);
     assert!(
         listed.contains(&Value::BulkString(b"a\r\nb\0c".to_vec())),
         "{listed:?}"
@@ -83,10 +81,7 @@ fn with_redisbloom_loaded_the_load_fails_saying_why() {
     assert!(built.success());
     let fake = fake.to_string_lossy().to_string();
     let log = Server::refused_load_after(&["--loadmodule", &fake], &["topk-compat", "yes"], &[]);
-    let line = log
-        .lines()
-        .find(|l| l.contains("refusing to load"))
-        .unwrap_or_else(|| panic!("no refusal in:\n{log}"));
+    let line = crate::configuration::refusal(&log);
     assert!(line.contains("topk-compat"), "{line}");
     assert!(line.contains("RedisBloom"), "{line}");
     // Without topk-compat, both load side by side: TOPK.* is RedisBloom's.
@@ -103,9 +98,9 @@ fn with_redisbloom_loaded_the_load_fails_saying_why() {
 #[test]
 fn redisbloom_ties_survive_a_restore() {
     let (_server, mut con) = Server::start_configured(&["topk-compat", "yes"], &[]).with_client();
-    value(
+    cli(
         &mut con,
-        &words("HK.RESERVE a 4 WIDTH 64 DEPTH 3 SEED 7 TIES redisbloom"),
+        "HK.RESERVE a 4 WIDTH 64 DEPTH 3 SEED 7 TIES redisbloom",
     );
     assert_eq!(
         common::hk_info(&mut con, "a")["ties"],
@@ -116,18 +111,12 @@ fn redisbloom_ties_survive_a_restore() {
     let dump: Vec<u8> = query(&mut con, &["DUMP", "a"]);
     restore(&mut con, "b", &dump).unwrap();
     for round in 0..40 {
-        let items: Vec<String> = (0..3)
-            .map(|i| format!("i{}", (round * 7 + i) % 6))
+        let items: String = (0..3)
+            .map(|i| format!(" i{}", (round * 7 + i) % 6))
             .collect();
-        let mut expelled = Vec::new();
-        for key in ["a", "b"] {
-            let parts: Vec<&str> = ["TOPK.ADD", key]
-                .into_iter()
-                .chain(items.iter().map(String::as_str))
-                .collect();
-            expelled.push(value(&mut con, &parts));
-        }
-        assert_eq!(expelled[0], expelled[1], "round {round}");
+        let add = |con: &mut Connection, key: &str| cli(con, &format!("TOPK.ADD {key}{items}"));
+        // What each expelled.
+        assert_eq!(add(&mut con, "a"), add(&mut con, "b"), "round {round}");
         assert_eq!(
             value(&mut con, &["TOPK.LIST", "a", "WITHCOUNT"]),
             value(&mut con, &["TOPK.LIST", "b", "WITHCOUNT"]),
@@ -148,9 +137,7 @@ fn hk_sketches_settle_ties_by_item_unless_asked() {
         Value::SimpleString("item".into())
     );
     value(&mut con, &["HK.ADD", "h", "b", "a", "c"]);
-    let Value::Array(listed) = value(&mut con, &["HK.LIST", "h"]) else {
-        panic!()
-    };
+    let listed: Vec<Value> = query(&mut con, &["HK.LIST", "h"]);
     assert_eq!(listed.len(), 2, "c only ties the minimum: it stays out");
     let e = error(&mut con, &["HK.RESERVE", "t", "2", "TIES", "random"]);
     assert_eq!(e, "ERR TIES must be ITEM or REDISBLOOM");

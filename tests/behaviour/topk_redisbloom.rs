@@ -7,8 +7,9 @@
 
 use test_harness as common;
 
+use crate::persistence::Dump;
 use crate::{as_map, as_text, command_docs};
-use common::{cli, error, query, server_error_text, value, words, Server};
+use common::{cli, error, error_bytes, query, run, value, words, Server};
 use redis::{Connection, Value};
 
 fn bloom_server() -> Server {
@@ -42,6 +43,20 @@ fn nils(n: usize) -> Value {
     Value::Array(vec![Value::Nil; n])
 }
 
+/// `TOPK.INFO` on RESP2 up to the decay's value: k, width, depth, "decay".
+fn info_head(k: i64, width: i64, depth: i64) -> Vec<Value> {
+    let [k, width, depth] = [k, width, depth].map(Value::Int);
+    vec![
+        item("k"),
+        k,
+        item("width"),
+        width,
+        item("depth"),
+        depth,
+        item("decay"),
+    ]
+}
+
 #[test]
 fn test_simple() {
     let (_server, mut con) = bloom_server().with_client();
@@ -72,10 +87,7 @@ fn test_validation() {
         &["foo", "20", "50", "5", "42"],
     ];
     for args in reserves {
-        let parts: Vec<&str> = std::iter::once("TOPK.RESERVE")
-            .chain(args.iter().copied())
-            .collect();
-        error(&mut con, &parts);
+        error(&mut con, &[&["TOPK.RESERVE"][..], args].concat());
     }
     for args in ["", " test"] {
         for cmd in words("TOPK.ADD TOPK.QUERY TOPK.COUNT TOPK.LIST TOPK.INFO") {
@@ -120,7 +132,7 @@ fn test_add_query_count() {
     );
     assert_eq!(value(&mut con, &["TOPK.ADD", "topk", "foo"]), nils(1));
     assert_eq!(value(&mut con, &["TOPK.QUERY", "topk", "foo"]), ints(&[1]));
-    assert_eq!(value(&mut con, &words("TOPK.QUERY topk xyxxy")), ints(&[0]));
+    assert_eq!(cli(&mut con, "TOPK.QUERY topk xyxxy"), ints(&[0]));
     assert_eq!(cli(&mut con, "TOPK.ADD topk foo 1 bar 1"), nils(4));
 }
 
@@ -134,7 +146,7 @@ fn test_incrby() {
         Value::Array(vec![Value::Nil, item("bar")])
     );
     assert_eq!(
-        value(&mut con, &words("TOPK.COUNT topk bar baz 42 xyzzy 4")),
+        cli(&mut con, "TOPK.COUNT topk bar baz 42 xyzzy 4"),
         ints(&[3, 6, 10, 4, 0])
     );
     error(&mut con, &["TOPK.INCRBY"]);
@@ -182,17 +194,17 @@ fn raw_reply(server: &Server, parts: &[&str]) -> String {
 fn test_lookup_table() {
     let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "1", "3", "3", ".9"]);
-    value(&mut con, &words("TOPK.INCRBY topk bar 300 baz 600 42 200"));
-    value(&mut con, &words("TOPK.INCRBY topk 42 80 xyzzy 400"));
+    cli(&mut con, "TOPK.INCRBY topk bar 300 baz 600 42 200");
+    cli(&mut con, "TOPK.INCRBY topk 42 80 xyzzy 400");
     assert_eq!(value(&mut con, &["TOPK.LIST", "topk"]), items(&["baz"]));
 }
 
 /// The arrivals `test_list_info` and `test_resp3` send: foo and baz end at
 /// 6 each, bar at 3, 42 at 2.
 fn list_info_stream(con: &mut Connection) {
-    value(con, &words("TOPK.ADD topk foo bar baz 42 foo bar baz"));
+    cli(con, "TOPK.ADD topk foo bar baz 42 foo bar baz");
     value(con, &["TOPK.ADD", "topk", "foo", "baz", "42", "foo", "baz"]);
-    value(con, &words("TOPK.ADD topk foo bar baz foo baz"));
+    cli(con, "TOPK.ADD topk foo bar baz foo baz");
 }
 
 #[test]
@@ -208,7 +220,7 @@ fn test_list_info() {
     );
     // bar reaches 6, the minimum, at its third arrival and expels the root.
     assert_eq!(
-        value(&mut con, &words("TOPK.ADD topk bar bar bar bar bar")),
+        cli(&mut con, "TOPK.ADD topk bar bar bar bar bar"),
         Value::Array(vec![
             Value::Nil,
             Value::Nil,
@@ -228,13 +240,7 @@ fn test_list_info() {
     let Value::Array(info) = value(&mut con, &["TOPK.INFO", "topk"]) else {
         panic!("an array on RESP2")
     };
-    assert_eq!(info[0], item("k"));
-    assert_eq!(info[1], Value::Int(2));
-    assert_eq!(info[2], item("width"));
-    assert_eq!(info[3], Value::Int(50));
-    assert_eq!(info[4], item("depth"));
-    assert_eq!(info[5], Value::Int(5));
-    assert_eq!(info[6], item("decay"));
+    assert_eq!(info[..7], info_head(2, 50, 5));
     let decay: f64 = redis::from_redis_value(&info[7]).unwrap();
     assert!((decay - 0.9).abs() < 0.1);
     error(&mut con, &["TOPK.INFO", "topk", "_topk_"]);
@@ -273,13 +279,13 @@ fn test_time() {
 fn test_no_init_params() {
     let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "3"]);
-    value(
+    cli(
         &mut con,
-        &words("TOPK.ADD topk foo bar baz 42 foo bar baz foo foo foo foo"),
+        "TOPK.ADD topk foo bar baz 42 foo bar baz foo foo foo foo",
     );
-    value(
+    cli(
         &mut con,
-        &words("TOPK.ADD topk foo baz 42 foo baz foo foo foo foo foo"),
+        "TOPK.ADD topk foo baz 42 foo baz foo foo foo foo foo",
     );
     cli(&mut con, "TOPK.ADD topk foo bar baz foo baz baz baz baz");
     assert_eq!(
@@ -289,18 +295,7 @@ fn test_no_init_params() {
     let Value::Array(info) = value(&mut con, &["TOPK.INFO", "topk"]) else {
         panic!("an array on RESP2")
     };
-    assert_eq!(
-        info[..7],
-        [
-            item("k"),
-            Value::Int(3),
-            item("width"),
-            Value::Int(8),
-            item("depth"),
-            Value::Int(7),
-            item("decay")
-        ]
-    );
+    assert_eq!(info[..7], info_head(3, 8, 7));
     // RESP2 carries the double as text, written by the server (Redis 7.0:
     // "0.90000000000000002", Valkey: "0.9"): the same double either way.
     let decay: f64 = redis::from_redis_value(&info[7]).unwrap();
@@ -311,7 +306,7 @@ fn test_no_init_params() {
 fn test_list_with_count() {
     let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "3"]);
-    value(&mut con, &words("TOPK.ADD topk foo bar baz 42 foo bar baz"));
+    cli(&mut con, "TOPK.ADD topk foo bar baz 42 foo bar baz");
     value(&mut con, &["TOPK.ADD", "topk", "foo", "baz", "42", "foo"]);
     value(&mut con, &["TOPK.ADD", "topk", "foo", "bar", "baz", "foo"]);
     assert_eq!(
@@ -324,12 +319,10 @@ fn test_list_with_count() {
 fn test_list_no_duplicates() {
     let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &["TOPK.RESERVE", "topk", "10", "8", "7", "1"]);
-    let stream = "j h d j h h j g e g i f g f a j c i a d";
-    let parts: Vec<&str> = ["TOPK.ADD", "topk"]
-        .into_iter()
-        .chain(stream.split(' '))
-        .collect();
-    value(&mut con, &parts);
+    cli(
+        &mut con,
+        "TOPK.ADD topk j h d j h h j g e g i f g f a j c i a d",
+    );
     let listed: Vec<String> = query(&mut con, &["TOPK.LIST", "topk"]);
     let distinct: std::collections::HashSet<&String> = listed.iter().collect();
     assert_eq!(distinct.len(), listed.len(), "{listed:?}");
@@ -376,7 +369,7 @@ fn test_empty_string() {
         value(&mut con, &["TOPK.QUERY", "topk", "bla", "foo", ""]),
         ints(&[0, 1, 1])
     );
-    value(&mut con, &words("TOPK.INCRBY topk foo 500 bar 500 baz 500"));
+    cli(&mut con, "TOPK.INCRBY topk foo 500 bar 500 baz 500");
     assert_eq!(
         value(&mut con, &["TOPK.LIST", "topk", "WITHCOUNT"]),
         counted(&[("foo", 504), ("bar", 503), ("baz", 502)])
@@ -463,14 +456,10 @@ fn test_overflow_k_width_depth() {
 fn test_rdb_load_overflow() {
     let (_server, mut con) = bloom_server().with_client();
     let rdb: &[u8] = b"\x07\x81N\x8aJ\xf96\x0f\x10\x00\x02\x00\x02\x80\x80\x00\x00\x00\x02\x80@\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x05\x00\x05\x00\x00\xff\x0c\x00AuG7\xae3\xbe\xab";
-    let e = redis::cmd("RESTORE")
-        .arg("corrupt-filter")
-        .arg(0)
-        .arg(rdb)
-        .arg("REPLACE")
-        .query::<()>(&mut con)
-        .unwrap_err();
-    let e = server_error_text(&e);
+    let e = error_bytes(
+        &mut con,
+        &[b"RESTORE", b"corrupt-filter", b"0", rdb, b"REPLACE"],
+    );
     assert!(
         e.contains("Bad data format") || e.contains("payload version or checksum are wrong"),
         "{e}"
@@ -488,38 +477,25 @@ fn test_restore_topk_inflated_itemlen_is_safe() {
     let (_server, mut con) = bloom_server().with_client();
     ok(&mut con, &words("TOPK.RESERVE topk_il{topk} 1 1 1 0.9"));
     value(&mut con, &["TOPK.ADD", "topk_il{topk}", "a"]);
-    let dump: Vec<u8> = query(&mut con, &["DUMP", "topk_il{topk}"]);
-    let body = &dump[..dump.len() - 10];
-    let version = &dump[dump.len() - 10..dump.len() - 8];
-    let probe = "A".repeat(200);
+    let dump = Dump::parse(&query::<Vec<u8>>(&mut con, &["DUMP", "topk_il{topk}"]));
+    let (key, probe) = (b"topk_il_corrupt{topk}", [b'A'; 200]);
     let mut accepted = 0;
-    for at in 0..body.len() {
+    for at in 0..dump.body.len() {
         for value_at in [0xffu8, 0xc8] {
-            let mut patched = body.to_vec();
+            let mut patched = dump.body.clone();
             patched[at] = value_at;
-            patched.extend_from_slice(version);
-            let crc = crc::Crc::<u64>::new(&crc::CRC_64_REDIS).checksum(&patched);
-            patched.extend_from_slice(&crc.to_le_bytes());
-            let restored = redis::cmd("RESTORE")
-                .arg("topk_il_corrupt{topk}")
-                .arg(0)
-                .arg(&patched)
-                .arg("REPLACE")
-                .query::<()>(&mut con);
-            if restored.is_ok() {
+            let patched = dump.payload(&patched);
+            if run::<()>(&mut con, &[b"RESTORE", key, b"0", &patched, b"REPLACE"]).is_ok() {
                 accepted += 1;
                 for cmd in ["TOPK.QUERY", "TOPK.COUNT", "TOPK.ADD"] {
-                    let _ = redis::cmd(cmd)
-                        .arg("topk_il_corrupt{topk}")
-                        .arg(&probe)
-                        .query::<Value>(&mut con);
+                    let _ = run::<Value>(&mut con, &[cmd.as_bytes(), key, &probe]);
                 }
             }
             common::assert_pong(&mut con);
         }
     }
     // Bytes of the counts and the random state load; the rest is refused.
-    assert!(accepted > 0 && accepted < 2 * body.len(), "{accepted}");
+    assert!(accepted > 0 && accepted < 2 * dump.body.len(), "{accepted}");
 }
 
 #[test]
@@ -538,13 +514,8 @@ fn test_topk_resp3() {
         ])
     );
     assert_eq!(
-        value(&mut con, &words("TOPK.QUERY topk foo bar baz dan")),
-        Value::Array(
-            [true, false, true, false]
-                .into_iter()
-                .map(Value::Boolean)
-                .collect()
-        )
+        cli(&mut con, "TOPK.QUERY topk foo bar baz dan"),
+        Value::Array([true, false, true, false].map(Value::Boolean).to_vec())
     );
 }
 

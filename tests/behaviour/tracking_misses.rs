@@ -4,7 +4,7 @@
 
 use test_harness as common;
 
-use common::{config_set, error, info_field, query, repeat, run, value, words, Server};
+use common::{config_set, error, query, repeat, run, value, words, Server};
 use redis::{Connection, Value};
 
 const MISSES_ON: &str = "track yes track-halflife 3600 track-misses yes";
@@ -24,13 +24,10 @@ fn the_keys_hammered_while_missing_are_listed_and_existing_keys_never() {
     repeat(&mut con, 300, &["GET", "user:404"]);
     repeat(&mut con, 1_000, &["GET", "present"]);
     repeat(&mut con, 100, &["GET", "product:gone"]);
-    let listed = misses(&mut con);
+    let expected: [(&str, i64, i64); 2] = [("user:404", 0, 300), ("product:gone", 0, 100)];
     assert_eq!(
-        listed
-            .iter()
-            .map(|(k, db, n)| (k.as_str(), *db, *n))
-            .collect::<Vec<_>>(),
-        [("user:404", 0, 300), ("product:gone", 0, 100)],
+        misses(&mut con),
+        expected.map(|(key, db, n)| (key.to_string(), db, n)),
         "hottest first; a key that exists is never a miss"
     );
     // Every read counts as a read too, hit or miss.
@@ -67,11 +64,12 @@ fn misses_are_per_database_and_binary_safe() {
     value(&mut five, &["SELECT", "5"]);
     run::<()>(&mut five, &[b"SET", &key[..], b"v"]).unwrap();
     let mut zero = server.client();
-    let key_and_db = |(key, db, ..): (Vec<u8>, i64, Value, Value)| (key, db);
-    let rows: Vec<(Vec<u8>, i64)> = query::<Vec<_>>(&mut zero, &["HK.HOTKEYS", "MISSES"])
-        .into_iter()
-        .map(key_and_db)
-        .collect();
+    // (key, db) of each row.
+    let rows_of = |con: &mut Connection, args: &[&str]| -> Vec<(Vec<u8>, i64)> {
+        let rows: Vec<(Vec<u8>, i64, Value, Value)> = query(con, args);
+        rows.into_iter().map(|(key, db, ..)| (key, db)).collect()
+    };
+    let rows = rows_of(&mut zero, &["HK.HOTKEYS", "MISSES"]);
     // Counted in the client's database where the filter names clients
     // (7.2+, Valkey); on Redis 7.0, in database 0 as the reads of the same
     // key are: one key, one database in every row.
@@ -82,10 +80,7 @@ fn misses_are_per_database_and_binary_safe() {
     };
     assert!(rows.contains(&(key.to_vec(), db)), "{rows:?}");
     assert!(rows.contains(&(b"other:missing".to_vec(), db)), "{rows:?}");
-    let read_rows: Vec<(Vec<u8>, i64)> = query::<Vec<_>>(&mut zero, &["HK.HOTKEYS"])
-        .into_iter()
-        .map(key_and_db)
-        .collect();
+    let read_rows = rows_of(&mut zero, &["HK.HOTKEYS"]);
     assert!(read_rows.contains(&(key.to_vec(), db)), "{read_rows:?}");
     // Under RESP3, one array per row.
     let mut resp3 = server.client_resp3();
@@ -106,10 +101,7 @@ fn misses_are_counted_only_when_asked_for() {
     let e = error(&mut con, &["HK.HOTKEYS", "MISSES"]);
     assert!(e.contains("track-misses"), "{e}");
     config_set(&mut con, "heavykeeper.track-misses", "yes");
-    assert_eq!(
-        info_field(&mut con, "heavykeeper", "heavykeeper_tracker_misses").as_deref(),
-        Some("1")
-    );
+    assert_eq!(common::module_figure(&mut con, "tracker_misses"), 1);
     repeat(&mut con, 70, &["GET", "missing"]);
     assert_eq!(misses(&mut con), [("missing".to_string(), 0, 70)]);
     // Off again: the list stops growing (and says it is off).

@@ -139,10 +139,7 @@ fn a_promoted_replica_announces_what_fading_does() {
         &mut replica_con,
         &["REPLICAOF", "127.0.0.1", &primary.port.to_string()],
     );
-    common::wait_until("the replica's sync", Duration::from_secs(10), || {
-        common::info_field(&mut replica_con, "replication", "master_link_status").as_deref()
-            == Some("up")
-    });
+    replica.wait_for_link();
     let mut on_replica = Subscriber::new(&replica, CHANNEL, false);
     // A half-life of 1 s and 4,000 arrivals: hot for 7.1 s, time to fail over.
     value(&mut con, &["HK.RESERVE", "limiter", "10", "HALFLIFE", "1"]);

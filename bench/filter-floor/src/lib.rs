@@ -140,15 +140,9 @@ unsafe fn bytes<'a>(s: *const raw::RedisModuleString) -> &'a [u8] {
     let mut len = 0usize;
     // SAFETY: see above.
     unsafe {
-        match raw::RedisModule_StringPtrLen {
-            Some(ptr_len) if !s.is_null() => {
-                let ptr = ptr_len(s, &mut len);
-                if ptr.is_null() {
-                    &[]
-                } else {
-                    std::slice::from_raw_parts(ptr.cast(), len)
-                }
-            }
+        let ptr_len = raw::RedisModule_StringPtrLen.filter(|_| !s.is_null());
+        match ptr_len.map(|f| f(s, &mut len)) {
+            Some(ptr) if !ptr.is_null() => std::slice::from_raw_parts(ptr.cast(), len),
             _ => &[],
         }
     }

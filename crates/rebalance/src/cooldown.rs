@@ -27,9 +27,7 @@ impl Cooldown {
             period_ms: period_ms.max(0),
             last_moved: BTreeMap::new(),
         };
-        for moved in history {
-            cooldown.record(moved);
-        }
+        history.into_iter().for_each(|moved| cooldown.record(moved));
         cooldown
     }
 

@@ -7,7 +7,7 @@ use crate::outcome::NodeOutcome;
 use crate::target::{slack, Options};
 
 /// One slot to move.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Move {
     pub slot: Slot,
     pub from: String,

@@ -92,10 +92,7 @@ mod tests {
             slot,
             from: from.into(),
             to: to.into(),
-            reads_per_second: 0.0,
-            writes_per_second: 0.0,
-            stats: Default::default(),
-            keys: 0,
+            ..Move::default()
         }
     }
 

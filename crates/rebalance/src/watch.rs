@@ -64,16 +64,15 @@ impl Watch {
             return Verdict::Stuck;
         }
         let touched = (plan.moves.iter()).flat_map(|m| [m.from.as_str(), m.to.as_str()]);
-        let mut busiest: Option<(String, f64)> = None;
-        for node in touched {
-            if let Some(load) = cpu(node).filter(|&c| c > self.cpu_line) {
-                if busiest.as_ref().is_none_or(|(_, b)| load > *b) {
-                    busiest = Some((node.to_string(), load));
-                }
-            }
-        }
+        // The busiest over the line (the first named, of equals).
+        let busiest = (touched.filter_map(|node| Some((node, cpu(node)?))))
+            .filter(|&(_, load)| load > self.cpu_line)
+            .reduce(|busiest, next| if next.1 > busiest.1 { next } else { busiest });
         match busiest {
-            Some((node, cpu)) => Verdict::Paused { node, cpu },
+            Some((node, cpu)) => Verdict::Paused {
+                node: node.to_string(),
+                cpu,
+            },
             None => Verdict::Act,
         }
     }
@@ -109,9 +108,8 @@ mod tests {
                     from: "hot".into(),
                     to: "cool".into(),
                     reads_per_second: 1.0,
-                    writes_per_second: 0.0,
-                    stats: Default::default(),
                     keys: 1,
+                    ..Move::default()
                 })
                 .collect(),
             nodes: vec![node("hot", over), node("cool", false)],

@@ -55,12 +55,6 @@ fn cluster(max_nodes: usize, max_load: f64) -> impl Strategy<Value = Input> {
     })
 }
 
-fn owners(input: &Input) -> HashMap<u16, &str> {
-    (input.nodes.iter())
-        .flat_map(|n| n.slots.iter().map(|s| (s.slot, n.node.as_str())))
-        .collect()
-}
-
 fn eps(plan: &Plan) -> f64 {
     plan.total * 1e-9 + 1e-12
 }
@@ -73,7 +67,9 @@ proptest! {
     ) {
         let options = Options { tolerance, ..Options::default() };
         let plan = plan(&input, &options);
-        let owner = owners(&input);
+        let owner: HashMap<u16, &str> = (input.nodes.iter())
+            .flat_map(|n| n.slots.iter().map(|s| (s.slot, n.node.as_str())))
+            .collect();
         let mut seen = HashSet::new();
         for m in &plan.moves {
             prop_assert_eq!(owner[&m.slot], m.from.as_str(), "moves only what the node owns");
@@ -133,9 +129,7 @@ proptest! {
             measured: None,
             slots: hot.iter().enumerate().map(|(i, &load)| SlotLoad { slot: i as u16, reads_per_second: load, writes_per_second: 0.0, keys: 1, ..SlotLoad::default() }).collect(),
         }];
-        for i in 0..idle_nodes {
-            nodes.push(NodeSlots { node: format!("idle:{i}"), slots: Vec::new(), ..NodeSlots::default() });
-        }
+        nodes.extend((0..idle_nodes).map(|i| NodeSlots { node: format!("idle:{i}"), ..NodeSlots::default() }));
         let input = Input { nodes, hot_keys: Vec::new() };
         let options = Options::default();
         let plan = plan(&input, &options);

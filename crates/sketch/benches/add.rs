@@ -22,6 +22,7 @@ fn main() {
         .unwrap_or(2_000_000);
     let stream = zipf_stream(1.0, 100_000, arrivals, 1);
     let (bytes, ends) = flatten(&stream);
+    let ns = |s: f64| s * 1e9 / arrivals as f64;
     // The floor: walking the stream and hashing each item, nothing else.
     let start = Instant::now();
     let mut acc = 0u64;
@@ -31,11 +32,11 @@ fn main() {
     std::hint::black_box(acc);
     println!(
         "hash only: {:.1} ns/arrival",
-        start.elapsed().as_secs_f64() * 1e9 / arrivals as f64
+        ns(start.elapsed().as_secs_f64())
     );
     println!(
         "bucket floor (the insert's steps 2-4 alone, no top-k): {:.1} ns/arrival",
-        bucket_floor(&bytes, &ends, Params::for_k(100, 1)) * 1e9 / arrivals as f64
+        ns(bucket_floor(&bytes, &ends, Params::for_k(100, 1)))
     );
     for k in [10u32, 100, 1000, 10_000] {
         let mut params = Params::for_k(k, 1);
@@ -64,7 +65,6 @@ fn main() {
             }
             hk
         });
-        let ns = |s: f64| s * 1e9 / arrivals as f64;
         println!(
             "k={k:>6}: {:.1} ns/arrival ({:.1} M/s); one item ahead: {:.1} ns",
             ns(one_by_one),
@@ -75,13 +75,13 @@ fn main() {
 }
 
 /// Fastest of three runs of `count`, in seconds.
-fn best_of_three(mut count: impl FnMut() -> HeavyKeeper) -> f64 {
+fn best_of_three<T>(mut count: impl FnMut() -> T) -> f64 {
     let mut best = f64::MAX;
     for _ in 0..3 {
         let start = Instant::now();
-        let hk = count();
+        let counted = count();
         best = best.min(start.elapsed().as_secs_f64());
-        std::hint::black_box(hk.ranked(0).len());
+        std::hint::black_box(counted);
     }
     best
 }
@@ -95,11 +95,9 @@ fn bucket_floor(bytes: &[u8], ends: &[usize], params: Params) -> f64 {
     use rand::SeedableRng;
     let (width, depth) = (params.width as usize, params.depth as usize);
     let curve = DecayCurve::new(params.decay);
-    let mut best = f64::MAX;
-    for _ in 0..3 {
+    best_of_three(|| {
         let mut buckets = vec![(0u32, 0u32); width * depth];
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(params.seed);
-        let start = Instant::now();
         for item in items(bytes, ends) {
             let hash = heavykeeper_sketch::ItemHash::of(item, params.seed);
             let fingerprint = hash.fingerprint();
@@ -128,10 +126,8 @@ fn bucket_floor(bytes: &[u8], ends: &[usize], params: Params) -> f64 {
                 }
             }
         }
-        best = best.min(start.elapsed().as_secs_f64());
-        std::hint::black_box(&buckets);
-    }
-    best
+        buckets
+    })
 }
 
 /// The items of a flattened stream, in order.

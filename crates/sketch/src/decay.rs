@@ -120,16 +120,10 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
-    #[test]
-    fn probability_follows_the_base() {
-        let curve = DecayCurve::new(0.9);
-        assert_eq!(curve.decay_probability(0.0), 1.0);
-        assert!((curve.decay_probability(1.0) - 0.9).abs() < 1e-12);
-        assert!((curve.decay_probability(10.0) - 0.9f64.powi(10)).abs() < 1e-12);
-        assert!((curve.decay_probability(2.5) - 0.9f64.powf(2.5)).abs() < 1e-12);
-        assert_eq!(curve.decay_probability(1e6), 0.0);
-        for c in 0..400 {
-            let exact = 0.9f64.powi(c);
+    /// `b^-c` as the curve answers it, against `powi`, for every count in `counts`.
+    fn assert_follows(curve: &DecayCurve, decay: f64, counts: impl Iterator<Item = i32>) {
+        for c in counts {
+            let exact = decay.powi(c);
             let p = curve.decay_probability(f64::from(c));
             assert!(
                 (p - exact).abs() <= 1e-12 * exact.max(1e-300) || (exact < 2e-16 && p < 2e-16),
@@ -139,18 +133,22 @@ mod tests {
     }
 
     #[test]
+    fn probability_follows_the_base() {
+        let curve = DecayCurve::new(0.9);
+        assert_eq!(curve.decay_probability(0.0), 1.0);
+        assert!((curve.decay_probability(1.0) - 0.9).abs() < 1e-12);
+        assert!((curve.decay_probability(10.0) - 0.9f64.powi(10)).abs() < 1e-12);
+        assert!((curve.decay_probability(2.5) - 0.9f64.powf(2.5)).abs() < 1e-12);
+        assert_eq!(curve.decay_probability(1e6), 0.0);
+        assert_follows(&curve, 0.9, 0..400);
+    }
+
+    #[test]
     fn a_decay_close_to_one_keeps_a_small_table_and_the_same_curve() {
         let curve = DecayCurve::new(0.995);
         assert!(curve.table_bytes() <= (STEP + HIGH_ENTRIES) * 8);
         // Past the table the curve goes on (by `exp`), down to the negligible.
-        for c in (0..8_000).step_by(7) {
-            let exact = 0.995f64.powi(c);
-            let p = curve.decay_probability(f64::from(c));
-            assert!(
-                (p - exact).abs() <= 1e-12 * exact || (exact < 2e-16 && p < 2e-16),
-                "{c}: {p} vs {exact}"
-            );
-        }
+        assert_follows(&curve, 0.995, (0..8_000).step_by(7));
         assert!(curve.decay_probability(2_100.0) > 0.0);
     }
 

@@ -153,13 +153,6 @@ pub fn decode(bytes: &[u8], max_bytes: u64) -> Result<HeavyKeeper, DecodeError> 
     }
 }
 
-/// The clock fields as stored.
-struct Clock {
-    fading: Option<Fading>,
-    clock_ms: i64,
-    created_ms: i64,
-}
-
 fn decode_body(
     r: &mut Reader<'_>,
     version: u8,
@@ -172,11 +165,7 @@ fn decode_body(
     } else {
         RowLayout::DoubleHash
     };
-    let has_fading = match r.u8()? {
-        0 => false,
-        1 => true,
-        _ => return Err(corrupt("bad fading flag")),
-    };
+    let has_fading = r.flag("bad fading flag")?;
     let (half_life_ms, epoch, clock_ms) = (r.f64()?, r.i64()?, r.i64()?);
     let (created_ms, arrivals) = (r.i64()?, r.u64()?);
     let params = Params {
@@ -191,7 +180,7 @@ fn decode_body(
     params
         .validate_shape()
         .map_err(|e| corrupt(&e.to_string()))?;
-    let clock = check_clock(&params, half_life_ms, epoch, clock_ms, created_ms)?;
+    let fading = check_clock(&params, half_life_ms, epoch, clock_ms, created_ms)?;
     params
         .check_size(max_bytes)
         .map_err(|e| DecodeError::TooLarge(e.to_string()))?;
@@ -205,10 +194,10 @@ fn decode_body(
     rng.set_word_pos(word_pos);
 
     // Every stored mass lies under the bound at the sketch's clock.
-    let cap = max_mass(clock.fading.map_or(1.0, |f| f.weight(clock.clock_ms)));
+    let cap = max_mass(fading.map_or(1.0, |f| f.weight(clock_ms)));
     let cells = width as usize * depth as usize;
-    let buckets = decode_buckets(r, cells, clock.fading.is_some(), cap)?;
-    let members = decode_members(r, k, seed, cap, clock.fading.is_some())?;
+    let buckets = decode_buckets(r, cells, fading.is_some(), cap)?;
+    let members = decode_members(r, k, seed, cap, fading.is_some())?;
     let watch = if version >= 3 { decode_watch(r)? } else { None };
     let ties = if version >= 4 {
         Ties::from_code(r.u8()?).ok_or_else(|| corrupt("unknown tie rule"))?
@@ -228,35 +217,24 @@ fn decode_body(
         buckets,
         topk,
         rng,
-        fading: clock.fading,
-        clock_ms: clock.clock_ms,
-        created_ms: clock.created_ms,
+        fading,
+        clock_ms,
+        created_ms,
         arrivals,
         watch,
     }))
 }
 
 fn decode_watch(r: &mut Reader<'_>) -> Result<Option<WatchSpec>, DecodeError> {
-    match r.u8()? {
-        0 => return Ok(None),
-        1 => {}
-        _ => return Err(corrupt("bad watch flag")),
+    if !r.flag("bad watch flag")? {
+        return Ok(None);
     }
     let len = r.u32()? as usize;
     let channel = r.take(len)?.bytes.to_vec();
-    let members = match r.u8()? {
-        0 => false,
-        1 => true,
-        _ => return Err(corrupt("bad watch members flag")),
-    };
+    let members = r.flag("bad watch members flag")?;
     let mut line = || -> Result<Option<f64>, DecodeError> {
-        let present = r.u8()?;
-        let value = r.f64()?;
-        match present {
-            0 => Ok(None),
-            1 => Ok(Some(value)),
-            _ => Err(corrupt("bad watch line flag")),
-        }
+        let present = r.flag("bad watch line flag")?;
+        Ok(present.then_some(r.f64()?))
     };
     let (above, below) = (line()?, line()?);
     let spec = WatchSpec {
@@ -273,13 +251,14 @@ fn decode_watch(r: &mut Reader<'_>) -> Result<Option<WatchSpec>, DecodeError> {
 /// the creation, and the landmark exactly the one the clock implies: every
 /// weight is then in `[1, 2^32)` at the clock and nothing can overflow.
 /// Without fading there is no clock and no landmark: both are stored as 0.
+/// Returns the fading clock, if the sketch fades.
 fn check_clock(
     params: &Params,
     half_life_ms: f64,
     epoch: i64,
     clock_ms: i64,
     created_ms: i64,
-) -> Result<Clock, DecodeError> {
+) -> Result<Option<Fading>, DecodeError> {
     if !(0..=MAX_TIMESTAMP_MS).contains(&created_ms) {
         return Err(corrupt("creation time out of range"));
     }
@@ -287,11 +266,7 @@ fn check_clock(
         if half_life_ms != 0.0 || epoch != 0 || clock_ms != 0 {
             return Err(corrupt("fading fields set on a sketch that does not fade"));
         }
-        return Ok(Clock {
-            fading: None,
-            clock_ms: 0,
-            created_ms,
-        });
+        return Ok(None);
     };
     if !(created_ms..=MAX_TIMESTAMP_MS).contains(&clock_ms) {
         return Err(corrupt("clock out of range"));
@@ -300,11 +275,7 @@ fn check_clock(
     if fading.epoch_at(clock_ms) != epoch {
         return Err(corrupt("landmark does not match the clock"));
     }
-    Ok(Clock {
-        fading: Some(fading),
-        clock_ms,
-        created_ms,
-    })
+    Ok(Some(fading))
 }
 
 fn decode_buckets(
@@ -324,10 +295,7 @@ fn decode_buckets(
     for _ in 0..cells {
         let fingerprint = raw.u32()?;
         let count = raw.f64()?;
-        if !is_valid_mass(count, cap) {
-            return Err(corrupt("bucket count out of range"));
-        }
-        check_whole(count, fading)?;
+        check_count(count, cap, fading, "bucket count out of range")?;
         buckets.push(Bucket { fingerprint, count });
     }
     Ok(buckets)
@@ -383,21 +351,21 @@ fn decode_members(
         let len = r.u32()? as usize;
         let item: Box<[u8]> = r.take(len)?.bytes.into();
         let count = r.f64()?;
-        if !is_valid_mass(count, cap) {
-            return Err(corrupt("member count out of range"));
-        }
-        check_whole(count, fading)?;
+        check_count(count, cap, fading, "member count out of range")?;
         let hash = ItemHash::of(&item, seed).value();
         entries.push(Entry { item, hash, count });
     }
     Ok(entries)
 }
 
-/// Without fading every count is a number of arrivals. A fraction there
-/// is no sketch's state, and would cost a side-table entry per bucket (a
-/// whole count up to 2^32 fits in the bucket's own word).
-fn check_whole(count: f64, fading: bool) -> Result<(), DecodeError> {
-    if fading || count.fract() == 0.0 {
+/// A stored count under the bound (`out_of_range` otherwise). Without
+/// fading every count is a number of arrivals: a fraction there is no
+/// sketch's state, and would cost a side-table entry per bucket (a whole
+/// count up to 2^32 fits in the bucket's own word).
+fn check_count(count: f64, cap: f64, fading: bool, out_of_range: &str) -> Result<(), DecodeError> {
+    if !is_valid_mass(count, cap) {
+        Err(corrupt(out_of_range))
+    } else if fading || count.fract() == 0.0 {
         Ok(())
     } else {
         Err(corrupt("a count without fading must be a whole number"))
@@ -431,6 +399,15 @@ impl<'a> Reader<'a> {
 
     fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.array::<1>()?[0])
+    }
+
+    /// A byte that must be 0 or 1.
+    fn flag(&mut self, why: &str) -> Result<bool, DecodeError> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(corrupt(why)),
+        }
     }
 
     fn u32(&mut self) -> Result<u32, DecodeError> {

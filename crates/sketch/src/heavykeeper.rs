@@ -152,11 +152,7 @@ impl HeavyKeeper {
             fading: params
                 .half_life_ms
                 .map(|h| Fading::starting_at(h, created_ms)),
-            clock_ms: if params.half_life_ms.is_some() {
-                created_ms
-            } else {
-                0
-            },
+            clock_ms: params.half_life_ms.map_or(0, |_| created_ms),
             created_ms,
             arrivals: 0,
             clock_unit: ClockUnit::UNKNOWN,

@@ -30,11 +30,9 @@ impl RowLayout {
     }
 
     pub fn from_code(code: u8) -> Option<Self> {
-        match code {
-            0 => Some(RowLayout::DoubleHash),
-            1 => Some(RowLayout::Remixed),
-            _ => None,
-        }
+        [RowLayout::DoubleHash, RowLayout::Remixed]
+            .into_iter()
+            .find(|x| x.code() == code)
     }
 }
 

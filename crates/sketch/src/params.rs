@@ -176,30 +176,20 @@ mod tests {
 
     #[test]
     fn every_field_is_checked() {
-        let ok = Params::for_k(10, 0);
-        let bad = [
-            Params { k: 0, ..ok },
-            Params { width: 0, ..ok },
-            Params { depth: 0, ..ok },
-            Params { depth: 17, ..ok },
-            Params { decay: 0.0, ..ok },
-            Params { decay: 1.5, ..ok },
-            Params {
-                decay: f64::NAN,
-                ..ok
-            },
-            Params {
-                half_life_ms: Some(0.0),
-                ..ok
-            },
-            Params {
-                half_life_ms: Some(f64::INFINITY),
-                ..ok
-            },
-        ];
-        for p in bad {
+        let bad = |change: fn(&mut Params)| {
+            let mut p = Params::for_k(10, 0);
+            change(&mut p);
             assert!(p.validate(u64::MAX).is_err(), "{p:?}");
-        }
+        };
+        bad(|p| p.k = 0);
+        bad(|p| p.width = 0);
+        bad(|p| p.depth = 0);
+        bad(|p| p.depth = 17);
+        bad(|p| p.decay = 0.0);
+        bad(|p| p.decay = 1.5);
+        bad(|p| p.decay = f64::NAN);
+        bad(|p| p.half_life_ms = Some(0.0));
+        bad(|p| p.half_life_ms = Some(f64::INFINITY));
     }
 
     #[test]

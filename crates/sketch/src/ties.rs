@@ -28,11 +28,9 @@ impl Ties {
     }
 
     pub fn from_code(code: u8) -> Option<Self> {
-        match code {
-            0 => Some(Ties::ByItem),
-            1 => Some(Ties::RedisBloom),
-            _ => None,
-        }
+        [Ties::ByItem, Ties::RedisBloom]
+            .into_iter()
+            .find(|x| x.code() == code)
     }
 
     /// The rule's name in `HK.RESERVE ... TIES` and `HK.INFO`.

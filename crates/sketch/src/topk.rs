@@ -200,11 +200,7 @@ impl TopK {
 
     /// `(item, count)` in heap order, the order persistence keeps.
     pub fn heap_order(&self) -> impl Iterator<Item = (&[u8], f64)> + '_ {
-        self.heap.iter().filter_map(|s| {
-            self.members
-                .get(s.member as usize)
-                .map(|m| (self.items.get(m.item), s.count))
-        })
+        self.members().map(|(item, _, count)| (item, count))
     }
 
     /// `(item, hash, count)` of every member, in heap order.
@@ -534,12 +530,8 @@ impl TopK {
                 self.items.live()
             ));
         }
-        if self.members.len() != n || self.index.len() != n {
-            return Err(format!(
-                "sizes differ: heap {n}, members {}, index {}",
-                self.members.len(),
-                self.index.len()
-            ));
+        if self.index.len() != n {
+            return Err(format!("{n} members, {} indexed", self.index.len()));
         }
         for (place, slot) in self.heap.iter().enumerate() {
             let parent = place.checked_sub(1).and_then(|p| self.heap.get(p / 2));
@@ -688,28 +680,11 @@ mod tests {
             }
         }
         let mut topk = store(2, Ties::RedisBloom);
-        let stream: [(&[u8], f64); 18] = [
-            (b"foo", 1.0),
-            (b"bar", 1.0),
-            (b"baz", 1.0),
-            (b"42", 1.0),
-            (b"foo", 2.0),
-            (b"bar", 2.0),
-            (b"baz", 2.0),
-            (b"42", 2.0),
-            (b"foo", 3.0),
-            (b"baz", 3.0),
-            (b"42", 2.0),
-            (b"foo", 4.0),
-            (b"baz", 4.0),
-            (b"foo", 5.0),
-            (b"bar", 3.0),
-            (b"baz", 5.0),
-            (b"foo", 6.0),
-            (b"baz", 6.0),
-        ];
-        for (item, count) in stream {
-            arrive(&mut topk, item, count);
+        // Each arrival as `item:count`, the count the sketch estimated.
+        let stream = "foo:1 bar:1 baz:1 42:1 foo:2 bar:2 baz:2 42:2 foo:3 baz:3 42:2 \
+                      foo:4 baz:4 foo:5 bar:3 baz:5 foo:6 baz:6";
+        for (item, count) in stream.split_whitespace().filter_map(|a| a.split_once(':')) {
+            arrive(&mut topk, item.as_bytes(), count.parse().unwrap());
         }
         assert_eq!(listed(&topk), vec![b"foo".to_vec(), b"baz".to_vec()]);
         let expelled: Vec<Option<Box<[u8]>>> = (4..9)
@@ -724,17 +699,13 @@ mod tests {
     }
 
     #[test]
-    fn a_redisbloom_heap_rebuilds_with_its_empty_slots() {
+    fn rebuilding_keeps_empty_slots_and_rejects_broken_heaps_and_duplicates() {
         let slot = |item: &[u8], count| Some(entry(item, count));
         let topk = TopK::from_slots(3, vec![None, slot(b"a", 2.0), None]).unwrap();
         topk.check_invariants().unwrap();
         assert_eq!(topk.empty_slots().collect::<Vec<_>>(), vec![0, 2]);
         assert!(TopK::from_slots(3, vec![None, slot(b"a", 2.0)]).is_err());
         assert!(TopK::from_slots(2, vec![slot(b"a", 2.0), None]).is_err());
-    }
-
-    #[test]
-    fn rebuilding_rejects_broken_heaps_and_duplicates() {
         assert!(TopK::from_heap_order(3, vec![entry(b"a", 2.0), entry(b"b", 1.0)]).is_err());
         assert!(TopK::from_heap_order(3, vec![entry(b"a", 1.0), entry(b"a", 2.0)]).is_err());
         assert!(TopK::from_heap_order(1, vec![entry(b"a", 1.0), entry(b"b", 2.0)]).is_err());

@@ -151,21 +151,10 @@ impl WatchState {
 }
 
 /// A watch on a sketch: its specification and, on a primary, its state.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Watch {
     spec: WatchSpec,
-    state: Option<Box<WatchStateCell>>,
-}
-
-/// The state, compared as equal whatever it holds: it is not part of what
-/// a sketch *is* (two equal sketches may have announced different things).
-#[derive(Clone, Debug, Default)]
-struct WatchStateCell(WatchState);
-
-impl PartialEq for WatchStateCell {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
+    state: Option<Box<WatchState>>,
 }
 
 /// Scalars of the sketch needed to turn stored counts into events, at one
@@ -247,25 +236,25 @@ impl Watch {
     }
 
     pub(crate) fn state_mut(&mut self) -> Option<&mut WatchState> {
-        self.state.as_mut().map(|s| &mut s.0)
+        self.state.as_deref_mut()
     }
 
     /// Events the per-second budget refused since the state was derived.
     pub(crate) fn dropped(&self) -> u64 {
-        self.state.as_ref().map_or(0, |s| s.0.dropped)
+        self.state.as_ref().map_or(0, |s| s.dropped)
     }
 
     /// When the next sweep is worth doing: `i64::MIN` while the state is
     /// still to be derived.
     pub(crate) fn next_check_ms(&self) -> i64 {
-        self.state.as_ref().map_or(i64::MIN, |s| s.0.next_check_ms)
+        self.state.as_ref().map_or(i64::MIN, |s| s.next_check_ms)
     }
 
     /// Is a sweep due at `now_ms`? Never before the state is derived.
     pub(crate) fn is_due(&self, now_ms: i64) -> bool {
         self.state
             .as_ref()
-            .is_some_and(|s| now_ms >= s.0.next_check_ms)
+            .is_some_and(|s| now_ms >= s.next_check_ms)
     }
 
     /// Bytes of the watch: its specification's channel and, once derived,
@@ -273,9 +262,10 @@ impl Watch {
     pub(crate) fn bytes(&self) -> usize {
         std::mem::size_of::<Watch>()
             + self.spec.channel.capacity()
-            + self.state.as_ref().map_or(0, |s| {
-                std::mem::size_of::<WatchStateCell>() + s.0.heap_bytes()
-            })
+            + self
+                .state
+                .as_ref()
+                .map_or(0, |s| std::mem::size_of::<WatchState>() + s.heap_bytes())
     }
 
     /// The most a watch on `channel` can ever take on a sketch of `k`
@@ -287,22 +277,14 @@ impl Watch {
         let full_set = HashSet::<u64>::with_capacity(2 * k + 2).allocation_size();
         std::mem::size_of::<Watch>()
             + channel.len()
-            + std::mem::size_of::<WatchStateCell>()
+            + std::mem::size_of::<WatchState>()
             + 2 * full_set
     }
 
-    /// Derives the state from the counts without announcing anything,
-    /// unless there is one already.
-    #[inline]
-    pub(crate) fn ensure_state(&mut self, topk: &TopK, scale: WatchScale) {
-        if self.state.is_none() {
-            self.derive_state(topk, scale);
-        }
-    }
-
+    /// Derives the state from the counts without announcing anything.
     #[cold]
     #[inline(never)]
-    fn derive_state(&mut self, topk: &TopK, scale: WatchScale) {
+    pub(crate) fn derive_state(&mut self, topk: &TopK, scale: WatchScale) {
         let hot_line = self.spec.above.map(|a| scale.count_line(a));
         let mut state = WatchState::default();
         for (_, hash, stored) in topk.members() {
@@ -315,7 +297,7 @@ impl Watch {
             }
         }
         state.next_check_ms = self.next_check(&state, topk, scale);
-        self.state = Some(Box::new(WatchStateCell(state)));
+        self.state = Some(Box::new(state));
     }
 
     /// The earliest time an announced item can cool or fade out.
@@ -349,10 +331,9 @@ impl Watch {
         events: &mut Vec<WatchEvent>,
     ) {
         let spec = &self.spec;
-        let Some(cell) = self.state.as_mut() else {
+        let Some(state) = self.state.as_deref_mut() else {
             return;
         };
-        let state = &mut cell.0;
         let unit = scale.unit;
         // (kind, item, stored count): no allocation unless something happens.
         let mut pending: Vec<(EventKind, Vec<u8>, f64)> = Vec::new();
@@ -401,7 +382,7 @@ impl Watch {
     #[cold]
     #[inline(never)]
     pub(crate) fn sweep(&mut self, topk: &TopK, scale: WatchScale, events: &mut Vec<WatchEvent>) {
-        let Some(mut state) = self.state.take().map(|cell| cell.0) else {
+        let Some(mut state) = self.state.take() else {
             return;
         };
         let cool = self.spec.cool_line().map(|c| scale.count_line(c));
@@ -415,7 +396,7 @@ impl Watch {
             }
         }
         state.next_check_ms = self.next_check(&state, topk, scale);
-        self.state = Some(Box::new(WatchStateCell(state)));
+        self.state = Some(state);
     }
 }
 

@@ -133,7 +133,7 @@ impl HeavyKeeper {
         if self.watch_held().is_some_and(|w| !w.has_state()) {
             let scale = self.watch_scale(now_ms);
             if let (Some(watch), topk) = self.watch_and_topk() {
-                watch.ensure_state(topk, scale);
+                watch.derive_state(topk, scale);
             }
         }
     }

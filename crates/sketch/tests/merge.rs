@@ -268,11 +268,11 @@ fn any_shape() -> impl Strategy<Value = (Params, Ties)> {
         (1u32..40, 1u32..200, 1u32..=Params::MAX_DEPTH),
         (0.5f64..=1.0, any::<u64>()),
         proptest::option::of(1.0f64..1e9),
-        any::<bool>(),
-        any::<bool>(),
+        prop_oneof![Just(RowLayout::Remixed), Just(RowLayout::DoubleHash)],
+        prop_oneof![Just(Ties::ByItem), Just(Ties::RedisBloom)],
     )
         .prop_map(
-            |((k, width, depth), (decay, seed), half_life_ms, remixed, redisbloom)| {
+            |((k, width, depth), (decay, seed), half_life_ms, layout, ties)| {
                 let params = Params {
                     k,
                     width,
@@ -280,16 +280,7 @@ fn any_shape() -> impl Strategy<Value = (Params, Ties)> {
                     decay,
                     seed,
                     half_life_ms,
-                    layout: if remixed {
-                        RowLayout::Remixed
-                    } else {
-                        RowLayout::DoubleHash
-                    },
-                };
-                let ties = if redisbloom {
-                    Ties::RedisBloom
-                } else {
-                    Ties::ByItem
+                    layout,
                 };
                 (params, ties)
             },

@@ -218,23 +218,6 @@ fn the_same_operations_give_byte_identical_sketches() {
 }
 
 #[test]
-fn encoding_round_trips_and_keeps_the_random_state() {
-    let mut hk = fading_sketch(20, 60_000.0, 1_000_000);
-    let stream = zipf_stream(1.0, 1_000, 10_000, 2);
-    for (i, item) in stream.iter().enumerate() {
-        hk.add(item, 1, 1_000_000 + i as i64);
-    }
-    hk.add(b"\0\r\n binary \xff", 3, 1_020_000);
-    let bytes = encode(&hk);
-    let mut back = decode(&bytes, u64::MAX).unwrap();
-    assert_eq!(encode(&back), bytes);
-    for item in &stream[..500] {
-        assert_eq!(hk.add(item, 1, 1_030_000), back.add(item, 1, 1_030_000));
-    }
-    assert_eq!(encode(&hk), encode(&back));
-}
-
-#[test]
 fn truncated_or_newer_payloads_are_refused() {
     let mut hk = sketch(5);
     add_each(&mut hk, &zipf_stream(1.0, 100, 1_000, 4));
@@ -259,20 +242,6 @@ fn truncated_or_newer_payloads_are_refused() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
-
-    #[test]
-    fn damaged_payloads_never_panic(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
-        let mut hk = sketch(4);
-        add_each(&mut hk, &zipf_stream(1.0, 50, 300, 5));
-        let mut bytes = encode(&hk);
-        for (at, value) in flips {
-            let i = at % bytes.len();
-            bytes[i] ^= value | 1;
-        }
-        if let Ok(back) = decode(&bytes, 1 << 24) {
-            back.check_invariants().unwrap();
-        }
-    }
 
     #[test]
     fn invariants_hold_through_random_operations(
@@ -411,10 +380,7 @@ fn try_new_builds_what_new_builds() {
     let params = Params::for_k(100, 3);
     let a = HeavyKeeper::try_new(params, 5).expect("a small sketch allocates");
     let b = HeavyKeeper::new(params, 5);
-    assert_eq!(
-        heavykeeper_sketch::encode(&a),
-        heavykeeper_sketch::encode(&b)
-    );
+    assert_eq!(encode(&a), encode(&b));
     assert_eq!(a.memory_bytes(), b.memory_bytes());
 }
 

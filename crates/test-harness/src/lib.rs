@@ -13,6 +13,7 @@
 )]
 
 use redis::{Connection, FromRedisValue, Value};
+use std::io::{BufRead, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -102,9 +103,7 @@ impl Server {
     /// As [`Self::start_configured`], with `before` (say `--loadmodule
     /// other.so`) ahead of the module on the command line.
     pub fn start_after(before: &[&str], module_args: &[&str], extra: &[&str]) -> Self {
-        let mut server = Self::unstarted(before, module_args, extra);
-        server.launch();
-        server
+        Self::unstarted(before, module_args, extra).launched_on(None)
     }
 
     /// A server not yet launched, in a fresh temporary directory.
@@ -121,22 +120,24 @@ impl Server {
         }
     }
 
+    /// Launched: a server of `binary` (`None`: [`server_binary`]).
+    fn launched_on(mut self, binary: Option<&str>) -> Self {
+        self.binary = binary.map(str::to_string);
+        self.launch();
+        self
+    }
+
     /// A server of `binary` with the module (Valkey beside Redis in one run).
     pub fn start_binary(binary: &str, module_args: &[&str], extra: &[&str]) -> Self {
-        let mut server = Self::unstarted(&[], module_args, extra);
-        server.binary = Some(binary.to_string());
-        server.launch();
-        server
+        Self::unstarted(&[], module_args, extra).launched_on(Some(binary))
     }
 
     /// A server of `binary` (`None`: [`server_binary`]) without the module,
     /// with extra `--option value` arguments.
     pub fn start_bare(binary: Option<&str>, extra: &[&str]) -> Self {
         let mut server = Self::unstarted(&[], &[], extra);
-        server.binary = binary.map(str::to_string);
         server.bare = true;
-        server.launch();
-        server
+        server.launched_on(binary)
     }
 
     /// Tries to start a server that should refuse to load the module; returns
@@ -161,11 +162,16 @@ impl Server {
     pub fn replica_of(primary: &Server, module_args: &[&str]) -> Self {
         let port = primary.port.to_string();
         let replica = Self::start_configured(module_args, &["--replicaof", "127.0.0.1", &port]);
-        let mut con = replica.client();
+        replica.wait_for_link();
+        replica
+    }
+
+    /// Waits until this replica's link to its primary is up.
+    pub fn wait_for_link(&self) {
+        let mut con = self.client();
         wait_until("the replica link", Duration::from_secs(30), || {
             info_field(&mut con, "replication", "master_link_status").as_deref() == Some("up")
         });
-        replica
     }
 
     /// Restarts on the same directory and port with other arguments, as an
@@ -419,7 +425,12 @@ pub fn restore(con: &mut Connection, key: &str, payload: &[u8]) -> redis::RedisR
 /// The error a command fails with, as the server wrote it.
 pub fn error(con: &mut Connection, parts: &[&str]) -> String {
     let bytes: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
-    match run::<Value>(con, &bytes) {
+    error_bytes(con, &bytes)
+}
+
+/// [`error`] of a command whose parts are any bytes.
+pub fn error_bytes(con: &mut Connection, parts: &[&[u8]]) -> String {
+    match run::<Value>(con, parts) {
         Ok(v) => panic!("{parts:?} succeeded with {v:?}"),
         Err(e) => server_error_text(&e),
     }
@@ -731,10 +742,7 @@ impl Cluster {
             if o.bare {
                 Server::start_bare(o.binary.as_deref(), &extra)
             } else {
-                let mut server = Server::unstarted(&[], o.module_args, &extra);
-                server.binary = o.binary.clone();
-                server.launch();
-                server
+                Server::unstarted(&[], o.module_args, &extra).launched_on(o.binary.as_deref())
             }
         };
         let nodes: Vec<Server> = (0..3).map(|_| start()).collect();
@@ -762,12 +770,7 @@ impl Cluster {
                 info.contains("cluster_state:ok")
             });
         }
-        for replica in &replicas {
-            let mut con = replica.client();
-            wait_until("the replica in sync", Duration::from_secs(30), || {
-                info_field(&mut con, "replication", "master_link_status").as_deref() == Some("up")
-            });
-        }
+        replicas.iter().for_each(Server::wait_for_link);
         for node in &nodes {
             let mut con = node.client();
             // A tracker reads what its node serves at its next tick: until
@@ -856,7 +859,6 @@ impl HostClient {
     /// Sends `commands` in one pipeline and waits for every reply (none
     /// read back: the commands' replies must not be the line `+done`).
     pub fn pipeline<'a>(&mut self, commands: impl IntoIterator<Item = &'a [&'a str]>) {
-        use std::io::BufRead;
         self.send(commands.into_iter().chain([&["PING", "done"][..]]));
         let mut line = String::new();
         while line != "$4\r\n" || !self.next_is("done\r\n") {
@@ -872,7 +874,6 @@ impl HostClient {
     /// Sends `command` `n` times, each refused with an error line (a
     /// client not logged in: even `PING` is refused), and reads the errors.
     pub fn refused(&mut self, command: &[&str], n: usize) -> Vec<String> {
-        use std::io::BufRead;
         self.send(std::iter::repeat_n(command, n));
         (0..n)
             .map(|_| {
@@ -885,7 +886,6 @@ impl HostClient {
     }
 
     fn send<'a>(&mut self, commands: impl IntoIterator<Item = &'a [&'a str]>) {
-        use std::io::Write;
         let mut sent = Vec::new();
         for parts in commands {
             sent.extend(format!("*{}\r\n", parts.len()).as_bytes());
@@ -897,7 +897,6 @@ impl HostClient {
     }
 
     fn next_is(&mut self, wanted: &str) -> bool {
-        use std::io::BufRead;
         let mut line = String::new();
         self.replies.read_line(&mut line).is_ok() && line == wanted
     }

@@ -53,15 +53,16 @@ fn traffic(rng: &mut ChaCha8Rng) -> Vec<(i64, u32)> {
     events
 }
 
-/// The counted slots of the spell: (from, to, weight), from a fresh
-/// coverage as the tracker lays them out.
-fn counted_slots(seed: u64) -> Vec<(i64, i64, u32)> {
+/// The counted slots of the reading: (from, to, slot), every command until
+/// the spell, then from a fresh coverage as the tracker lays them out.
+fn counted_slots(seed: u64) -> Vec<(i64, i64, TimeSlot)> {
     let mut coverage = Coverage::new(EVERY, seed);
-    let (mut t, mut slots) = (SPELL_MS, Vec::new());
+    let (mut t, mut slots) = (SPELL_MS, vec![(0, SPELL_MS, TimeSlot::WHOLE)]);
     while t < END_MS {
         let next = coverage.next_counted();
         t += next.wait_ms as i64;
-        slots.push((t, t + next.length_ms as i64, next.weight));
+        let slot = TimeSlot::new(slots.len() as u32, next.weight);
+        slots.push((t, t + next.length_ms as i64, slot));
         t += next.length_ms as i64;
     }
     slots
@@ -80,23 +81,13 @@ fn one_run(seed: u64) -> [(f64, f64, f64, f64); 2] {
     let mut counting = Counting::new(tracker, 50, rng.random());
     let mut batch = KeyBatch::default();
     let mut current: Option<TimeSlot> = None;
-    let slot_at = |t: i64| -> Option<TimeSlot> {
-        if t < SPELL_MS {
-            return Some(TimeSlot::WHOLE);
-        }
-        let i = slots
-            .iter()
-            .position(|&(from, to, _)| (from..to).contains(&t))?;
-        Some(TimeSlot::new(i as u32 + 1, slots[i].2))
-    };
+    let slot_at = |t: i64| slots.iter().find(|s| (s.0..s.1).contains(&t)).map(|s| s.2);
     for &(t, key) in &events {
         let slot = slot_at(t);
         if slot != current || batch.len() >= 512 {
-            if !batch.is_empty() {
-                batch.seal(t);
-                counting.absorb(&batch);
-                batch.clear();
-            }
+            batch.seal(t);
+            counting.absorb(&batch);
+            batch.clear();
             current = slot;
         }
         if let Some(slot) = slot {

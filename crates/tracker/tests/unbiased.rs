@@ -32,7 +32,7 @@ use heavykeeper_tracker::{Access, HotKey, KeyTracker, Ranking, TrackerShape};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// One access: when, and to which key.
 type Event = (i64, u32);
@@ -120,8 +120,8 @@ fn traffic(shapes: &[Shape], ms: i64, rng: &mut ChaCha8Rng) -> Vec<Event> {
     events
 }
 
-/// Exact sums of what reaches the sketches, by key, with the variance the
-/// sampling gave each.
+/// Exact sums of what reaches the sketches, by key [`group`], with the
+/// variance the sampling gave each.
 #[derive(Default)]
 struct Sums(HashMap<u32, (f64, f64)>);
 
@@ -132,7 +132,7 @@ impl Sink for Sums {
 
     fn insert(&mut self, insert: Insert<'_>) {
         let key = u32::from_be_bytes(insert.item[2..6].try_into().unwrap());
-        let sum = self.0.entry(key).or_default();
+        let sum = self.0.entry(group(key)).or_default();
         sum.0 += insert.weight as f64;
         sum.1 += insert.variance;
     }
@@ -159,7 +159,7 @@ struct Feeding {
 /// `read_every_ms`.
 fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> Counting<S> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut coverage = Coverage::new(feeding.every, rng.random());
+    let coverage = Coverage::new(feeding.every, rng.random());
     let mut counting = Counting::new(sink, 50, rng.random());
     counting.set_insert_rate(feeding.insert_rate);
     let mut batch = KeyBatch::default();
@@ -169,31 +169,19 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
         batch.clear();
     };
     let mut next_read = feeding.read_every_ms;
-    let mut clock = SlotClock::new(&mut coverage);
-    let mut slot: Option<TimeSlot> = None;
-    let mut seq = 0u32;
+    let end = events.last().map_or(0, |e| e.0);
+    let slots = counted_slots(coverage, feeding, end);
+    let mut slots = slots.iter().peekable();
     let mut coins = AccessCoins::new(rng.random::<u64>());
-    let mut keep_one_in = feeding.keep_one_in;
     for &(t, key) in events {
-        if let Some((from, every, keep)) = feeding.coarser_from {
-            if t >= from && keep_one_in != keep {
-                coverage.set_every(every);
-                keep_one_in = keep;
-            }
-        }
-        while t >= clock.edge {
-            if slot.is_some() {
-                hand_over(&mut batch, &mut counting, clock.edge);
-            }
-            slot = clock.step(&mut coverage).map(|w| {
-                seq = seq.wrapping_add(1);
-                TimeSlot::new(seq, w).keeping_one_in(keep_one_in)
-            });
+        while let Some(&(_, to, _)) = slots.next_if(|s| s.1 <= t) {
+            hand_over(&mut batch, &mut counting, to);
         }
         if t >= next_read {
             counting.current();
             next_read += feeding.read_every_ms;
         }
+        let slot = slots.peek().filter(|s| s.0 <= t).map(|s| s.2);
         if let Some(slot) = slot.filter(|s| coins.keep(s.keep_one_in)) {
             batch.push(0, &key.to_be_bytes(), Access::Read, slot, || t);
             if batch.len() >= 512 {
@@ -204,73 +192,33 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
             counting.step(t);
         }
     }
-    hand_over(&mut batch, &mut counting, clock.edge);
+    hand_over(&mut batch, &mut counting, slots.peek().map_or(end, |s| s.1));
     counting.current();
     counting
 }
 
-/// The slots as the tracker makes them: each edge due at a planned instant
-/// (the last one planned plus a length) and made at the start of the first
-/// pass of the event loop at or after it; here every access is a pass of
-/// its own, so a counted slot holds exactly the accesses of its planned
-/// span, and each stands for the share counted.
-struct SlotClock {
-    /// The next edge (ms).
-    edge: i64,
-    /// The awaited slot's length and share (`None`: one is open).
-    awaited: Option<(i64, u32)>,
-}
-
-impl SlotClock {
-    /// Slots begin a second before the traffic.
-    fn new(coverage: &mut Coverage) -> Self {
-        let next = coverage.next_counted();
-        Self {
-            edge: next.wait_ms as i64 - 1_000,
-            awaited: Some((next.length_ms as i64, next.weight)),
-        }
-    }
-
-    /// An edge: a slot opens (`Some(weight)`) or closes (`None`; the next
-    /// opens at once if it follows without a gap).
-    fn step(&mut self, coverage: &mut Coverage) -> Option<u32> {
-        if let Some((length, every)) = self.awaited.take() {
-            self.edge += length;
-            return Some(every);
+/// The counted slots as the tracker lays them out, from a second before
+/// the traffic past `end`: (from, to, slot), each edge due at a planned
+/// instant (the last one planned plus a length). Here every access is a
+/// pass of the event loop of its own, so a counted slot holds exactly the
+/// accesses of its planned span, and each stands for the share counted.
+fn counted_slots(mut coverage: Coverage, feeding: Feeding, end: i64) -> Vec<(i64, i64, TimeSlot)> {
+    let (mut t, mut keep_one_in, mut slots) = (-1_000, feeding.keep_one_in, Vec::new());
+    while t <= end {
+        if let Some((_, every, keep)) = feeding.coarser_from.filter(|c| t >= c.0) {
+            coverage.set_every(every);
+            keep_one_in = keep;
         }
         let next = coverage.next_counted();
-        self.awaited = Some((next.length_ms as i64, next.weight));
-        if next.wait_ms == 0 {
-            return self.step(coverage);
-        }
-        self.edge += next.wait_ms as i64;
-        None
+        t += next.wait_ms as i64;
+        let slot = TimeSlot::new(slots.len() as u32 + 1, next.weight).keeping_one_in(keep_one_in);
+        slots.push((t, t + next.length_ms as i64, slot));
+        t += next.length_ms as i64;
     }
+    slots
 }
 
 const RUNS: u64 = 300;
-
-/// Each run's estimate of each key group, with its variance.
-fn sums_per_run(events: &[Event], feeding: Feeding, seed: u64) -> HashMap<u32, Vec<(f64, f64)>> {
-    let truth: HashSet<u32> = events.iter().map(|&(_, key)| group(key)).collect();
-    let mut runs: HashMap<u32, Vec<(f64, f64)>> = HashMap::new();
-    for run in 0..RUNS {
-        let run_seed = seed ^ (run + 1).wrapping_mul(0x9e37);
-        let counting = run_into(events, feeding, run_seed, Sums::default());
-        let mut grouped: HashMap<u32, (f64, f64)> = HashMap::new();
-        for (&key, &(w, v)) in &counting.tracker().0 {
-            let g = grouped.entry(group(key)).or_default();
-            g.0 += w;
-            g.1 += v;
-        }
-        for &key in &truth {
-            runs.entry(key)
-                .or_default()
-                .push(grouped.get(&key).copied().unwrap_or_default());
-        }
-    }
-    runs
-}
 
 /// The mean of `xs` and their variance.
 fn mean_and_variance(xs: &[f64]) -> (f64, f64) {
@@ -307,7 +255,16 @@ fn assert_unbiased(shapes: &[Shape], feeding: Feeding, seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let events = traffic(shapes, 4_000, &mut rng);
     let truth = truths(&events, group);
-    let runs = sums_per_run(&events, feeding, seed);
+    // Each run's estimate of each key group, with its variance.
+    let mut runs: HashMap<u32, Vec<(f64, f64)>> = HashMap::new();
+    for run in 0..RUNS {
+        let run_seed = seed ^ (run + 1).wrapping_mul(0x9e37);
+        let counting = run_into(&events, feeding, run_seed, Sums::default());
+        for &key in truth.keys() {
+            let sum = counting.tracker().0.get(&key).copied();
+            runs.entry(key).or_default().push(sum.unwrap_or_default());
+        }
+    }
     for (key, &true_count) in &truth {
         let xs: Vec<f64> = runs[key].iter().map(|r| r.0).collect();
         let what = format!("key group {key}, {feeding:?}, {shapes:?}");
@@ -488,9 +445,8 @@ fn assert_right_in_every_reading(shapes: &[Shape], feeding: Feeding, seed: u64, 
         let counting = run_into(&events, feeding, run_seed, tracker(run_seed));
         let tracker = counting.tracker();
         let listed = tracker.hottest(Ranking::Reads, 100, end);
-        let name = |k: u32| k.to_be_bytes().to_vec();
         for &key in &hot {
-            let place = listed.iter().position(|h| h.key == name(key));
+            let place = listed.iter().position(|h| id(h) == key);
             let Some(place) = place else {
                 panic!(
                     "run {run}: key {key} ({} accesses of {total}) not listed, {what}",
@@ -556,18 +512,6 @@ fn holds(b: Bounds, truth: f64) -> bool {
     b.low <= truth * (1.0 + 1e-6) && truth <= b.high * (1.0 + 1e-6)
 }
 
-/// A saturated node: a flood over 100,000 keys beside the keys that matter.
-fn saturated(beside: Shape) -> Vec<Shape> {
-    vec![
-        beside,
-        Shape::Steady { per_ms: 2 },
-        Shape::Background {
-            per_ms: 40,
-            keys: 100_000,
-        },
-    ]
-}
-
 #[test]
 fn on_a_saturated_node_every_hot_key_is_listed_unbiased_and_within_its_bounds() {
     // A key in bursts is missed by a reading with probability (1 - 1/N)^B
@@ -590,6 +534,16 @@ fn on_a_saturated_node_every_hot_key_is_listed_unbiased_and_within_its_bounds() 
     ];
     for (i, beside) in shapes.into_iter().enumerate() {
         let seed = 100 + i as u64;
+        // A saturated node: a flood over 100,000 keys beside the keys that
+        // matter.
+        let saturated = [
+            beside,
+            Shape::Steady { per_ms: 2 },
+            Shape::Background {
+                per_ms: 40,
+                keys: 100_000,
+            },
+        ];
         // Sampled time, thinned inserts, both, and everything counted.
         for feeding in [
             feeding(8, None, 100_000),
@@ -599,7 +553,7 @@ fn on_a_saturated_node_every_hot_key_is_listed_unbiased_and_within_its_bounds() 
             thinned(feeding(4, None, 100_000), 16),
             feeding(1, None, 100_000),
         ] {
-            assert_right_in_every_reading(&saturated(beside.clone()), feeding, seed, 60);
+            assert_right_in_every_reading(&saturated, feeding, seed, 60);
         }
     }
 }
@@ -679,13 +633,29 @@ fn assert_every_row_honest(shapes: &[Shape], feeding: Feeding, seed: u64, hot_sh
     );
 }
 
-/// The hot keys beside a background of every kind a node sees: uniform over
-/// 100,000 keys (each read a few times: its luckiest rows are the phantoms),
-/// uniform over 10,000 (each read tens of times: its luckiest rows are a
-/// few times their truth), and Zipf over 100,000 (a head of keys truly hot,
-/// some of them just over 1%, and a tail).
-fn backgrounds(per_ms: u32) -> Vec<Shape> {
-    vec![
+/// Hot keys of three shapes, each 2-4% of the accesses, beside a background
+/// of every kind a node sees (numbered): uniform over 100,000 keys (each
+/// read a few times: its luckiest rows are the phantoms), uniform over
+/// 10,000 (each read tens of times: its luckiest rows are a few times their
+/// truth), and Zipf over 100,000 (a head of keys truly hot, some of them
+/// just over 1%, and a tail). (The bursts come every 10 ms: a key seen only
+/// in `B` bursts of a millisecond is missed whole with probability
+/// `(1 − 1/N)^B`, 0.6% for 80 bursts at one slot in 16, and a test of every
+/// reading must not fail for that.)
+fn mixes(per_ms: u32) -> impl Iterator<Item = (u64, Vec<Shape>)> {
+    let hot_keys = [
+        Shape::Bursty {
+            size: 100,
+            every_ms: 10,
+        },
+        Shape::Steady { per_ms: 2 },
+        Shape::OnOff {
+            per_ms: 6,
+            on_ms: 150,
+            off_ms: 250,
+        },
+    ];
+    let backgrounds = [
         Shape::Background {
             per_ms,
             keys: 100_000,
@@ -699,34 +669,15 @@ fn backgrounds(per_ms: u32) -> Vec<Shape> {
             keys: 100_000,
             s: 0.9,
         },
-    ]
-}
-
-/// Hot keys of three shapes, each 2-4% of the accesses. (The bursts come
-/// every 10 ms: a key seen only in `B` bursts of a millisecond is missed
-/// whole with probability `(1 − 1/N)^B`, 0.6% for 80 bursts at one slot in
-/// 16, and a test of every reading must not fail for that.)
-fn hot_keys() -> Vec<Shape> {
-    vec![
-        Shape::Bursty {
-            size: 100,
-            every_ms: 10,
-        },
-        Shape::Steady { per_ms: 2 },
-        Shape::OnOff {
-            per_ms: 6,
-            on_ms: 150,
-            off_ms: 250,
-        },
-    ]
+    ];
+    let mix = |background| hot_keys.iter().cloned().chain([background]).collect();
+    (0..).zip(backgrounds.map(mix))
 }
 
 #[test]
 fn every_row_a_list_picks_holds_its_truth_within_its_bounds() {
-    for (i, background) in backgrounds(60).into_iter().enumerate() {
-        let mut shapes = hot_keys();
-        shapes.push(background);
-        let seed = 700 + i as u64;
+    for (i, shapes) in mixes(60) {
+        let seed = 700 + i;
         for feeding in [
             feeding(8, None, 100_000),
             feeding(1, Some(3_000.0), 100_000),
@@ -752,11 +703,9 @@ fn every_row_a_list_picks_holds_its_truth_within_its_bounds() {
 /// three times their truth.
 #[test]
 fn a_key_that_enters_on_fine_inserts_keeps_its_bar() {
-    for (i, background) in backgrounds(60).into_iter().enumerate() {
-        let mut shapes = hot_keys();
-        shapes.push(background);
+    for (i, shapes) in mixes(60) {
         let feeding = coarser(thinned(feeding(16, Some(2_000.0), 100_000), 8), 2_000, 1, 2);
-        let rows = listed_rows(&shapes, feeding, 900 + i as u64, 30, 0.01);
+        let rows = listed_rows(&shapes, feeding, 900 + i, 30, 0.01);
         eprintln!("{rows:?}");
         assert!(rows.hot_missing.is_empty(), "{rows:?}");
         let held = rows.held as f64 / rows.listed.max(1) as f64;
@@ -774,14 +723,12 @@ fn a_key_that_enters_on_fine_inserts_keeps_its_bar() {
 /// tens of thousands in a reading.)
 #[test]
 fn no_phantom_row_where_one_kept_access_stands_for_hundreds() {
-    for (i, background) in backgrounds(100).into_iter().enumerate() {
-        let mut shapes = hot_keys();
-        shapes.push(background);
+    for (i, shapes) in mixes(100) {
         for feeding in [
             thinned(feeding(16, Some(2_000.0), 100_000), 8),
             thinned(feeding(32, None, 100_000), 8),
         ] {
-            assert_every_row_honest(&shapes, feeding, 800 + i as u64, 0.03);
+            assert_every_row_honest(&shapes, feeding, 800 + i, 0.03);
         }
     }
 }

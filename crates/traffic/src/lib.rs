@@ -13,8 +13,6 @@
 
 use rand::Rng;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -180,16 +178,14 @@ impl Sent {
 /// not checked.
 pub fn send(url: &str, shapes: &[Shape], duration: Duration) -> redis::RedisResult<Sent> {
     let client = redis::Client::open(url)?;
-    let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let workers: Vec<_> = shapes
         .iter()
         .cloned()
         .map(|shape| {
             let con = client.get_connection();
-            let stop = Arc::clone(&stop);
             thread::spawn(move || -> redis::RedisResult<HashMap<String, u64>> {
-                drive(&mut con?, &shape, started + duration, &stop)
+                drive(&mut con?, &shape, started + duration)
             })
         })
         .collect();
@@ -202,7 +198,6 @@ pub fn send(url: &str, shapes: &[Shape], duration: Duration) -> redis::RedisResu
             *sent.reads.entry(key).or_default() += n;
         }
     }
-    stop.store(true, Ordering::Relaxed);
     sent.elapsed = started.elapsed();
     Ok(sent)
 }
@@ -212,7 +207,6 @@ fn drive(
     con: &mut redis::Connection,
     shape: &Shape,
     until: Instant,
-    stop: &AtomicBool,
 ) -> redis::RedisResult<HashMap<String, u64>> {
     let mut rng = rand::rng();
     let mut reads: HashMap<String, u64> = HashMap::new();
@@ -220,7 +214,7 @@ fn drive(
     // Shapes start at random phases of their period: nothing lines up.
     let begun = Instant::now();
     let mut next = begun + every.mul_f64(rng.random::<f64>());
-    while next < until && !stop.load(Ordering::Relaxed) {
+    while next < until {
         let now = Instant::now();
         if next > now {
             thread::sleep(next - now);

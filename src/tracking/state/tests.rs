@@ -29,17 +29,13 @@ fn spec(flag: &str, at: i64, last_key: i64) -> Reply {
     ])
 }
 
-fn command(name: &str, arity: i64, flag: &str, specs: Vec<Reply>) -> Reply {
-    Reply::command(name, arity, flag, specs, vec![])
-}
-
 fn table() -> CommandTable {
     CommandTable::from_reply(&[
-        command("get", 2, "readonly", vec![spec("RO", 1, 0)]),
-        command("set", -3, "write", vec![spec("OW", 1, 0)]),
-        command("mget", -2, "readonly", vec![spec("RO", 1, -1)]),
-        command("select", 2, "fast", vec![]),
-        command("ping", -1, "fast", vec![]),
+        Reply::command("get", 2, "readonly", vec![spec("RO", 1, 0)], vec![]),
+        Reply::command("set", -3, "write", vec![spec("OW", 1, 0)], vec![]),
+        Reply::command("mget", -2, "readonly", vec![spec("RO", 1, -1)], vec![]),
+        Reply::command("select", 2, "fast", vec![], vec![]),
+        Reply::command("ping", -1, "fast", vec![], vec![]),
     ])
 }
 

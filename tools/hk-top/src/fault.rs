@@ -32,7 +32,7 @@ pub fn stop_if_asked(place: &str) {
 /// `HK_TOP_TEST_SLOT_PAUSE_MS=n` waits `n` ms before each slot's move, so
 /// that the tests can land a fault between two slots, or in one.
 pub fn pause_before_slot() {
-    pause_as_asked("HK_TOP_TEST_SLOT_PAUSE_MS");
+    std::thread::sleep(scaled("HK_TOP_TEST_SLOT_PAUSE_MS", Duration::ZERO));
 }
 
 /// `variable=n` (ms) instead of `production`: `HK_TOP_TEST_REPLY_MS`, how
@@ -57,17 +57,5 @@ pub fn pause_after_read() {
     if std::env::var_os("HK_TOP_TEST_READ_PAUSE_MS").is_some() {
         eprintln!("hk-top test: the cluster is read");
     }
-    pause_as_asked("HK_TOP_TEST_READ_PAUSE_MS");
-}
-
-fn pause_as_asked(variable: &str) {
-    #[cfg(debug_assertions)]
-    if let Some(ms) = std::env::var(variable)
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        std::thread::sleep(std::time::Duration::from_millis(ms));
-    }
-    #[cfg(not(debug_assertions))]
-    let _ = variable;
+    std::thread::sleep(scaled("HK_TOP_TEST_READ_PAUSE_MS", Duration::ZERO));
 }

@@ -1,7 +1,7 @@
 //! Test data shared by the console's and the drawing's tests: six nodes on
 //! one host (addresses that differ only in their port), keys with long
 //! common prefixes, a key that is not UTF-8, and hot misses on half of the
-//! nodes.
+//! nodes; and the replies the readers' tests parse.
 
 use crate::connection::nodes::Node;
 use crate::live::console::{Console, Settings};
@@ -128,6 +128,11 @@ pub fn console_of(limit: Option<usize>) -> Console {
         interval_ms: 1000,
     };
     Console::new(six_nodes(), settings)
+}
+
+/// A reply's bulk string.
+pub fn bulk(text: &str) -> redis::Value {
+    redis::Value::BulkString(text.as_bytes().to_vec())
 }
 
 pub fn key(code: KeyCode) -> KeyEvent {

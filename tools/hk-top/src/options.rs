@@ -77,7 +77,7 @@ pub struct Cli {
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     count: Option<u64>,
     /// Sort by this (the live view: < and >)
-    #[arg(long, value_name = "KEY", default_value = "total", value_parser = PossibleValuesParser::new(sort_key_names()), conflicts_with = "prometheus")]
+    #[arg(long, value_name = "KEY", default_value = "total", value_parser = PossibleValuesParser::new(SortKey::all().into_iter().map(SortKey::name)), conflicts_with = "prometheus")]
     sort: String,
     /// Only keys matching this pattern, as SCAN MATCH takes it (user:*, {tag}*, [a-c]?); matched on the key's bytes
     #[arg(long = "match", value_name = "PATTERN", value_parser = clap::value_parser!(OsString), conflicts_with = "prometheus")]
@@ -108,10 +108,6 @@ pub struct Cli {
 pub enum Command {
     /// Plan (and with --apply carry out) slot moves so that no primary serves much more than its share (docs/rebalance.md)
     Rebalance(crate::rebalance::Args),
-}
-
-fn sort_key_names() -> Vec<&'static str> {
-    SortKey::all().into_iter().map(SortKey::name).collect()
 }
 
 /// What hk-top is asked to do, from its flags.
@@ -185,7 +181,6 @@ impl Cli {
         filter
     }
 
-    /// What hk-top is asked to do.
     pub fn action(&self) -> Action<'_> {
         match (&self.command, self.prometheus) {
             (Some(Command::Rebalance(args)), _) => Action::Rebalance(args),

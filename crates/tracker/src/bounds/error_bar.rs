@@ -71,18 +71,24 @@ impl Bounds {
 /// with estimated `variance` (the rest counted access by access), whose
 /// upper end also allows for `undercount` missed.
 pub fn bounds(estimate: f64, sampled: f64, variance: f64, undercount: f64) -> Bounds {
-    let estimate = estimate.max(0.0);
-    let sampled = if sampled.is_nan() {
-        estimate
-    } else {
-        sampled.clamp(0.0, estimate)
-    };
-    let exact = estimate - sampled;
+    let (exact, sampled) = split(estimate, sampled);
     let part = sampled_bounds(sampled, variance, undercount);
     Bounds {
         low: exact + part.low,
         high: exact + part.high,
     }
+}
+
+/// A count's exact and sampled parts, `sampled` of it sampled (NaN: all of
+/// it; never more than the count).
+pub(crate) fn split(count: f64, sampled: f64) -> (f64, f64) {
+    let count = count.max(0.0);
+    let sampled = if sampled.is_nan() {
+        count
+    } else {
+        sampled.clamp(0.0, count)
+    };
+    (count - sampled, sampled)
 }
 
 /// [`bounds`] of the sampled part alone.
@@ -154,8 +160,7 @@ fn poisson_quantile_95(mean: f64) -> f64 {
         return 0.0;
     }
     if mean > 100.0 {
-        let z = Z_90;
-        return (mean + z * mean.sqrt() + (z * z - 1.0) / 6.0).ceil();
+        return (mean + Z_90 * mean.sqrt() + (Z_90 * Z_90 - 1.0) / 6.0).ceil();
     }
     let (mut k, mut term) = (0.0, (-mean).exp());
     let mut cdf = term;
@@ -178,23 +183,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_access_counted_gives_the_estimate_itself() {
-        let b = bounds(120.0, 120.0, 0.0, 0.0);
-        assert_eq!((b.low, b.high), (120.0, 120.0));
-        assert_eq!(bounds(120.0, 120.0, 0.0, 5.0).high, 125.0);
-        assert_eq!(bounds(120.0, 0.0, 0.0, 5.0).high, 125.0);
-    }
-
-    #[test]
-    fn a_large_sample_is_close_to_the_normal_interval() {
+    fn a_large_sample_is_near_the_normal_interval_and_a_small_one_skewed_like_the_exact_poisson() {
         // 10,000 parts of 1: ±1.96 %.
         let b = bounds(10_000.0, 10_000.0, 10_000.0, 0.0);
         assert!((b.low - (10_000.0 - 196.0)).abs() < 3.0, "{b:?}");
         assert!((b.high - (10_000.0 + 196.0)).abs() < 3.0, "{b:?}");
-    }
-
-    #[test]
-    fn a_small_sample_is_skewed_like_an_exact_poisson_interval() {
         // One part of 10 seen: the exact 95% interval of a Poisson count of
         // 1 is [0.025, 5.57]; Byar's upper end is within 0.1 %.
         let b = bounds(10.0, 10.0, 100.0, 0.0);
@@ -209,7 +202,11 @@ mod tests {
     }
 
     #[test]
-    fn a_part_counted_exactly_adds_to_both_ends_of_the_sampled_parts_bar() {
+    fn every_access_counted_gives_the_estimate_and_a_part_counted_adds_to_the_sampled_parts_bar() {
+        let b = bounds(120.0, 120.0, 0.0, 0.0);
+        assert_eq!((b.low, b.high), (120.0, 120.0));
+        assert_eq!(bounds(120.0, 120.0, 0.0, 5.0).high, 125.0);
+        assert_eq!(bounds(120.0, 0.0, 0.0, 5.0).high, 125.0);
         // 18,000 counted exactly, one burst of 450 seen in a slot counted
         // one in 2 (900, variance 405,000): the sampled part is two parts
         // of 450, [0.24, 7.22] of them.

@@ -49,7 +49,7 @@
 //! second competed with its own first bursts, and was left out of four
 //! readings in twelve beside a saturating load).
 
-use crate::bounds::error_bar::positive;
+use crate::bounds::error_bar::{positive, split};
 use crate::counting::fading_counters::FadingCounters;
 
 /// What the noise floor reads of a row (a tally hands it over:
@@ -112,7 +112,7 @@ pub struct Outline {
 impl Outline {
     /// Can the background not have made this row by luck?
     pub fn tells_apart(&self, row: Grain) -> bool {
-        let (exact, sampled) = parts(row);
+        let (exact, sampled) = split(row.count, row.sampled);
         let phantom_truth = row.count / PHANTOM_RATIO - exact;
         if phantom_truth <= 0.0 || sampled <= 0.0 || !self.is_known() {
             return true;
@@ -169,17 +169,6 @@ impl Outline {
     }
 }
 
-/// A row's exact and sampled parts.
-fn parts(row: Grain) -> (f64, f64) {
-    let count = row.count.max(0.0);
-    let sampled = if row.sampled.is_nan() {
-        count
-    } else {
-        row.sampled.clamp(0.0, count)
-    };
-    (count - sampled, sampled)
-}
-
 /// `P(Pois(mu) ≥ x)` for a real `x` (the regularized lower incomplete gamma
 /// `P(x, mu)`, which is that for whole `x` and moves smoothly between).
 pub fn poisson_tail(mu: f64, x: f64) -> f64 {
@@ -187,11 +176,7 @@ pub fn poisson_tail(mu: f64, x: f64) -> f64 {
         return 1.0;
     }
     if !positive(mu) || !mu.is_finite() || !x.is_finite() {
-        return if mu.is_infinite() && mu > 0.0 {
-            1.0
-        } else {
-            0.0
-        };
+        return if mu == f64::INFINITY { 1.0 } else { 0.0 };
     }
     statrs::function::gamma::gamma_lr(x, mu).clamp(0.0, 1.0)
 }
@@ -226,7 +211,7 @@ impl Background {
     /// What the background could make of `tally`'s grain (`None` for a
     /// row counted access by access: no noise at all).
     pub fn outline_for(&self, row: Grain) -> Option<Outline> {
-        let (c, unit, _) = events_of(parts(row).1, row.variance)?;
+        let (c, unit, _) = events_of(split(row.count, row.sampled).1, row.variance)?;
         // One class finer too: a class spans a factor of two.
         let from = c.saturating_sub(1);
         let sum = |xs: &[f64; CLASSES]| xs.iter().skip(from).sum::<f64>();
@@ -338,14 +323,6 @@ impl StreamMakeup {
 mod tests {
     use super::*;
 
-    fn sampled(count: f64, variance: f64) -> Grain {
-        Grain {
-            count,
-            sampled: count,
-            variance,
-        }
-    }
-
     #[test]
     fn poisson_tails_are_exact() {
         // P(Pois(1) ≥ 1) = 1 − e^-1; P(Pois(2) ≥ 3) = 1 − 5e^-2.
@@ -374,9 +351,14 @@ mod tests {
         b
     }
 
-    /// A row of `events` events of `unit` accesses each.
+    /// A row of `events` events of `unit` accesses each, all sampled.
     fn events(events: f64, unit: f64) -> Grain {
-        sampled(events * unit, events * unit * unit)
+        let count = events * unit;
+        Grain {
+            count,
+            sampled: count,
+            variance: count * unit,
+        }
     }
 
     #[test]

@@ -93,10 +93,8 @@ impl CostMeter {
     /// call is worth its truth on a busy machine, where the wall clock
     /// would charge the timer with time slices other processes took).
     pub fn timed_timer(&mut self, start_cpu_ns: u64) {
-        self.spent.timers_ns = self
-            .spent
-            .timers_ns
-            .saturating_add(thread_cpu_ns().saturating_sub(start_cpu_ns));
+        let ns = thread_cpu_ns().saturating_sub(start_cpu_ns);
+        self.spent.timers_ns = self.spent.timers_ns.saturating_add(ns);
     }
 
     /// Uniform in 1..=2·mean−1: mean [`TIMED_ONE_IN`].
@@ -202,8 +200,7 @@ mod tests {
         let spent = m.take(None, 0);
         assert!(
             (1_000_000..15_000_000).contains(&spent.timers_ns),
-            "{}",
-            spent.timers_ns
+            "{spent:?}"
         );
         assert_eq!((spent.calls_ns, spent.worker_ns), (0, 0));
     }

@@ -177,15 +177,6 @@ impl ClientShares {
         smallest * unit
     }
 
-    /// Clients named (at most the capacity).
-    pub fn len(&self) -> usize {
-        self.bins.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.bins.is_empty()
-    }
-
     /// Bytes this takes besides itself.
     pub fn heap_bytes(&self) -> usize {
         self.bins.capacity() * std::mem::size_of::<Bin>()
@@ -231,6 +222,7 @@ pub fn share_bounds(group: (f64, f64), whole: (f64, f64), threshold: f64) -> (f6
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampling::coverage::uniform;
 
     #[test]
     fn few_clients_are_counted_exactly() {
@@ -279,18 +271,15 @@ mod tests {
             let mut sent = [0.0; 4];
             let mut rng = run as u64 * 7 + 1;
             for t in 0..4_000 {
-                rng = rng
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let u = (rng >> 11) as f64 / (1u64 << 53) as f64;
-                let host = match u {
+                let host = match uniform(&mut rng) {
                     u if u < 0.6 => 0,
                     u if u < 0.85 => 1,
                     u if u < 0.95 => 2,
                     _ => 3,
                 };
                 sent[host] += 1.0 / 4_000.0;
-                s.add(host as u64 * 100 + (rng >> 3) % 20, 1.0, 0.0, t);
+                let connection = (uniform(&mut rng) * 20.0) as u64;
+                s.add(host as u64 * 100 + connection, 1.0, 0.0, t);
             }
             let parts = s.parts(4_000);
             let whole = parts

@@ -23,16 +23,8 @@ impl FadingCounters {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.sums.len()
-    }
-
     pub fn half_life_ms(&self) -> f64 {
         self.half_life_ms
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.sums.is_empty()
     }
 
     fn exponent(&self, time_ms: i64) -> f64 {
@@ -108,7 +100,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_count_halves_each_half_life_and_rates_are_lambda_times_counts() {
+    fn a_count_halves_each_half_life_and_a_raised_counter_keeps_the_largest_value() {
         let mut c = FadingCounters::new(3, 1_000.0, 0);
         c.add(1, 8.0, 0);
         c.add(1, 8.0, 1_000);
@@ -116,10 +108,7 @@ mod tests {
         assert!((c.count(1, 3_000) - 3.0).abs() < 1e-9);
         assert_eq!(c.count(0, 3_000), 0.0);
         assert_eq!(c.nonzero(3_000).map(|(i, _)| i).collect::<Vec<_>>(), [1]);
-    }
-
-    #[test]
-    fn a_raised_counter_keeps_the_largest_value_and_fades() {
+        // A raised counter keeps the largest value, and fades.
         let mut c = FadingCounters::new(1, 1_000.0, 0);
         c.raise(0, 8.0, 0);
         c.raise(0, 2.0, 0);

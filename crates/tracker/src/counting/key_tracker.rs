@@ -134,12 +134,9 @@ fn pick<T>(
     noise: bool,
 ) -> Vec<Picked<T>> {
     rows.into_iter()
-        .map(|row| {
-            let told_apart = background.tells_apart(ranked(&row).grain());
-            Picked {
-                row,
-                noise: !told_apart,
-            }
+        .map(|row| Picked {
+            noise: !background.tells_apart(ranked(&row).grain()),
+            row,
         })
         .filter(|picked| noise || !picked.noise)
         .take(count)
@@ -162,17 +159,6 @@ struct Counted {
     spread: MemberSpread,
     makeup: StreamMakeup,
     unseen_unit: FadingCounters,
-}
-
-impl Counted {
-    fn new(params: Params, half_life_ms: f64, now_ms: i64) -> Self {
-        Self {
-            sketch: HeavyKeeper::new(params, now_ms),
-            spread: MemberSpread::new(half_life_ms),
-            makeup: StreamMakeup::new(half_life_ms, now_ms),
-            unseen_unit: FadingCounters::new(1, half_life_ms, now_ms),
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -210,11 +196,17 @@ impl KeyTracker {
             decay: TRACKER_DECAY,
             ..Params::for_k(shape.k.clamp(1, Self::MAX_K), seed)
         };
-        let counted = || Counted::new(params, shape.half_life_ms, now_ms);
+        let half_life_ms = shape.half_life_ms;
+        let counted = || Counted {
+            sketch: HeavyKeeper::new(params, now_ms),
+            spread: MemberSpread::new(half_life_ms),
+            makeup: StreamMakeup::new(half_life_ms, now_ms),
+            unseen_unit: FadingCounters::new(1, half_life_ms, now_ms),
+        };
         Self {
             shape,
             sketches: [counted(), counted(), counted(), counted()],
-            totals: SampledCounters::new(2, shape.half_life_ms, now_ms),
+            totals: SampledCounters::new(2, half_life_ms, now_ms),
             slots: None,
             clients: None,
             seed,
@@ -333,9 +325,7 @@ impl KeyTracker {
     }
 
     fn note_start(&mut self, time_ms: i64) {
-        if self.started_ms.is_none_or(|s| time_ms < s) {
-            self.started_ms = Some(time_ms);
-        }
+        self.started_ms = Some(self.started_ms.map_or(time_ms, |s| s.min(time_ms)));
     }
 
     /// When the first access was counted (`None`: none yet).
@@ -557,11 +547,9 @@ impl KeyTracker {
     /// The stream a list by `ranking` picks from: its events by size.
     pub fn background(&self, ranking: Ranking, now_ms: i64) -> Background {
         let streams = self.ranked_by(ranking);
-        let mut each = streams.iter().map(|c| c.makeup.background(now_ms));
-        let first = each
-            .next()
-            .unwrap_or_else(|| Background::among(std::iter::empty()));
-        each.fold(first, |sum, next| sum.plus(&next))
+        let each = streams.iter().map(|c| c.makeup.background(now_ms));
+        each.reduce(|sum, next| sum.plus(&next))
+            .unwrap_or_else(|| Background::among(std::iter::empty()))
     }
 
     /// One key's tallies now, listed or not.
@@ -597,18 +585,14 @@ impl KeyTracker {
             (s.variance, s.sampled, s.scale, s.entered)
         });
         let params = counted.sketch.params();
-        let claim = if count > 0.0 {
-            counted.sketch.claim_cost(item, scale, now_ms)
-        } else {
-            (0.0, 0.0)
-        };
+        let claim = (count > 0.0).then(|| counted.sketch.claim_cost(item, scale, now_ms));
         let missed = undercount(
             count,
             self.stream(access, now_ms),
             params.width,
             1.0 / params.decay,
             scale,
-            claim,
+            claim.unwrap_or_default(),
         );
         Tally {
             count,
@@ -664,6 +648,7 @@ pub fn item_of(db: u16, key: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampling::coverage::uniform;
 
     fn tracker() -> KeyTracker {
         let shape = TrackerShape {
@@ -727,7 +712,7 @@ mod tests {
     }
 
     #[test]
-    fn sampled_weights_keep_rates_right_and_counts_fade() {
+    fn sampled_weights_count_and_fade_and_a_steady_rate_reads_true_from_the_first_second_on() {
         let mut t = tracker();
         for _ in 0..10 {
             count(&mut t, 0, b"k", Access::Read, 16, 0);
@@ -735,10 +720,6 @@ mod tests {
         assert!((t.key(0, b"k", 0).reads.count - 160.0).abs() < 1e-6);
         // One half-life later, half.
         assert!((t.key(0, b"k", 10_000).reads.count - 80.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn a_steady_rate_reads_true_from_the_first_second_on() {
         // 100 reads a second from the start, read after 1 s, one half-life
         // (10 s) and many: always 100/s, though the count is still growing.
         let mut t = tracker();
@@ -781,10 +762,8 @@ mod tests {
             let slots = slots.unwrap();
             let unit = slots.unit_at(time);
             for _ in 0..200 {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                slots.add((rng % 16_384) as u16, Access::Read, 1.0, 16.0 * unit);
+                let slot = (uniform(&mut rng) * 16_384.0) as u16;
+                slots.add(slot, Access::Read, 1.0, 16.0 * unit);
             }
             slots.add(7, Access::Read, 20.0, 320.0 * unit);
         }

@@ -18,11 +18,8 @@ pub const MAX_DEPTH: usize = 16;
 impl PrefixRule {
     /// `None` when nothing is to be counted (no delimiter, or no depth).
     pub fn new(delimiter: &[u8], depths: &[usize]) -> Option<Self> {
-        let mut depths: Vec<usize> = depths
-            .iter()
-            .copied()
-            .filter(|&d| (1..=MAX_DEPTH).contains(&d))
-            .collect();
+        let mut depths = depths.to_vec();
+        depths.retain(|d| (1..=MAX_DEPTH).contains(d));
         depths.sort_unstable();
         depths.dedup();
         depths.truncate(MAX_DEPTHS);
@@ -115,14 +112,6 @@ pub fn from_pattern(pattern: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_pattern_gives_its_prefix_back() {
-        for prefix in [&b"tenant:7:"[..], b"a*b?[c]\\:", b""] {
-            assert_eq!(from_pattern(&as_pattern(prefix)), prefix);
-        }
-        assert_eq!(from_pattern(b"tenant:7:"), b"tenant:7:");
-    }
-
     fn prefixes(rule: &PrefixRule, key: &[u8]) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         rule.each_prefix(key, |p| out.push(p.to_vec()));
@@ -145,7 +134,7 @@ mod tests {
     }
 
     #[test]
-    fn depths_parse_and_patterns_escape() {
+    fn depths_parse_and_patterns_escape_and_give_their_prefix_back() {
         assert_eq!(PrefixRule::parse_depths("1,2"), Some(vec![1, 2]));
         assert_eq!(PrefixRule::parse_depths(" 2 "), Some(vec![2]));
         assert_eq!(PrefixRule::parse_depths(""), Some(vec![]));
@@ -156,5 +145,9 @@ mod tests {
         assert_eq!(PrefixRule::parse_depths("-1"), None);
         assert_eq!(as_pattern(b"tenant:7:"), b"tenant:7:*".to_vec());
         assert_eq!(as_pattern(b"a*[b]:"), b"a\\*\\[b\\]:*".to_vec());
+        for prefix in [&b"tenant:7:"[..], b"a*b?[c]\\:", b""] {
+            assert_eq!(from_pattern(&as_pattern(prefix)), prefix);
+        }
+        assert_eq!(from_pattern(b"tenant:7:"), b"tenant:7:");
     }
 }

@@ -2,7 +2,7 @@
 //! error bar is made of (the sampling's variance, HeavyKeeper's
 //! undercount). Keys, hash slots and the node's totals all read as tallies.
 
-use crate::bounds::error_bar::{bounds, positive, Bounds};
+use crate::bounds::error_bar::{bounds, positive, split, Bounds};
 
 /// The 97.5% upper bound of a Poisson mean when none was seen.
 const UNSEEN_95: f64 = 3.689;
@@ -58,8 +58,7 @@ impl Tally {
             count.low = count.low.min(wide.low);
             count.high = count.high.max(wide.high);
         }
-        let sampled = self.sampled.clamp(0.0, self.count.max(0.0));
-        let exact = self.count.max(0.0) - sampled;
+        let (exact, sampled) = split(self.count, self.sampled);
         if let Some(outline) = self.picked_from {
             count.low = count.low.min(exact + outline.lowest_truth(sampled));
         }

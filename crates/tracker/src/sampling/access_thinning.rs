@@ -72,13 +72,7 @@ pub fn keep_one_in_within(whole: f64, share: f64, current: u32) -> u32 {
     if share.is_nan() || share <= 0.0 || !whole.is_finite() {
         return current;
     }
-    let least_within = |bound: f64| {
-        let mut n = 1;
-        while n < MAX_KEEP_ONE_IN && whole / f64::from(n) > bound {
-            n *= 2;
-        }
-        n
-    };
+    let least_within = |bound: f64| least_keep_one_in(|n| whole / f64::from(n) <= bound);
     let fitting = least_within(share);
     let well_under = least_within(0.4 * share);
     if fitting > current {
@@ -88,6 +82,15 @@ pub fn keep_one_in_within(whole: f64, share: f64, current: u32) -> u32 {
     } else {
         current
     }
+}
+
+/// The least power of two `n` that `fits`, up to [`MAX_KEEP_ONE_IN`].
+pub fn least_keep_one_in(fits: impl Fn(u32) -> bool) -> u32 {
+    let mut n = 1;
+    while n < MAX_KEEP_ONE_IN && !fits(n) {
+        n *= 2;
+    }
+    n
 }
 
 #[cfg(test)]

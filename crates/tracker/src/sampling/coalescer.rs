@@ -181,7 +181,12 @@ impl Coalescer {
     /// Hands keys `from..from + n` (in the order they first came) to
     /// `insert`; returns where the next step starts ([`Self::len`] once all
     /// are handed). The caller clears it after.
-    pub fn drain(&self, from: usize, n: usize, mut insert: impl FnMut(Coalesced<'_>)) -> usize {
+    pub fn drain<'s>(
+        &'s self,
+        from: usize,
+        n: usize,
+        mut insert: impl FnMut(Coalesced<'s>),
+    ) -> usize {
         let base = self.base_ms.unwrap_or(0);
         let time = base + (self.last_ms - base).max(0) / 2;
         let end = from.saturating_add(n).min(self.entries.len());
@@ -232,18 +237,9 @@ fn keyed(hash: ItemHash, access: Access) -> u64 {
 mod tests {
     use super::*;
 
-    fn drained(c: &Coalescer) -> Vec<(Vec<u8>, Access, u64, u64, i64, f64)> {
+    fn drained(c: &Coalescer) -> Vec<Coalesced<'_>> {
         let mut out = Vec::new();
-        c.drain(0, usize::MAX, |e| {
-            out.push((
-                e.item.to_vec(),
-                e.access,
-                e.weight,
-                e.seen,
-                e.time_ms,
-                e.variance,
-            ));
-        });
+        c.drain(0, usize::MAX, |e| out.push(e));
         out
     }
 
@@ -259,8 +255,8 @@ mod tests {
         c.add(item, hash, Access::Write, slot, 150);
         assert_eq!(c.len(), 2, "reads and writes apart");
         let got = drained(&c);
-        assert_eq!((got[0].2, got[0].3, got[0].4), (6, 3, 200));
-        assert_eq!((got[1].1, got[1].2), (Access::Write, 2));
+        assert_eq!((got[0].weight, got[0].seen, got[0].time_ms), (6, 3, 200));
+        assert_eq!((got[1].access, got[1].weight), (Access::Write, 2));
         c.clear();
         assert!(c.is_empty());
     }
@@ -276,13 +272,13 @@ mod tests {
         c.add(b"k", hash, Access::Read, TimeSlot::new(2, 4), 10);
         let got = drained(&c);
         let expected = 0.75 * (12.0f64 * 12.0 + 4.0 * 4.0);
-        assert!((got[0].5 - expected).abs() < 1e-9, "{got:?}");
+        assert!((got[0].variance - expected).abs() < 1e-9, "{got:?}");
         // Every access counted: no variance at all.
         let mut whole = Coalescer::new(1_000);
         for t in 0..100 {
             whole.add(b"k", hash, Access::Read, TimeSlot::WHOLE, t);
         }
-        assert_eq!(drained(&whole)[0].5, 0.0);
+        assert_eq!(drained(&whole)[0].variance, 0.0);
     }
 
     #[test]
@@ -298,9 +294,8 @@ mod tests {
         c.add(b"k", hash, Access::Read, TimeSlot::new(1, 4), 21);
         let thinned = TimeSlot::WHOLE.keeping_one_in(2);
         c.add(b"k", hash, Access::Read, thinned, 30);
-        let mut got = Vec::new();
-        c.drain(0, usize::MAX, |e| got.push((e.weight, e.sampled)));
-        assert_eq!(got, vec![(20, 10)]);
+        let got = drained(&c);
+        assert_eq!((got.len(), got[0].weight, got[0].sampled), (1, 20, 10));
     }
 
     #[test]

@@ -190,20 +190,11 @@ mod tests {
     #[test]
     fn exactly_one_slot_in_every_is_counted_with_that_weight() {
         for every in [1u32, 2, 16, 100] {
-            let mut c = Coverage::new(every, 11);
-            let mut since_block = 0u32;
-            let mut counted_in_block = 0;
-            for _ in 0..4_000 {
-                let next = c.next_counted();
-                assert_eq!(next.weight, every);
-                since_block += next.skipped + 1;
-                counted_in_block += 1;
-                while since_block >= every {
-                    // Each block's slots hold exactly one counted slot.
-                    assert!(counted_in_block >= 1);
-                    counted_in_block -= 1;
-                    since_block -= every;
-                }
+            let slots = laid_out(&mut Coverage::new(every, 11), 4_000);
+            // Each block's slots hold exactly one counted slot.
+            for block in slots.chunks(every as usize) {
+                let counted: Vec<u32> = block.iter().filter_map(|s| s.1).collect();
+                assert_eq!(counted, [every], "{every}");
             }
         }
     }

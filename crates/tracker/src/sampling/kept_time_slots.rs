@@ -183,17 +183,12 @@ mod tests {
     }
 
     #[test]
-    fn nothing_discarded_leaves_weights_as_they_were() {
+    fn nothing_discarded_leaves_weights_as_they_were_and_a_kept_slot_stands_for_at_most_sixteen() {
         let mut kept = KeptTimeSlots::default();
         for i in 0..100 {
             assert_eq!(kept.closed(true, 5.0 + f64::from(i % 11), 4), Some(4));
         }
         assert_eq!(kept.pending(), 0);
-    }
-
-    #[test]
-    fn a_kept_slot_stands_for_at_most_sixteen() {
-        let mut kept = KeptTimeSlots::default();
         for _ in 0..1_000 {
             assert_eq!(kept.closed(false, 10.0, 2), None);
         }

@@ -97,10 +97,7 @@ mod tests {
     fn the_threshold_gives_the_budget_and_spares_heavy_keys() {
         // 1,000 keys of weight 1 and 10 of weight 1,000: a budget of 110
         // keeps the heavy ones whole and one light key in ten.
-        let weights: Vec<u64> = (0..1_000)
-            .map(|_| 1)
-            .chain((0..10).map(|_| 1_000))
-            .collect();
+        let weights = [vec![1u64; 1_000], vec![1_000; 10]].concat();
         let tau = threshold(weights.iter().copied(), 110).unwrap();
         assert_eq!(tau, 10);
         let expected: f64 = weights

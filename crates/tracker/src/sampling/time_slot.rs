@@ -94,17 +94,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_slot_counted_for_sure_adds_no_variance() {
+    fn a_slot_counted_for_sure_adds_no_variance_and_an_access_kept_one_in_n_stands_for_n_more() {
         assert_eq!(TimeSlot::WHOLE.variance_of(1_000.0), 0.0);
         assert_eq!(TimeSlot::WHOLE.thinning_variance(), 0.0);
         assert_eq!(TimeSlot::new(3, 0), TimeSlot::new(3, 1));
         // One slot in 4: (1 - 1/4) * 40^2.
         assert!((TimeSlot::new(1, 4).variance_of(40.0) - 1_200.0).abs() < 1e-9);
         assert_eq!(TimeSlot::new(1, 4).thinning_variance(), 0.0);
-    }
-
-    #[test]
-    fn an_access_kept_one_in_n_stands_for_n_more() {
+        // An access kept one in `n` stands for `n` more.
         let slot = TimeSlot::new(1, 4).keeping_one_in(8);
         assert_eq!(slot.access_weight(), 32);
         assert_eq!(slot.standing_for(12).access_weight(), 96);

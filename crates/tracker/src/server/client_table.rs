@@ -110,15 +110,12 @@ impl ClientTable {
         if self.known.len() >= MAX_CLIENTS && known.is_none() {
             self.known = HashMap::new();
         }
-        let learnt = Some((db, epoch));
-        self.known.insert(
-            id,
-            Client {
-                db: learnt,
-                trust,
-                host,
-            },
-        );
+        let client = Client {
+            db: Some((db, epoch)),
+            trust,
+            host,
+        };
+        self.known.insert(id, client);
         Some(Seen { db, trust, host })
     }
 

@@ -255,10 +255,7 @@ impl KeyUse<'_> {
         argc: usize,
         mut each: impl FnMut(usize, Access),
     ) {
-        let Some(command) = self.spec else {
-            return;
-        };
-        for spec in &command.specs {
+        for spec in self.spec.iter().flat_map(|c| &c.specs) {
             let Some(start) = begin_position(&spec.begin, args) else {
                 continue;
             };

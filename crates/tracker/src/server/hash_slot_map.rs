@@ -227,20 +227,16 @@ mod tests {
     }
 
     #[test]
-    fn a_primary_serves_its_own_slots_only() {
+    fn a_primary_serves_its_own_slots_only_and_a_replica_its_primarys() {
         let map = HashSlotMap::from_nodes(&nodes("", false), true, false).unwrap();
         assert_eq!(map.served(), 16384 - 10923 - 1);
         let read = Request::default();
         assert_eq!(map.route(12_000, read), Route::Here);
         assert_eq!(map.route(16_000, read), Route::Elsewhere, "B's: MOVED");
         assert_eq!(map.route(0, read), Route::Elsewhere);
-    }
-
-    #[test]
-    fn a_replica_serves_its_primarys_slots() {
-        let map = HashSlotMap::from_nodes(&nodes("", true), true, false).unwrap();
-        assert_eq!(map.route(100, Request::default()), Route::Here);
-        assert_eq!(map.route(12_000, Request::default()), Route::Elsewhere);
+        let replica = HashSlotMap::from_nodes(&nodes("", true), true, false).unwrap();
+        assert_eq!(replica.route(100, read), Route::Here);
+        assert_eq!(replica.route(12_000, read), Route::Elsewhere);
     }
 
     #[test]

@@ -9,41 +9,35 @@
 //! it is asked again until then. (7.2+ needs none of this: a script's
 //! client is no connection, and its commands are skipped.)
 
-/// What the filter knows of running scripts.
-#[derive(Clone, Copy, Debug)]
+/// What the filter knows of running scripts (nothing at first: a script
+/// may be running).
+#[derive(Clone, Copy, Debug, Default)]
 pub struct ScriptWatch {
-    /// A script may be running: ask the server before counting.
-    maybe_running: bool,
-}
-
-impl Default for ScriptWatch {
-    fn default() -> Self {
-        Self {
-            maybe_running: true,
-        }
-    }
+    /// The server said no script is running, and nothing may have started
+    /// one since: no need to ask before counting.
+    none_running: bool,
 }
 
 impl ScriptWatch {
     pub fn script_started(&mut self) {
-        self.maybe_running = true;
+        self.none_running = false;
     }
 
     /// Commands went by unseen: one of them may have started a script.
     pub fn commands_unseen(&mut self) {
-        self.maybe_running = true;
+        self.none_running = false;
     }
 
     /// Must the server be asked whether a script is running?
     #[inline]
     pub fn may_run(&self) -> bool {
-        self.maybe_running
+        !self.none_running
     }
 
     /// The server said no script is running.
     #[inline]
     pub fn none_running(&mut self) {
-        self.maybe_running = false;
+        self.none_running = true;
     }
 }
 
@@ -51,7 +45,7 @@ impl ScriptWatch {
 /// transaction may hold any of them: a script may run once such a command
 /// has been counted. Asked of every command, script or not (through the
 /// command table, once per name when tracking starts): a script command
-/// may clear `maybe_running` while it is counted (no script runs *yet*), so
+/// may set `none_running` while it is counted (no script runs *yet*), so
 /// it must be known to start one whatever the state was.
 pub fn runs_scripts(name: &[u8]) -> bool {
     [

@@ -344,17 +344,11 @@ mod tests {
         let mut clock_reads = 0;
         let kinds = [Access::Read, Access::Write, Access::Miss, Access::Read];
         for (i, access) in kinds.into_iter().enumerate() {
-            let clock = || {
+            let key = format!("k{i}");
+            batch.push(3, key.as_bytes(), access, TimeSlot::new(1, 16), || {
                 clock_reads += 1;
                 1_000
-            };
-            batch.push(
-                3,
-                format!("k{i}").as_bytes(),
-                access,
-                TimeSlot::new(1, 16),
-                clock,
-            );
+            });
         }
         assert_eq!(clock_reads, 1, "the clock is read once per batch");
         batch.seal(1_040);

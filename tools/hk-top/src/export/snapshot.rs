@@ -17,14 +17,10 @@ use serde_json::{json, Value};
 pub fn printable_key(key: &[u8]) -> String {
     match std::str::from_utf8(key) {
         Ok(text) if !text.chars().any(char::is_control) => text.to_string(),
-        _ => key
-            .iter()
-            .map(|&b| {
-                if b.is_ascii_graphic() || b == b' ' {
-                    char::from(b).to_string()
-                } else {
-                    format!("\\x{b:02x}")
-                }
+        _ => (key.iter())
+            .map(|&b| match b {
+                b' '..=b'~' => char::from(b).to_string(),
+                _ => format!("\\x{b:02x}"),
             })
             .collect(),
     }

@@ -124,7 +124,6 @@ impl Console {
         self.relist();
     }
 
-    /// A key pressed.
     pub fn press(&mut self, key: &KeyEvent) {
         self.message = None;
         if self.prompt.is_some() {

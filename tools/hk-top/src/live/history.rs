@@ -26,10 +26,6 @@ impl History {
         }
     }
 
-    pub fn span(&self) -> usize {
-        self.span
-    }
-
     /// One refresh: every key listed, with its rates.
     pub fn record(&mut self, keys: &[(KeyId, Rates)]) {
         self.tick += 1;

@@ -72,106 +72,68 @@ impl Binding {
     }
 }
 
-const fn bind(
-    keys: &'static [KeyCode],
-    does: &'static str,
-    footer: Option<&'static str>,
-    command: Command,
-) -> Binding {
+const fn bind(keys: &'static [KeyCode], does: &'static str, command: Command) -> Binding {
     Binding {
         keys,
         ctrl: false,
         does,
-        footer,
+        footer: None,
         command,
+    }
+}
+
+impl Binding {
+    /// Listed in the one-line help as `word`.
+    const fn footer(self, word: &'static str) -> Binding {
+        Binding {
+            footer: Some(word),
+            ..self
+        }
     }
 }
 
 use KeyCode::{Char, Down, End, Enter, Esc, Home, PageDown, PageUp, Tab, Up, F};
 
 pub const BINDINGS: &[Binding] = &[
-    bind(&[Char('q')], "quit", Some("quit"), Command::Quit),
+    bind(&[Char('q')], "quit", Command::Quit).footer("quit"),
     Binding {
-        keys: &[Char('c')],
         ctrl: true,
-        does: "quit",
-        footer: None,
-        command: Command::Quit,
+        ..bind(&[Char('c')], "quit", Command::Quit)
     },
-    bind(
-        &[Char('?'), Char('h'), F(1)],
-        "this help",
-        Some("help"),
-        Command::Help,
-    ),
-    bind(&[Esc], "back to the keys", None, Command::Back),
-    bind(&[Up, Char('k')], "select the key above", None, Command::Up),
-    bind(
-        &[Down, Char('j')],
-        "select the key below",
-        None,
-        Command::Down,
-    ),
-    bind(&[PageUp], "a page up", None, Command::PageUp),
-    bind(&[PageDown], "a page down", None, Command::PageDown),
-    bind(&[Home, Char('g')], "the first key", None, Command::First),
-    bind(&[End, Char('G')], "the last key", None, Command::Last),
-    bind(
-        &[Enter],
-        "details (nodes view: its keys)",
-        Some("details"),
-        Command::Open,
-    ),
-    bind(
-        &[Tab],
-        "the nodes and their shares",
-        Some("nodes"),
-        Command::Nodes,
-    ),
+    bind(&[Char('?'), Char('h'), F(1)], "this help", Command::Help).footer("help"),
+    bind(&[Esc], "back to the keys", Command::Back),
+    bind(&[Up, Char('k')], "select the key above", Command::Up),
+    bind(&[Down, Char('j')], "select the key below", Command::Down),
+    bind(&[PageUp], "a page up", Command::PageUp),
+    bind(&[PageDown], "a page down", Command::PageDown),
+    bind(&[Home, Char('g')], "the first key", Command::First),
+    bind(&[End, Char('G')], "the last key", Command::Last),
+    bind(&[Enter], "details (nodes view: its keys)", Command::Open).footer("details"),
+    bind(&[Tab], "the nodes and their shares", Command::Nodes).footer("nodes"),
     bind(
         &[Char('w')],
         "who sends the most (clients)",
-        Some("who"),
         Command::Clients,
-    ),
-    bind(
-        &[Char('<')],
-        "sort: one column left",
-        None,
-        Command::SortLeft,
-    ),
-    bind(
-        &[Char('>')],
-        "sort: one column right",
-        Some("sort"),
-        Command::SortRight,
-    ),
-    bind(&[Char('r')], "reverse the order", None, Command::Reverse),
+    )
+    .footer("who"),
+    bind(&[Char('<')], "sort: one column left", Command::SortLeft),
+    bind(&[Char('>')], "sort: one column right", Command::SortRight).footer("sort"),
+    bind(&[Char('r')], "reverse the order", Command::Reverse),
     bind(
         &[Char('/')],
         "filter: a key pattern",
-        Some("match"),
         Command::EditKeyPattern,
-    ),
+    )
+    .footer("match"),
     bind(
         &[Char('n')],
         "filter: a node (or *:7001)",
-        Some("node"),
         Command::EditNode,
-    ),
-    bind(&[Char('d')], "filter: a database", None, Command::EditDb),
-    bind(
-        &[Char('c')],
-        "clear every filter",
-        None,
-        Command::ClearFilters,
-    ),
-    bind(
-        &[Char(' '), Char('p')],
-        "pause or resume",
-        Some("pause"),
-        Command::Pause,
-    ),
+    )
+    .footer("node"),
+    bind(&[Char('d')], "filter: a database", Command::EditDb),
+    bind(&[Char('c')], "clear every filter", Command::ClearFilters),
+    bind(&[Char(' '), Char('p')], "pause or resume", Command::Pause).footer("pause"),
 ];
 
 /// The command a key gives, outside of a filter being typed.
@@ -200,10 +162,7 @@ pub fn edit(key: &KeyEvent) -> Option<Result<Edit, Command>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
+    use crate::fixtures::key;
 
     #[test]
     fn each_key_means_one_thing() {

@@ -32,9 +32,10 @@ impl Filter {
     /// Does the node filter select `address`? (The nodes view dims the
     /// others.)
     pub fn selects_node(&self, address: &str) -> bool {
-        self.node
-            .as_deref()
-            .is_none_or(|n| node_matches(n, address))
+        // The address itself (an IPv6 `[::1]:7000` has brackets a pattern
+        // would read as a class), or a pattern such as `*:7001`.
+        let matches = |n: &str| n == address || KeyPattern::new(n).matches(address.as_bytes());
+        self.node.as_deref().is_none_or(matches)
     }
 
     /// An empty pattern selects every key again.
@@ -61,12 +62,6 @@ impl Filter {
     pub fn db(&self) -> Option<i64> {
         self.db
     }
-}
-
-/// The address itself (an IPv6 `[::1]:7000` has brackets a pattern would
-/// read as a class), or a pattern such as `*:7001`.
-fn node_matches(wanted: &str, address: &str) -> bool {
-    wanted == address || KeyPattern::new(wanted).matches(address.as_bytes())
 }
 
 #[cfg(test)]

@@ -95,20 +95,21 @@ pub fn snapshot(connection: &ConnectionSettings, nodes: &[Node]) -> Snapshot {
         |node| node_rates(connection, &node.address),
         |_| Err(std::io::Error::other("its reader panicked").into()),
     );
+    let mut snapshot = Snapshot {
+        nodes: nodes.to_vec(),
+        ..Snapshot::default()
+    };
     let mut joined: BTreeMap<KeyId, Rates> = BTreeMap::new();
-    let mut errors = Vec::new();
-    let mut optional_counted = Vec::new();
-    let mut totals = Vec::new();
-    let (mut senders, mut hot_clients) = (BTreeMap::new(), Vec::new());
     for (node, answer) in nodes.iter().zip(answers) {
+        let address = node.address.clone();
         match answer {
             Ok(answer) => {
-                senders.extend(answer.senders);
+                snapshot.senders.extend(answer.senders);
                 if let Some(clients) = answer.hot_clients {
-                    hot_clients.push((node.address.clone(), clients));
+                    snapshot.hot_clients.push((address.clone(), clients));
                 }
                 if let Some(rates) = answer.totals {
-                    totals.push((node.address.clone(), rates));
+                    snapshot.totals.push((address.clone(), rates));
                 }
                 for (id, rates) in answer.rows {
                     joined.entry(id).or_default().add_all(&rates);
@@ -117,26 +118,18 @@ pub fn snapshot(connection: &ConnectionSettings, nodes: &[Node]) -> Snapshot {
                     .counted
                     .into_iter()
                     .filter(|m| m.off_error().is_some());
-                optional_counted.extend(optional.map(|m| (node.address.clone(), m)));
+                (snapshot.optional_counted).extend(optional.map(|m| (address.clone(), m)));
             }
-            Err(e) => errors.push((node.address.clone(), e.to_string())),
+            Err(e) => snapshot.errors.push((address, e.to_string())),
         }
     }
-    let mut keys: Vec<(KeyId, Rates)> = joined.into_iter().collect();
-    keys.sort_by(|a, b| {
+    snapshot.keys = joined.into_iter().collect();
+    snapshot.keys.sort_by(|a, b| {
         b.1.total()
             .total_cmp(&a.1.total())
             .then_with(|| a.0.cmp(&b.0))
     });
-    Snapshot {
-        nodes: nodes.to_vec(),
-        keys,
-        errors,
-        optional_counted,
-        totals,
-        senders,
-        hot_clients,
-    }
+    snapshot
 }
 
 fn node_rates(connection: &ConnectionSettings, address: &str) -> RedisResult<NodeHotKeys> {
@@ -191,10 +184,7 @@ pub fn totals_of(info: &str) -> Option<Rates> {
         let bounds = field(&format!("{prefix}_low"))
             .zip(field(&format!("{prefix}_high")))
             .map(|(low, high)| Bounds { low, high });
-        rates.add_all(&match bounds {
-            Some(bounds) => Rates::bounded(metric, rate, bounds),
-            None => Rates::only(metric, rate),
-        });
+        rates.add_all(&Rates::bounded(metric, rate, bounds));
     }
     Some(rates)
 }
@@ -247,8 +237,10 @@ pub fn list(
         }
         cmd.query::<Vec<Value>>(con)
     };
+    // A module that does not know `WITHBOUNDS`.
+    let unknown = |d: &str| d.contains("'WITHBOUNDS'") || d.contains("'withbounds'");
     match ask(with_bounds) {
-        Err(e) if with_bounds && is_without_bounds(&e) => Ok((ask(false)?, false)),
+        Err(e) if with_bounds && e.detail().is_some_and(unknown) => Ok((ask(false)?, false)),
         other => other.map(|flat| (flat, with_bounds)),
     }
 }
@@ -305,19 +297,9 @@ fn rows_of(
                 db: row.db,
                 key: row.key,
             };
-            let rates = match row.bounds {
-                Some(bounds) => Rates::bounded(metric, row.rate, bounds),
-                None => Rates::only(metric, row.rate),
-            };
-            (id, rates)
+            (id, Rates::bounded(metric, row.rate, row.bounds))
         })
         .collect())
-}
-
-/// Is `e` a module that does not know `WITHBOUNDS`?
-fn is_without_bounds(e: &redis::RedisError) -> bool {
-    e.detail()
-        .is_some_and(|d| d.contains("'WITHBOUNDS'") || d.contains("'withbounds'"))
 }
 
 /// Is `e` the node saying it does not count this metric?

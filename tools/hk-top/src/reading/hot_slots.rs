@@ -51,9 +51,10 @@ pub fn node_hot_slots(
 ) -> RedisResult<Option<Vec<SlotRow>>> {
     let answer = list(con, "HK.HOTSLOTS", None, count, with_bounds)
         .and_then(|(flat, with_bounds)| parse(&flat, with_bounds));
+    let not_cluster = |d: &str| d.starts_with("HK.HOTSLOTS needs cluster mode");
     match answer {
         Ok(rows) => Ok(Some(rows)),
-        Err(e) if is_not_cluster(&e) => Ok(None),
+        Err(e) if e.detail().is_some_and(not_cluster) => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -77,26 +78,18 @@ fn parse(flat: &[Value], with_bounds: bool) -> RedisResult<Vec<SlotRow>> {
         let mut bounds = bounds.chunks_exact(2);
         let mut rates = Rates::default();
         for (metric, rate) in [(Metric::Reads, reads), (Metric::Writes, writes)] {
-            let rate = number(rate)?;
-            rates.add_all(&match bounds.next() {
-                Some([low, high]) => {
-                    let bounds = Bounds {
-                        low: number(low)?,
-                        high: number(high)?,
-                    };
-                    Rates::bounded(metric, rate, bounds)
-                }
-                _ => Rates::only(metric, rate),
-            });
+            let bounds = match bounds.next() {
+                Some([low, high]) => Some(Bounds {
+                    low: number(low)?,
+                    high: number(high)?,
+                }),
+                _ => None,
+            };
+            rates.add_all(&Rates::bounded(metric, number(rate)?, bounds));
         }
         rows.push(SlotRow { slot, rates });
     }
     Ok(rows)
-}
-
-fn is_not_cluster(e: &redis::RedisError) -> bool {
-    e.detail()
-        .is_some_and(|d| d.starts_with("HK.HOTSLOTS needs cluster mode"))
 }
 
 pub const SLOTS: u32 = 16384;
@@ -126,10 +119,7 @@ pub fn cumulative(rows: &[SlotRow]) -> Vec<(u32, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bulk(text: &str) -> Value {
-        Value::BulkString(text.as_bytes().to_vec())
-    }
+    use crate::fixtures::bulk;
 
     #[test]
     fn rows_with_and_without_bounds() {

@@ -132,10 +132,10 @@ impl Rates {
         rates
     }
 
-    /// One metric's rate with its bounds, the others zero.
-    pub fn bounded(metric: Metric, per_second: f64, bounds: Bounds) -> Self {
+    /// One metric's rate with its bounds where given, the others zero.
+    pub fn bounded(metric: Metric, per_second: f64, bounds: Option<Bounds>) -> Self {
         let mut rates = Rates::only(metric, per_second);
-        *metric.of_mut(&mut rates.bounds) = Some(bounds);
+        *metric.of_mut(&mut rates.bounds) = bounds;
         rates
     }
 
@@ -218,7 +218,7 @@ mod tests {
     #[test]
     fn bounds_add_up_and_read_as_the_farther_side() {
         let b = |low, high| Bounds { low, high };
-        let mut rates = Rates::bounded(Metric::Reads, 100.0, b(90.0, 112.0));
+        let mut rates = Rates::bounded(Metric::Reads, 100.0, Some(b(90.0, 112.0)));
         assert_eq!(
             error_bar(100.0, rates.bounds(Metric::Reads)).as_deref(),
             Some("±12%")

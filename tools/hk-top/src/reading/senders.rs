@@ -79,7 +79,7 @@ mod tests {
 
     #[test]
     fn rows_are_read_and_summed_up() {
-        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let b = crate::fixtures::bulk;
         let flat = [b("10.0.0.5"), b("60"), Value::Int(600), b("50"), b("70")];
         let senders = parse(&flat).unwrap();
         assert_eq!(senders[0].who, b"10.0.0.5");

@@ -6,8 +6,9 @@ use crate::reading::hot_keys::KeyId;
 use crate::reading::metric::{Metric, Rates};
 use std::cmp::Ordering;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SortKey {
+    #[default]
     Total,
     Rate(Metric),
     /// Grouped by node (its address), hottest first within each.
@@ -50,20 +51,16 @@ impl SortKey {
         // `at` itself: `self` when nothing else is shown.
         let rightwards = all.iter().cycle().skip(at + 1).take(n);
         let leftwards = all.iter().rev().cycle().skip(n - at).take(n);
-        let stop = |k: &SortKey| k.is_shown(shown) || *k == self;
+        let stop = |k: &SortKey| match k {
+            SortKey::Rate(metric) => shown.contains(metric) || *k == self,
+            _ => true,
+        };
         let next = if right {
             rightwards.copied().find(stop)
         } else {
             leftwards.copied().find(stop)
         };
         next.unwrap_or(self)
-    }
-
-    fn is_shown(self, shown: &[Metric]) -> bool {
-        match self {
-            SortKey::Rate(metric) => shown.contains(&metric),
-            _ => true,
-        }
     }
 
     /// `a` before `b`?: rates high to low, names and nodes A to Z.
@@ -82,19 +79,10 @@ impl SortKey {
 }
 
 /// A sort key and a direction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Order {
     pub key: SortKey,
     pub reversed: bool,
-}
-
-impl Default for Order {
-    fn default() -> Self {
-        Order {
-            key: SortKey::Total,
-            reversed: false,
-        }
-    }
 }
 
 impl Order {
@@ -109,12 +97,10 @@ impl Order {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::key_id;
+    use crate::fixtures::{key_id, rates};
 
     fn row(node: &str, key: &str, reads: f64, writes: f64) -> (KeyId, Rates) {
-        let mut rates = Rates::only(Metric::Reads, reads);
-        rates.add(Metric::Writes, writes);
-        (key_id(node, 0, key.as_bytes()), rates)
+        (key_id(node, 0, key.as_bytes()), rates(reads, writes))
     }
 
     fn keys_in(order: Order, rows: &[(KeyId, Rates)]) -> Vec<String> {
@@ -183,7 +169,7 @@ mod tests {
         rows[2].1.add(Metric::Misses, 4.0);
         let by_misses = Order {
             key: SortKey::Rate(Metric::Misses),
-            reversed: false,
+            ..Order::default()
         };
         // No misses at all is last; ties end on the total.
         assert_eq!(keys_in(by_misses, &rows), ["absent", "gone", "hit"]);

@@ -18,7 +18,7 @@ use super::atomic::{self, Flavor};
 use super::error::Error;
 use super::health::{self, Health, Open};
 use super::interrupt::Stop;
-use super::journal::{Done, Entry, Journal};
+use super::journal::{Done, Journal};
 use super::lease::Lease;
 use super::link::Link;
 use super::log;
@@ -163,6 +163,18 @@ pub fn settled(link: &mut dyn Link, addresses: &[String]) -> Result<(Views, Heal
     }
 }
 
+/// The moves grouped per (from, to), in the order the pairs first appear.
+pub fn by_pair(moves: &[Move]) -> Vec<(&str, &str, Vec<&Move>)> {
+    let mut groups: Vec<(&str, &str, Vec<&Move>)> = Vec::new();
+    for m in moves {
+        match groups.iter_mut().find(|g| g.0 == m.from && g.1 == m.to) {
+            Some(g) => g.2.push(m),
+            None => groups.push((&m.from, &m.to, vec![m])),
+        }
+    }
+    groups
+}
+
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -171,8 +183,8 @@ pub fn now_ms() -> i64 {
 
 fn endpoint(node: &ClusterNode) -> Endpoint {
     Endpoint {
-        id: node.id().to_string(),
-        address: node.address().to_string(),
+        id: node.id.clone(),
+        address: node.address.clone(),
     }
 }
 
@@ -186,14 +198,14 @@ fn next_pair(views: &Views, slot: u16, source: &Endpoint, target: &Endpoint) -> 
     let (Some(new_target), Some(owner)) = (successor(target), views.owner_of(slot)) else {
         return Next::Unknown;
     };
-    if owner.id() == new_target.id {
+    if owner.id == new_target.id {
         // Given already: what is left is telling the others.
         Next::Pair(source.clone(), new_target)
-    } else if successor(source).is_some_and(|s| s.id == owner.id()) {
+    } else if successor(source).is_some_and(|s| s.id == owner.id) {
         Next::Pair(endpoint(owner), new_target)
     } else {
         Next::Stale {
-            owner: owner.address().to_string(),
+            owner: owner.address.clone(),
         }
     }
 }
@@ -201,7 +213,7 @@ fn next_pair(views: &Views, slot: u16, source: &Endpoint, target: &Endpoint) -> 
 /// What `views` show of a move of `slot` from `source`.
 fn trace(views: &Views, slot: u16, source: &Endpoint) -> Trace {
     let open = health::check(views).open.iter().any(|o| o.slot == slot);
-    let served = views.owner_of(slot).is_some_and(|o| o.id() == source.id);
+    let served = views.owner_of(slot).is_some_and(|o| o.id == source.id);
     let all_answered = views.all().all(|(_, v)| v.is_ok());
     match (open || !served, all_answered) {
         (true, _) => Trace::Begun,
@@ -261,7 +273,7 @@ impl<'a> Run<'a> {
             return Err(Error::Unfit(health.problems.join("; ")));
         }
         let foreign: Vec<&Open> = (health.open.iter())
-            .filter(|o| !self.settings.adopt && !self.journal.owns(o.slot, &o.source, &o.target))
+            .filter(|o| !self.settings.adopt && !self.journal.open_moves().contains(o))
             .collect();
         if !foreign.is_empty() {
             let listed: Vec<String> = foreign.iter().map(|o| o.slot.to_string()).collect();
@@ -330,7 +342,7 @@ impl<'a> Run<'a> {
     /// The primaries' addresses, and the servers' own migration of each.
     fn flavors(&mut self) -> (Vec<String>, Vec<Option<Flavor>>) {
         let addresses: Vec<String> = (self.views.primaries().iter())
-            .map(|n| n.address().to_string())
+            .map(|n| n.address.clone())
             .collect();
         let flavors = (addresses.iter())
             .map(|a| atomic::flavor(self.link, a))
@@ -374,7 +386,6 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Carries `moves` out.
     pub fn execute(&mut self, moves: &[Move], method: Chosen) -> Result<(), Error> {
         self.report.method = method.name();
         let started = Instant::now();
@@ -423,7 +434,7 @@ impl<'a> Run<'a> {
                 m.from, m.to
             )));
         };
-        if views.owner_of(m.slot).is_none_or(|o| o.id() != source.id) {
+        if views.owner_of(m.slot).is_none_or(|o| o.id != source.id) {
             return Err(Error::Unfit(format!(
                 "slot {} is no longer served by {} (or the primary that took over from it): plan again",
                 m.slot, m.from
@@ -487,7 +498,7 @@ impl<'a> Run<'a> {
         let mut failovers = 0;
         loop {
             self.journal
-                .begin(Entry {
+                .begin(Open {
                     slot,
                     source: source.id.clone(),
                     target: target.id.clone(),
@@ -586,7 +597,7 @@ impl<'a> Run<'a> {
 
     fn others(&self, source: &Endpoint, target: &Endpoint) -> Vec<Endpoint> {
         let primaries = self.views.primaries().into_iter();
-        let others = primaries.filter(|n| n.id() != source.id && n.id() != target.id);
+        let others = primaries.filter(|n| n.id != source.id && n.id != target.id);
         others.map(endpoint).collect()
     }
 
@@ -605,14 +616,7 @@ impl<'a> Run<'a> {
     }
 
     fn by_jobs(&mut self, moves: &[Move], flavor: Flavor) -> Result<(), Error> {
-        let mut groups: Vec<(String, String, Vec<&Move>)> = Vec::new();
-        for m in moves {
-            match groups.iter_mut().find(|g| g.0 == m.from && g.1 == m.to) {
-                Some(g) => g.2.push(m),
-                None => groups.push((m.from.clone(), m.to.clone(), vec![m])),
-            }
-        }
-        for (from, to, moves) in &groups {
+        for (from, to, moves) in by_pair(moves) {
             if !self.may_go_on()? {
                 return Ok(());
             }
@@ -637,12 +641,12 @@ impl<'a> Run<'a> {
                 "{from} -> {to}: {} slots in {seconds:.3} s",
                 slots.len()
             ));
-            for m in moves {
+            for m in &moves {
                 self.made(m.slot, &source, &target)?;
                 (self.on_move)(&MoveMade {
                     slot: m.slot,
-                    from: from.clone(),
-                    to: to.clone(),
+                    from: from.to_string(),
+                    to: to.to_string(),
                     keys: m.keys,
                     seconds: seconds / moves.len() as f64,
                 });
@@ -666,9 +670,7 @@ mod tests {
             from: address(from),
             to: address(to),
             reads_per_second: 1.0,
-            writes_per_second: 0.0,
-            stats: Default::default(),
-            keys: 0,
+            ..Move::default()
         }
     }
 
@@ -796,11 +798,8 @@ mod tests {
             matches!(&error, Error::Unfit(why) if why.contains("plan again")),
             "{error}"
         );
-        let cluster = &case.cluster;
-        assert_eq!(
-            (cluster.owner_of(SLOT), cluster.holders(SLOT)),
-            (2, vec![2])
-        );
+        assert_eq!(case.cluster.owner_of(SLOT), 2);
+        assert_eq!(case.cluster.holders(SLOT), [2]);
         assert!(case.settled() && report.moves_done == 0);
     }
 

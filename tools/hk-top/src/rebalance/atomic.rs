@@ -297,25 +297,10 @@ pub fn wait_running(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::bulk;
     use crate::rebalance::fake_cluster::words;
     use redis::{Cmd, RedisResult};
     use std::collections::VecDeque;
-
-    /// The next of a job's scripted states: the last one stays.
-    fn next<T: Copy>(states: &mut VecDeque<T>) -> Option<T> {
-        if states.len() > 1 {
-            states.pop_front()
-        } else {
-            states.front().copied()
-        }
-    }
-
-    /// Answers GETSLOTMIGRATIONS from a list of job states (an old job
-    /// first), everything else OK; records the commands.
-    struct Server {
-        states: VecDeque<&'static str>,
-        sent: Vec<String>,
-    }
 
     fn job_row(name: &str, target: &str, state: &str) -> Value {
         let fields = [
@@ -330,33 +315,65 @@ mod tests {
         Value::Array(
             fields
                 .iter()
-                .flat_map(|(k, v)| {
-                    [
-                        Value::BulkString(k.as_bytes().to_vec()),
-                        Value::BulkString(v.as_bytes().to_vec()),
-                    ]
-                })
+                .flat_map(|(k, v)| [bulk(k), bulk(v)])
                 .collect(),
         )
     }
 
+    /// A server of either dialect, its new job in scripted states (with
+    /// Redis's retries; the last state stays) once started: Valkey's
+    /// GETSLOTMIGRATIONS lists an old job first, Redis 8.4's IMPORT on the
+    /// target answers a task id that STATUS follows. Everything else OK;
+    /// every command recorded with the node it went to.
+    struct Server {
+        states: VecDeque<(&'static str, i64)>,
+        sent: Vec<(String, String)>,
+    }
+
+    fn server(states: &[(&'static str, i64)]) -> Server {
+        Server {
+            states: states.iter().copied().collect(),
+            sent: Vec::new(),
+        }
+    }
+
     impl Link for Server {
-        fn run(&mut self, _address: &str, cmd: &Cmd) -> RedisResult<Value> {
+        fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
             let line = words(cmd).join(" ");
-            self.sent.push(line.clone());
-            if line != "CLUSTER GETSLOTMIGRATIONS" {
-                return Ok(Value::Okay);
-            }
-            let mut rows = vec![job_row("old", "T", "success")];
-            if self
-                .sent
-                .iter()
-                .any(|l| l.starts_with("CLUSTER MIGRATESLOTS"))
-            {
-                let state = next(&mut self.states).unwrap_or("success");
-                rows.push(job_row("new", "T", state));
-            }
-            Ok(Value::Array(rows))
+            self.sent.push((address.to_string(), line.clone()));
+            let started = |cmd: &str| self.sent.iter().any(|(_, l)| l.starts_with(cmd));
+            let valkey = started("CLUSTER MIGRATESLOTS");
+            let redis = started("CLUSTER MIGRATION IMPORT");
+            let states = &mut self.states;
+            let mut next = || {
+                let state = if states.len() > 1 {
+                    states.pop_front()
+                } else {
+                    states.front().copied()
+                };
+                state.unwrap_or(("completed", 0))
+            };
+            Ok(match line.as_str() {
+                "CLUSTER GETSLOTMIGRATIONS" if valkey => Value::Array(vec![
+                    job_row("old", "T", "success"),
+                    job_row("new", "T", next().0),
+                ]),
+                "CLUSTER GETSLOTMIGRATIONS" => Value::Array(vec![job_row("old", "T", "success")]),
+                "CLUSTER MIGRATION STATUS ALL" if redis => {
+                    let (state, retries) = next();
+                    Value::Array(vec![Value::Map(vec![
+                        (bulk("id"), bulk("task1")),
+                        (bulk("slots"), bulk("3-5")),
+                        (bulk("dest"), bulk("T")),
+                        (bulk("state"), bulk(state)),
+                        (bulk("last_error"), bulk("")),
+                        (bulk("retries"), Value::Int(retries)),
+                    ])])
+                }
+                "CLUSTER MIGRATION STATUS ALL" => Value::Array(Vec::new()),
+                l if l.starts_with("CLUSTER MIGRATION IMPORT") => bulk("task1"),
+                _ => Value::Okay,
+            })
         }
     }
 
@@ -379,12 +396,14 @@ mod tests {
         (done, seen)
     }
 
+    /// `line` sent to `node`.
+    fn on(node: &str, line: &str) -> (String, String) {
+        (node.to_string(), line.to_string())
+    }
+
     #[test]
     fn one_job_per_pair_watched_until_it_ends() {
-        let mut server = Server {
-            states: VecDeque::from(["connecting", "snapshotting", "success"]),
-            sent: Vec::new(),
-        };
+        let mut server = server(&[("connecting", 0), ("snapshotting", 0), ("success", 0)]);
         let (done, seen) = migrate(&mut server, Flavor::Valkey, &[9, 3, 4, 5]);
         done.unwrap();
         assert_eq!(
@@ -392,75 +411,27 @@ mod tests {
             ["connecting", "snapshotting", "success"],
             "the old job is not ours"
         );
-        let started = "CLUSTER MIGRATESLOTS SLOTSRANGE 3 5 9 9 NODE T".to_string();
+        let started = on("h:S", "CLUSTER MIGRATESLOTS SLOTSRANGE 3 5 9 9 NODE T");
         assert!(server.sent.contains(&started), "{:?}", server.sent);
-        let mut failing = Server {
-            states: VecDeque::from(["failed"]),
-            sent: Vec::new(),
-        };
+        let mut failing = self::server(&[("failed", 0)]);
         let error = migrate(&mut failing, Flavor::Valkey, &[1]).0.unwrap_err();
         assert!(error.to_string().contains("failed"), "{error}");
     }
 
-    /// Redis 8.4: IMPORT on the target answers a task id, STATUS ID
-    /// follows it; a task the server keeps retrying is cancelled.
-    struct Redis84 {
-        states: VecDeque<(&'static str, i64)>,
-        sent: Vec<(String, String)>,
-    }
-
-    impl Link for Redis84 {
-        fn run(&mut self, address: &str, cmd: &Cmd) -> RedisResult<Value> {
-            let line = words(cmd).join(" ");
-            self.sent.push((address.to_string(), line.clone()));
-            if line.starts_with("CLUSTER MIGRATION IMPORT") {
-                return Ok(Value::BulkString(b"task1".to_vec()));
-            }
-            if line == "CLUSTER MIGRATION STATUS ALL" {
-                let started = self
-                    .sent
-                    .iter()
-                    .any(|(_, l)| l.starts_with("CLUSTER MIGRATION IMPORT"));
-                if !started {
-                    return Ok(Value::Array(Vec::new()));
-                }
-                let (state, retries) = next(&mut self.states).unwrap_or(("completed", 0));
-                let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-                return Ok(Value::Array(vec![Value::Map(vec![
-                    (bulk("id"), bulk("task1")),
-                    (bulk("slots"), bulk("3-5")),
-                    (bulk("dest"), bulk("T")),
-                    (bulk("state"), bulk(state)),
-                    (bulk("last_error"), bulk("")),
-                    (bulk("retries"), Value::Int(retries)),
-                ])]));
-            }
-            Ok(Value::Int(1))
-        }
-    }
-
     #[test]
     fn redis_imports_on_the_target_and_cancels_a_task_that_keeps_failing() {
-        let mut server = Redis84 {
-            states: VecDeque::from([("connecting", 0), ("streaming-buffer", 0), ("completed", 0)]),
-            sent: Vec::new(),
-        };
+        let states = [("connecting", 0), ("streaming-buffer", 0), ("completed", 0)];
+        let mut server = server(&states);
         let (done, seen) = migrate(&mut server, Flavor::Redis, &[3, 4, 5]);
         done.unwrap();
         assert_eq!(seen, ["connecting", "streaming-buffer", "completed"]);
-        let on_target = |line: &str| ("h:T".to_string(), line.to_string());
-        assert!(server
-            .sent
-            .contains(&on_target("CLUSTER MIGRATION IMPORT 3 5")));
-        let mut failing = Redis84 {
-            states: VecDeque::from([("failed", 1), ("failed", REDIS_RETRIES)]),
-            sent: Vec::new(),
-        };
+        let import = on("h:T", "CLUSTER MIGRATION IMPORT 3 5");
+        assert!(server.sent.contains(&import), "{:?}", server.sent);
+        let mut failing = self::server(&[("failed", 1), ("failed", REDIS_RETRIES)]);
         let error = migrate(&mut failing, Flavor::Redis, &[3]).0.unwrap_err();
         assert!(error.to_string().contains("failed"), "{error}");
-        assert!(failing
-            .sent
-            .contains(&on_target("CLUSTER MIGRATION CANCEL ID task1")));
+        let cancel = on("h:T", "CLUSTER MIGRATION CANCEL ID task1");
+        assert!(failing.sent.contains(&cancel), "{:?}", failing.sent);
     }
 
     #[test]

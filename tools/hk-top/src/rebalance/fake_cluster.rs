@@ -189,7 +189,7 @@ impl FakeCluster {
                     .iter()
                     .filter(|(_, &(s, set))| s == slot() && set == n % 3))
                 .take(word(3).parse().unwrap())
-                .map(|(k, _)| Value::BulkString(k.as_bytes().to_vec()));
+                .map(|(k, _)| crate::fixtures::bulk(k));
                 Ok(Value::Array(keys.collect()))
             }
             ("MIGRATE", _) if replica => Err(error(

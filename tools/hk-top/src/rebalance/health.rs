@@ -5,9 +5,10 @@
 
 use super::topology::Views;
 
-/// A slot one primary is handing to another (`MIGRATING` on the source,
-/// `IMPORTING` on the target, or either alone when a move was cut between
-/// the two).
+/// A slot one primary is handing to another, by node ids: as the cluster
+/// shows it (`MIGRATING` on the source, `IMPORTING` on the target, or
+/// either alone when a move was cut between the two), or as the journal
+/// lists a move begun.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Open {
     pub slot: u16,
@@ -37,7 +38,7 @@ pub fn check(views: &Views) -> Health {
         }
         for node in &view.nodes {
             if let Some(trouble) = node.trouble() {
-                problems.push(format!("{address} sees {} {trouble}", node.address()));
+                problems.push(format!("{address} sees {} {trouble}", node.address));
             }
         }
     }
@@ -51,11 +52,11 @@ pub fn check(views: &Views) -> Health {
 fn open_slots(views: &Views) -> Vec<Open> {
     let mut open: Vec<Open> = Vec::new();
     for node in views.primaries() {
-        let pairs = (node.migrating().iter())
-            .map(|(slot, target)| (*slot, node.id().to_string(), target.clone()))
+        let pairs = (node.migrating.iter())
+            .map(|(slot, target)| (*slot, node.id.clone(), target.clone()))
             .chain(
-                (node.importing().iter())
-                    .map(|(slot, source)| (*slot, source.clone(), node.id().to_string())),
+                (node.importing.iter())
+                    .map(|(slot, source)| (*slot, source.clone(), node.id.clone())),
             );
         for (slot, source, target) in pairs {
             let found = Open {

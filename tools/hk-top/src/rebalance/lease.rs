@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The key that holds the lease.
 pub const LEASE_KEY: &str = "hk-top:rebalance:lease";
 /// How long a lease lasts unless renewed.
 pub const TTL: Duration = Duration::from_secs(60);
@@ -331,10 +330,8 @@ mod tests {
         assert_eq!(Holder::parse(&me.to_value()), Some(me.clone()));
         assert!(!me.died_here(), "this process runs");
         let said = me.describe();
-        assert!(
-            said.contains(&format!("pid {}", me.pid)) && said.contains("s ago"),
-            "{said}"
-        );
+        assert!(said.contains(&format!("pid {}", me.pid)), "{said}");
+        assert!(said.contains("s ago"), "{said}");
         assert_eq!(Holder::parse("not a lease"), None);
     }
 
@@ -360,9 +357,7 @@ mod tests {
             pid,
             ..Holder::me()
         };
-        assert!(
-            dead.died_here() && take(Some(dead)).is_ok(),
-            "dead on this host"
-        );
+        assert!(dead.died_here(), "dead on this host");
+        assert!(take(Some(dead)).is_ok(), "taken over from the dead");
     }
 }

@@ -11,13 +11,14 @@ use super::slot_stats;
 use super::topology::ClusterNode;
 use crate::reading::hot_keys::{node_hot_keys, tracker_totals};
 use crate::reading::hot_slots::node_hot_slots;
-use crate::reading::metric::Metric;
+use crate::reading::metric::{Metric, Rates};
 use heavykeeper_rebalance::{
     Bounds, HotKey, Input, LoadBounds, Measured, NodeSlots, SlotLoad, SlotStats,
 };
 use heavykeeper_tracker::hash_slot::hash_slot;
 use redis::{ConnectionLike, RedisResult};
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 /// Hot keys asked of each primary: enough to find any key above a target
 /// (a key above 1/n of the traffic is among the first n of its node).
@@ -41,11 +42,9 @@ impl Source {
     }
 
     pub fn parse(name: &str) -> Option<Source> {
-        match name {
-            "module" => Some(Source::Module),
-            "slot-stats" => Some(Source::SlotStats),
-            _ => None,
-        }
+        [Source::Module, Source::SlotStats]
+            .into_iter()
+            .find(|s| s.name() == name)
     }
 }
 
@@ -59,8 +58,8 @@ pub fn choose_source(
     let mut module_everywhere = true;
     let mut stats_everywhere = true;
     for node in primaries {
-        module_everywhere &= has_command(link, node.address(), "HK.HOTSLOTS");
-        stats_everywhere &= has_command(link, node.address(), "CLUSTER|SLOT-STATS");
+        module_everywhere &= has_command(link, &node.address, "HK.HOTSLOTS");
+        stats_everywhere &= has_command(link, &node.address, "CLUSTER|SLOT-STATS");
     }
     match asked {
         Some(Source::Module) if !module_everywhere => Err(Error::Usage(
@@ -116,10 +115,10 @@ impl Meter {
                     Some(reading) => reading,
                     None => {
                         let first = slot_stats::read(link, primaries)?;
-                        wait(self.window / 2, stop);
+                        wait_until(Instant::now() + self.window / 2, stop);
                         let half = slot_stats::read(link, primaries)?;
                         self.earlier = per_slot(&slot_stats::rates(&first, &half));
-                        wait(self.window / 2, stop);
+                        wait_until(Instant::now() + self.window / 2, stop);
                         half
                     }
                 };
@@ -136,9 +135,9 @@ impl Meter {
     }
 }
 
-fn wait(span: std::time::Duration, stop: &dyn Fn() -> bool) {
-    let until = std::time::Instant::now() + span;
-    while std::time::Instant::now() < until && !stop() {
+/// Waits until `until`, or until `stop` says so (a signal cuts it short).
+pub fn wait_until(until: Instant, stop: &dyn Fn() -> bool) {
+    while Instant::now() < until && !stop() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
@@ -156,7 +155,7 @@ pub fn measure(link: &mut dyn Link, primaries: &[&ClusterNode]) -> RedisResult<I
     for node in primaries {
         let mut con = At {
             link: &mut *link,
-            address: node.address(),
+            address: &node.address,
         };
         let mut slots = hot_slots(&mut con)?;
         // Only the slots it serves now: a row for a slot moved away a
@@ -164,11 +163,11 @@ pub fn measure(link: &mut dyn Link, primaries: &[&ClusterNode]) -> RedisResult<I
         slots.retain(|s| node.owns(s.slot));
         count_keys(&mut con, &mut slots)?;
         input.nodes.push(NodeSlots {
-            node: node.address().to_string(),
+            node: node.address.clone(),
             slots,
             measured: measured_totals(&mut con),
         });
-        input.hot_keys.extend(hot_keys(&mut con, node.address())?);
+        input.hot_keys.extend(hot_keys(&mut con, &node.address)?);
     }
     Ok(input)
 }
@@ -177,22 +176,12 @@ pub fn measure(link: &mut dyn Link, primaries: &[&ClusterNode]) -> RedisResult<I
 /// none) as the planner's slot loads.
 fn hot_slots(con: &mut dyn ConnectionLike) -> RedisResult<Vec<SlotLoad>> {
     let rows = node_hot_slots(con, None, true)?.unwrap_or_default();
-    let slots = rows.iter().map(|row| {
-        let rates = row.rates();
-        let bounds = |m| {
-            (rates.bounds(m)).map(|b| Bounds {
-                low: b.low,
-                high: b.high,
-            })
-        };
-        SlotLoad {
-            slot: row.slot(),
-            reads_per_second: rates.get(Metric::Reads),
-            writes_per_second: rates.get(Metric::Writes),
-            bounds: (bounds(Metric::Reads).zip(bounds(Metric::Writes)))
-                .map(|(reads, writes)| LoadBounds { reads, writes }),
-            ..SlotLoad::default()
-        }
+    let slots = rows.iter().map(|row| SlotLoad {
+        slot: row.slot(),
+        reads_per_second: row.rates().get(Metric::Reads),
+        writes_per_second: row.rates().get(Metric::Writes),
+        bounds: load_bounds(row.rates()),
+        ..SlotLoad::default()
     });
     Ok(slots.collect())
 }
@@ -202,19 +191,24 @@ fn hot_slots(con: &mut dyn ConnectionLike) -> RedisResult<Vec<SlotLoad>> {
 /// that may not run `INFO`).
 fn measured_totals(con: &mut dyn ConnectionLike) -> Option<Measured> {
     let rates = tracker_totals(con)?;
+    Some(Measured {
+        reads_per_second: rates.get(Metric::Reads),
+        writes_per_second: rates.get(Metric::Writes),
+        bounds: load_bounds(&rates)?,
+    })
+}
+
+/// The reads' and writes' bounds, where the tracker gave both.
+fn load_bounds(rates: &Rates) -> Option<LoadBounds> {
     let bounds = |m| {
         (rates.bounds(m)).map(|b| Bounds {
             low: b.low,
             high: b.high,
         })
     };
-    Some(Measured {
-        reads_per_second: rates.get(Metric::Reads),
-        writes_per_second: rates.get(Metric::Writes),
-        bounds: LoadBounds {
-            reads: bounds(Metric::Reads)?,
-            writes: bounds(Metric::Writes)?,
-        },
+    Some(LoadBounds {
+        reads: bounds(Metric::Reads)?,
+        writes: bounds(Metric::Writes)?,
     })
 }
 

@@ -190,6 +190,7 @@ fn add_login(cmd: &mut Cmd, login: &Login) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::bulk;
     use crate::rebalance::fake_cluster::words;
     use redis::RedisResult;
     use std::collections::VecDeque;
@@ -215,11 +216,7 @@ mod tests {
     }
 
     fn keys(names: &[&str]) -> RedisResult<Value> {
-        Ok(Value::Array(
-            (names.iter())
-                .map(|k| Value::BulkString(k.as_bytes().to_vec()))
-                .collect(),
-        ))
+        Ok(Value::Array(names.iter().map(|k| bulk(k)).collect()))
     }
 
     #[test]

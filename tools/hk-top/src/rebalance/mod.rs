@@ -219,12 +219,7 @@ impl Args {
 
     /// The link to the nodes, saying in the log whenever it waits for one.
     fn link(&self, connection: &ConnectionSettings) -> Pool {
-        Pool::new(connection, self.patience())
-            .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")))
-    }
-
-    fn patience(&self) -> Patience {
-        Patience {
+        let patience = Patience {
             wait: Duration::from_secs(self.patience_s),
             // Longer than MIGRATE's own timeout for a batch (10 s), but
             // never past the patience: a node has that long in all.
@@ -232,7 +227,9 @@ impl Args {
                 "HK_TOP_TEST_REPLY_MS",
                 Duration::from_secs(self.patience_s.clamp(1, 15)),
             ),
-        }
+        };
+        Pool::new(connection, patience)
+            .on_wait(|node, e| log(format!("{node} does not answer ({e}): waiting for it")))
     }
 
     fn cooldown_ms(&self) -> i64 {
@@ -438,7 +435,7 @@ fn open_journal(args: &Args, views: &topology::Views) -> Result<Journal, Error> 
     let path = match &args.journal {
         Some(path) => path.clone(),
         None => {
-            let ids = views.primaries().into_iter().map(|n| n.id().to_string());
+            let ids = views.primaries().into_iter().map(|n| n.id.clone());
             let first = ids.min().unwrap_or_default();
             Journal::default_path(&first)
         }
@@ -497,17 +494,9 @@ fn print_result(
         }
         println!("{out}");
     } else if let Some(r) = report {
-        println!(
-            "applied ({}): {} slots moved, {} keys, in {:.2} s{}",
-            r.method,
-            r.moves_done,
-            r.keys_moved,
-            r.seconds,
-            if r.interrupted {
-                "; interrupted: run again to go on"
-            } else {
-                ""
-            }
-        );
+        let (method, moved, keys, seconds) = (r.method, r.moves_done, r.keys_moved, r.seconds);
+        let again = (r.interrupted).then_some("; interrupted: run again to go on");
+        let again = again.unwrap_or_default();
+        println!("applied ({method}): {moved} slots moved, {keys} keys, in {seconds:.2} s{again}");
     }
 }

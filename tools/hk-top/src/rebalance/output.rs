@@ -2,6 +2,7 @@
 //! JSON (`--json`, for scripts): moves, each primary's share before and
 //! after, and the advice on what moving slots cannot fix.
 
+use super::apply::by_pair;
 use crate::export::snapshot::{printable_key, put, put_bytes};
 use heavykeeper_rebalance::{Advice, Plan, Remedy};
 use serde_json::{json, Value};
@@ -144,10 +145,12 @@ pub fn plan_text(plan: &Plan, source: &str) -> String {
             plan.moves.len(),
             plan.keys_moved()
         ));
-        for (from, to, slots, keys, load) in pairs(plan) {
+        for (from, to, moves) in by_pair(&plan.moves) {
+            let keys: u64 = moves.iter().map(|m| m.keys).sum();
+            let load: f64 = moves.iter().map(|m| m.load(plan.measure)).sum();
             out.push_str(&format!(
-                "  {from} -> {to}: {slots} slots, {keys} keys, {:.1} {}\n",
-                load,
+                "  {from} -> {to}: {} slots, {keys} keys, {load:.1} {}\n",
+                moves.len(),
                 plan.measure.unit()
             ));
         }
@@ -159,23 +162,6 @@ pub fn plan_text(plan: &Plan, source: &str) -> String {
         out.push_str("the plan was cut short by --max-moves: run again to go on\n");
     }
     out.trim_end().to_string()
-}
-
-/// The moves summed per (from, to), in the order they first appear.
-fn pairs(plan: &Plan) -> Vec<(String, String, usize, u64, f64)> {
-    let mut out: Vec<(String, String, usize, u64, f64)> = Vec::new();
-    for m in &plan.moves {
-        let load = m.load(plan.measure);
-        match out.iter_mut().find(|p| p.0 == m.from && p.1 == m.to) {
-            Some(p) => {
-                p.2 += 1;
-                p.3 += m.keys;
-                p.4 += load;
-            }
-            None => out.push((m.from.clone(), m.to.clone(), 1, m.keys, load)),
-        }
-    }
-    out
 }
 
 fn advice_text(advice: &Advice) -> String {

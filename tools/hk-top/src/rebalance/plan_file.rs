@@ -48,9 +48,9 @@ fn one_move(m: &Value) -> Option<Move> {
 /// Every move's slot once, served by its `from` now, to another primary.
 pub fn check(plan: &Plan, views: &Views) -> Result<(), Error> {
     let primaries: Vec<String> = (views.primaries().iter())
-        .map(|n| n.address().to_string())
+        .map(|n| n.address.clone())
         .collect();
-    let owner = |slot: u16| views.owner_of(slot).map(|n| n.address().to_string());
+    let owner = |slot: u16| views.owner_of(slot).map(|n| n.address.clone());
     let problems = check_plan(&plan.moves, owner, &primaries);
     if problems.is_empty() {
         Ok(())

@@ -34,13 +34,13 @@ pub struct Reading {
 pub fn read(link: &mut dyn Link, primaries: &[&ClusterNode]) -> Result<Reading, Error> {
     let mut nodes = BTreeMap::new();
     for node in primaries {
-        let address = node.address();
+        let address = node.address.as_str();
         let mut cmd = redis::cmd("CLUSTER");
         cmd.arg("SLOT-STATS").arg("SLOTSRANGE").arg(0).arg(16383);
         let reply =
             (link.ask(address, &cmd)).map_err(|e| Error::node(address, "CLUSTER SLOT-STATS", e))?;
         let slots = parse(&reply);
-        if slots.is_empty() && !node.slot_ranges().is_empty() {
+        if slots.is_empty() && !node.slots.is_empty() {
             return Err(Error::node(
                 address,
                 "CLUSTER SLOT-STATS",
@@ -163,11 +163,8 @@ fn has_cpu(reply: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::bulk;
     use std::time::Duration;
-
-    fn bulk(s: &str) -> Value {
-        Value::BulkString(s.as_bytes().to_vec())
-    }
 
     #[test]
     fn both_protocols_and_any_field_set_read_alike() {
@@ -223,19 +220,14 @@ mod tests {
                 )]),
             )]),
         };
-        let input = rates(
-            &reading(at, 100.0),
-            &reading(at + Duration::from_secs(2), 300.0),
-        );
+        let later = at + Duration::from_secs(2);
+        let input = rates(&reading(at, 100.0), &reading(later, 300.0));
         let slot = &input.nodes[0].slots[0];
         assert_eq!((slot.slot, slot.keys), (1, 5));
         assert!((slot.stats.cpu_usec - 100.0).abs() < 1e-9);
         assert!((slot.stats.network_bytes - 1000.0).abs() < 1e-9);
         // Counters that went down were reset: the later reading is the rate's whole.
-        let input = rates(
-            &reading(at, 500.0),
-            &reading(at + Duration::from_secs(2), 300.0),
-        );
+        let input = rates(&reading(at, 500.0), &reading(later, 300.0));
         assert!((input.nodes[0].slots[0].stats.cpu_usec - 150.0).abs() < 1e-9);
     }
 }

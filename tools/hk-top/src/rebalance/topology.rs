@@ -15,35 +15,23 @@ const DROPPED_SLOT: &str = "Redis 7.0.13-7.0.15 and 7.2.0-7.2.3 can drop a slot 
 /// One line of `CLUSTER NODES`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterNode {
-    id: String,
-    address: String,
+    pub id: String,
+    pub address: String,
     flags: Vec<String>,
     /// The primary it replicates (a replica's), by id.
-    replicates: Option<String>,
+    pub replicates: Option<String>,
     connected: bool,
-    slots: Vec<(u16, u16)>,
+    /// The slots it serves, as `(first, last)` ranges.
+    pub slots: Vec<(u16, u16)>,
     /// `[slot->-id]`: slots this node is handing to `id`.
-    migrating: Vec<(u16, String)>,
+    pub migrating: Vec<(u16, String)>,
     /// `[slot-<-id]`: slots this node is taking from `id`.
-    importing: Vec<(u16, String)>,
+    pub importing: Vec<(u16, String)>,
 }
 
 impl ClusterNode {
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
-    pub fn address(&self) -> &str {
-        &self.address
-    }
-
     pub fn is_primary(&self) -> bool {
         self.flags.iter().any(|f| f == "master")
-    }
-
-    /// The primary this node replicates, if it is a replica.
-    pub fn replicates(&self) -> Option<&str> {
-        self.replicates.as_deref()
     }
 
     pub fn is_myself(&self) -> bool {
@@ -64,20 +52,8 @@ impl ClusterNode {
         (!self.connected).then(|| "its link is disconnected".to_string())
     }
 
-    pub fn slot_ranges(&self) -> &[(u16, u16)] {
-        &self.slots
-    }
-
     pub fn owns(&self, slot: u16) -> bool {
         self.slots.iter().any(|&(lo, hi)| (lo..=hi).contains(&slot))
-    }
-
-    pub fn migrating(&self) -> &[(u16, String)] {
-        &self.migrating
-    }
-
-    pub fn importing(&self) -> &[(u16, String)] {
-        &self.importing
     }
 }
 
@@ -157,10 +133,10 @@ impl View {
     pub fn slot_map(&self) -> Vec<Option<&str>> {
         let mut map = vec![None; SLOTS];
         for node in self.nodes.iter().filter(|n| n.is_primary()) {
-            for &(lo, hi) in node.slot_ranges() {
+            for &(lo, hi) in &node.slots {
                 // In range: parsing keeps only `lo <= hi < SLOTS`.
                 if let Some(owned) = map.get_mut(usize::from(lo)..=usize::from(hi)) {
-                    owned.fill(Some(node.id()));
+                    owned.fill(Some(node.id.as_str()));
                 }
             }
         }
@@ -184,8 +160,8 @@ impl Views {
         }
         let mut views = BTreeMap::new();
         for node in seed?.nodes {
-            let view = read_view(link, node.address()).map_err(|e| e.to_string());
-            views.insert(node.address().to_string(), view);
+            let view = read_view(link, &node.address).map_err(|e| e.to_string());
+            views.insert(node.address.clone(), view);
         }
         Ok(Views { views })
     }
@@ -211,11 +187,11 @@ impl Views {
     }
 
     pub fn by_id(&self, id: &str) -> Option<&ClusterNode> {
-        self.selves().into_iter().find(|n| n.id() == id)
+        self.selves().into_iter().find(|n| n.id == id)
     }
 
     pub fn by_address(&self, address: &str) -> Option<&ClusterNode> {
-        self.selves().into_iter().find(|n| n.address() == address)
+        self.selves().into_iter().find(|n| n.address == address)
     }
 
     /// The primary that serves `slot`, as it says itself.
@@ -226,11 +202,12 @@ impl Views {
     /// Where `node`'s part went if it failed over: the node itself while
     /// it is a primary, else the primary it now replicates.
     pub fn successor(&self, node: &ClusterNode) -> Option<&ClusterNode> {
-        let now = self.by_id(node.id())?;
+        let now = self.by_id(&node.id)?;
         if now.is_primary() {
             return Some(now);
         }
-        self.by_id(now.replicates()?).filter(|p| p.is_primary())
+        self.by_id(now.replicates.as_deref()?)
+            .filter(|p| p.is_primary())
     }
 
     /// A node id as its address, where a node answered for it.
@@ -239,7 +216,7 @@ impl Views {
             None => "nobody".to_string(),
             Some(id) => self
                 .by_id(id)
-                .map_or_else(|| id.to_string(), |n| n.address().to_string()),
+                .map_or_else(|| id.to_string(), |n| n.address.clone()),
         }
     }
 
@@ -262,7 +239,7 @@ impl Views {
                     if let Some((slot, (a, b))) = differs {
                         let claimed: Vec<&str> = (self.primaries().into_iter())
                             .filter(|n| n.owns(slot as u16))
-                            .map(ClusterNode::address)
+                            .map(|n| n.address.as_str())
                             .collect();
                         let served = if claimed.is_empty() {
                             format!("no primary says it serves it: {DROPPED_SLOT}")
@@ -311,9 +288,9 @@ junk line
         let nodes = parse_nodes(listing, "127.0.0.1:30001");
         assert_eq!(nodes.len(), 3);
         assert!(nodes[0].is_myself() && nodes[0].is_primary());
-        assert_eq!(nodes[0].slot_ranges(), &[(0, 5460)]);
-        assert_eq!(nodes[0].migrating(), &[(7, "b2".to_string())]);
-        assert_eq!(nodes[0].importing(), &[(9, "c3".to_string())]);
+        assert_eq!(nodes[0].slots, [(0, 5460)]);
+        assert_eq!(nodes[0].migrating, [(7, "b2".to_string())]);
+        assert_eq!(nodes[0].importing, [(9, "c3".to_string())]);
         assert!(nodes[1].owns(12000) && !nodes[1].owns(11000));
         assert_eq!(nodes[0].trouble(), None);
         assert_eq!(nodes[2].trouble().as_deref(), Some("flagged fail"));

@@ -89,7 +89,9 @@ pub fn watch(args: &Args, o: &Cluster<'_>, stop: &Stop) -> Result<ExitCode, Erro
             // unsettled) waits for the next.
             Err(e) => log(format!("round {}: {e}", round.get())),
         }
-        pause(args.interval_s, began, stop);
+        // The rest of the interval, waking for a signal.
+        let next = began + Duration::from_secs(args.interval_s);
+        measure::wait_until(next, &|| stop.asked());
     }
     if json {
         let applied = report_json(run.report());
@@ -134,22 +136,13 @@ impl Watcher {
         let (input, busy) = run.with_cluster(|link, views| {
             let primaries = views.primaries();
             let input = self.meter.input(link, &primaries, &|| stop.asked())?;
-            let addresses: Vec<String> =
-                primaries.iter().map(|n| n.address().to_string()).collect();
+            let addresses: Vec<String> = primaries.iter().map(|n| n.address.clone()).collect();
             Ok::<_, Error>((input, self.cpu.sample(link, &addresses)))
         })?;
         let plan = heavykeeper_rebalance::plan(&input, &self.options);
         let verdict = self.watch.observe(&plan, |node| busy.get(node).copied());
         print_round(args.json, run, &plan, &verdict, self.options.frozen.len());
         Ok((verdict == Verdict::Act).then_some(plan))
-    }
-}
-
-/// Waits out the rest of the interval, waking for a signal.
-fn pause(interval_s: u64, began: Instant, stop: &Stop) {
-    let until = began + Duration::from_secs(interval_s);
-    while Instant::now() < until && !stop.asked() {
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -9,7 +9,7 @@
 
 use test_harness as common;
 
-use crate::support::get_n;
+use crate::support::{get_n, signal};
 use common::{config_set, value, Cluster, Server, TRACK_EVERY_COMMAND};
 use std::path::PathBuf;
 use std::process::Command;
@@ -27,7 +27,8 @@ struct Terminal {
 }
 
 impl Terminal {
-    /// A `width`×`height` terminal running `hk-top args`, with `env` set;
+    /// A `width`×`height` terminal running `hk-top args`, with `env` set
+    /// (by a shell that writes its pid to `pid`, then becomes hk-top);
     /// when hk-top ends, the shell prints its exit status and saves the
     /// terminal's settings.
     fn start(width: u16, height: u16, args: &[&str], env: &[(&str, &str)]) -> Self {
@@ -37,6 +38,9 @@ impl Terminal {
             .iter()
             .map(|(k, v)| format!("{k}={}", quoted(v)))
             .collect();
+        let pid = quoted(&dir.path().join("pid").to_string_lossy());
+        let become_hk_top = quoted(&format!("echo $$ > {pid}; exec \"$@\""));
+        line.extend(["sh -c".into(), become_hk_top, "sh".into()]);
         line.push(quoted(env!("CARGO_BIN_EXE_hk-top")));
         line.extend(args.iter().map(|a| quoted(a)));
         let stty = dir.path().join("stty");
@@ -126,34 +130,10 @@ impl Terminal {
         self.tmux(&["resize-window", "-t", "hk", "-x", &w, "-y", &h]);
     }
 
-    /// hk-top's process: the pane's shell's child.
+    /// hk-top's process.
     fn hk_top_pid(&self) -> u32 {
-        let shell: u32 = self.show("#{pane_pid}").parse().unwrap();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-            // pid (comm) state ppid ...
-            let after_comm = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
-            let ppid = after_comm
-                .split(' ')
-                .nth(1)
-                .and_then(|p| p.parse::<u32>().ok());
-            if ppid == Some(shell) && stat.contains("(hk-top)") {
-                return pid;
-            }
-        }
-        panic!("no hk-top under the pane's shell {shell}")
-    }
-
-    fn signal(&self, name: &str) {
-        let pid = self.hk_top_pid();
-        let status = Command::new("sh")
-            .args(["-c", &format!("kill -{name} {pid}")])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let pid = std::fs::read_to_string(self.dir.path().join("pid")).unwrap();
+        pid.trim().parse().unwrap()
     }
 
     /// hk-top has ended with `status`, and left the terminal as it found it.
@@ -368,9 +348,10 @@ fn paused_the_view_stays_until_resumed(t: &Terminal, server: &Server) {
     assert!(!screen.contains("PAUSED"), "{screen}");
 }
 
+/// Then the server goes: shown as not answering, and q leaves clean.
 #[test]
-fn hot_misses_join_the_view_once_the_server_counts_them() {
-    let server = busy_server();
+fn hot_misses_join_the_view_once_the_server_counts_them_then_it_is_gone() {
+    let mut server = busy_server();
     let address = server.address();
     let t = start_on(&server, 80, 24, &[]);
     // Misses off (the default): no column, and no error for it.
@@ -392,6 +373,17 @@ fn hot_misses_join_the_view_once_the_server_counts_them() {
     let rows = table_rows(&screen);
     assert!(rows[0].starts_with("absent:user:404 "), "{screen}");
     assert!(rows[0].contains(&format!(" {address} ")), "{screen}");
+    server.stop();
+    let screen = t.wait_for_text("1 not answering");
+    assert!(screen.contains("no hot keys:"), "{screen}");
+    t.keys(&["Tab"]);
+    let screen = t.wait_for_text("NOT ANSWERING");
+    let row = line_of(&screen, &address);
+    assert!(row.contains("NOT ANSWERING"), "{screen}");
+    assert!(
+        screen.contains(&format!("{address}: ")),
+        "the reason: {screen}"
+    );
     t.type_text("q");
     t.assert_restored(0);
 }
@@ -403,7 +395,7 @@ fn ctrl_c_sigterm_and_sighup_each_leave_the_terminal_as_found() {
         let t = start_on(&server, 80, 24, &[]);
         match end {
             "C-c" => t.keys(&[end]),
-            signal => t.signal(signal),
+            name => signal(t.hk_top_pid(), name),
         }
         t.assert_restored(status);
     }
@@ -430,26 +422,6 @@ fn a_panic_in_either_thread_leaves_the_terminal_as_found() {
     t.type_text("x");
     let screen = t.assert_restored(101);
     assert!(screen.contains("a panic in the key path"), "{screen}");
-}
-
-#[test]
-fn a_server_gone_is_shown_as_not_answering_then_q_leaves_clean() {
-    let mut server = busy_server();
-    let address = server.address();
-    let t = start_on(&server, 80, 24, &[]);
-    server.stop();
-    let screen = t.wait_for_text("1 not answering");
-    assert!(screen.contains("no hot keys:"), "{screen}");
-    t.keys(&["Tab"]);
-    let screen = t.wait_for_text("NOT ANSWERING");
-    let row = line_of(&screen, &address);
-    assert!(row.contains("NOT ANSWERING"), "{screen}");
-    assert!(
-        screen.contains(&format!("{address}: ")),
-        "the reason: {screen}"
-    );
-    t.type_text("q");
-    t.assert_restored(0);
 }
 
 #[test]

@@ -25,7 +25,7 @@ use serde_json::Value as Json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use test_harness::Cluster;
+use test_harness::{wait_until, Cluster};
 
 /// GETs and SETs per second, all clients together.
 const RATE: f64 = 3000.0;
@@ -294,32 +294,27 @@ fn missed_on_its_node(answer: &[Json], scene: &Scene) -> Check {
     )
 }
 
-/// Each bucket's own load (the difference from the bucket below), by
-/// `le`, as Grafana's heatmap format takes it.
-fn buckets(answer: &[Json]) -> Vec<(u32, f64)> {
-    let mut cumulative: Vec<(u32, f64)> = answer
+/// Each bucket's own load over time (the difference from the bucket
+/// below), lowest slots first, as Grafana's heatmap format takes it.
+fn buckets(answer: &[Json]) -> Vec<(u32, Vec<(f64, f64)>)> {
+    let mut series: Vec<(u32, Vec<(f64, f64)>)> = answer
         .iter()
-        .filter_map(|s| Some((label(s, "le").parse().ok()?, last(s))))
+        .filter_map(|s| Some((label(s, "le").parse().ok()?, range_values(s))))
         .collect();
-    cumulative.sort_by_key(|b| b.0);
-    let mut below = 0.0;
-    cumulative
-        .into_iter()
-        .map(|(le, sum)| {
-            let own = sum - below;
-            below = sum;
-            (le, own)
-        })
+    series.sort_by_key(|s| s.0);
+    let mut below: BTreeMap<u64, f64> = BTreeMap::new();
+    let mut own = |(t, v): &(f64, f64)| (*t, v - below.insert(*t as u64, *v).unwrap_or(0.0));
+    (series.into_iter())
+        .map(|(le, points)| (le, points.iter().map(&mut own).collect()))
         .collect()
 }
 
 fn slot_range(answer: &[Json], scene: &Scene) -> Check {
     let buckets = buckets(answer);
     expect(buckets.len() == 64, || format!("{} buckets", buckets.len()))?;
-    let brightest = buckets
-        .iter()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|b| b.0);
+    let now = |b: &(u32, Vec<(f64, f64)>)| b.1.last().map_or(f64::NAN, |p| p.1);
+    let brightest = (buckets.iter()).max_by(|a, b| now(a).total_cmp(&now(b)));
+    let brightest = brightest.map(|b| b.0);
     let wanted = (u32::from(scene.hot_slot) / 256 + 1) * 256 - 1;
     expect(brightest == Some(wanted), || {
         format!("brightest {brightest:?}, hot slot {}", scene.hot_slot)
@@ -341,14 +336,9 @@ fn check_one_node(panel: &PanelSpec, answers: &[Vec<Json>], node: &str) -> Check
     Ok(())
 }
 
-/// The keys the clients use.
-struct Workload {
-    /// Each key with its part of the traffic.
-    weighted: Vec<(String, f64)>,
-    /// Each key with the node (its index) serving it.
-    keys: Vec<(String, usize)>,
-    hot_slot: u16,
-}
+/// The keys the clients use: each with its part of the traffic, each with
+/// the node (its index) serving it; and the hot slot.
+type Workload = (Vec<(String, f64)>, Vec<(String, usize)>, u16);
 
 fn workload(cluster: &Cluster) -> Workload {
     let owners = owner_map(cluster);
@@ -374,11 +364,7 @@ fn workload(cluster: &Cluster) -> Workload {
         .iter()
         .map(|(k, _)| (k.clone(), index(k)))
         .collect();
-    Workload {
-        weighted,
-        keys,
-        hot_slot: slot_of(&tag),
-    }
+    (weighted, keys, slot_of(&tag))
 }
 
 #[test]
@@ -388,11 +374,7 @@ fn every_panel_s_queries_bring_back_what_it_shows_and_the_rules_evaluate() {
     check_model(&dashboard, &specs);
 
     let cluster = Cluster::start(&track_misses("10"));
-    let Workload {
-        weighted,
-        keys,
-        hot_slot,
-    } = workload(&cluster);
+    let (weighted, keys, hot_slot) = workload(&cluster);
     load_keys(&cluster, &keys);
     let traffic = Traffic::start_weighted(&cluster, weighted, RATE, 0.05);
     // Reads of a key that is not there, from every client.
@@ -409,11 +391,11 @@ fn every_panel_s_queries_bring_back_what_it_shows_and_the_rules_evaluate() {
     let start = prometheus.started;
 
     // The node variable's query.
-    crate::promkit::eventually("the node variable", Duration::from_secs(120), || {
+    wait_until("the node variable", Duration::from_secs(120), || {
         let nodes: BTreeSet<String> = (prometheus.label_values("node", "heavykeeper_up"))
             .into_iter()
             .collect();
-        (nodes == scene.nodes).then_some(())
+        nodes == scene.nodes
     });
     // Every panel, with All nodes, until each holds what it shows.
     let deadline = Instant::now() + Duration::from_secs(240);
@@ -469,7 +451,7 @@ fn every_panel_s_queries_bring_back_what_it_shows_and_the_rules_evaluate() {
 /// overloaded, the missing key as a hot miss; no key is above 5,000/s and
 /// no node down.
 fn alerts_as_expected(prometheus: &Prometheus, scene: &Scene) {
-    crate::promkit::eventually("the alerts", Duration::from_secs(120), || {
+    wait_until("the alerts", Duration::from_secs(120), || {
         let rules = prometheus.rules();
         let healthy = rules.len() == 6
             && rules
@@ -483,29 +465,23 @@ fn alerts_as_expected(prometheus: &Prometheus, scene: &Scene) {
         };
         let quiet =
             |name: &str| (rules.iter()).any(|r| r["name"] == name && r["state"] == "inactive");
-        (healthy
+        healthy
             && alert("HeavyKeeperNodeOverloaded", "node", &scene.hot_node)
             && alert("HeavyKeeperHotMiss", "key", MISSING)
             && quiet("HeavyKeeperHotKey")
-            && quiet("HeavyKeeperNodeDown"))
-        .then_some(())
+            && quiet("HeavyKeeperNodeDown")
     });
 }
 
-/// `{{label}}` in a legend format, from the series' labels.
+/// `{{label}}` in a legend format, from the series' labels (none where
+/// the series has no such label).
 fn legend(format: &str, series: &Json) -> String {
-    let mut out = format.to_string();
-    if let Some(labels) = series["metric"].as_object() {
-        for (name, value) in labels {
-            out = out.replace(&format!("{{{{{name}}}}}"), value.as_str().unwrap_or(""));
-        }
-    }
-    // Labels the series does not have read as nothing.
-    while let (Some(a), Some(b)) = (out.find("{{"), out.find("}}")) {
-        if b < a {
-            break;
-        }
-        out.replace_range(a..b + 2, "");
+    let mut parts = format.split("{{");
+    let mut out = parts.next().unwrap_or_default().to_string();
+    for part in parts {
+        let (name, rest) = part.split_once("}}").unwrap_or((part, ""));
+        out += label(series, name.trim());
+        out += rest;
     }
     out
 }
@@ -526,7 +502,11 @@ fn picture_of(panel: &PanelSpec, answers: &[Vec<Json>], start: f64) -> Panel {
     };
     let data = match panel.kind.as_str() {
         "table" => table_of(answers),
-        "heatmap" => heatmap_of(&answers[0]),
+        "heatmap" => PanelData::Heatmap {
+            rows: (buckets(&answers[0]).into_iter())
+                .map(|(le, own)| (le.to_string(), own))
+                .collect(),
+        },
         "state-timeline" => PanelData::States { lines: lines() },
         _ => PanelData::Lines {
             lines: lines(),
@@ -573,30 +553,6 @@ fn table_of(answers: &[Vec<Json>]) -> PanelData {
         columns: columns.iter().map(|c| c.to_string()).collect(),
         rows,
     }
-}
-
-/// Each bucket's own load over time, lowest slots first.
-fn heatmap_of(answer: &[Json]) -> PanelData {
-    let mut series: Vec<(u32, Vec<(f64, f64)>)> = answer
-        .iter()
-        .filter_map(|s| Some((label(s, "le").parse().ok()?, range_values(s))))
-        .collect();
-    series.sort_by_key(|s| s.0);
-    let mut below: BTreeMap<u64, f64> = BTreeMap::new();
-    let rows = series
-        .into_iter()
-        .map(|(le, points)| {
-            let own = points
-                .iter()
-                .map(|&(t, v)| {
-                    let under = below.insert(t as u64, v).unwrap_or(0.0);
-                    (t, v - under)
-                })
-                .collect();
-            (le.to_string(), own)
-        })
-        .collect();
-    PanelData::Heatmap { rows }
 }
 
 fn draw(panels: &[Panel], path: &Path) {

@@ -95,13 +95,8 @@ fn fill(nodes: &[Server]) {
     }
 }
 
-struct Figures {
-    series: usize,
-    bytes: usize,
-    millis: Vec<f64>,
-}
-
-fn measure(exporter: &Exporter, nodes: usize) -> Figures {
+/// The series and bytes of a scrape, and the milliseconds each took, sorted.
+fn measure(exporter: &Exporter, nodes: usize) -> (usize, usize, Vec<f64>) {
     // The first scrape finds the nodes; the ones measured are as
     // Prometheus's every later scrape.
     let first = exporter.metrics();
@@ -118,11 +113,7 @@ fn measure(exporter: &Exporter, nodes: usize) -> Figures {
         millis.push(began.elapsed().as_secs_f64() * 1000.0);
     }
     millis.sort_by(f64::total_cmp);
-    Figures {
-        series: samples(&last).len(),
-        bytes: last.len(),
-        millis,
-    }
+    (samples(&last).len(), last.len(), millis)
 }
 
 #[test]
@@ -133,15 +124,13 @@ fn scrape_time_and_series_at_1_3_and_10_nodes() {
         fill(&nodes);
         for count in [20, 100] {
             let exporter = Exporter::start(nodes[0].port, &["--count", &count.to_string()]);
-            let f = measure(&exporter, n);
+            let (series, bytes, millis) = measure(&exporter, n);
             // Per node: keys (3 kinds), slots (2), prefixes, each with its
             // bounds, 64 ranges, and some 60 fixed figures.
-            assert!(f.series <= n * (3 * count * 6 + 64 + 80), "{}", f.series);
-            let at = |q: f64| f.millis[((f.millis.len() - 1) as f64 * q).round() as usize];
+            assert!(series <= n * (3 * count * 6 + 64 + 80), "{series}");
+            let at = |q: f64| millis[((millis.len() - 1) as f64 * q).round() as usize];
             println!(
-                "exporter figures: nodes={n} count={count} series={} bytes={} scrape_ms median={:.1} p90={:.1} max={:.1} ({} scrapes)",
-                f.series,
-                f.bytes,
+                "exporter figures: nodes={n} count={count} series={series} bytes={bytes} scrape_ms median={:.1} p90={:.1} max={:.1} ({} scrapes)",
                 at(0.5),
                 at(0.9),
                 at(1.0),

@@ -33,21 +33,16 @@ fn is_list(name: &str) -> bool {
 
 const RANGES: &str = "heavykeeper_slot_range_requests_per_second";
 
-/// Per node, the samples of each family in one scrape.
-fn per_node_family(scrape: &[Sample]) -> BTreeMap<(String, String), usize> {
-    let mut counted = BTreeMap::new();
+/// Each family within its bound per node in one scrape; the samples of
+/// figures that are not lists, per node (the same at every scrape).
+fn check_bounds(scrape: &[Sample]) -> BTreeMap<String, usize> {
+    let mut per_node_family: BTreeMap<(String, String), usize> = BTreeMap::new();
     for s in scrape {
         let node = s.labels.get("node").cloned().unwrap_or_default();
-        *counted.entry((node, s.name.clone())).or_default() += 1;
+        *per_node_family.entry((node, s.name.clone())).or_default() += 1;
     }
-    counted
-}
-
-/// Each family within its bound in one scrape; the samples of figures that
-/// are not lists, per node (the same at every scrape).
-fn check_bounds(scrape: &[Sample]) -> BTreeMap<String, usize> {
     let mut fixed: BTreeMap<String, usize> = BTreeMap::new();
-    for ((node, name), n) in per_node_family(scrape) {
+    for ((node, name), n) in per_node_family {
         if is_list(&name) {
             assert!(n <= COUNT, "{n} series of {name} on {node}");
         } else if name == RANGES {

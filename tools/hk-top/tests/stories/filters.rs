@@ -160,18 +160,17 @@ fn db_node_and_sort_narrow_and_order_once() {
             .map(|k| String::from_utf8(k).unwrap())
             .collect()
     };
-    assert_eq!(
-        names(&[b"-p", p, b"--sort", b"reads"]),
-        ["{c}:k", "{b}:k", "{a}:k"]
-    );
-    assert_eq!(
-        names(&[b"-p", p, b"--sort", b"writes"]),
-        ["{a}:k", "{b}:k", "{c}:k"]
-    );
-    assert_eq!(
-        names(&[b"-p", p, b"--sort", b"key"]),
-        ["{a}:k", "{b}:k", "{c}:k"]
-    );
+    for (sort, order) in [
+        ("reads", ["{c}:k", "{b}:k", "{a}:k"]),
+        ("writes", ["{a}:k", "{b}:k", "{c}:k"]),
+        ("key", ["{a}:k", "{b}:k", "{c}:k"]),
+    ] {
+        assert_eq!(
+            names(&[b"-p", p, b"--sort", sort.as_bytes()]),
+            order,
+            "{sort}"
+        );
+    }
     let owner = cluster.owner_of("{b}:k").address();
     let on_owner = names(&[b"-p", p, b"--node", owner.as_bytes()]);
     assert!(on_owner.contains(&"{b}:k".to_string()), "{on_owner:?}");

@@ -7,28 +7,15 @@
 
 use test_harness as common;
 
-use crate::support::{get_n, key_bytes, track_misses};
+use crate::support::{get_n, hk_top_ok, key_bytes, track_misses};
 use base64::Engine;
 use common::{config_set, value, Cluster, Server, TRACK_EVERY_COMMAND};
 use redis::Value;
 use serde_json::Value as Json;
 use std::collections::BTreeSet;
 
-/// stdout of a run that succeeded with nothing on stderr.
-fn quiet_success(args: &[&str]) -> String {
-    let out = crate::support::hk_top(args, &[]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stderr.is_empty(),
-        "{args:?}: {stderr}"
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
 fn json(args: &[&str]) -> Json {
-    let mut all = args.to_vec();
-    all.push("--json");
-    serde_json::from_str(&quiet_success(&all)).expect("JSON")
+    serde_json::from_str(&hk_top_ok(&[args, &["--json"]].concat())).expect("JSON")
 }
 
 fn rows(parsed: &Json) -> &Vec<Json> {
@@ -96,7 +83,7 @@ fn once_and_json_show_the_keys_read_while_missing() {
     let order: Vec<Vec<u8>> = rows(&by_misses).iter().map(key_bytes).collect();
     assert_eq!(order, [MISSED.to_vec(), MISSED_BINARY.to_vec()]);
     // The table: a MISSES/S column, the binary key escaped.
-    let table = quiet_success(&["-p", &port, "--once", "--sort", "misses"]);
+    let table = hk_top_ok(&["-p", &port, "--once", "--sort", "misses"]);
     let lines: Vec<&str> = table.lines().collect();
     // MISSES/S, then the total's error bar.
     assert!(lines[0].trim_end().ends_with("MISSES/S       ±"), "{table}");
@@ -116,7 +103,7 @@ fn a_server_not_counting_misses_has_none_and_says_nothing() {
     let mut con = server.client();
     get_n(&mut con, MISSED, 20);
     let port = server.port.to_string();
-    let table = quiet_success(&["-p", &port, "--once"]);
+    let table = hk_top_ok(&["-p", &port, "--once"]);
     assert!(!table.contains("MISSES"), "{table}");
     assert_eq!(
         table.lines().count(),
@@ -133,7 +120,7 @@ fn a_server_not_counting_misses_has_none_and_says_nothing() {
     let parsed = json(&["-p", &port]);
     let user = row_of(&parsed, MISSED);
     assert!(user["misses_per_second"].as_f64().unwrap() > 0.0, "{user}");
-    assert!(quiet_success(&["-p", &port, "--once"]).contains("MISSES/S"));
+    assert!(hk_top_ok(&["-p", &port, "--once"]).contains("MISSES/S"));
 }
 
 #[test]
@@ -163,7 +150,7 @@ fn in_a_cluster_misses_show_where_their_node_counts_them() {
     );
     assert!(not_counted["reads_per_second"].as_f64().unwrap() > 0.0);
     // The table: the same, `-` where the node does not count misses.
-    let table = quiet_success(&["-p", &port, "--once"]);
+    let table = hk_top_ok(&["-p", &port, "--once"]);
     let misses_cell = |key: &str| {
         let line = table.lines().find(|l| l.starts_with(key)).expect(&table);
         misses_column(line).to_string()

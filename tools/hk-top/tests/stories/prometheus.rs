@@ -17,58 +17,35 @@ use std::time::Duration;
 
 /// Each number `INFO heavykeeper` gives, and the series Prometheus holds
 /// it as: every field the server has, none it no longer has
-/// (`tracker_commands_sampled` went). Percentages of a core are ratios,
-/// milliseconds seconds. One pair a line: the field, its series.
-const INFO_SERIES: &str = "\
-sketches heavykeeper_sketches
-sketch_memory_bytes heavykeeper_sketch_memory_bytes
-arrivals_counted heavykeeper_arrivals_counted_total
-commands_refused_by_limits heavykeeper_commands_refused_by_limits_total
-panics_contained heavykeeper_panics_contained_total
-tracker_enabled heavykeeper_tracker_enabled
-tracker_k heavykeeper_tracker_k
-tracker_halflife_seconds heavykeeper_tracker_halflife_seconds
-tracker_sample heavykeeper_tracker_sample
+/// (`tracker_commands_sampled` went). Most fields keep their name
+/// (`heavykeeper_<field>`), the counters with `_total`; the others, one
+/// pair a line: percentages of a core are ratios, milliseconds seconds.
+const SAME_NAME: &str = "\
+sketches sketch_memory_bytes tracker_enabled tracker_k tracker_halflife_seconds \
+tracker_sample tracker_reads_per_second tracker_writes_per_second \
+tracker_reads_per_second_low tracker_reads_per_second_high tracker_writes_per_second_low \
+tracker_writes_per_second_high tracker_cluster_slots_served tracker_memory_bytes \
+tracker_client_rows tracker_client_rows_memory_bytes watched_keys watched_keys_timed";
+const COUNTERS: &str = "\
+arrivals_counted commands_refused_by_limits panics_contained tracker_cpu_seconds \
+tracker_worker_thinned_seconds tracker_keys_counted tracker_commands_seen \
+tracker_commands_redirected tracker_accesses_dropped tracker_misses_seen \
+tracker_unauthenticated_dropped tracker_auth_checks tracker_auth_refused tracker_slots \
+tracker_slots_counted tracker_slots_discarded events_published events_dropped";
+const RENAMED: &str = "\
 tracker_share_counted heavykeeper_tracker_share_counted_ratio
 tracker_cpu_percent heavykeeper_tracker_cpu_ratio
 tracker_cpu_main_percent heavykeeper_tracker_cpu_main_ratio
 tracker_cpu_worker_percent heavykeeper_tracker_cpu_worker_ratio
 tracker_cpu_percent_counting_all heavykeeper_tracker_cpu_counting_all_ratio
 tracker_cpu_budget_percent heavykeeper_tracker_cpu_budget_ratio
-tracker_cpu_seconds heavykeeper_tracker_cpu_seconds_total
 tracker_cpu_seconds_main heavykeeper_tracker_cpu_main_seconds_total
 tracker_cpu_seconds_worker heavykeeper_tracker_cpu_worker_seconds_total
-tracker_reads_per_second heavykeeper_tracker_reads_per_second
-tracker_writes_per_second heavykeeper_tracker_writes_per_second
-tracker_reads_per_second_low heavykeeper_tracker_reads_per_second_low
-tracker_reads_per_second_high heavykeeper_tracker_reads_per_second_high
-tracker_writes_per_second_low heavykeeper_tracker_writes_per_second_low
-tracker_writes_per_second_high heavykeeper_tracker_writes_per_second_high
 tracker_accesses_kept_share heavykeeper_tracker_accesses_kept_ratio
-tracker_cluster_slots_served heavykeeper_tracker_cluster_slots_served
-tracker_worker_thinned_seconds heavykeeper_tracker_worker_thinned_seconds_total
 tracker_seconds_counted heavykeeper_tracker_counted_seconds_total
-tracker_memory_bytes heavykeeper_tracker_memory_bytes
-tracker_client_rows heavykeeper_tracker_client_rows
-tracker_client_rows_memory_bytes heavykeeper_tracker_client_rows_memory_bytes
-tracker_keys_counted heavykeeper_tracker_keys_counted_total
-tracker_commands_seen heavykeeper_tracker_commands_seen_total
-tracker_commands_redirected heavykeeper_tracker_commands_redirected_total
-tracker_accesses_dropped heavykeeper_tracker_accesses_dropped_total
 tracker_misses heavykeeper_tracker_misses_enabled
-tracker_misses_seen heavykeeper_tracker_misses_seen_total
-tracker_unauthenticated_dropped heavykeeper_tracker_unauthenticated_dropped_total
-tracker_auth_checks heavykeeper_tracker_auth_checks_total
-tracker_auth_refused heavykeeper_tracker_auth_refused_total
-tracker_slots heavykeeper_tracker_slots_total
-tracker_slots_counted heavykeeper_tracker_slots_counted_total
 tracker_uncounted_slot_mean_ms heavykeeper_tracker_uncounted_slot_mean_seconds
-tracker_counted_slot_mean_ms heavykeeper_tracker_counted_slot_mean_seconds
-tracker_slots_discarded heavykeeper_tracker_slots_discarded_total
-watched_keys heavykeeper_watched_keys
-watched_keys_timed heavykeeper_watched_keys_timed
-events_published heavykeeper_events_published_total
-events_dropped heavykeeper_events_dropped_total";
+tracker_counted_slot_mean_ms heavykeeper_tracker_counted_slot_mean_seconds";
 
 /// `INFO heavykeeper`'s fields (without the prefix) and their values.
 fn info_fields(con: &mut redis::Connection) -> Vec<(String, String)> {
@@ -84,29 +61,6 @@ fn info_fields(con: &mut redis::Connection) -> Vec<(String, String)> {
 const MISSED: &str = "miss:\"q\"";
 const MISSED_BINARY: &[u8] = b"gone:\xff";
 
-/// What the exporter serves for hot misses and the text INFO field,
-/// straight from it.
-fn misses_and_auth_check_in_the_text(metrics: &str, node: &str) {
-    let binary = base64::engine::general_purpose::STANDARD.encode(MISSED_BINARY);
-    let series = format!("heavykeeper_hotkey_misses_per_second{{node=\"{node}\",db=\"0\",key");
-    for line in [
-        "# TYPE heavykeeper_hotkey_misses_per_second gauge".to_string(),
-        format!("{series}=\"miss:\\\"q\\\"\"}}"),
-        format!("{series}_base64=\"{binary}\"}}"),
-        format!("heavykeeper_tracker_auth_check_info{{node=\"{node}\",check=\"none-needed\"}} 1"),
-    ] {
-        assert!(metrics.contains(&line), "{line} in {metrics}");
-    }
-    // A key that exists is never a miss.
-    assert!(
-        !metrics
-            .lines()
-            .any(|l| l.starts_with("heavykeeper_hotkey_misses") && l.contains("product:1")),
-        "{metrics}"
-    );
-    assert!(!metrics.contains("commands_sampled"), "{metrics}");
-}
-
 /// Every number of the server's INFO, as Prometheus holds it.
 fn every_info_field_through_prometheus(
     prometheus: &Prometheus,
@@ -116,8 +70,12 @@ fn every_info_field_through_prometheus(
     let info = info_fields(con);
     let numbers = info.iter().filter(|(_, v)| v.parse::<f64>().is_ok());
     let numeric: BTreeSet<&str> = numbers.map(|(f, _)| f.as_str()).collect();
-    let pairs: Vec<(&str, &str)> = (INFO_SERIES.lines())
-        .map(|l| l.split_once(' ').unwrap())
+    let named = |fields: &'static str, end: &'static str| {
+        (fields.split_whitespace()).map(move |f| (f, format!("heavykeeper_{f}{end}")))
+    };
+    let renamed = (RENAMED.lines()).map(|l| l.split_once(' ').unwrap());
+    let pairs: Vec<(&str, String)> = (named(SAME_NAME, "").chain(named(COUNTERS, "_total")))
+        .chain(renamed.map(|(f, s)| (f, s.to_string())))
         .collect();
     let mapped: BTreeSet<&str> = pairs.iter().map(|(f, _)| *f).collect();
     assert_eq!(numeric, mapped, "the server's INFO and the mapping differ");
@@ -161,17 +119,31 @@ fn prometheus_scrapes_the_hot_keys_and_the_module_figures() {
         }
     }
     let metrics = live.metrics();
-    misses_and_auth_check_in_the_text(&metrics, &node);
+    // The hot misses and the text INFO field, straight from it too.
+    let binary = base64::engine::general_purpose::STANDARD.encode(MISSED_BINARY);
+    let series = format!("heavykeeper_hotkey_misses_per_second{{node=\"{node}\",db=\"0\",key");
     for line in [
-        "# TYPE heavykeeper_hotkey_reads_per_second gauge",
-        "key=\"product:1\"",
+        "# TYPE heavykeeper_hotkey_reads_per_second gauge".to_string(),
+        "key=\"product:1\"".into(),
         // Label values are escaped as the format says.
-        "key=\"cart:\\\"quoted\\\"\\n\"",
-        "heavykeeper_tracker_memory_bytes{",
-        "heavykeeper_tracker_commands_seen_total{",
+        "key=\"cart:\\\"quoted\\\"\\n\"".into(),
+        "heavykeeper_tracker_memory_bytes{".into(),
+        "heavykeeper_tracker_commands_seen_total{".into(),
+        "# TYPE heavykeeper_hotkey_misses_per_second gauge".into(),
+        format!("{series}=\"miss:\\\"q\\\"\"}}"),
+        format!("{series}_base64=\"{binary}\"}}"),
+        format!("heavykeeper_tracker_auth_check_info{{node=\"{node}\",check=\"none-needed\"}} 1"),
     ] {
-        assert!(metrics.contains(line), "{line} in {metrics}");
+        assert!(metrics.contains(&line), "{line} in {metrics}");
     }
+    // A key that exists is never a miss.
+    assert!(
+        !metrics
+            .lines()
+            .any(|l| l.starts_with("heavykeeper_hotkey_misses") && l.contains("product:1")),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("commands_sampled"), "{metrics}");
     assert!(metrics.trim_end().ends_with("# EOF"), "{metrics}");
 
     let prometheus = Prometheus::start(&[live.port, dead.port], None);

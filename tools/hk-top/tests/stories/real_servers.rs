@@ -25,16 +25,11 @@ fn refused(args: &[&str], env: &[(&str, &str)]) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Reads `key` a few times so that the tracker lists it.
-fn heat(con: &mut redis::Connection, key: &str) {
-    repeat(con, 5, &["GET", key]);
-}
-
 #[test]
-fn a_password_from_the_flag_the_environment_or_the_url() {
+fn a_password_from_the_flag_the_environment_or_the_url_or_an_acl_user() {
     let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
     let mut con = server.client();
-    heat(&mut con, "cart:7");
+    repeat(&mut con, 5, &["GET", "cart:7"]);
     config_set(&mut con, "requirepass", "s3cret");
     let port = server.port.to_string();
     for (args, env) in [
@@ -51,26 +46,19 @@ fn a_password_from_the_flag_the_environment_or_the_url() {
     assert!(e.contains("cannot reach") && e.contains("auth"), "{e}");
     let e = refused(&["-p", &port], &[]);
     assert!(e.contains("NOAUTH") || e.contains("auth"), "{e}");
-}
-
-#[test]
-fn an_acl_user_allowed_hk_hotkeys_only() {
-    let server = Server::start_configured(TRACK_EVERY_COMMAND, &[]);
-    let mut con = server.client();
-    heat(&mut con, "user:42");
+    // An ACL user allowed `HK.HOTKEYS` and nothing else.
     cli(&mut con, "ACL SETUSER watcher on >pw -@all +hk.hotkeys");
-    let port = server.port.to_string();
     let listed = table(&["-p", &port, "--user", "watcher", "--pass", "pw"], &[]);
-    assert!(listed.contains("user:42"), "{listed}");
+    assert!(listed.contains("cart:7"), "{listed}");
     let url = format!("redis://watcher:pw@127.0.0.1:{port}");
-    assert!(table(&["-u", &url], &[]).contains("user:42"));
+    assert!(table(&["-u", &url], &[]).contains("cart:7"));
     // The user really is that narrow.
     let mut narrow = redis::Client::open(url.as_str())
         .unwrap()
         .get_connection()
         .unwrap();
     assert!(redis::cmd("GET")
-        .arg("user:42")
+        .arg("cart:7")
         .query::<Option<String>>(&mut narrow)
         .is_err());
 }
@@ -118,25 +106,13 @@ fn a_tls_listener_verified_against_the_test_ca() {
     make_certificates(certs.path());
     let tls_port = free_port().to_string();
     let file = |name: &str| certs.path().join(name).to_string_lossy().into_owned();
-    let server = Server::start_configured(
-        TRACK_EVERY_COMMAND,
-        &[
-            "--tls-port",
-            &tls_port,
-            "--tls-cert-file",
-            &file("server.crt"),
-            "--tls-key-file",
-            &file("server.key"),
-            "--tls-ca-cert-file",
-            &file("ca.crt"),
-            "--tls-auth-clients",
-            "no",
-        ],
-    );
+    let (cert, key, ca) = (file("server.crt"), file("server.key"), file("ca.crt"));
+    let files = format!("--tls-cert-file {cert} --tls-key-file {key} --tls-ca-cert-file {ca}");
+    let tls = format!("--tls-port {tls_port} {files} --tls-auth-clients no");
+    let server = Server::start_configured(TRACK_EVERY_COMMAND, &words(&tls));
     let mut con = server.client();
-    heat(&mut con, "session:abc");
+    repeat(&mut con, 5, &["GET", "session:abc"]);
     config_set(&mut con, "requirepass", "t1s");
-    let ca = file("ca.crt");
     let listed = table(
         &["-p", &tls_port, "--tls", "--cacert", &ca, "-a", "t1s"],
         &[],
@@ -150,16 +126,9 @@ fn a_tls_listener_verified_against_the_test_ca() {
         "{listed}"
     );
     // A certificate from a CA not asked for is refused, unless told not to check.
+    let other = file("other.crt");
     let e = refused(
-        &[
-            "-p",
-            &tls_port,
-            "--tls",
-            "--cacert",
-            &file("other.crt"),
-            "-a",
-            "t1s",
-        ],
+        &["-p", &tls_port, "--tls", "--cacert", &other, "-a", "t1s"],
         &[],
     );
     assert!(e.to_lowercase().contains("certificate"), "{e}");

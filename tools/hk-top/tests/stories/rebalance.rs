@@ -1,11 +1,11 @@
 //! `hk-top rebalance` on real three-primary clusters: the 60/20/20
 //! cluster under live traffic (a plan, then `--apply`: no key lost or
 //! changed, no client error but MOVED/ASK, no node above 45% of the reads
-//! afterwards), a key no move can fix, a cluster not fit to move slots in,
-//! and a node on fire planned as when every command is counted (a run
-//! interrupted, a reviewed plan: rebalance_faults.rs). Run on
-//! Redis 7.0 (the standard migration) and, with `REDIS_SERVER` set to a
-//! Valkey 9 binary, on its own atomic slot migration.
+//! afterwards), a key no move can fix, a cluster too idle to balance or not
+//! fit to move slots in, and a node on fire planned as when every command
+//! is counted (a run interrupted, a reviewed plan: rebalance_faults.rs).
+//! Run on Redis 7.0 (the standard migration) and, with `REDIS_SERVER` set
+//! to a Valkey 9 binary, on its own atomic slot migration.
 
 use crate::support::common::{self, wait_until, Cluster};
 use crate::support::*;
@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 #[test]
 fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
     let cluster = Cluster::start(TRACK_2S);
-    let keys = distinct_slot_keys(&cluster, 1000);
+    let keys = keys_per_slot(&cluster, 1000, 1);
     load_keys(&cluster, &keys);
     let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate(), 0.0);
     // The planner moves the slots measured hottest, and where all are
@@ -78,7 +78,7 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
     // And as the trackers count them, once what they counted before the
     // moves has faded.
     let tracked_shares = || {
-        let tracked = tracker_reads(&cluster);
+        let tracked = tracker_rates(&cluster, &["reads"]);
         let all: f64 = tracked.iter().sum();
         tracked.iter().map(|r| r / all).collect::<Vec<f64>>()
     };
@@ -117,7 +117,7 @@ fn a_hot_node_sheds_slots_under_live_traffic_and_no_key_is_lost() {
 #[test]
 fn a_key_with_half_the_traffic_is_advice_not_a_move() {
     let cluster = Cluster::start(TRACK_FAST);
-    let keys = distinct_slot_keys(&cluster, 300);
+    let keys = keys_per_slot(&cluster, 300, 1);
     load_keys(&cluster, &keys);
     let hot = keys[0].clone();
     let mut cons: Vec<Connection> = cluster.nodes.iter().map(|n| n.client()).collect();
@@ -151,16 +151,22 @@ fn a_key_with_half_the_traffic_is_advice_not_a_move() {
     );
 }
 
+/// A cluster serving nothing is "too light" to balance (the rule is the
+/// planner's: crates/rebalance/tests/plans.rs), as JSON and to a person.
 /// A node down: `--apply` refuses and moves nothing (a slot half-migrated
 /// by someone else: rebalance_faults.rs's a_killed_run_is_refused_to_others_...).
 #[test]
-fn a_cluster_not_fit_to_move_slots_in_is_refused() {
+fn an_idle_cluster_is_too_light_and_one_not_fit_to_move_slots_in_is_refused() {
     let mut cluster = Cluster::start(TRACK_FAST);
+    let port = cluster.nodes[1].port.to_string();
+    let idle = hk_top(&["-p", &port, "rebalance", "--json"], &[]);
+    assert_eq!(json_of(&idle)["too_light"], true, "{}", text(&idle));
+    let said = hk_top(&["-p", &port, "rebalance"], &[]);
+    assert_ended(&said, 0, "nothing worth balancing");
     let owners = owner_map(&cluster);
     cluster.nodes[2].stop();
     let journal = tempfile::tempdir().unwrap();
     let journal = journal.path().join("journal.json");
-    let port = cluster.nodes[1].port.to_string();
     let line = format!(
         "-p {port} rebalance --apply --journal {}",
         journal.display()
@@ -183,15 +189,13 @@ fn a_cluster_not_fit_to_move_slots_in_is_refused() {
 #[test]
 fn a_node_on_fire_is_planned_as_when_every_command_is_counted() {
     let cluster = Cluster::start(&["track", "yes", "track-halflife", "2"]);
-    let keys = distinct_slot_keys(&cluster, 1000);
+    let keys = keys_per_slot(&cluster, 1000, 1);
     load_keys(&cluster, &keys);
     let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], rate(), 0.0);
     let elsewhere = keys.iter().find(|k| k.1 == 1).unwrap();
     let fire = OnFire::start(cluster.nodes[0].port, &elsewhere.0);
-    let (port, first) = (
-        cluster.nodes[1].port.to_string(),
-        cluster.nodes[0].address(),
-    );
+    let port = cluster.nodes[1].port.to_string();
+    let first = cluster.nodes[0].address();
     loading_forgotten(&cluster);
     let counted = counted_share(&cluster.nodes[0]);
     let out = hk_top(&["-p", &port, "rebalance", "--json"], &[]);
@@ -297,10 +301,8 @@ impl Drop for OnFire {
 
 /// The share of the last second the node's tracker counted.
 fn counted_share(node: &common::Server) -> f64 {
-    let read = |con: &mut Connection| {
-        common::info_field(con, "heavykeeper", "heavykeeper_tracker_seconds_counted")
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap()
+    let read = |con: &mut Connection| -> f64 {
+        common::info_number(con, "heavykeeper", "heavykeeper_tracker_seconds_counted")
     };
     let mut con = node.client();
     let (start, at) = (read(&mut con), Instant::now());

@@ -8,7 +8,7 @@
 //! at each step left, a stale view, a lost lease) is tested on a scripted
 //! cluster in `src/rebalance/apply.rs`, the lease's refusal in `lease.rs`.
 
-use crate::support::common::{wait_until, Cluster, ClusterOptions};
+use crate::support::common::{info_field, wait_until, Cluster, ClusterOptions};
 use crate::support::*;
 use serde_json::Value as Json;
 use std::path::PathBuf;
@@ -52,7 +52,7 @@ impl Scene {
             "the trackers to see the load",
             Duration::from_secs(30),
             || {
-                let load = tracker_load(&self.cluster);
+                let load = tracker_rates(&self.cluster, &["reads", "writes"]);
                 load[0] > 0.7 * load.iter().sum::<f64>()
             },
         );
@@ -102,10 +102,8 @@ impl Scene {
     /// A reviewed plan moving `slots` from node 0 to node 1, as the
     /// `--plan` flag and its file.
     fn plan(&self, slots: &[u16]) -> [String; 2] {
-        let (from, to) = (
-            self.cluster.nodes[0].address(),
-            self.cluster.nodes[1].address(),
-        );
+        let from = self.cluster.nodes[0].address();
+        let to = self.cluster.nodes[1].address();
         let moves: Vec<Json> = (slots.iter())
             .map(|s| serde_json::json!({"slot": s, "from": from, "to": to}))
             .collect();
@@ -179,7 +177,7 @@ fn a_signal_stops_a_run_between_two_slots_and_the_next_run_goes_on() {
         );
         run.err
             .wait_for(&format!("[{after}/"), Duration::from_secs(60));
-        signal(&run.child, signal_name);
+        signal(run.child.id(), signal_name);
         let (status, said, report) = run.end();
         assert_eq!(status.code(), Some(code), "SIG{signal_name}: {said}");
         assert!(
@@ -284,7 +282,7 @@ fn a_stalled_source_is_waited_out_or_named_and_the_slot_finished() {
 /// the run goes on with the primary that took over, and loses no key.
 #[test]
 fn a_failover_mid_run_goes_on_with_the_primary_that_took_over() {
-    let scene = Scene::new(40, 50, true);
+    let mut scene = Scene::new(40, 50, true);
     // A cluster just made: every node knows every other, the replicas as
     // replicas (a vote a node cannot place is not cast).
     let cluster = &scene.cluster;
@@ -317,43 +315,22 @@ fn a_failover_mid_run_goes_on_with_the_primary_that_took_over() {
     wait_until(
         "the replica to serve as primary",
         Duration::from_secs(20),
-        || {
-            let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut replica).unwrap();
-            redis::from_redis_value::<String>(&role[0]).unwrap() == "master"
-        },
+        || info_field(&mut replica, "replication", "role").as_deref() == Some("master"),
     );
     let (status, said, report) = run.end();
     assert!(status.success() && said.contains("failed over"), "{said}");
+    // Intact over the primaries as they are now: the promoted replica in
+    // its primary's place.
+    let promoted = scene.cluster.replicas.remove(0);
+    let demoted = std::mem::replace(&mut scene.cluster.nodes[0], promoted);
+    scene.cluster.replicas.insert(0, demoted);
     let applied = report["applied"].clone();
-    let seen = scene.assert_intact_with_failover();
+    let seen = scene.assert_intact();
     eprintln!(
         "fault figures (failover of the source mid-run): {}; clients {}",
         applied_summary(&applied),
         seen.summary()
     );
-}
-
-impl Scene {
-    /// [`Scene::assert_intact`] over the primaries as they are after a
-    /// failover (a promoted replica in its primary's place).
-    fn assert_intact_with_failover(mut self) -> Seen {
-        let promoted = self.cluster.replicas.remove(0);
-        let demoted = std::mem::replace(&mut self.cluster.nodes[0], promoted);
-        self.cluster.replicas.insert(0, demoted);
-        self.assert_intact()
-    }
-}
-
-/// A cluster serving nothing is "too light" to balance (the rule is the
-/// planner's: crates/rebalance/tests/plans.rs), as JSON and to a person.
-#[test]
-fn a_cluster_serving_nothing_is_too_light_to_balance() {
-    let cluster = Cluster::start(TRACK_FAST);
-    let port = cluster.nodes[0].port.to_string();
-    let idle = hk_top(&["-p", &port, "rebalance", "--json"], &[]);
-    assert_eq!(json_of(&idle)["too_light"], true, "{}", text(&idle));
-    let said = hk_top(&["-p", &port, "rebalance"], &[]);
-    assert_ended(&said, 0, "nothing worth balancing");
 }
 
 /// hk-top killed mid-slot (as `kill -9` would, its lease left behind):

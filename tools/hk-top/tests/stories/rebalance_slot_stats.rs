@@ -22,7 +22,7 @@ fn bare_cluster() -> Cluster {
 #[test]
 fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
     let cluster = bare_cluster();
-    let keys = distinct_slot_keys(&cluster, 600);
+    let keys = keys_per_slot(&cluster, 600, 1);
     load_keys(&cluster, &keys);
     let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], 4000.0, 0.05);
     let dir = tempfile::tempdir().unwrap();
@@ -89,7 +89,7 @@ fn a_cluster_without_the_module_is_balanced_by_its_own_slot_statistics() {
 #[test]
 fn a_cluster_serving_almost_nothing_is_not_balanced_and_statistics_off_are_named() {
     let cluster = bare_cluster();
-    let keys = distinct_slot_keys(&cluster, 30);
+    let keys = keys_per_slot(&cluster, 30, 1);
     load_keys(&cluster, &keys);
     let traffic = Traffic::start(&cluster, &keys, &[0.6, 0.2, 0.2], 5.0, 0.0);
     let port = cluster.nodes[0].port.to_string();

@@ -33,7 +33,7 @@ fn events(lines: &[String]) -> Vec<Json> {
 #[test]
 fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
     let cluster = Cluster::start(TRACK_FAST);
-    let keys = distinct_slot_keys(&cluster, 300);
+    let keys = keys_per_slot(&cluster, 300, 1);
     load_keys(&cluster, &keys);
     let traffic = Traffic::start(&cluster, &keys, &[0.8, 0.1, 0.1], 4000.0, 0.0);
     let dir = tempfile::tempdir().unwrap();
@@ -46,7 +46,7 @@ fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
                 .any(|e| e["event"] == "round" && e["slots_in_cooldown"].as_u64() > Some(0))
         },
     );
-    signal(&child, "INT");
+    signal(child.id(), "INT");
     let status = child.wait().unwrap();
     let said = err.all().join("\n");
     assert_eq!(status.code(), Some(130), "{said}");
@@ -70,7 +70,7 @@ fn a_watch_moves_slots_off_a_hot_node_and_ctrl_c_ends_it_between_slots() {
 #[ignore = "a measurement for make bench (a few minutes): run by name with --ignored"]
 fn watch_figures_over_a_hot_set_that_shifts() {
     let cluster = Cluster::start(TRACK_FAST);
-    let keys = distinct_slot_keys(&cluster, 300);
+    let keys = keys_per_slot(&cluster, 300, 1);
     load_keys(&cluster, &keys);
     let weighted: Vec<(String, f64)> = keys.iter().map(|k| (k.0.clone(), 1.0)).collect();
     let traffic = Traffic::start_weighted(&cluster, weighted, 6000.0, 0.05);
@@ -94,7 +94,7 @@ fn watch_figures_over_a_hot_set_that_shifts() {
         until_settled(&out, before);
         per_phase.push(moves() - before);
     }
-    signal(&child, "INT");
+    signal(child.id(), "INT");
     child.wait().unwrap();
     let rounds: Vec<Json> = (events(&out.all()).into_iter())
         .filter(|e| e["event"] == "round")

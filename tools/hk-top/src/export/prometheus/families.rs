@@ -3,9 +3,7 @@
 //! its node's list leaves `/metrics` with it: no series is left behind
 //! with its last value, and Prometheus marks it stale at the next scrape.
 
-use super::info_fields::{
-    info_field, InfoField, Kind, TextField, AUTH_CHECK, CLUSTER_STATE, INFO_FIELDS,
-};
+use super::info_fields::{info_field, Kind, TextField, AUTH_CHECK, CLUSTER_STATE, INFO_FIELDS};
 use super::labels::{bytes_label, label_value, node_labels, InfoSet, Labels};
 use super::node_read::Answer;
 use crate::reading::hot_keys::{KeyId, Row};
@@ -34,13 +32,8 @@ impl Bounded {
     /// `name`, `name_low` and `name_high`.
     fn register(registry: &mut Registry, name: &str, help: &str) -> Self {
         let family = |registry: &mut Registry, suffix: &str, prefix: &str| {
-            let family = Family::<Labels, Value>::default();
-            registry.register(
-                format!("{name}{suffix}"),
-                format!("{prefix}{help}"),
-                family.clone(),
-            );
-            family
+            let (name, help) = (format!("{name}{suffix}"), format!("{prefix}{help}"));
+            registered(registry, &name, &help, None)
         };
         Bounded {
             rate: family(registry, "", ""),
@@ -72,8 +65,8 @@ pub struct Families {
     /// Who drives a hot key, and a node's hottest clients (by host).
     key_clients: Bounded,
     hot_clients: Bounded,
-    gauges: Gauges,
-    counters: Counters,
+    /// The numeric INFO fields' families, by field.
+    info: (Gauges, Counters),
     /// The text fields, each an info metric.
     texts: Vec<(&'static TextField, InfoSet)>,
 }
@@ -81,84 +74,66 @@ pub struct Families {
 impl Families {
     pub fn new() -> Self {
         let mut registry = Registry::default();
-        let up = Family::<Labels, Gauge>::default();
-        registry.register(
-            "heavykeeper_up",
-            "1 if the node answered this scrape, else 0",
-            up.clone(),
-        );
-        let errors = Family::<Labels, Gauge>::default();
-        registry.register(
-            "heavykeeper_scrape_errors",
-            "Queries to the node that failed during this scrape (INFO, HK.HOTKEYS, HK.HOTSLOTS)",
-            errors.clone(),
-        );
-        let hot_keys = Metric::ALL
-            .iter()
-            .map(|metric| {
-                let name = format!("heavykeeper_hotkey_{}", metric.json_name());
-                Bounded::register(&mut registry, &name, metric.prometheus_help())
-            })
-            .collect();
-        let hot_prefixes = Bounded::register(
-            &mut registry,
-            "heavykeeper_hotprefix_requests_per_second",
-            "Reads and writes per second of every key under one of the node's hottest prefixes (HK.HOTKEYS PREFIXES), the prefix a SCAN MATCH pattern",
-        );
-        let hot_slots =
-            [(Metric::Reads, "Reads"), (Metric::Writes, "Writes")].map(|(metric, what)| {
-                let name = format!("heavykeeper_hotslot_{}", metric.json_name());
-                let help = format!(
-                    "{what} per second of one of the node's hottest hash slots (HK.HOTSLOTS)"
-                );
-                Bounded::register(&mut registry, &name, &help)
-            });
-        let slot_ranges = Family::<Labels, Value>::default();
-        registry.register(
-            "heavykeeper_slot_range_requests_per_second",
-            "Reads and writes per second of the node's hash slots numbered up to le, cumulative as a histogram's buckets (64 ranges of 256 slots): a heat map over the slot range",
-            slot_ranges.clone(),
-        );
-        let share = Family::<Labels, Value>::default();
-        registry.register_with_unit(
-            "heavykeeper_node_share",
-            "The node's part of the reads and writes per second of every node that answered this scrape, 0 to 1 (its tracker's totals, or its listed keys where a node gives no totals)",
-            Unit::Other("ratio".to_string()),
-            share.clone(),
-        );
-        let key_clients = Bounded::register(
-            &mut registry,
-            "heavykeeper_hotkey_client_requests_per_second",
-            "Reads and writes per second one host sends one of the node's 5 hottest keys, its 3 biggest senders (HK.HOTKEYS CLIENTS; Redis 7.2+, Valkey)",
-        );
-        let hot_clients = Bounded::register(
-            &mut registry,
-            "heavykeeper_hotclient_key_accesses_per_second",
-            "Key accesses per second of one of the node's 10 hottest client hosts, whatever the keys (HK.HOTCLIENTS; Redis 7.2+, Valkey)",
-        );
-        let (gauges, counters) = info_families(&mut registry);
-        let texts = [&AUTH_CHECK, &CLUSTER_STATE]
-            .into_iter()
-            .map(|text| {
-                let set = InfoSet::default();
-                registry.register(text.name, text.help, set.clone());
-                (text, set)
-            })
-            .collect();
+        let r = &mut registry;
+        let hot_slots = [(Metric::Reads, "Reads"), (Metric::Writes, "Writes")];
         Families {
+            up: registered(
+                r,
+                "heavykeeper_up",
+                "1 if the node answered this scrape, else 0",
+                None,
+            ),
+            errors: registered(
+                r,
+                "heavykeeper_scrape_errors",
+                "Queries to the node that failed during this scrape (INFO, HK.HOTKEYS, HK.HOTSLOTS)",
+                None,
+            ),
+            hot_keys: (Metric::ALL.iter())
+                .map(|metric| {
+                    let name = format!("heavykeeper_hotkey_{}", metric.json_name());
+                    Bounded::register(r, &name, metric.prometheus_help())
+                })
+                .collect(),
+            hot_prefixes: Bounded::register(
+                r,
+                "heavykeeper_hotprefix_requests_per_second",
+                "Reads and writes per second of every key under one of the node's hottest prefixes (HK.HOTKEYS PREFIXES), the prefix a SCAN MATCH pattern",
+            ),
+            hot_slots: hot_slots.map(|(metric, what)| {
+                let name = format!("heavykeeper_hotslot_{}", metric.json_name());
+                let help =
+                    format!("{what} per second of one of the node's hottest hash slots (HK.HOTSLOTS)");
+                Bounded::register(r, &name, &help)
+            }),
+            slot_ranges: registered(
+                r,
+                "heavykeeper_slot_range_requests_per_second",
+                "Reads and writes per second of the node's hash slots numbered up to le, cumulative as a histogram's buckets (64 ranges of 256 slots): a heat map over the slot range",
+                None,
+            ),
+            share: registered(
+                r,
+                "heavykeeper_node_share",
+                "The node's part of the reads and writes per second of every node that answered this scrape, 0 to 1 (its tracker's totals, or its listed keys where a node gives no totals)",
+                Some(Unit::Other("ratio".to_string())),
+            ),
+            key_clients: Bounded::register(
+                r,
+                "heavykeeper_hotkey_client_requests_per_second",
+                "Reads and writes per second one host sends one of the node's 5 hottest keys, its 3 biggest senders (HK.HOTKEYS CLIENTS; Redis 7.2+, Valkey)",
+            ),
+            hot_clients: Bounded::register(
+                r,
+                "heavykeeper_hotclient_key_accesses_per_second",
+                "Key accesses per second of one of the node's 10 hottest client hosts, whatever the keys (HK.HOTCLIENTS; Redis 7.2+, Valkey)",
+            ),
+            info: info_families(r),
+            texts: [&AUTH_CHECK, &CLUSTER_STATE]
+                .into_iter()
+                .map(|text| (text, registered(r, text.name, text.help, None)))
+                .collect(),
             registry,
-            up,
-            errors,
-            hot_keys,
-            hot_prefixes,
-            hot_slots,
-            slot_ranges,
-            share,
-            key_clients,
-            hot_clients,
-            gauges,
-            counters,
-            texts,
         }
     }
 
@@ -280,9 +255,10 @@ impl Families {
                 continue;
             };
             let number = number / f.divisor;
-            if let Some(family) = self.gauges.get(field) {
+            let (gauges, counters) = &self.info;
+            if let Some(family) = gauges.get(field) {
                 family.get_or_create(labels).set(number);
-            } else if let Some(family) = self.counters.get(field) {
+            } else if let Some(family) = counters.get(field) {
                 family.get_or_create(labels).inc_by(number);
             }
         }
@@ -296,25 +272,28 @@ type Counters = HashMap<&'static str, Family<Labels, Total>>;
 fn info_families(registry: &mut Registry) -> (Gauges, Counters) {
     let (mut gauges, mut counters) = (HashMap::new(), HashMap::new());
     for f in INFO_FIELDS {
+        let (name, unit) = (f.name(), f.unit.map(|u| u.prometheus()));
         match f.kind {
-            Kind::Gauge => drop(gauges.insert(f.field, registered(registry, f))),
-            Kind::Counter => drop(counters.insert(f.field, registered(registry, f))),
+            Kind::Gauge => drop(gauges.insert(f.field, registered(registry, &name, f.help, unit))),
+            Kind::Counter => {
+                drop(counters.insert(f.field, registered(registry, &name, f.help, unit)))
+            }
         }
     }
     (gauges, counters)
 }
 
-/// A new metric registered as `f` says.
+/// A new metric registered as `name`, in `unit` where it has one.
 fn registered<M: prometheus_client::registry::Metric + Clone + Default>(
     registry: &mut Registry,
-    f: &InfoField,
+    name: &str,
+    help: &str,
+    unit: Option<Unit>,
 ) -> M {
     let metric = M::default();
-    match f.unit {
-        Some(unit) => {
-            registry.register_with_unit(f.name, f.help, unit.prometheus(), metric.clone())
-        }
-        None => registry.register(f.name, f.help, metric.clone()),
+    match unit {
+        Some(unit) => registry.register_with_unit(name, help, unit, metric.clone()),
+        None => registry.register(name, help, metric.clone()),
     }
     metric
 }

@@ -38,8 +38,9 @@ impl Unit {
 pub struct InfoField {
     /// The INFO field after its `heavykeeper_` prefix.
     pub field: &'static str,
-    /// The metric's name before its unit and `_total`.
-    pub name: &'static str,
+    /// The metric's name after `heavykeeper_` where it is not the field's
+    /// (see [`InfoField::name`]).
+    named: Option<&'static str>,
     pub kind: Kind,
     pub unit: Option<Unit>,
     /// The INFO figure over this is the metric's value: a percentage
@@ -51,15 +52,10 @@ pub struct InfoField {
     pub help: &'static str,
 }
 
-const fn field(
-    field: &'static str,
-    name: &'static str,
-    kind: Kind,
-    help: &'static str,
-) -> InfoField {
+const fn field(field: &'static str, kind: Kind, help: &'static str) -> InfoField {
     InfoField {
         field,
-        name,
+        named: None,
         kind,
         unit: None,
         divisor: 1.0,
@@ -67,15 +63,33 @@ const fn field(
     }
 }
 
-const fn gauge(info: &'static str, name: &'static str, help: &'static str) -> InfoField {
-    field(info, name, Kind::Gauge, help)
+const fn gauge(info: &'static str, help: &'static str) -> InfoField {
+    field(info, Kind::Gauge, help)
 }
 
-const fn counter(info: &'static str, name: &'static str, help: &'static str) -> InfoField {
-    field(info, name, Kind::Counter, help)
+const fn counter(info: &'static str, help: &'static str) -> InfoField {
+    field(info, Kind::Counter, help)
 }
 
 impl InfoField {
+    /// The metric's name before its unit and `_total`: the field's, less
+    /// the unit it ends in (`sketch_memory_bytes` is
+    /// `heavykeeper_sketch_memory`, in bytes), unless [`Self::named`] says.
+    pub fn name(&self) -> String {
+        let units = ["_bytes", "_seconds", "_percent", "_ms", "_share"];
+        let unit = units.iter().find_map(|u| self.field.strip_suffix(u));
+        let base = self.named.or(unit.filter(|_| self.unit.is_some()));
+        format!("heavykeeper_{}", base.unwrap_or(self.field))
+    }
+
+    /// A name that is not the field's.
+    const fn named(self, name: &'static str) -> Self {
+        InfoField {
+            named: Some(name),
+            ..self
+        }
+    }
+
     const fn in_unit(self, unit: Unit) -> Self {
         InfoField {
             unit: Some(unit),
@@ -127,271 +141,213 @@ pub const CLUSTER_STATE: TextField = TextField {
 
 pub const INFO_FIELDS: &[InfoField] = &[
     // heavykeeper_sketches
-    gauge("sketches", "heavykeeper_sketches", "Keys holding a HeavyKeeper sketch"),
+    gauge("sketches", "Keys holding a HeavyKeeper sketch"),
     gauge(
         "sketch_memory_bytes",
-        "heavykeeper_sketch_memory",
         "Memory of all sketches, as MEMORY USAGE counts it without key overhead",
     )
     .in_unit(Unit::Bytes),
     counter(
         "arrivals_counted",
-        "heavykeeper_arrivals_counted",
         "Total weight counted into sketches by commands since the module loaded",
     ),
     counter(
         "commands_refused_by_limits",
-        "heavykeeper_commands_refused_by_limits",
         "Commands refused by max-sketch-bytes, max-future-ms or maxmemory",
     ),
     counter(
         "panics_contained",
-        "heavykeeper_panics_contained",
         "Bugs caught outside a command (each also a log line)",
     ),
     // heavykeeper_tracking: its settings
     gauge(
         "tracker_enabled",
-        "heavykeeper_tracker_enabled",
         "1 if the server's own key accesses are tracked",
     ),
     gauge(
         "tracker_k",
-        "heavykeeper_tracker_k",
         "Hot keys the tracker keeps, per kind of access",
     ),
     gauge(
         "tracker_halflife_seconds",
-        "heavykeeper_tracker_halflife",
         "Half-life of the tracker's rates",
     )
     .in_unit(Unit::Seconds),
     gauge(
         "tracker_sample",
-        "heavykeeper_tracker_sample",
         "track-sample: counting one slot of time in this many; 0 as much as the CPU budget allows",
     ),
     gauge(
         "tracker_misses",
-        "heavykeeper_tracker_misses_enabled",
         "1 if reads of keys that do not exist are counted as hot misses (track-misses)",
-    ),
+    )
+    .named("tracker_misses_enabled"),
     // what it counts now, and what that costs
     gauge(
         "tracker_share_counted",
-        "heavykeeper_tracker_share_counted",
         "Share of the time whose commands the tracker counts now",
     )
     .in_unit(Unit::Ratio),
     gauge(
         "tracker_cpu_percent",
-        "heavykeeper_tracker_cpu",
         "The tracker's CPU over the last few seconds, a share of one core",
     )
     .percent(),
     gauge(
         "tracker_cpu_main_percent",
-        "heavykeeper_tracker_cpu_main",
         "The tracker's CPU on the server's main thread over the last few seconds, a share of one core",
     )
     .percent(),
     gauge(
         "tracker_cpu_worker_percent",
-        "heavykeeper_tracker_cpu_worker",
         "The tracker's worker thread's CPU over the last few seconds, a share of one core",
     )
     .percent(),
     gauge(
         "tracker_cpu_percent_counting_all",
-        "heavykeeper_tracker_cpu_counting_all",
         "What counting every command would cost now, a share of one core (0 until measured)",
     )
-    .percent(),
+    .percent()
+    .named("tracker_cpu_counting_all"),
     gauge(
         "tracker_cpu_budget_percent",
-        "heavykeeper_tracker_cpu_budget",
         "The CPU the tracker may take, a share of one core",
     )
     .percent(),
     counter(
         "tracker_cpu_seconds",
-        "heavykeeper_tracker_cpu",
         "CPU time the tracker has spent, main thread and worker",
     )
     .in_unit(Unit::Seconds),
     counter(
         "tracker_cpu_seconds_main",
-        "heavykeeper_tracker_cpu_main",
         "CPU time the tracker has spent on the server's main thread",
     )
-    .in_unit(Unit::Seconds),
+    .in_unit(Unit::Seconds)
+    .named("tracker_cpu_main"),
     counter(
         "tracker_cpu_seconds_worker",
-        "heavykeeper_tracker_cpu_worker",
         "CPU time the tracker's worker thread has spent",
     )
-    .in_unit(Unit::Seconds),
+    .in_unit(Unit::Seconds)
+    .named("tracker_cpu_worker"),
     // the node's whole traffic (what HK.HOTSLOTS adds up to), and how
     // long the worker thinned to keep to its CPU share
     gauge(
         "tracker_reads_per_second",
-        "heavykeeper_tracker_reads_per_second",
         "The node's reads per second now, every key counted",
     ),
     gauge(
         "tracker_writes_per_second",
-        "heavykeeper_tracker_writes_per_second",
         "The node's writes per second now, every key counted",
     ),
     gauge(
         "tracker_reads_per_second_low",
-        "heavykeeper_tracker_reads_per_second_low",
         "Lower 95% bound of the node's reads per second",
     ),
     gauge(
         "tracker_reads_per_second_high",
-        "heavykeeper_tracker_reads_per_second_high",
         "Upper 95% bound of the node's reads per second",
     ),
     gauge(
         "tracker_writes_per_second_low",
-        "heavykeeper_tracker_writes_per_second_low",
         "Lower 95% bound of the node's writes per second",
     ),
     gauge(
         "tracker_writes_per_second_high",
-        "heavykeeper_tracker_writes_per_second_high",
         "Upper 95% bound of the node's writes per second",
     ),
     gauge(
         "tracker_accesses_kept_share",
-        "heavykeeper_tracker_accesses_kept",
         "Share of the accesses of counted time the tracker keeps (one in n, each standing for n)",
     )
     .in_unit(Unit::Ratio),
     gauge(
         "tracker_cluster_slots_served",
-        "heavykeeper_tracker_cluster_slots_served",
         "Hash slots the tracker takes this cluster node to serve (0 outside a cluster)",
     ),
     counter(
         "tracker_worker_thinned_seconds",
-        "heavykeeper_tracker_worker_thinned",
         "Time the tracker's worker thinned keys (without bias) to keep within its CPU share",
     )
     .in_unit(Unit::Seconds),
     counter(
         "tracker_seconds_counted",
-        "heavykeeper_tracker_counted",
         "Time whose commands the tracker counted",
     )
-    .in_unit(Unit::Seconds),
+    .in_unit(Unit::Seconds)
+    .named("tracker_counted"),
     gauge(
         "tracker_memory_bytes",
-        "heavykeeper_tracker_memory",
         "Memory the tracker holds: sketches, batches, client table",
     )
     .in_unit(Unit::Bytes),
     gauge(
         "tracker_client_rows",
-        "heavykeeper_tracker_client_rows",
         "Rows whose senders the tracker counts (7.2+, Valkey)",
     ),
     gauge(
         "tracker_client_rows_memory_bytes",
-        "heavykeeper_tracker_client_rows_memory",
         "Memory the rows' senders take (part of the tracker's)",
     )
     .in_unit(Unit::Bytes),
     // what it saw
     counter(
         "tracker_keys_counted",
-        "heavykeeper_tracker_keys_counted",
         "Key accesses the tracker counted, sampled ones weighted",
     ),
-    counter(
-        "tracker_commands_seen",
-        "heavykeeper_tracker_commands_seen",
-        "Commands the tracker's filter saw",
-    ),
+    counter("tracker_commands_seen", "Commands the tracker's filter saw"),
     counter(
         "tracker_commands_redirected",
-        "heavykeeper_tracker_commands_redirected",
         "Commands not counted because this cluster node does not serve them (MOVED, ASK, CROSSSLOT, TRYAGAIN, CLUSTERDOWN)",
     ),
     counter(
         "tracker_accesses_dropped",
-        "heavykeeper_tracker_accesses_dropped",
         "Key accesses dropped because the tracker's queue was full",
     ),
     counter(
         "tracker_misses_seen",
-        "heavykeeper_tracker_misses_seen",
         "Reads of keys that did not exist that the tracker counted",
     ),
     // who is let in
     counter(
         "tracker_unauthenticated_dropped",
-        "heavykeeper_tracker_unauthenticated_dropped",
         "Key accesses dropped because their client was not logged in (or not checked yet)",
     ),
-    counter(
-        "tracker_auth_checks",
-        "heavykeeper_tracker_auth_checks",
-        "Clients checked for being logged in",
-    ),
+    counter("tracker_auth_checks", "Clients checked for being logged in"),
     counter(
         "tracker_auth_refused",
-        "heavykeeper_tracker_auth_refused",
         "Clients checked and found not logged in",
     ),
     // slots of time
-    counter(
-        "tracker_slots",
-        "heavykeeper_tracker_slots",
-        "Slots of time begun, counted or not",
-    ),
+    counter("tracker_slots", "Slots of time begun, counted or not"),
     counter(
         "tracker_slots_counted",
-        "heavykeeper_tracker_slots_counted",
         "Slots of time whose commands were counted",
     ),
     gauge(
         "tracker_uncounted_slot_mean_ms",
-        "heavykeeper_tracker_uncounted_slot_mean",
         "Mean length of a slot of time not counted, since tracking started",
     )
     .milliseconds(),
     gauge(
         "tracker_counted_slot_mean_ms",
-        "heavykeeper_tracker_counted_slot_mean",
         "Mean length of a counted slot of time, since tracking started",
     )
     .milliseconds(),
     counter(
         "tracker_slots_discarded",
-        "heavykeeper_tracker_slots_discarded",
         "Counted slots discarded whole: too many accesses, or a command refused for want of a login (Redis 7.0)",
     ),
     // heavykeeper_watch
-    gauge(
-        "watched_keys",
-        "heavykeeper_watched_keys",
-        "Watched sketches this server follows",
-    ),
+    gauge("watched_keys", "Watched sketches this server follows"),
     gauge(
         "watched_keys_timed",
-        "heavykeeper_watched_keys_timed",
         "Watched sketches waiting for a fade crossing",
     ),
-    counter(
-        "events_published",
-        "heavykeeper_events_published",
-        "Watch and tracker events published",
-    ),
+    counter("events_published", "Watch and tracker events published"),
     counter(
         "events_dropped",
-        "heavykeeper_events_dropped",
         "Watch events dropped by the per-sketch cap",
     ),
 ];
@@ -416,7 +372,7 @@ mod tests {
         } else {
             ""
         };
-        format!("{}{unit}{total}", f.name)
+        format!("{}{unit}{total}", f.name())
     }
 
     #[test]

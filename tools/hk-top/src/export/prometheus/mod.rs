@@ -158,10 +158,10 @@ mod tests {
         use crate::reading::hot_keys::Row;
         use crate::reading::hot_slots::SlotRow;
         use crate::reading::metric::{Bounds, Metric, Rates};
-        let bounds = Bounds {
+        let bounds = Some(Bounds {
             low: 90.0,
             high: 110.0,
-        };
+        });
         let key = |key: &[u8]| crate::fixtures::key_id("n:1", 0, key);
         node_read::Answer {
             keys: vec![
@@ -172,7 +172,7 @@ mod tests {
                 key: b"tenant:7:*".to_vec(),
                 db: 0,
                 rate: 100.0,
-                bounds: Some(bounds),
+                bounds,
             }],
             hot_slots: vec![SlotRow::new(
                 866,

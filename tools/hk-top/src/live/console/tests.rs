@@ -11,11 +11,9 @@ use crate::reading::sort::SortKey;
 use crossterm::event::KeyCode;
 
 fn listed(console: &Console) -> Vec<String> {
-    let names = console
-        .rows()
-        .iter()
-        .map(|(id, _)| String::from_utf8_lossy(&id.key));
-    names.map(|name| name.into_owned()).collect()
+    let keys = console.rows().iter().map(|(id, _)| &id.key);
+    keys.map(|key| String::from_utf8_lossy(key).into_owned())
+        .collect()
 }
 
 fn selected_key(console: &Console) -> String {
@@ -114,8 +112,7 @@ fn a_pattern_typed_filters_as_it_is_typed_and_esc_puts_it_back() {
     assert!(c.prompt().is_none());
     assert_eq!(c.rows().len(), 2);
     // Esc while editing: the filter as it was before the prompt opened.
-    c.press(&key(KeyCode::Char('/')));
-    type_text(&mut c, "zzz");
+    type_text(&mut c, "/zzz");
     assert!(c.rows().is_empty());
     c.press(&key(KeyCode::Esc));
     assert_eq!(c.filter().key_pattern(), Some(&b"tenant:*00000[13]"[..]));
@@ -132,13 +129,11 @@ fn node_and_database_filters() {
     in_db3.db = 3;
     snapshot.keys.push((in_db3, rates(1.0, 0.0)));
     c.apply(snapshot);
-    c.press(&key(KeyCode::Char('n')));
-    type_text(&mut c, "*:30006");
+    type_text(&mut c, "n*:30006"); // `n`, then the address
     c.press(&key(KeyCode::Enter));
     assert!(c.rows().iter().all(|(id, _)| id.node == node_address(5)));
     assert_eq!(c.rows().len(), 3, "{:?}", listed(&c));
-    press(&mut c, &[KeyCode::Char('c'), KeyCode::Char('d')]);
-    type_text(&mut c, "x");
+    type_text(&mut c, "cdx"); // clear, `d`, then not a number
     assert_eq!(c.message(), Some("not a database number: x"));
     c.press(&key(KeyCode::Backspace));
     type_text(&mut c, "3");
@@ -207,7 +202,6 @@ fn a_count_limits_the_rows_after_filtering() {
     let mut c = crate::fixtures::console_of(Some(3));
     c.apply(busy_snapshot());
     assert_eq!(c.rows().len(), 3);
-    c.press(&key(KeyCode::Char('/')));
-    type_text(&mut c, "tenant:*1?");
+    type_text(&mut c, "/tenant:*1?");
     assert_eq!(listed(&c), [long_key(10), long_key(11)]);
 }

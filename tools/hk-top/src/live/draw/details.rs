@@ -6,7 +6,7 @@
 use super::{bold, sort_mark};
 use crate::export::snapshot::printable_key;
 use crate::live::columns::rate_text;
-use crate::live::console::Console;
+use crate::live::console::{Console, HISTORY_SPAN};
 use crate::reading::hot_keys::KeyId;
 use crate::reading::metric::{error_bar, Bounds, Metric, Rates};
 use crate::reading::senders::summary;
@@ -135,7 +135,7 @@ fn wrapped_height(lines: &[Line], width: u16) -> u16 {
 
 fn draw_chart(frame: &mut Frame, area: Rect, console: &Console, id: &KeyId) {
     // The time hk-top has been watching, up to the history's span.
-    let samples = (console.refreshes() as usize).clamp(2, console.history().span());
+    let samples = (console.refreshes() as usize).clamp(2, HISTORY_SPAN);
     let history = console.history().last(id, samples);
     let seconds = console.interval_ms() as f64 / 1000.0;
     // Only what the key's node counts: a line at 0 would say "no misses".

@@ -27,16 +27,14 @@ pub fn draw(frame: &mut Frame, area: Rect, console: &Console) {
         .filter(|&c| widths.of(c) > 0)
         .collect();
     let header = Row::new(columns.iter().map(|&c| header_cell(c, &widths, console)));
-    let shown = rows.iter().skip(console.first_row());
-    let body: Vec<Row> = shown
-        .map(|(id, rates)| {
-            Row::new(
-                columns
-                    .iter()
-                    .map(|&c| cell(c, id, rates, &widths, console)),
-            )
-        })
-        .collect();
+    let row = |(id, rates): &(KeyId, Rates)| {
+        Row::new(
+            columns
+                .iter()
+                .map(|&c| cell(c, id, rates, &widths, console)),
+        )
+    };
+    let body: Vec<Row> = rows.iter().skip(console.first_row()).map(row).collect();
     let constraints = columns
         .iter()
         .map(|&c| Constraint::Length(widths.of(c) as u16));

@@ -104,25 +104,18 @@ fn order_and_filter_line(console: &Console) -> Line<'static> {
     let key_pattern = filter
         .key_pattern()
         .map_or("*".to_string(), crate::export::snapshot::printable_key);
+    let mark = sort_mark(order.key, order.reversed);
+    let sort = format!("{} {mark}", order.key.name());
+    let db = filter.db().map_or("all".to_string(), |db| db.to_string());
     let mut parts = vec![
         Span::raw(" sort: "),
-        Span::styled(
-            format!(
-                "{} {}",
-                order.key.name(),
-                sort_mark(order.key, order.reversed)
-            ),
-            bold(),
-        ),
+        Span::styled(sort, bold()),
         Span::raw("   match: "),
         Span::styled(key_pattern, bold()),
         Span::raw("   node: "),
         Span::styled(filter.node().unwrap_or("all").to_string(), bold()),
         Span::raw("   db: "),
-        Span::styled(
-            filter.db().map_or("all".to_string(), |db| db.to_string()),
-            bold(),
-        ),
+        Span::styled(db, bold()),
     ];
     if let Some(limit) = console.limit() {
         parts.push(Span::raw(format!("   top {limit}")));

@@ -5,7 +5,7 @@
 use super::*;
 use crate::fixtures::{
     busy_console, busy_snapshot, console, id, key, long_key, misses_console, node_address, press,
-    BINARY_KEY, MISSING_KEY, NODES,
+    rates, type_text, BINARY_KEY, MISSING_KEY, NODES,
 };
 use crossterm::event::KeyCode;
 use heavykeeper_tracker::hash_slot::hash_slot;
@@ -61,30 +61,24 @@ fn node_of(row: &str) -> String {
 fn at_80_columns_every_row_is_distinct_with_its_whole_address() {
     let c = busy_console();
     let lines = screen(&c, 80, 24);
+    let all = lines.join("\n");
     let header = lines.iter().find(|l| l.starts_with("KEY")).unwrap();
     assert!(
         !header.contains("MISSES"),
-        "no node counts misses: {header}"
+        "nothing counts misses: {header}"
     );
     let rows = table_rows(&lines);
-    assert_eq!(rows.len(), 14, "{lines:#?}");
+    assert_eq!(rows.len(), 14, "{all}");
     let keys: HashSet<&str> = rows.iter().map(|r| r.split(' ').next().unwrap()).collect();
-    assert_eq!(
-        keys.len(),
-        rows.len(),
-        "key cells alike:\n{}",
-        lines.join("\n")
-    );
+    assert_eq!(keys.len(), rows.len(), "key cells alike:\n{all}");
     // Sorted by total: the writes counter first, then the long keys by reads.
-    assert!(rows[0].starts_with("counter:hot "), "{}", lines.join("\n"));
+    assert!(rows[0].starts_with("counter:hot "), "{all}");
     assert!(rows[1].starts_with("tenant:42…"), "{}", rows[1]);
     for (i, row) in rows.iter().filter(|r| r.starts_with("tenant")).enumerate() {
         // The start says which scheme, the end which key.
         let key = row.split(' ').next().unwrap();
-        assert!(
-            key.contains('…') && key.ends_with(&format!("{i:06}")),
-            "{row}"
-        );
+        assert!(key.contains('…'), "{row}");
+        assert!(key.ends_with(&format!("{i:06}")), "{row}");
         assert_eq!(node_of(row), node_address(i % NODES), "{row}");
     }
     let binary = rows
@@ -141,10 +135,7 @@ fn the_sort_column_is_marked_and_the_rows_follow_it() {
 #[test]
 fn a_filter_shows_in_the_status_and_the_prompt_in_the_footer() {
     let mut c = busy_console();
-    c.press(&key(KeyCode::Char('/')));
-    for ch in "tenant:*0000[01]".chars() {
-        c.press(&key(KeyCode::Char(ch)));
-    }
+    type_text(&mut c, "/tenant:*0000[01]"); // `/`, then the pattern
     let lines = screen(&c, 80, 24);
     assert!(lines[0].contains("2 of 14 keys"), "{}", lines[0]);
     assert!(lines[1].contains("match: tenant:*0000[01]"), "{}", lines[1]);
@@ -158,22 +149,17 @@ fn details_show_the_whole_name_its_node_slot_and_rates() {
     let mut c = console();
     let mut snapshot = busy_snapshot();
     let very_long = format!("{{tenant42}}:{}", "x".repeat(150));
-    snapshot.keys.push((
-        id(3, very_long.as_bytes()),
-        crate::fixtures::rates(2e6, 0.0),
-    ));
+    let hottest = (id(3, very_long.as_bytes()), rates(2e6, 0.0));
+    snapshot.keys.push(hottest);
     c.apply(snapshot);
     c.press(&key(KeyCode::Enter)); // the hottest: the very long key
     let lines = screen(&c, 80, 24);
-    let text: String = lines.iter().map(|l| l.trim_end()).collect();
-    assert!(text.contains("KEY{tenant42}:xxx"), "{}", lines.join("\n"));
-    assert_eq!(
-        text.matches('x').count(),
-        150,
-        "every byte of the name:\n{}",
-        lines.join("\n")
+    let (all, text) = (
+        lines.join("\n"),
+        lines.iter().map(|l| l.trim_end()).collect::<String>(),
     );
-    let all = lines.join("\n");
+    assert!(text.contains("KEY{tenant42}:xxx"), "{all}");
+    assert_eq!(text.matches('x').count(), 150, "every byte:\n{all}");
     assert!(
         all.contains(&format!("NODE     {} (primary)", node_address(3))),
         "{all}"
@@ -243,25 +229,15 @@ fn the_help_lists_every_key() {
     c.press(&key(KeyCode::Char('?')));
     for (width, height) in [(80, 24), (200, 50)] {
         let lines = screen(&c, width, height);
+        let (all, joined) = (lines.join("\n"), lines.join(""));
         for binding in BINDINGS {
             let label = format!(" {:<8}{}", binding.label(), binding.does);
-            assert!(
-                lines.iter().any(|l| l.contains(&label)),
-                "{label:?} missing:\n{}",
-                lines.join("\n")
-            );
+            let shown = lines.iter().any(|l| l.contains(&label));
+            assert!(shown, "{label:?} missing:\n{all}");
         }
-        let all = lines.join("");
-        assert!(
-            all.contains("Sort keys (--sort, < >): key, node, reads, writes, misses, total"),
-            "{}",
-            lines.join("\n")
-        );
-        assert!(
-            all.contains("Esc or ? closes this help."),
-            "{}",
-            lines.join("\n")
-        );
+        let sort_keys = "Sort keys (--sort, < >): key, node, reads, writes, misses, total";
+        assert!(joined.contains(sort_keys), "{all}");
+        assert!(joined.contains("Esc or ? closes this help."), "{all}");
     }
 }
 
@@ -340,23 +316,15 @@ fn the_nodes_view_and_the_details_show_misses_where_counted() {
             .find(|l| l.starts_with(&node_address(n)))
             .unwrap_or_else(|| panic!("node {n}:\n{all}"));
         let misses = row.split_whitespace().nth(at).unwrap();
-        let expected = match n {
-            0 => "30.0",
-            1 => "600.0",
-            2 => "0",
-            _ => "-",
-        };
-        assert_eq!(misses, expected, "{row}");
+        assert_eq!(misses, ["30.0", "600.0", "0", "-", "-", "-"][n], "{row}");
     }
     press(&mut c, &[KeyCode::Tab, KeyCode::Char('<')]); // by misses: the missing key first
     press(&mut c, &[KeyCode::Home, KeyCode::Enter]);
     let all = screen(&c, 80, 24).join("\n");
     assert!(all.contains("KEY      absent:user:404"), "{all}");
     assert!(all.contains("MISSES/S 600.0"), "{all}");
-    assert!(
-        all.contains("#1 of 16") && all.contains("by misses ▼"),
-        "{all}"
-    );
+    assert!(all.contains("#1 of 16"), "{all}");
+    assert!(all.contains("by misses ▼"), "{all}");
     // A key of a node that does not count misses: unknown, not 0.
     let uncounted = id(3, long_key(3).as_bytes());
     while !matches!(c.screen(), Screen::Details(shown) if *shown == uncounted) {
@@ -386,10 +354,9 @@ fn the_status_line_shows_the_primaries_shares_as_their_trackers_count() {
     // Node 0 serves three fifths of all, as its tracker counts it.
     snapshot.totals = (0..NODES)
         .map(|n| {
-            let reads = if n == 0 { 750.0 } else { 100.0 };
             (
                 node_address(n),
-                crate::reading::metric::Rates::only(crate::reading::metric::Metric::Reads, reads),
+                rates(if n == 0 { 750.0 } else { 100.0 }, 0.0),
             )
         })
         .collect();
@@ -413,11 +380,8 @@ fn the_details_name_who_drives_the_key_and_w_shows_the_hottest_clients() {
     };
     let mut snapshot = busy_snapshot();
     // The first row: counter:hot, 5,000 writes a second.
-    let counter = snapshot
-        .keys
-        .iter()
-        .find(|(id, _)| id.key == b"counter:hot");
-    let hottest = counter.unwrap().0.clone();
+    let hottest = id(5, b"counter:hot");
+    assert!(snapshot.keys.iter().any(|(id, _)| *id == hottest));
     let senders = vec![sender("10.0.0.12", 3_000.0), sender("10.0.0.31", 1_250.0)];
     snapshot.senders.insert(hottest.clone(), senders);
     let node = snapshot.nodes[0].address.clone();
@@ -434,10 +398,8 @@ fn the_details_name_who_drives_the_key_and_w_shows_the_hottest_clients() {
     );
     press(&mut c, &[KeyCode::Esc, KeyCode::Char('w')]);
     let view = screen(&c, 200, 50).join("\n");
-    assert!(
-        view.contains("CLIENT (HOST)") && view.contains("10.0.0.99"),
-        "{view}"
-    );
+    assert!(view.contains("CLIENT (HOST)"), "{view}");
+    assert!(view.contains("10.0.0.99"), "{view}");
     assert!(
         view.contains("(cannot say: Redis 7.2+ or Valkey names clients)"),
         "{view}"

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use test_harness::{free_port, wait_until};
 
 /// A child process killed when the test ends, pass or fail.
@@ -138,11 +138,8 @@ impl Prometheus {
 
     /// The `data.result` of a query's answer (none where it failed).
     fn result(&self, path: &str) -> Vec<Json> {
-        let found = self.api(path);
-        found["data"]["result"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+        let found = self.api(path)["data"]["result"].as_array().cloned();
+        found.unwrap_or_default()
     }
 
     /// The result vector of an instant query now.
@@ -174,11 +171,10 @@ impl Prometheus {
 
     /// Every rule loaded, as `/api/v1/rules` gives them.
     pub fn rules(&self) -> Vec<Json> {
-        let found = self.api("/api/v1/rules");
-        let groups = found["data"]["groups"]
+        let groups = self.api("/api/v1/rules")["data"]["groups"]
             .as_array()
-            .cloned()
-            .unwrap_or_default();
+            .cloned();
+        let groups = groups.unwrap_or_default();
         let rules = groups.iter().flat_map(|g| g["rules"].as_array().cloned());
         rules.flatten().collect()
     }
@@ -212,8 +208,8 @@ pub struct Sample {
     pub labels: BTreeMap<String, String>,
 }
 
-/// The samples of one scrape (comment lines left out). Label values are
-/// taken as written, escapes and all: enough to tell series apart.
+/// The samples of one scrape (comment lines left out), label values
+/// unescaped (the format's escapes, `\\`, `\"` and `\n`, are JSON's).
 pub fn samples(text: &str) -> Vec<Sample> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -231,42 +227,13 @@ pub fn samples(text: &str) -> Vec<Sample> {
 }
 
 /// `a="x",b="y\"z"` as a map.
-fn labels(text: &str) -> BTreeMap<String, String> {
+fn labels(mut rest: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    let mut rest = text;
-    while let Some((name, after)) = rest.split_once("=\"") {
-        let mut value = String::new();
-        let mut chars = after.char_indices();
-        let mut end = after.len();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\\' => {
-                    value.push(c);
-                    if let Some((_, escaped)) = chars.next() {
-                        value.push(escaped);
-                    }
-                }
-                '"' => {
-                    end = i + 1;
-                    break;
-                }
-                c => value.push(c),
-            }
-        }
-        out.insert(name.trim_start_matches(',').to_string(), value);
-        rest = &after[end..];
+    while let Some((name, after)) = rest.split_once('=') {
+        let mut value = serde_json::Deserializer::from_str(after).into_iter::<String>();
+        let Some(Ok(text)) = value.next() else { break };
+        out.insert(name.trim_start_matches(',').to_string(), text);
+        rest = &after[value.byte_offset()..];
     }
     out
-}
-
-/// Polls `f` until it gives `Some`, for at most `limit`.
-pub fn eventually<T>(what: &str, limit: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(found) = f() {
-            return found;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }

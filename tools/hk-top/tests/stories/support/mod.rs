@@ -43,7 +43,8 @@ pub fn track_misses(halflife: &str) -> [&str; 8] {
 /// traffic.
 pub fn loading_forgotten(cluster: &Cluster) {
     common::wait_until("the loading forgotten", Duration::from_secs(30), || {
-        let (reads, all) = (tracker_reads(cluster), tracker_load(cluster));
+        let reads = tracker_rates(cluster, &["reads"]);
+        let all = tracker_rates(cluster, &["reads", "writes"]);
         let (reads, all): (f64, f64) = (reads.iter().sum(), all.iter().sum());
         all > 0.0 && all - reads < 0.02 * all
     });
@@ -83,10 +84,12 @@ pub fn spawn_lines(cmd: &mut Command) -> (Child, Lines, Lines) {
     (child, out, err)
 }
 
-/// stdout of an hk-top run that succeeded (else a panic with what it said).
+/// stdout of an hk-top run that succeeded with nothing on stderr (else a
+/// panic with what it said).
 pub fn hk_top_ok(args: &[&str]) -> String {
     let out = hk_top(args, &[]);
-    assert!(out.status.success(), "{args:?}: {}", text(&out));
+    let quiet = out.status.success() && out.stderr.is_empty();
+    assert!(quiet, "{args:?}: {}", text(&out));
     String::from_utf8(out.stdout).expect("utf-8 output")
 }
 
@@ -160,14 +163,9 @@ pub fn owner_map(cluster: &Cluster) -> Vec<String> {
     map
 }
 
-/// `n` keys on distinct slots, and the node (index into the cluster's
-/// primaries) that serves each now.
-pub fn distinct_slot_keys(cluster: &Cluster, n: usize) -> Vec<(String, usize)> {
-    keys_per_slot(cluster, n, 1)
-}
-
-/// `per_slot` keys on each of `slots` distinct slots (hash tags), each
-/// with the node that serves it now.
+/// `per_slot` keys on each of `slots` distinct slots (hash tags; one: the
+/// tag itself), each with the node (index into the cluster's primaries)
+/// that serves it now.
 pub fn keys_per_slot(cluster: &Cluster, slots: usize, per_slot: usize) -> Vec<(String, usize)> {
     let owners = owner_map(cluster);
     let index: HashMap<String, usize> = (cluster.nodes.iter().enumerate())
@@ -241,30 +239,6 @@ impl Seen {
     pub fn failures(&self) -> (u64, u64, u64) {
         (self.lost, self.changed, self.other_errors)
     }
-
-    pub fn add(&mut self, other: &Seen) {
-        self.gets += other.gets;
-        self.sets += other.sets;
-        self.moved += other.moved;
-        self.ask += other.ask;
-        self.try_again += other.try_again;
-        self.lost += other.lost;
-        self.changed += other.changed;
-        self.other_errors += other.other_errors;
-        if self.first_other_error.is_none() {
-            self.first_other_error = other.first_other_error.clone();
-        }
-        for (a, n) in &other.served {
-            *self.served.entry(a.clone()).or_default() += n;
-        }
-    }
-}
-
-/// Which keys the GETs go to: `hot` gets `hot_share` of them.
-#[derive(Clone, Debug)]
-pub struct Mix {
-    pub hot: Vec<String>,
-    pub hot_share: f64,
 }
 
 /// Clients reading (and with `write_share`, writing) at a steady rate,
@@ -272,7 +246,8 @@ pub struct Mix {
 pub struct Traffic {
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<Seen>>,
-    mix: Arc<Mutex<Mix>>,
+    /// The hot keys, and the share of the reads that go to them.
+    mix: Arc<Mutex<(Vec<String>, f64)>>,
     threads: Vec<JoinHandle<HashMap<String, String>>>,
 }
 
@@ -298,10 +273,7 @@ impl Traffic {
     ) -> Traffic {
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let mix = Arc::new(Mutex::new(Mix {
-            hot: Vec::new(),
-            hot_share: 0.0,
-        }));
+        let mix = Arc::new(Mutex::new((Vec::new(), 0.0)));
         let clients = 2;
         let threads = (0..clients)
             .map(|c| {
@@ -327,9 +299,7 @@ impl Traffic {
 
     /// From now on `share` of the reads go to `hot` (the rest as before).
     pub fn set_hot(&self, hot: Vec<String>, share: f64) {
-        let mut mix = self.mix.lock().unwrap();
-        mix.hot = hot;
-        mix.hot_share = share;
+        *self.mix.lock().unwrap() = (hot, share);
     }
 
     pub fn seen(&self) -> Seen {
@@ -351,14 +321,10 @@ impl Traffic {
 /// Each key's part of the traffic: `weights[i]` split evenly over the keys
 /// of node `i`.
 pub fn key_weights(keys: &[(String, usize)], weights: &[f64]) -> Vec<(String, f64)> {
-    let mut weighted = Vec::new();
-    for (i, w) in weights.iter().enumerate() {
-        let mine: Vec<&(String, usize)> = keys.iter().filter(|k| k.1 == i).collect();
-        for (key, _) in &mine {
-            weighted.push((key.clone(), w / mine.len().max(1) as f64));
-        }
-    }
-    weighted
+    let on = |node: usize| keys.iter().filter(|k| k.1 == node).count() as f64;
+    (keys.iter())
+        .map(|(key, node)| (key.clone(), weights[*node] / on(*node)))
+        .collect()
 }
 
 /// A small xorshift: no rand dependency, the same run every time.
@@ -394,7 +360,7 @@ impl Client {
         write_share: f64,
         stop: &AtomicBool,
         seen: &Mutex<Seen>,
-        mix: &Mutex<Mix>,
+        mix: &Mutex<(Vec<String>, f64)>,
     ) -> HashMap<String, String> {
         let mut rng = 0x9e37_79b9_7f4a_7c15 ^ (self.seed + 1);
         let total: f64 = keys.iter().map(|k| k.1).sum();
@@ -416,10 +382,7 @@ impl Client {
             }
             sent += 1;
             let pick = (next(&mut rng) % 1_000_000) as f64 / 1_000_000.0;
-            let (hot, hot_share) = {
-                let m = mix.lock().unwrap();
-                (m.hot.clone(), m.hot_share)
-            };
+            let (hot, hot_share) = mix.lock().unwrap().clone();
             let key = if pick < hot_share && !hot.is_empty() {
                 hot[(next(&mut rng) as usize) % hot.len()].clone()
             } else {
@@ -430,25 +393,23 @@ impl Client {
             // A hot key may be another client's: read it, never write it.
             let own = keys.iter().any(|k| k.0 == key);
             let write = own && (next(&mut rng) % 1_000_000) as f64 / 1_000_000.0 < write_share;
-            let mut step = Seen::default();
             if write {
                 writes += 1;
                 let value = format!("{} #{writes}", value_of(&key));
-                if self.command(&key, Some(&value), &mut step).is_some() {
+                if self.command(&key, Some(&value), seen).is_some() {
                     self.expected.insert(key.clone(), value);
                 }
-            } else if let Some(found) = self.command(&key, None, &mut step) {
+            } else if let Some(found) = self.command(&key, None, seen) {
                 let expected = self.expected.get(&key).cloned();
                 let wanted = expected.unwrap_or_else(|| value_of(&key));
                 match found {
-                    None => step.lost += 1,
+                    None => seen.lock().unwrap().lost += 1,
                     // Another client's key: only that it is there.
                     Some(_) if !own => {}
-                    Some(v) if v != wanted => step.changed += 1,
+                    Some(v) if v != wanted => seen.lock().unwrap().changed += 1,
                     Some(_) => {}
                 }
             }
-            seen.lock().unwrap().add(&step);
         }
         self.expected
     }
@@ -459,7 +420,7 @@ impl Client {
         &mut self,
         key: &str,
         value: Option<&str>,
-        seen: &mut Seen,
+        seen: &Mutex<Seen>,
     ) -> Option<Option<String>> {
         let slot = slot_of(key) as usize;
         let mut address = self.map[slot].clone();
@@ -480,6 +441,7 @@ impl Client {
                 };
             match reply {
                 Ok(found) => {
+                    let mut seen = seen.lock().unwrap();
                     *seen.served.entry(address.clone()).or_default() += 1;
                     if value.is_some() {
                         seen.sets += 1;
@@ -489,6 +451,7 @@ impl Client {
                     return Some(found);
                 }
                 Err(e) if e.kind() == ErrorKind::Moved || e.kind() == ErrorKind::Ask => {
+                    let mut seen = seen.lock().unwrap();
                     let Some((to, _)) = e.redirect_node() else {
                         seen.other_errors += 1;
                         return None;
@@ -503,10 +466,11 @@ impl Client {
                     address = to.to_string();
                 }
                 Err(e) if e.kind() == ErrorKind::TryAgain => {
-                    seen.try_again += 1;
+                    seen.lock().unwrap().try_again += 1;
                     sleep(Duration::from_millis(20));
                 }
                 Err(e) => {
+                    let mut seen = seen.lock().unwrap();
                     seen.other_errors += 1;
                     seen.first_other_error
                         .get_or_insert_with(|| format!("{address}: {e}"));
@@ -517,6 +481,7 @@ impl Client {
                 }
             }
         }
+        let mut seen = seen.lock().unwrap();
         seen.other_errors += 1;
         seen.first_other_error
             .get_or_insert_with(|| format!("{key}: redirected 20 times"));
@@ -561,11 +526,11 @@ pub fn assert_every_key_intact(
     expected: &HashMap<String, String>,
 ) {
     let mut client = Client::new(0, cluster);
-    let mut seen = Seen::default();
+    let seen = Mutex::default();
     let mut wrong = Vec::new();
     for (key, _) in keys {
         let wanted = expected.get(key).cloned().unwrap_or_else(|| value_of(key));
-        match client.command(key, None, &mut seen) {
+        match client.command(key, None, &seen) {
             Some(Some(v)) if v == wanted => {}
             other => wrong.push(format!("{key}: {other:?}, wanted {wanted}")),
         }
@@ -602,16 +567,9 @@ pub fn assert_no_slot_half_way(cluster: &Cluster) {
     });
 }
 
-pub fn tracker_reads(cluster: &Cluster) -> Vec<f64> {
-    tracker_rates(cluster, &["reads"])
-}
-
-/// Each primary's reads and writes a second, as its tracker counts them.
-pub fn tracker_load(cluster: &Cluster) -> Vec<f64> {
-    tracker_rates(cluster, &["reads", "writes"])
-}
-
-fn tracker_rates(cluster: &Cluster, kinds: &[&str]) -> Vec<f64> {
+/// Each primary's accesses of `kinds` (`reads`, `writes`) a second, as its
+/// tracker counts them.
+pub fn tracker_rates(cluster: &Cluster, kinds: &[&str]) -> Vec<f64> {
     (cluster.nodes.iter())
         .map(|n| {
             let mut con = n.client();
@@ -676,13 +634,11 @@ impl Lines {
     }
 }
 
-/// `SIGINT` or `SIGTERM` to a child, as a terminal or a supervisor sends it.
-pub fn signal(child: &Child, signal: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
+/// `SIG<name>` to a process, as a terminal or a supervisor sends it.
+pub fn signal(pid: u32, name: &str) {
+    let signal: nix::sys::signal::Signal = format!("SIG{name}").parse().unwrap();
+    let pid = nix::unistd::Pid::from_raw(pid.try_into().unwrap());
+    nix::sys::signal::kill(pid, signal).unwrap();
 }
 
 /// The journal's moves still open (none when there is no journal).
