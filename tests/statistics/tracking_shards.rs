@@ -84,7 +84,7 @@ fn each_nodes_hot_slots_add_up_to_the_reads_it_serves() {
             .map(|(&(node, _, per_tick), keys)| {
                 let server = &cluster.nodes[node];
                 let keys = keys.clone();
-                scope.spawn(move || steady_gets(server, keys, per_tick, Duration::from_secs(8)))
+                scope.spawn(move || steady_gets(server, keys, per_tick, Duration::from_secs(5)))
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
