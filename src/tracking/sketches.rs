@@ -45,7 +45,7 @@ pub struct Sketches {
 impl Sketches {
     pub fn new(shape: TrackerShape, besides: Besides) -> Self {
         Self {
-            worker: fresh_worker(shape, besides, None),
+            worker: Worker::start(fresh_tracker(shape, besides)),
             shape,
             besides,
             prefixes: None,
@@ -59,7 +59,8 @@ impl Sketches {
     /// was gathered too.
     pub fn restart(&mut self, shape: TrackerShape) {
         self.shape = shape;
-        self.worker = fresh_worker(shape, self.besides, self.prefixes.clone());
+        self.worker.restart(fresh_tracker(shape, self.besides));
+        self.worker.set_prefixes(self.prefixes.clone());
         self.batch.clear();
     }
 
@@ -136,8 +137,8 @@ impl Sketches {
     }
 }
 
-/// A worker counting afresh, and what `besides` says.
-fn fresh_worker(shape: TrackerShape, besides: Besides, prefixes: Option<PrefixRule>) -> Worker {
+/// Sketches of `shape` counting afresh, and what `besides` says.
+fn fresh_tracker(shape: TrackerShape, besides: Besides) -> KeyTracker {
     let now = clock::now_ms();
     let mut tracker = KeyTracker::new(shape, rand::random(), now);
     if besides.hash_slots {
@@ -146,7 +147,5 @@ fn fresh_worker(shape: TrackerShape, besides: Besides, prefixes: Option<PrefixRu
     if besides.clients {
         tracker.count_clients(now);
     }
-    let worker = Worker::start(tracker);
-    worker.set_prefixes(prefixes);
-    worker
+    tracker
 }

@@ -31,6 +31,7 @@
 
 pub mod counting;
 pub mod key_batch;
+pub mod thread_pool;
 
 use crate::budget::insert_budget::{InsertBudget, PeriodCost};
 use crate::budget::thread_clock::{thread_cpu_ns, ThreadClock};
@@ -41,8 +42,8 @@ use key_batch::KeyBatch;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use thread_pool::{Running, ThreadPool};
 
 /// Accesses per batch: large enough that handing one over is rare, small
 /// enough that a batch is taken in within microseconds.
@@ -88,11 +89,15 @@ fn recycle(batch: &mut KeyBatch) {
     batch.clear_within(2 * BATCH_KEY_BYTES, BATCH_ACCESSES);
 }
 
+/// The threads workers run on: one at a time in a server, reused by each
+/// worker started after it (see [`thread_pool`] for why).
+static WORKER_THREADS: ThreadPool = ThreadPool::new();
+
 pub struct Worker {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
-    /// The worker thread's CPU clock.
-    cpu_clock: Option<ThreadClock>,
+    running: Option<Running>,
+    /// The worker thread's CPU clock, and its reading when this worker began.
+    cpu_clock: Option<(ThreadClock, u64)>,
 }
 
 impl Worker {
@@ -110,16 +115,29 @@ impl Worker {
             absorb_ns: AtomicU64::new(0),
         });
         let worker_shared = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("hk-tracker".into())
-            .spawn(move || count_batches(&worker_shared))
-            .ok();
-        let cpu_clock = thread.as_ref().and_then(ThreadClock::of);
+        let job = Box::new(move || count_batches(&worker_shared));
+        let running = WORKER_THREADS.run("hk-tracker", job);
+        let clock = running.as_ref().and_then(|r| ThreadClock::of(r.handle()?));
+        let cpu_clock = clock.and_then(|c| Some((c, c.now_ns()?)));
         Worker {
             shared,
-            thread,
+            running,
             cpu_clock,
         }
+    }
+
+    /// Counts afresh with `tracker`, on the same thread: this worker's
+    /// work ends first, and its thread takes the new work.
+    pub fn restart(&mut self, tracker: KeyTracker) {
+        self.stop();
+        *self = Worker::start(tracker);
+    }
+
+    /// Ends the work, and gives the thread back once it has.
+    fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.wake();
+        drop(self.running.take());
     }
 
     /// The share of one core the worker keeps to, thinning past it.
@@ -141,7 +159,13 @@ impl Worker {
     }
 
     fn running(&self) -> bool {
-        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+        self.running.as_ref().is_some_and(|r| !r.thread_ended())
+    }
+
+    fn wake(&self) {
+        if let Some(handle) = self.running.as_ref().and_then(Running::handle) {
+            handle.thread().unpark();
+        }
     }
 
     /// Queues `batch` for the worker (leaving an empty one in its place).
@@ -157,9 +181,7 @@ impl Worker {
             let spare = queue.spares.pop().unwrap_or_default();
             queue.waiting.push_back(std::mem::replace(batch, spare));
             drop(queue);
-            if let Some(thread) = &self.thread {
-                thread.thread().unpark();
-            }
+            self.wake();
             return 0;
         }
         drop(queue);
@@ -193,14 +215,8 @@ impl Worker {
     /// Heap bytes of the queued and spare batches, if the queue is free now.
     pub fn try_batch_bytes(&self) -> Option<usize> {
         let queue = self.shared.queue.try_lock().ok()?;
-        Some(
-            queue
-                .waiting
-                .iter()
-                .chain(&queue.spares)
-                .map(KeyBatch::heap_bytes)
-                .sum(),
-        )
+        let batches = queue.waiting.iter().chain(&queue.spares);
+        Some(batches.map(KeyBatch::heap_bytes).sum())
     }
 
     /// How long the worker has thinned keys so far (ms): 0 means every key
@@ -215,23 +231,16 @@ impl Worker {
         self.shared.absorb_ns.load(Ordering::Relaxed)
     }
 
-    /// The worker thread's CPU time so far, in ns.
+    /// The worker thread's CPU time since this worker began, in ns.
     pub fn cpu_ns(&self) -> Option<u64> {
-        let clock = self.cpu_clock?;
-        if !self.running() {
-            return None;
-        }
-        clock.now_ns()
+        let (clock, began) = self.cpu_clock.filter(|_| self.running())?;
+        Some(clock.now_ns()?.saturating_sub(began))
     }
 }
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            thread.thread().unpark();
-            let _ = thread.join();
-        }
+        self.stop();
     }
 }
 
@@ -256,11 +265,10 @@ fn count_batches(shared: &Shared) {
             let started = thread_cpu_ns();
             lock(&shared.counting).make_room(&batch);
             let made_room = thread_cpu_ns();
-            brake.spent_inserting(made_room.saturating_sub(started));
-            let started = made_room;
+            brake.period.insert_ns += made_room.saturating_sub(started);
             lock(&shared.counting).absorb(&batch);
-            let spent = thread_cpu_ns().saturating_sub(started);
-            brake.spent_absorbing(spent);
+            let spent = thread_cpu_ns().saturating_sub(made_room);
+            brake.period.absorb_ns += spent;
             shared.absorb_ns.fetch_add(spent, Ordering::Relaxed);
             recycle(&mut batch);
             let mut queue = lock(&shared.queue);
@@ -272,7 +280,7 @@ fn count_batches(shared: &Shared) {
         if lock(&shared.counting).has_work(now) {
             let started = thread_cpu_ns();
             lock(&shared.counting).step(now);
-            brake.spent_inserting(thread_cpu_ns().saturating_sub(started));
+            brake.period.insert_ns += thread_cpu_ns().saturating_sub(started);
             continue;
         }
         if !took {
@@ -297,14 +305,6 @@ impl Brake {
             period: PeriodCost::default(),
             budget: InsertBudget::new(WORKER_CPU_SHARE),
         }
-    }
-
-    fn spent_absorbing(&mut self, ns: u64) {
-        self.period.absorb_ns += ns;
-    }
-
-    fn spent_inserting(&mut self, ns: u64) {
-        self.period.insert_ns += ns;
     }
 
     /// Every [`BRAKE_PERIOD`]: the period's costs into the budget, the
