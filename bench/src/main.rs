@@ -12,6 +12,7 @@ mod report;
 mod row_layout;
 mod shapes;
 mod ties;
+mod tracker_settings;
 mod tracking;
 mod tracking_bounds;
 mod tracking_clients;

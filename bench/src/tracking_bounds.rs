@@ -14,7 +14,7 @@
 //! benchmark sent). And what `WITHBOUNDS` costs a reader.
 
 use crate::redis_phase::{query, Server};
-use crate::tracking::{hotkeys, info_f64};
+use crate::tracker_settings::{hotkeys, info_f64};
 use crate::tracking_cost::{server_name, servers, start_counting};
 use crate::tracking_truth::{commands_processed, saturate};
 use std::fmt::Write;

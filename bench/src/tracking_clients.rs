@@ -10,7 +10,7 @@
 //! what it sent, and the memory of a row's senders.
 
 use crate::redis_phase::{query, Server};
-use crate::tracking::info_f64;
+use crate::tracker_settings::info_f64;
 use crate::tracking_cost::{server_name, servers, start_counting};
 use crate::tracking_truth::saturate;
 use redis::Value;

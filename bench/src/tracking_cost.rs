@@ -15,7 +15,7 @@
 //! and every thread. And what `track-misses yes` costs a hit and a miss.
 
 use crate::redis_phase::{benchmark_clients, median, query, Server};
-use crate::tracking::{config, info_f64, sample_label, DEFAULT_SAMPLE};
+use crate::tracker_settings::{config, info_f64, sample_label, DEFAULT_SAMPLE};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

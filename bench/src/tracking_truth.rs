@@ -8,7 +8,7 @@
 //! authenticated (which must not be counted).
 
 use crate::redis_phase::{query, Server};
-use crate::tracking::{config, hotkeys, info_f64, info_number};
+use crate::tracker_settings::{config, hotkeys, info_f64, info_number};
 use crate::tracking_cost::{server_name, servers, start_counting};
 use std::collections::HashMap;
 use std::fmt::Write;
