@@ -12,6 +12,7 @@
 //! or tcmalloc all align a block to at least [`GUARANTEED_ALIGN`]; a layout
 //! that asks for more is over-allocated and aligned by hand.
 
+use crate::host::thread_heap::{HeapFigures, ThreadHeap};
 use std::alloc::{GlobalAlloc, Layout};
 
 /// What every server allocator guarantees on 64-bit Linux (`max_align_t`):
@@ -91,15 +92,59 @@ unsafe fn dealloc_with(ptr: *mut u8, layout: Layout, raw_free: impl FnOnce(*mut 
     raw_free(base as *mut u8);
 }
 
+/// The tracker's worker's own heap ([`ThreadHeap`] says why).
+static WORKER_HEAP: ThreadHeap = ThreadHeap::new();
+
+/// Makes the worker's heap large enough for `bytes`; call on the main
+/// thread before the worker starts counting.
+pub fn reserve_worker_heap(bytes: usize) -> bool {
+    WORKER_HEAP.reserve(bytes, server_alloc)
+}
+
+/// Grows the worker's heap if it is nearly full; call on the main thread.
+pub fn grow_worker_heap() {
+    WORKER_HEAP.grow_if_needed(server_alloc);
+}
+
+/// The next thread the caller starts (the worker's) allocates from the
+/// worker's heap.
+pub fn give_next_thread_the_worker_heap() {
+    WORKER_HEAP.adopt_next_new_thread();
+}
+
+pub fn worker_heap_figures() -> HeapFigures {
+    WORKER_HEAP.figures()
+}
+
 // SAFETY: every block returned is at least `layout.size()` bytes aligned to
-// `layout.align()` (`alloc_with`), and `dealloc` frees exactly what `alloc`
-// allocated for the same layout.
+// `layout.align()` (`alloc_with`, or the worker's heap, which honours any
+// layout), and `dealloc` frees each block to where it came from: the heap
+// holds its blocks in its own range, every other block is the server's.
 unsafe impl GlobalAlloc for ServerAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if WORKER_HEAP.is_owner() {
+            // SAFETY: a GlobalAlloc layout has a non-zero size.
+            let block = unsafe { WORKER_HEAP.alloc(layout) };
+            if !block.is_null() {
+                return block;
+            }
+        } else {
+            WORKER_HEAP.free_deferred(server_free);
+        }
         alloc_with(layout, server_alloc)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if WORKER_HEAP.contains(ptr) {
+            // SAFETY: the heap's range holds only its own blocks.
+            return unsafe { WORKER_HEAP.free(ptr, layout) };
+        }
+        if WORKER_HEAP.is_owner() {
+            let defer = |block| WORKER_HEAP.defer(block, server_free);
+            // SAFETY: the caller's promise: `ptr` is ours, for this layout.
+            return unsafe { dealloc_with(ptr, layout, defer) };
+        }
+        WORKER_HEAP.free_deferred(server_free);
         // SAFETY: the caller's promise: `ptr` is ours, for this layout.
         unsafe { dealloc_with(ptr, layout, server_free) }
     }

@@ -29,6 +29,7 @@ pub mod publish;
 pub mod quiet_key;
 pub mod reply;
 pub mod server_info;
+pub mod thread_heap;
 
 /// The server's API function `$name`, `None` where this server does not
 /// export it (check before relying on one newer than Redis 7.0).

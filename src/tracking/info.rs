@@ -24,6 +24,8 @@ struct Figures {
     thinned_ms: u64,
     rates: (Tally, Tally),
     memory: u64,
+    /// The worker's own heap: its size, what is in use, overflows.
+    worker_heap: crate::host::thread_heap::HeapFigures,
     /// Rows whose senders are counted, and the bytes that takes.
     clients: (u64, u64),
     keys_counted: u64,
@@ -50,6 +52,7 @@ fn figures(for_crash_report: bool) -> Figures {
                 thinned_ms: t.worker().thinned_ms(),
                 rates,
                 memory: t.try_memory_bytes().unwrap_or(0) as u64,
+                worker_heap: crate::host::allocator::worker_heap_figures(),
                 keys_counted: t
                     .worker()
                     .try_counting()
@@ -118,7 +121,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
     let uncounted = mean_ms(uncounted_ns, slots.saturating_sub(counted));
     let counted_mean = mean_ms(f.slots.counted_ns, counted);
     let redirected = number(f.seen.commands_redirected);
-    let fields: [(&str, Value); 42] = [
+    let fields: [(&str, Value); 45] = [
         ("enabled", i64::from(super::counting()).into()),
         ("k", i64::from(shape.k).into()),
         ("halflife_seconds", halflife.into()),
@@ -143,6 +146,18 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         ("memory_bytes", number(f.memory).into()),
         ("client_rows", number(f.clients.0).into()),
         ("client_rows_memory_bytes", number(f.clients.1).into()),
+        (
+            "worker_heap_bytes",
+            number(f.worker_heap.bytes as u64).into(),
+        ),
+        (
+            "worker_heap_used_bytes",
+            number(f.worker_heap.used_bytes as u64).into(),
+        ),
+        (
+            "worker_heap_overflows",
+            number(f.worker_heap.overflows).into(),
+        ),
         ("keys_counted", number(f.keys_counted).into()),
         ("commands_seen", number(f.seen.commands_seen).into()),
         ("commands_redirected", redirected.into()),

@@ -250,7 +250,7 @@ impl Tracking {
             // first closes what every command gathered, checked as a slot.)
             self.sketches.submit();
         }
-        self.sketches.rates(None);
+        self.sketches.tick();
     }
 
     /// The node's read and write rates now. `wait`: with every access so

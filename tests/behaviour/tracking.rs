@@ -64,6 +64,21 @@ fn tracking_turns_on_and_off_at_run_time() {
     times(&mut con, 2, &["GET", "page:home"]);
     assert_eq!(counts(&mut con, &[]), vec![("page:home".to_string(), 2)]);
     assert_eq!(tracker_threads(&mut con), threads);
+    // Nor does its first allocation add one: the worker allocates from a
+    // heap of its own, sized for the sketches before it starts counting.
+    let heap = |con: &mut Connection, figure: &str| -> u64 {
+        info_number(
+            con,
+            "heavykeeper",
+            &format!("heavykeeper_tracker_worker_heap_{figure}"),
+        )
+    };
+    assert!(heap(&mut con, "used_bytes") > 0);
+    config_set(&mut con, "heavykeeper.track-k", "5000");
+    times(&mut con, 2, &["GET", "page:home"]);
+    assert_eq!(counts(&mut con, &[]), vec![("page:home".to_string(), 2)]);
+    assert!(heap(&mut con, "bytes") >= 2 * (1700 * 1024 + 900 * 5000));
+    assert_eq!(heap(&mut con, "overflows"), 0);
 }
 
 /// The server's threads named `hk-tracker`, by thread id (Linux's /proc).

@@ -93,6 +93,13 @@ fn recycle(batch: &mut KeyBatch) {
 /// worker started after it (see [`thread_pool`] for why).
 static WORKER_THREADS: ThreadPool = ThreadPool::new();
 
+/// Runs `before_start` right before each new thread a worker will run on
+/// starts, on the thread that starts it (the module readies the worker's
+/// own heap there, before the new thread allocates anything).
+pub fn before_each_new_thread(before_start: fn()) {
+    WORKER_THREADS.before_each_new_thread(before_start);
+}
+
 pub struct Worker {
     shared: Arc<Shared>,
     running: Option<Running>,

@@ -9,27 +9,41 @@
 //! costs 14 instructions with one thread, 28 with two and 64 with twenty
 //! (Valkey 9.1's, two threads a step), so after twenty resets every
 //! command of the server ran ~36 instructions more than after one, 0.8% of
-//! a `GET`. On its own thread, the worker costs the one step from one
-//! counter to two, which any of the server's own background threads that
-//! ever frees memory (a lazy free) costs as well.
+//! a `GET`. (The module gives the worker's thread a heap of its own, so
+//! that it never takes the one step from one counter to two either: see
+//! [`ThreadPool::before_each_new_thread`].)
 
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 
 pub type Job = Box<dyn FnOnce() + Send>;
 
 /// Threads waiting for a job.
-pub struct ThreadPool(Mutex<Vec<PoolThread>>);
+pub struct ThreadPool {
+    idle: Mutex<Vec<PoolThread>>,
+    /// Run by the spawning thread right before each new thread starts.
+    before_start: OnceLock<fn()>,
+}
 
 impl ThreadPool {
     pub const fn new() -> Self {
-        Self(Mutex::new(Vec::new()))
+        Self {
+            idle: Mutex::new(Vec::new()),
+            before_start: OnceLock::new(),
+        }
+    }
+
+    /// Runs `before_start` right before each new thread starts, on the
+    /// thread that starts it (the first one set stays).
+    pub fn before_each_new_thread(&self, before_start: fn()) {
+        let _ = self.before_start.set(before_start);
     }
 
     /// Runs `job` on an idle thread, or on a new one named `name`.
     pub fn run(&'static self, name: &str, job: Job) -> Option<Running> {
-        let thread = self.idle().pop().or_else(|| PoolThread::spawn(name))?;
+        let before_start = self.before_start.get().copied();
+        let thread = (self.idle().pop()).or_else(|| PoolThread::spawn(name, before_start))?;
         thread.jobs.send(job).ok()?;
         Some(Running {
             thread: Some(thread),
@@ -38,7 +52,7 @@ impl ThreadPool {
     }
 
     fn idle(&self) -> MutexGuard<'_, Vec<PoolThread>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -56,11 +70,14 @@ struct PoolThread {
 }
 
 impl PoolThread {
-    fn spawn(name: &str) -> Option<Self> {
+    fn spawn(name: &str, before_start: Option<fn()>) -> Option<Self> {
         let (jobs, inbox) = channel::<Job>();
         let (end, ended) = channel();
-        let handle = std::thread::Builder::new()
-            .name(name.into())
+        let builder = std::thread::Builder::new().name(name.into());
+        if let Some(before_start) = before_start {
+            before_start();
+        }
+        let handle = builder
             .spawn(move || {
                 for job in inbox {
                     job();
@@ -150,5 +167,27 @@ mod tests {
         drop(running);
         assert!(POOL.idle().is_empty());
         thread_of(&POOL);
+    }
+
+    #[test]
+    fn the_hook_runs_before_each_new_thread_and_not_for_a_reused_one() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static POOL: ThreadPool = ThreadPool::new();
+        static STARTS: AtomicUsize = AtomicUsize::new(0);
+        POOL.before_each_new_thread(|| {
+            STARTS.fetch_add(1, Ordering::SeqCst);
+        });
+        thread_of(&POOL);
+        assert_eq!(STARTS.load(Ordering::SeqCst), 1);
+        thread_of(&POOL);
+        assert_eq!(STARTS.load(Ordering::SeqCst), 1, "a reused thread");
+        let (release, wait) = channel::<()>();
+        let held = POOL
+            .run("test", Box::new(move || wait.recv().unwrap()))
+            .unwrap();
+        thread_of(&POOL);
+        assert_eq!(STARTS.load(Ordering::SeqCst), 2, "a second thread");
+        release.send(()).unwrap();
+        drop(held);
     }
 }

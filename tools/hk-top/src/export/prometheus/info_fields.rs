@@ -291,6 +291,20 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "Memory the rows' senders take (part of the tracker's)",
     )
     .in_unit(Unit::Bytes),
+    gauge(
+        "tracker_worker_heap_bytes",
+        "The tracker worker's own heap, reserved from the server's allocator",
+    )
+    .in_unit(Unit::Bytes),
+    gauge(
+        "tracker_worker_heap_used_bytes",
+        "What the tracker's worker holds of its heap",
+    )
+    .in_unit(Unit::Bytes),
+    counter(
+        "tracker_worker_heap_overflows",
+        "Allocations the tracker's worker made from the server's allocator because its heap was full",
+    ),
     // what it saw
     counter(
         "tracker_keys_counted",
