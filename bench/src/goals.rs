@@ -189,9 +189,10 @@ fn bounds_goals(t: &tracking::TrackingFigures, goals: &mut Vec<Goal>) {
                 what("every key of the six shapes (steady, ten bursts a second, three large bursts, on-off, many clients, MGET) listed"),
                 "in every reading",
                 format!(
-                    "{listed} of {readings} (each {:.2}-{:.2}% of the node's commands)",
+                    "{listed} of {readings} (each {:.2}-{:.2}% of the node's commands; of those unlisted, {} marked noise, the rest in no sketch)",
                     100.0 * least,
-                    100.0 * most
+                    100.0 * most,
+                    keys().filter(|k| k.marked_noise).count()
                 ),
                 listed == readings,
             ));

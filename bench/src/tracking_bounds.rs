@@ -112,6 +112,9 @@ pub struct KeyReading {
     /// Counted over sent (0: not listed).
     pub ratio: f64,
     pub listed: bool,
+    /// Not listed, but in `WITHNOISE`'s list, marked as a row the noise
+    /// could have made (else, not listed, it was in no sketch at all).
+    pub marked_noise: bool,
     /// Did the truth lie within the bounds?
     pub covered: bool,
     /// The bounds, as shares of the count: (low, high).
@@ -190,13 +193,14 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
     let sent = traffic::send(&url, &load.shapes(seconds), Duration::from_secs(seconds));
     let rows = hotkeys(&mut con, &["COUNT", "200", "WITHBOUNDS"]);
     let twenty = hotkeys(&mut con, &["READS", "COUNT", "20", "WITHBOUNDS"]);
+    let noise = rows_marked_noise(&mut con);
     let wall = started.elapsed().as_secs_f64();
     let ran = commands_processed(&mut con) - commands;
     if let Some(child) = benchmark.as_mut() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    let (sent, rows, twenty) = (sent.map_err(|e| e.to_string())?, rows?, twenty?);
+    let (sent, rows, twenty, noise) = (sent.map_err(|e| e.to_string())?, rows?, twenty?, noise?);
     // What each of redis-benchmark's 100,000 keys was read: the commands
     // the node ran that the shapes did not send (an MGET is one command of
     // several reads), shared out.
@@ -223,6 +227,7 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
                 share: truth / ran.max(1.0),
                 ratio: count / truth.max(1.0),
                 listed: at.is_some(),
+                marked_noise: noise.iter().any(|k| k == key),
                 covered: at.is_some()
                     && low <= truth * (1.0 + 1e-9)
                     && truth <= high * (1.0 + 1e-9),
@@ -243,6 +248,17 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
         kept_share: info_f64(&mut con, "tracker_accesses_kept_share").unwrap_or(f64::NAN),
         server_rate: ran / wall,
     })
+}
+
+/// The keys `HK.HOTKEYS COUNT 400 WITHNOISE` marks as rows the noise
+/// could have made (left out of the plain list).
+fn rows_marked_noise(con: &mut redis::Connection) -> Result<Vec<String>, String> {
+    let flat: Vec<redis::Value> = query(con, &["HK.HOTKEYS", "COUNT", "400", "WITHNOISE"])?;
+    let marked = |row: &[redis::Value]| match row {
+        [key, _, _, _, redis::Value::Int(1)] => redis::from_redis_value::<String>(key).ok(),
+        _ => None,
+    };
+    Ok(flat.chunks(5).filter_map(marked).collect())
 }
 
 /// Every row of a list against its truth.
@@ -311,7 +327,11 @@ pub fn measure(module: &Path, quick: bool) -> Vec<ServerBounds> {
                 for load in LOADS {
                     let r = one_run(&server, load, seconds)?;
                     let key = |(k, r): (&&str, &KeyReading)| {
-                        let outside = if r.covered { "" } else { " OUTSIDE" };
+                        let outside = match (r.covered, r.marked_noise) {
+                            (true, _) => "",
+                            (false, true) => " OUTSIDE (marked noise)",
+                            (false, false) => " OUTSIDE",
+                        };
                         let phantoms = match r.phantoms_above {
                             0 => String::new(),
                             n => format!(" {n} phantoms above"),
@@ -354,7 +374,11 @@ pub fn markdown(servers: &[ServerBounds]) -> String {
     let mut md = String::from(include_str!("../prose/tracking-bounds-intro.md"));
     for s in servers {
         if let Some(e) = &s.error {
-            let _ = writeln!(md, "| {} | not measured: {e} | | | | | | | | | |", s.server);
+            let _ = writeln!(
+                md,
+                "| {} | not measured: {e} | | | | | | | | | | |",
+                s.server
+            );
         }
         for (load, runs) in s.by_load() {
             for (k, key) in KEYS.iter().enumerate() {
@@ -367,13 +391,14 @@ pub fn markdown(servers: &[ServerBounds]) -> String {
                 let worst = farthest_from_one(readings.iter().map(|r| r.ratio));
                 let _ = writeln!(
                     md,
-                    "| {} | {} | `{key}` | {:.2}% | {} | {}/{} | {:.3} | {:.3} | {}/{} | [{:.2}, {:.2}] | {} |",
+                    "| {} | {} | `{key}` | {:.2}% | {} | {}/{} | {} | {:.3} | {:.3} | {}/{} | [{:.2}, {:.2}] | {} |",
                     s.server,
                     load.label(),
                     100.0 * mean(&|r| r.share),
                     readings.len(),
                     readings.iter().filter(|r| r.listed).count(),
                     readings.len(),
+                    readings.iter().filter(|r| r.marked_noise).count(),
                     mean(&|r| r.ratio),
                     worst,
                     readings.iter().filter(|r| r.covered).count(),
