@@ -48,6 +48,12 @@
 //! background's less one, itself (counted in, a key read in ten bursts a
 //! second competed with its own first bursts, and was left out of four
 //! readings in twelve beside a saturating load).
+//!
+//! The other listed keys' first inserts are in it too, but a list knows more
+//! of them than of an unknown key: their counts. A key listed beside a row,
+//! over the row's phantom line, counts as one of the row's candidates only
+//! as likely as a key with the row's phantom truth would have shown what it
+//! shows ([`Background::tells_apart_beside`]).
 
 use crate::bounds::error_bar::{positive, split};
 use crate::counting::fading_counters::FadingCounters;
@@ -60,6 +66,9 @@ pub struct Grain {
     pub count: f64,
     pub sampled: f64,
     pub variance: f64,
+    /// A listed key's: the size class of the insert it entered the list on,
+    /// its one insert the background holds (`None`: unknown, or none).
+    pub entered_class: Option<u8>,
 }
 
 /// A row is left out when the background makes one like it by luck with at
@@ -82,6 +91,12 @@ fn class(unit: f64) -> usize {
         return 0;
     }
     (unit.log2().floor() as usize).min(CLASSES - 1)
+}
+
+/// The size class of the events an insert of `sampled` (with `variance`)
+/// is made of (`None`: nothing sampled).
+pub fn event_class(sampled: f64, variance: f64) -> Option<u8> {
+    events_of(sampled, variance).map(|(c, _, _)| c as u8)
 }
 
 /// The events `sampled` (with `variance`) is made of: the class of their
@@ -167,6 +182,50 @@ impl Outline {
     fn is_known(&self) -> bool {
         self.unit.is_finite() && positive(self.unit)
     }
+
+    /// The same outline less the keys listed beside `row` whose own counts
+    /// say their truth is above the row's phantom line: each listed key's
+    /// entering insert is one of the outline's candidates (where its class
+    /// is the row's grain or coarser), and the union over phantoms counts
+    /// it only as likely as a key with the row's phantom truth would have
+    /// shown what it shows (see [`Background::tells_apart_beside`]).
+    fn less_known_hot(mut self, row: Grain, beside: &[Grain], at: usize) -> Outline {
+        let line = row.count / PHANTOM_RATIO;
+        let Some(from) =
+            event_class(split(row.count, row.sampled).1, row.variance).map(|c| c.saturating_sub(1))
+        else {
+            return self;
+        };
+        let hotter = beside.iter().enumerate().take(KNOWN_HOT_ROWS);
+        for (i, other) in hotter.take_while(|(_, other)| other.count > line) {
+            if i == at || other.entered_class.is_none_or(|c| c < from) {
+                continue;
+            }
+            self.candidates -= 1.0 - chance_of_showing(*other, line);
+        }
+        self
+    }
+}
+
+/// The hottest rows of a list read as known keys beside each row (only
+/// rows over the row's phantom line can tell; a list's hottest are).
+const KNOWN_HOT_ROWS: usize = 32;
+/// Candidates past which a few known keys do not move the union.
+const FEW_CANDIDATES: f64 = 64.0;
+
+/// How likely a key whose truth is `line` shows what `row` shows (1 for a
+/// row that shows no more than that; 0 where its exact part alone passes
+/// it).
+fn chance_of_showing(row: Grain, line: f64) -> f64 {
+    let (exact, sampled) = split(row.count, row.sampled);
+    if exact >= line {
+        return 0.0;
+    }
+    if !positive(sampled) || !positive(row.variance) || !row.variance.is_finite() {
+        return if row.count > line { 0.0 } else { 1.0 };
+    }
+    let unit = row.variance / sampled;
+    poisson_tail((line - exact) / unit, sampled / unit)
 }
 
 /// `P(Pois(mu) ≥ x)` for a real `x` (the regularized lower incomplete gamma
@@ -226,6 +285,29 @@ impl Background {
     pub fn tells_apart(&self, row: Grain) -> bool {
         self.outline_for(row)
             .is_none_or(|outline| outline.tells_apart(row))
+    }
+
+    /// [`Self::tells_apart`] for the row `at` of a list, hottest first,
+    /// with what the rows beside it show of themselves. Why: the keys a
+    /// list shows entered it on an insert the background holds, and
+    /// beside a flood the only events as coarse as a bursty key's are the
+    /// other bursty keys' first ones: one such competitor left a key read
+    /// in three bursts of 60,000 (seen as one to three events) under the
+    /// line in 8 of 12 readings, though that competitor's own count said
+    /// its truth was far above the phantom line. Each known key then
+    /// counts as a candidate only as likely as a phantom would have shown
+    /// what it shows; a list's own phantoms (one event, a count near the
+    /// line) still count whole.
+    pub fn tells_apart_beside(&self, rows: &[Grain], at: usize) -> bool {
+        let Some(&row) = rows.get(at) else {
+            return true;
+        };
+        let Some(outline) = self.outline_for(row) else {
+            return true;
+        };
+        outline.tells_apart(row)
+            || (outline.candidates - 1.0 <= FEW_CANDIDATES
+                && outline.less_known_hot(row, rows, at).tells_apart(row))
     }
 
     /// This background and `other` together (a list of reads and writes).
@@ -358,6 +440,7 @@ mod tests {
             count,
             sampled: count,
             variance: count * unit,
+            entered_class: None,
         }
     }
 
@@ -415,6 +498,7 @@ mod tests {
             count: 700.0,
             sampled: 400.0,
             variance: 40_000.0,
+            entered_class: None,
         };
         assert!(bg.tells_apart(mixed));
     }
@@ -456,5 +540,52 @@ mod tests {
         let o = among.outline_for(events(1.0, 50.0)).unwrap();
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         assert!(close(o.unit, 50.0) && close(o.events, 2.0) && close(o.candidates, 2.0));
+    }
+
+    #[test]
+    fn a_coarse_row_beside_known_hot_keys_is_told_apart_beside_phantoms_not() {
+        // Beside a flood: the background's events are fine, but for the
+        // first inserts of two bursty keys (each one event of 100,000).
+        let mut makeup = StreamMakeup::new(1e12, 0);
+        for _ in 0..1_000 {
+            makeup.record(100.0, 10_000.0, 0);
+        }
+        let burst = events(1.0, 100_000.0);
+        makeup.record(burst.sampled, burst.variance, 0);
+        makeup.record(burst.sampled, burst.variance, 0);
+        let bg = makeup.background(0);
+        let class = event_class(burst.sampled, burst.variance);
+        let entered = |g: Grain| Grain {
+            entered_class: class,
+            ..g
+        };
+        // Three bursts seen in two events: one competitor of its grain puts
+        // it under the line on its own.
+        let row = entered(events(2.0, 100_000.0));
+        assert!(!bg.tells_apart(row));
+        // Beside a key whose own count says its truth is far over the line
+        // (thirty events), it is told apart; so is that key.
+        let hot = entered(events(30.0, 100_000.0));
+        assert!(bg.tells_apart_beside(&[hot, row], 1));
+        assert!(bg.tells_apart_beside(&[hot, row], 0));
+        // Beside a phantom (one event, near the row's line), it is not.
+        let phantom = entered(events(1.0, 100_000.0));
+        assert!(!bg.tells_apart_beside(&[row, phantom], 0));
+        // Nor beside a hot key whose insert was finer than the row's grain
+        // (not one of its competitors), or one of unknown class.
+        let fine = Grain {
+            entered_class: Some(0),
+            ..hot
+        };
+        let unknown = Grain {
+            entered_class: None,
+            ..hot
+        };
+        assert!(!bg.tells_apart_beside(&[fine, row], 1));
+        assert!(!bg.tells_apart_beside(&[unknown, row], 1));
+        // A row told apart alone stays so beside anything.
+        let many = entered(events(40.0, 100_000.0));
+        assert!(bg.tells_apart_beside(&[many], 0));
+        assert!(bg.tells_apart_beside(&[], 0));
     }
 }

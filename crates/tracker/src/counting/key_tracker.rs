@@ -6,7 +6,7 @@
 
 use crate::access::Access;
 use crate::bounds::error_bar::undercount;
-use crate::bounds::noise_floor::{Background, StreamMakeup};
+use crate::bounds::noise_floor::{Background, Grain, StreamMakeup};
 use crate::bounds::sender_rows::Senders;
 use crate::counting::client_attribution::{ClientAttribution, WATCHED_HASH_SLOTS};
 use crate::counting::client_shares::{summed, ClientShares};
@@ -133,9 +133,12 @@ fn pick<T>(
     count: usize,
     noise: bool,
 ) -> Vec<Picked<T>> {
+    // Hottest first: the rows beside each one are known hot keys or not.
+    let grains: Vec<Grain> = rows.iter().map(|row| ranked(row).grain()).collect();
     rows.into_iter()
-        .map(|row| Picked {
-            noise: !background.tells_apart(ranked(&row).grain()),
+        .enumerate()
+        .map(|(at, row)| Picked {
+            noise: !background.tells_apart_beside(&grains, at),
             row,
         })
         .filter(|picked| noise || !picked.noise)
@@ -584,6 +587,7 @@ impl KeyTracker {
         let (variance, sampled, scale, entered) = spread.map_or((0.0, 0.0, 1.0, 0.0), |s| {
             (s.variance, s.sampled, s.scale, s.entered)
         });
+        let entered_class = spread.and_then(|s| s.entered_class);
         let params = counted.sketch.params();
         let claim = (count > 0.0).then(|| counted.sketch.claim_cost(item, scale, now_ms));
         let missed = undercount(
@@ -602,6 +606,7 @@ impl KeyTracker {
             undercount: missed,
             unseen_unit: counted.unseen_unit.count(0, now_ms),
             entered,
+            entered_class,
             picked_from: None,
         }
     }

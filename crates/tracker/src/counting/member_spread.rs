@@ -19,6 +19,7 @@
 //! of a saturated node would look told apart).
 
 use crate::bounds::error_bar::positive;
+use crate::bounds::noise_floor::event_class;
 use hashbrown::HashMap;
 use heavykeeper_sketch::Arrived;
 
@@ -34,6 +35,9 @@ struct Spread {
     /// The variance of the count it entered with, at the background's grain
     /// (fades like `variance`).
     entered: f64,
+    /// The size class of the events of the insert it entered on: the one
+    /// insert of it the background holds.
+    entered_class: Option<u8>,
 }
 
 #[derive(Clone, Debug)]
@@ -64,6 +68,8 @@ pub struct MemberSpreadNow {
     /// The variance of the count it entered with, taken at the background's
     /// grain: for its bar only.
     pub entered: f64,
+    /// The size class of the insert it entered on ([`crate::bounds::noise_floor`]).
+    pub entered_class: Option<u8>,
 }
 
 impl MemberSpread {
@@ -106,11 +112,13 @@ impl MemberSpread {
             at_ms: insert.time_ms,
             scale: insert.scale,
             entered: 0.0,
+            entered_class: None,
         });
         let elapsed = insert.time_ms.saturating_sub(entry.at_ms).max(0) as f64;
         let fading = (-elapsed * faded).exp2();
         entry.entered *= fading;
         if entering {
+            entry.entered_class = event_class(insert.sampled, insert.variance);
             let unit = background_unit();
             if positive(unit) {
                 entry.entered += (after - mass).max(0.0) * unit;
@@ -136,6 +144,7 @@ impl MemberSpread {
             sampled: s.sampled * (-fades / 2.0).exp2(),
             scale: s.scale,
             entered: s.entered * (-fades).exp2(),
+            entered_class: s.entered_class,
         })
     }
 

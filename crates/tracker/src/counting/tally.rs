@@ -31,6 +31,9 @@ pub struct Tally {
     /// [`crate::counting::member_spread`]): its bar allows for it, the
     /// grain the noise floor reads does not.
     pub entered: f64,
+    /// The size class of the insert a listed key entered on: the one insert
+    /// of it in the background a list picks from.
+    pub entered_class: Option<u8>,
     /// Where a list picked it out of a stream: what that stream could make
     /// of its grain, which lowers its lower bound for the keys it was
     /// picked from ([`crate::bounds::noise_floor`]). `None` for a count read by name.
@@ -44,6 +47,7 @@ impl Tally {
             count: self.count,
             sampled: self.sampled,
             variance: self.variance,
+            entered_class: self.entered_class,
         }
     }
 
@@ -106,6 +110,7 @@ impl Tally {
             undercount: self.undercount + other.undercount,
             unseen_unit: self.unseen_unit.max(other.unseen_unit),
             entered: self.entered + other.entered,
+            entered_class: self.entered_class.max(other.entered_class),
             picked_from: self.picked_from.or(other.picked_from),
         }
     }
