@@ -82,7 +82,7 @@ impl ThreadHeap {
     /// (call from one thread only, the main one). False if it could not.
     pub fn reserve(&self, bytes: usize, mut alloc: impl FnMut(usize) -> *mut u8) -> bool {
         loop {
-            let size = self.figures().bytes;
+            let size = self.size();
             if size >= bytes {
                 return true;
             }
@@ -215,13 +215,18 @@ impl ThreadHeap {
         }
     }
 
-    pub fn figures(&self) -> HeapFigures {
+    /// The bytes of every block, in use or not.
+    fn size(&self) -> usize {
         let blocks = self.bounds.iter().take(self.blocks.load(Ordering::Acquire));
         let size = |(base, end): &(AtomicUsize, AtomicUsize)| {
             end.load(Ordering::Acquire) - base.load(Ordering::Acquire)
         };
+        blocks.map(size).sum()
+    }
+
+    pub fn figures(&self) -> HeapFigures {
         HeapFigures {
-            bytes: blocks.map(size).sum(),
+            bytes: self.size(),
             used_bytes: (self.heap.try_lock())
                 .map_or(0, |talc| talc.get_counters().allocated_bytes),
             overflows: self.overflows.load(Ordering::Relaxed),

@@ -191,11 +191,8 @@ impl Outline {
     /// shown what it shows (see [`Background::tells_apart_beside`]).
     fn less_known_hot(mut self, row: Grain, beside: &[Grain], at: usize) -> Outline {
         let line = row.count / PHANTOM_RATIO;
-        let Some(from) =
-            event_class(split(row.count, row.sampled).1, row.variance).map(|c| c.saturating_sub(1))
-        else {
-            return self;
-        };
+        // One class finer too, as the outline itself was summed.
+        let from = class(self.unit).saturating_sub(1) as u8;
         let hotter = beside.iter().enumerate().take(KNOWN_HOT_ROWS);
         for (i, other) in hotter.take_while(|(_, other)| other.count > line) {
             if i == at || other.entered_class.is_none_or(|c| c < from) {
