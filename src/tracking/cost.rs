@@ -7,6 +7,7 @@ use super::time_slots::TimeSlots;
 use heavykeeper_tracker::budget::cost_budget::{CostBudget, TickCost};
 use heavykeeper_tracker::budget::cost_meter::{CostMeter, Spent};
 use heavykeeper_tracker::budget::insert_allowance;
+use heavykeeper_tracker::budget::thread_clock::thread_cpu_ns;
 use heavykeeper_tracker::sampling::access_thinning::{self, ThinningWithinShare};
 use heavykeeper_tracker::sampling::coverage::MAX_EVERY;
 use heavykeeper_tracker::worker::{self, Worker};
@@ -26,6 +27,8 @@ pub struct Cost {
     /// in costs the worker, over the last seconds, and so how thinly
     /// accesses are kept.
     thinning: ThinningWithinShare,
+    /// The main thread's CPU clock at the last tick (ticks run on it).
+    server_seen_ns: Option<u64>,
 }
 
 impl Cost {
@@ -37,6 +40,7 @@ impl Cost {
             recent: Spent::default(),
             recent_elapsed_ns: 0,
             thinning: ThinningWithinShare::default(),
+            server_seen_ns: None,
         }
     }
 
@@ -89,12 +93,21 @@ impl Cost {
             worker_absorb_ns: spent.worker_absorb_ns,
             clocks_ns: spent.timers_ns,
             keep_one_in: slots.keep_one_in(),
+            server_ns: self.server_ns(),
         };
         self.budget.observe(elapsed_ns, counted_ns, cost);
         if self.sampling == Sampling::Budgeted {
             slots.set_every(self.budget.every());
         }
         slots.keep_one_in_from_now(|now| self.next_keep_one_in(now))
+    }
+
+    /// The main thread's CPU time since the last tick: the server's load
+    /// (0 the first time, or where the kernel cannot say).
+    fn server_ns(&mut self) -> u64 {
+        let now = thread_cpu_ns();
+        let last = self.server_seen_ns.replace(now);
+        last.map_or(0, |last| now.saturating_sub(last))
     }
 
     /// How thinly to keep accesses within counted slots (the current one

@@ -65,11 +65,13 @@ pub mod bounds {
     pub mod sender_rows;
 }
 pub mod budget {
+    pub mod burst_credit;
     pub mod cost_budget;
     pub mod cost_meter;
     pub mod insert_allowance;
     pub mod insert_budget;
     pub mod thread_clock;
+    pub mod whole_tries;
 }
 
 pub use access::Access;

@@ -9,8 +9,10 @@
 //! Two things bring the cost down, tried in this order:
 //! - **keeping one access in `n`** within counted time (each by its own
 //!   coin, standing for `n`): it cuts what the filter copies and all the
-//!   worker does, and costs a burst nothing (a burst counted is thinned
-//!   access by access), but not the filter's own cost per command;
+//!   worker does, and most of what the filter reads of a plain command
+//!   (one key, kept or not as a whole before its client and key are read),
+//!   and costs a burst nothing (a burst counted is thinned access by
+//!   access), but not the server's dispatch to the filter;
 //! - **counting one slot of time in `every`**: it cuts everything, but a
 //!   key whose traffic comes in bursts is then counted or not by where its
 //!   bursts fall.
@@ -22,7 +24,11 @@
 //! is still needed past that: every command, every access where it fits (a
 //! lightly loaded server, exact counts). A slow machine, a profiled server
 //! or heavier commands all show up as a higher measured cost, and the
-//! shares follow. A sudden load is cut at the next tick.
+//! shares follow. While every command is counted, what went unspent is
+//! credit a burst may draw on ([`crate::budget::burst_credit`]); a flood
+//! overdraws it and is cut at the next tick. Counting every command is
+//! tried again now and then, and at once when the load falls
+//! ([`crate::budget::whole_tries`]).
 //!
 //! The worker keeps its inserts within [`CostBudget::worker_share`] by
 //! thinning the keys that weigh least (see `crate::budget::insert_budget`).
@@ -77,38 +83,33 @@ const HYSTERESIS: f64 = 1.25;
 /// Counting every command again once it would spend at most this share of
 /// the aim (it is left past [`HYSTERESIS`] times the aim).
 const RETURN_TO_WHOLE: f64 = 0.9;
-/// A tick whose cost passes this many budgets is cut at once, its largest
-/// timed call left out: one slow call reads as ~1.3 ms (see
+/// A tick whose cost passes this many budgets is cut at once (while every
+/// command is counted, once its credit is overdrawn), its largest timed
+/// call left out: one slow call reads as ~1.3 ms (see
 /// [`COUNTED_MEMORY_NS`]), a flood is made of many. (Cut at a flood's
 /// second tick instead, the default cost 0.3% more instructions per `GET`
 /// on a saturated Valkey 9.1: a tick more counted whole each time the load
-/// came, in a bench that switches modes.)
+/// came, in a bench that switches modes; so counting every command starts
+/// with a credit a flood overdraws in its first tick.)
 const OVERSHOOT: f64 = 3.0;
 /// Sampling this lightly (one slot in this many or fewer), counting every
-/// command is tried again now and then: its cost is then measured, not
-/// worked out from sampled time. Sampled, a counted second costs more than
-/// one counted whole (each slot's edges, a cold cache at each opening, a
-/// batch handed over per slot): at ~20,000 commands a second the main
-/// thread spent as much counting one slot in three as counting them all,
-/// so the cost of counting every command, worked out from sampled time,
-/// read 1.0-1.5% of a core where counting them all cost 0.35-0.5%: after a
-/// flood the tracker went on sampling one slot in three to six for good,
-/// and a key read in three bursts was missed whole two times in three.
+/// command is tried again now and then ([`crate::budget::whole_tries`]).
 const PROBE_BELOW_EVERY: u32 = 8;
 /// ... where the cost worked out from sampled time is within this many
 /// times what fits (past it, the try would cost more than it can teach).
 const PROBE_BELOW_FITS: f64 = 8.0;
-/// How long sampling that lightly lasts before the first try, and after a
-/// try that counting every command passed; doubled after each try that
-/// failed, up to [`LONGEST_PROBE_WAIT_NS`] (a load at the boundary tries
-/// a few times a minute, not every few seconds).
-const PROBE_AFTER_NS: f64 = 3e9;
-const LONGEST_PROBE_WAIT_NS: f64 = 48e9;
-/// A try counted every command this long without going back to sampling:
-/// it passed.
-const PROBE_PASSED_NS: f64 = 2e9;
+/// The main thread's CPU in a tick this many times below its recent mean:
+/// the load fell (a flood ended) ...
+const LOAD_FELL: f64 = 4.0;
+/// ... and counting every command is tried at once if, scaled by the load
+/// now, what it cost would spend at most this many times the aim (worked
+/// out from sampled time it reads up to three times dear; a try that fails
+/// costs one tick counted whole).
+const TRY_ON_FALL_BELOW_FITS: f64 = 4.0;
 
-use crate::sampling::access_thinning::least_keep_one_in;
+use crate::budget::burst_credit::{BurstCredit, Standing};
+use crate::budget::whole_tries::{Seen, WholeTries};
+use crate::sampling::access_thinning::{least_keep_one_in, MAX_KEEP_ONE_IN};
 
 /// What one tick cost, in ns of CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,6 +128,9 @@ pub struct TickCost {
     pub clocks_ns: u64,
     /// One access in this many was kept in the tick (0 is taken as 1).
     pub keep_one_in: u32,
+    /// The main thread's whole CPU time in the tick, the server's work and
+    /// the tracker's (0: unknown): how loaded the server is.
+    pub server_ns: u64,
 }
 
 /// What the tracker has spent since it started.
@@ -150,30 +154,12 @@ pub struct CostBudget {
     recent: Sums,
     /// Everything reported so far, for INFO.
     total: Sums,
-    /// Counting every command tried again now and then while sampling
-    /// lightly ([`PROBE_BELOW_EVERY`]).
-    probe: Probe,
-}
-
-/// When counting every command is next tried, and how the last try went.
-#[derive(Clone, Copy, Debug)]
-struct Probe {
-    /// Sampling lightly since the last try, ns.
-    waited_ns: f64,
-    /// How long to wait before the next.
-    wait_ns: f64,
-    /// A try in progress: how long it has counted every command, ns.
-    trying_ns: Option<f64>,
-}
-
-impl Default for Probe {
-    fn default() -> Self {
-        Self {
-            waited_ns: 0.0,
-            wait_ns: PROBE_AFTER_NS,
-            trying_ns: None,
-        }
-    }
+    /// Counting every command tried again now and then while time is
+    /// sampled.
+    tries: WholeTries,
+    /// While every command is counted: the allowance left unspent, which a
+    /// burst may draw on before time is sampled.
+    credit: BurstCredit,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -188,6 +174,8 @@ struct Sums {
     worker: f64,
     /// What the worker would have spent keeping every access.
     worker_whole: f64,
+    /// The main thread's whole CPU time.
+    server: f64,
 }
 
 impl Sums {
@@ -198,6 +186,7 @@ impl Sums {
         self.fixed = self.fixed * factor + tick.fixed;
         self.worker = self.worker * factor + tick.worker;
         self.worker_whole = self.worker_whole * factor + tick.worker_whole;
+        self.server = self.server * factor + tick.server;
     }
 
     fn spent(&self) -> f64 {
@@ -216,12 +205,14 @@ impl CostBudget {
             max_every: max_every.max(1),
             recent: Sums::default(),
             total: Sums::default(),
-            probe: Probe::default(),
+            tries: WholeTries::default(),
+            credit: BurstCredit::starting(AIM * budget.clamp(1e-6, 1.0)),
         }
     }
 
     pub fn set_budget(&mut self, budget: f64) {
         self.budget = budget.clamp(1e-6, 1.0);
+        self.credit = BurstCredit::starting(AIM * self.budget);
     }
 
     /// The CPU allowed, a share of one core.
@@ -251,13 +242,34 @@ impl CostBudget {
             worker_whole: cost.worker_ns as f64
                 + cost.worker_absorb_ns.min(cost.worker_ns) as f64
                     * f64::from(cost.keep_one_in.max(1) - 1),
+            server: cost.server_ns as f64,
         };
+        let load_fell = self.load_fell(&tick);
         let age = tick.elapsed / MEMORY_NS + tick.counted / COUNTED_MEMORY_NS;
         self.recent.decay_then_add((-age).exp(), tick);
         self.total.decay_then_add(1.0, tick);
         let calls = cost.calls_ns.saturating_sub(cost.largest_call_ns) as f64;
         let overshoot = calls / tick.elapsed.max(1.0) / (AIM * self.budget);
         self.thin_accesses();
+        let was_whole = self.every == 1;
+        let credit = self
+            .credit
+            .after_tick(tick.elapsed, tick.spent(), AIM * self.budget);
+        // Counting every command is left only once its credit is gone: a
+        // burst that ended within a tick is no load.
+        if !was_whole || credit == Standing::Overdrawn {
+            self.share_time(overshoot);
+        }
+        self.try_counting_whole(tick.elapsed, load_fell, credit == Standing::Ahead);
+        if self.every == 1 && !was_whole {
+            self.credit = BurstCredit::starting(AIM * self.budget);
+        }
+        self.every
+    }
+
+    /// The share of time to count, from the recent sums (and at once, past
+    /// [`OVERSHOOT`] budgets in one tick).
+    fn share_time(&mut self, overshoot: f64) {
         if let Some(fits) = self.fits() {
             let current = f64::from(self.every);
             let wanted = fits.ceil().clamp(1.0, f64::from(self.max_every));
@@ -284,37 +296,38 @@ impl CostBudget {
             let cut = (f64::from(self.every) * overshoot).ceil();
             self.every = cut.clamp(1.0, f64::from(self.max_every)) as u32;
         }
-        self.try_counting_whole(tick.elapsed);
-        self.every
     }
 
-    /// Sampling lightly for a while, every command is counted again, the
-    /// recent sums forgotten: the next decision rests on what counting
-    /// every command costs now (cut at once if it floods, [`OVERSHOOT`]).
-    /// A try that goes back to sampling doubles the wait for the next.
-    fn try_counting_whole(&mut self, elapsed_ns: f64) {
-        let light = (2..=PROBE_BELOW_EVERY).contains(&self.every)
-            && self.fits().is_some_and(|fits| fits <= PROBE_BELOW_FITS);
-        let p = &mut self.probe;
-        if let Some(trying) = p.trying_ns {
-            if self.every > 1 {
-                p.trying_ns = None;
-                p.wait_ns = (2.0 * p.wait_ns).min(LONGEST_PROBE_WAIT_NS);
-            } else if trying + elapsed_ns >= PROBE_PASSED_NS {
-                p.trying_ns = None;
-                p.wait_ns = PROBE_AFTER_NS;
-            } else {
-                p.trying_ns = Some(trying + elapsed_ns);
-            }
-            return;
-        }
-        p.waited_ns = if light { p.waited_ns + elapsed_ns } else { 0.0 };
-        if p.waited_ns >= p.wait_ns {
-            p.waited_ns = 0.0;
-            p.trying_ns = Some(0.0);
+    /// Now and then while time is sampled, every command is counted again
+    /// and the recent sums forgotten: the next decision rests on what
+    /// counting every command costs now (cut at once if it floods,
+    /// [`OVERSHOOT`]).
+    fn try_counting_whole(&mut self, elapsed_ns: f64, load_fell: bool, within_allowance: bool) {
+        let seen = Seen {
+            elapsed_ns,
+            within_allowance,
+            sampling: self.every > 1,
+            light: (2..=PROBE_BELOW_EVERY).contains(&self.every)
+                && self.fits().is_some_and(|fits| fits <= PROBE_BELOW_FITS),
+            load_fell,
+        };
+        if self.tries.after_tick(seen) {
             self.every = 1;
             self.recent = Sums::default();
         }
+    }
+
+    /// Did the main thread's load in `tick` fall far below its recent mean
+    /// while time is sampled, so far that counting every command would now
+    /// likely fit? (Worked out before the tick joins the sums.)
+    fn load_fell(&self, tick: &Sums) -> bool {
+        let before = self.recent.server / self.recent.elapsed.max(1.0);
+        let now = tick.server / tick.elapsed.max(1.0);
+        if self.every <= 1 || now <= 0.0 || now * LOAD_FELL > before {
+            return false;
+        }
+        self.fits()
+            .is_some_and(|fits| fits * now / before <= TRY_ON_FALL_BELOW_FITS)
     }
 
     /// How many times over counting every command (at the current
@@ -343,14 +356,20 @@ impl CostBudget {
     }
 
     /// `n`, a power of two: the least at which counting every command fits,
-    /// if one does; else (time must be sampled anyway) the least at which
-    /// the worker costs no more than the main thread. Thinning further would
-    /// let fewer slots be skipped, but every access thinned away is noise on
-    /// every key's count, steady ones too, while a slot more counted is
-    /// bought with the filter's own cost per command, which thinning does
-    /// not cut: past that point fewer slots cost steady keys more than they
-    /// give bursts. With the same hysteresis as the share of time counted
-    /// (left past 1.25 budgets, come back to under 0.9).
+    /// if one does; else (time must be sampled anyway) the most,
+    /// [`MAX_KEEP_ONE_IN`]: a plain command not kept costs the filter little
+    /// more than reading its name, and the worker nothing, so the thinner
+    /// the accesses the more time is counted, and a burst is seen in more
+    /// slots. What it costs is noise on a steady key (what its `n` · `N`
+    /// kept accesses stand for grows by the filter's cost per command not
+    /// kept, ~100 instructions of the ~400 a counted `GET` took in all).
+    /// Balancing the worker against the main thread instead (when the coin
+    /// came at each key, thinning cut only the worker), the default counted
+    /// one access in 4 at saturation and the worker took 32 instructions per
+    /// `GET` on Redis 7.0 under callgrind, over its part of the budget in
+    /// instructions (its time reads cheaper than its instructions).
+    /// With the same hysteresis as the share of time counted (left past
+    /// 1.25 budgets, come back to under 0.9).
     fn thin_accesses(&mut self) {
         let Some((main, worker, room)) = self.per_counted_second() else {
             return;
@@ -360,7 +379,7 @@ impl CostBudget {
         let fitting = if cost(whole) <= 1.0 {
             whole
         } else {
-            least_keep_one_in(|n| worker / f64::from(n) <= main)
+            MAX_KEEP_ONE_IN
         };
         let current = self.keep_one_in;
         if (fitting > current && cost(current) > HYSTERESIS)
@@ -408,7 +427,6 @@ impl CostBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sampling::access_thinning::MAX_KEEP_ONE_IN;
 
     /// A tick's length, ns.
     const PERIOD: u64 = 100_000_000;
@@ -491,12 +509,12 @@ mod tests {
         // access in 4 kept (0.7 + 0.175).
         let b = settle_both(0.7 * aim, 0.7 * aim);
         assert_eq!((b.every(), b.keep_one_in()), (1, 4));
-        // The main thread alone over the aim: accesses thinned until the
-        // worker costs no more than the main thread (2.35 + 3.5 / 2), and
-        // time sampled for the rest.
+        // The main thread alone over the aim: time must be sampled, and
+        // accesses are thinned the most (2.35 + 3.5 / 16), time sampled
+        // for the rest.
         let b = settle_both(2.35 * aim, 3.5 * aim);
-        assert_eq!(b.keep_one_in(), 2);
-        assert!((4..=6).contains(&b.every()), "{}", b.every());
+        assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
+        assert!((3..=4).contains(&b.every()), "{}", b.every());
         let b = settle_both(2.35 * aim, 1.0);
         assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
         // And back: a light load again keeps every access.
@@ -541,6 +559,111 @@ mod tests {
             b.observe(PERIOD, counted, main_only(counted / 1000, PERIOD / 5_000));
         }
         assert_eq!(b.every(), 1);
+    }
+
+    /// Ticks of a server whose main thread is `busy` of a core, where
+    /// counting every command costs it `per_counted` of a core per second
+    /// counted (and three times that in sampled time: slot edges, cold
+    /// caches). Returns the ticks at which every command was counted.
+    fn run_load(b: &mut CostBudget, ticks: u32, busy: f64, per_counted: f64) -> Vec<u32> {
+        let mut whole = Vec::new();
+        for tick in 0..ticks {
+            let every = b.every();
+            let counted = PERIOD / u64::from(every);
+            let dear = if every == 1 { 1.0 } else { 3.0 };
+            let cost = TickCost {
+                server_ns: (PERIOD as f64 * busy) as u64,
+                ..main_only((counted as f64 * per_counted * dear) as u64, 0)
+            };
+            b.observe(PERIOD, counted, cost);
+            if b.every() == 1 {
+                whole.push(tick);
+            }
+        }
+        whole
+    }
+
+    #[test]
+    fn a_flood_that_ends_is_followed_by_every_command_counted_at_once() {
+        let aim = 0.01 * AIM;
+        let mut b = CostBudget::new(0.01, 1024);
+        // A light load, counted whole; then a saturating flood (counting
+        // all would cost 20 aims): after a lull its first tick draws on the
+        // credit, it is sampled from its second and never counted whole
+        // again while it lasts, its main thread busy throughout, give or
+        // take 20%.
+        assert_eq!(run_load(&mut b, 20, 0.05, 0.5 * aim).len(), 20);
+        let mut flood = Vec::new();
+        for tick in 0..100 {
+            let busy = if tick % 2 == 0 { 0.8 } else { 1.0 };
+            flood.extend(run_load(&mut b, 1, busy, 20.0 * aim).iter().map(|_| tick));
+        }
+        assert_eq!(flood, [0], "counted whole in the flood");
+        // The flood ends: the light load is counted whole from the next
+        // tick on (waiting out the flood's sums took seconds).
+        let whole = run_load(&mut b, 30, 0.05, 0.5 * aim);
+        assert_eq!(whole, (0..30).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_pipeline_beside_a_light_load_leaves_every_command_counted() {
+        // Counting all costs 0.7 of the aim, and every 2.7 s a pipeline of
+        // thousands of commands costs 4 ms more in its tick (nearly seven
+        // budgets): every command stays counted.
+        let aim = 0.01 * AIM;
+        let mut b = CostBudget::new(0.01, 1024);
+        for tick in 0..300u64 {
+            let burst = if tick % 27 == 13 { 4_000_000 } else { 0 };
+            let calls = (PERIOD as f64 * 0.7 * aim) as u64 + burst;
+            let cost = TickCost {
+                largest_call_ns: 20_000,
+                ..main_only(calls, 0)
+            };
+            b.observe(PERIOD, PERIOD, cost);
+            assert_eq!(b.every(), 1, "tick {tick}");
+        }
+        // Such pipelines every 300 ms do not fit: time is sampled.
+        for tick in 0..100u64 {
+            let burst = if tick % 3 == 0 { 4_000_000 } else { 0 };
+            let calls = (PERIOD / u64::from(b.every())) as f64 * 0.7 * aim;
+            b.observe(
+                PERIOD,
+                PERIOD / u64::from(b.every()),
+                main_only(calls as u64 + burst, 0),
+            );
+        }
+        assert!(b.every() > 1);
+    }
+
+    #[test]
+    fn a_load_that_halves_is_no_fall_and_one_that_falls_to_what_does_not_fit_is_tried_sparingly() {
+        let aim = 0.01 * AIM;
+        let mut b = CostBudget::new(0.01, 1024);
+        assert!(run_load(&mut b, 100, 1.0, 20.0 * aim).len() <= 1);
+        // Half the load: still sampled, no try.
+        assert!(run_load(&mut b, 100, 0.5, 10.0 * aim).is_empty());
+        // A fall to a tenth where counting all would still cost 2.5 aims
+        // (7.5 read from sampled time): a try, back to sampling once the
+        // load returns; the load swinging between the two every half
+        // second, the tries spaced out (1, 2, 4, 8 s ...).
+        let mut whole = vec![false; 300];
+        for round in 0..60 {
+            let (busy, cost) = if round % 2 == 0 {
+                (0.5, 10.0)
+            } else {
+                (0.05, 2.5)
+            };
+            for tick in run_load(&mut b, 5, busy, cost * aim) {
+                whole[round * 5 + tick as usize] = true;
+            }
+        }
+        let tries = whole.windows(2).filter(|w| !w[0] && w[1]).count();
+        assert!((2..=5).contains(&tries), "{tries} tries in 30 s");
+        let spent_whole = whole.iter().filter(|&&w| w).count();
+        assert!(
+            spent_whole <= 5 * tries,
+            "{spent_whole} ticks counted whole"
+        );
     }
 
     /// A light load whose meter reads one slow timed call now and then (one
