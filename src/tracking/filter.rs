@@ -80,8 +80,8 @@ fn on_command(command: &FilterCall) {
 #[inline(never)]
 fn timed(tracking: &mut Tracking, command: &FilterCall) {
     let start = Instant::now();
-    tracking.count_command(command);
-    tracking.meter().timed_call(start);
+    let kind = tracking.count_command(command);
+    tracking.meter().timed_call(start, kind);
 }
 
 /// A client that disconnects is forgotten (ids are never reused); where

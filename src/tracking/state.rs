@@ -13,7 +13,7 @@ use super::senders::Senders;
 use super::sketches::{Besides, Sketches};
 use super::time_slots::TimeSlots;
 use crate::host::clock;
-use heavykeeper_tracker::budget::cost_meter::CostMeter;
+use heavykeeper_tracker::budget::cost_meter::{CallKind, CostMeter};
 use heavykeeper_tracker::counting::{prefixes::PrefixRule, tally::Row};
 use heavykeeper_tracker::server::client_names::ClientInfo;
 use heavykeeper_tracker::server::command_table::CommandTable;
@@ -134,19 +134,19 @@ impl Tracking {
     /// further than its name when not (its client, argument count and key
     /// are calls into the server); any other is read whole, each key kept
     /// by a coin of its own, so that one command's keys are never kept
-    /// together.
+    /// together. Returns what it did, for the cost meter.
     #[inline(always)]
-    pub fn count_command(&mut self, cmd: &impl FilteredCommand) {
+    pub fn count_command(&mut self, cmd: &impl FilteredCommand) -> CallKind {
         self.figures.commands_seen = self.figures.commands_seen.wrapping_add(1);
         if self.slots.counted().is_none() {
-            return;
+            return CallKind::Other;
         }
         self.senders.conclude_check(self.sketches.batch());
         let name = cmd.arg(0);
         let plain = self.commands.is_plain(name);
         if plain && self.slots.keep_access().is_none() {
             self.passed_by();
-            return;
+            return CallKind::PlainPassed;
         }
         let client = cmd.client();
         let argc = cmd.argc();
@@ -182,6 +182,10 @@ impl Tracking {
         }
         if starts_script {
             self.senders.script_started();
+        }
+        match plain {
+            true => CallKind::PlainKept,
+            false => CallKind::Other,
         }
     }
 

@@ -108,7 +108,7 @@ const LOAD_FELL: f64 = 4.0;
 const TRY_ON_FALL_BELOW_FITS: f64 = 4.0;
 
 use crate::budget::burst_credit::{BurstCredit, Standing};
-use crate::budget::whole_tries::{Seen, WholeTries};
+use crate::budget::whole_tries::{Cause, Seen, WholeTries};
 use crate::sampling::access_thinning::{least_keep_one_in, MAX_KEEP_ONE_IN};
 
 /// What one tick cost, in ns of CPU.
@@ -118,6 +118,10 @@ pub struct TickCost {
     pub calls_ns: u64,
     /// Of that, what the largest one timed call stood for.
     pub largest_call_ns: u64,
+    /// Of that, plain commands let by at their coin, and plain commands kept
+    /// ([`crate::budget::cost_meter::CallKind`]).
+    pub plain_passed_ns: u64,
+    pub plain_kept_ns: u64,
     /// Counting on the worker (it lags the main thread by up to a tick).
     pub worker_ns: u64,
     /// Of that, taking accesses in: what keeping every access would
@@ -176,6 +180,12 @@ struct Sums {
     worker_whole: f64,
     /// The main thread's whole CPU time.
     server: f64,
+    /// Of `counting`, what plain commands would have cost had each been let
+    /// by at its coin (known only from ticks that let some by: `counted`
+    /// over those ticks apart), and had each been kept.
+    plain_all_passed: f64,
+    counted_passing: f64,
+    plain_all_kept: f64,
 }
 
 impl Sums {
@@ -187,10 +197,30 @@ impl Sums {
         self.worker = self.worker * factor + tick.worker;
         self.worker_whole = self.worker_whole * factor + tick.worker_whole;
         self.server = self.server * factor + tick.server;
+        self.plain_all_passed = self.plain_all_passed * factor + tick.plain_all_passed;
+        self.counted_passing = self.counted_passing * factor + tick.counted_passing;
+        self.plain_all_kept = self.plain_all_kept * factor + tick.plain_all_kept;
     }
 
     fn spent(&self) -> f64 {
         self.counting + self.fixed
+    }
+
+    /// A tick's plain commands, as if each had been let by and as if each
+    /// had been kept: one in `n` kept, a pass stood for `1 / (1 − 1/n)` of
+    /// them and a keep for `n`.
+    fn plain(cost: &TickCost, counted: f64) -> Sums {
+        let n = f64::from(cost.keep_one_in.max(1));
+        let passing = n > 1.0;
+        Sums {
+            plain_all_passed: match passing {
+                true => cost.plain_passed_ns as f64 / (1.0 - 1.0 / n),
+                false => 0.0,
+            },
+            counted_passing: if passing { counted } else { 0.0 },
+            plain_all_kept: cost.plain_kept_ns as f64 * n,
+            ..Sums::default()
+        }
     }
 }
 
@@ -243,6 +273,7 @@ impl CostBudget {
                 + cost.worker_absorb_ns.min(cost.worker_ns) as f64
                     * f64::from(cost.keep_one_in.max(1) - 1),
             server: cost.server_ns as f64,
+            ..Sums::plain(&cost, counted_ns.min(elapsed_ns) as f64)
         };
         let load_fell = self.load_fell(&tick);
         let age = tick.elapsed / MEMORY_NS + tick.counted / COUNTED_MEMORY_NS;
@@ -311,9 +342,17 @@ impl CostBudget {
                 && self.fits().is_some_and(|fits| fits <= PROBE_BELOW_FITS),
             load_fell,
         };
-        if self.tries.after_tick(seen) {
-            self.every = 1;
-            self.recent = Sums::default();
+        let Some(cause) = self.tries.after_tick(seen) else {
+            return;
+        };
+        self.every = 1;
+        self.recent = Sums::default();
+        if cause == Cause::LoadFell {
+            // The load is light now: every access kept, as many thinned
+            // again as its cost then asks (measured, the way up is worked
+            // out on the safe side), rather than a step at a time down from
+            // a flood's thinning, each step a reading of coarse counts.
+            self.keep_one_in = 1;
         }
     }
 
@@ -374,19 +413,49 @@ impl CostBudget {
         let Some((main, worker, room)) = self.per_counted_second() else {
             return;
         };
-        let cost = |n: u32| (main + worker / f64::from(n)) / room;
+        let current = self.keep_one_in;
+        let main_at = self.main_thread_at(main, current);
+        let cost = |n: u32| (main_at(n) + worker / f64::from(n)) / room;
         let whole = least_keep_one_in(|n| cost(n) <= 1.0);
         let fitting = if cost(whole) <= 1.0 {
             whole
         } else {
             MAX_KEEP_ONE_IN
         };
-        let current = self.keep_one_in;
-        if (fitting > current && cost(current) > HYSTERESIS)
-            || (fitting < current && cost(fitting) <= RETURN_TO_WHOLE)
-            || (fitting < current && cost(current) > 1.0)
-        {
+        let down = least_keep_one_in(|n| cost(n) <= RETURN_TO_WHOLE);
+        if fitting > current && cost(current) > HYSTERESIS {
             self.keep_one_in = fitting;
+        } else if down < current && cost(down) <= RETURN_TO_WHOLE {
+            self.keep_one_in = down;
+        }
+    }
+
+    /// What the main thread's counting would cost per second counted at one
+    /// access in `n`, `main` now at one in `current`: plain commands' passes
+    /// cost in proportion to `1 − 1/n`, their keeps to `1/n`, every other
+    /// call the same whatever `n`. Where none was let by lately (every
+    /// access kept), what a pass costs is unknown and taken as a keep's: no
+    /// cheaper than now. (Taken as the same whatever `n`, as it was before
+    /// plain commands were let by at their coin, a step down from one in 16
+    /// was worked out from a fraction of what it then cost: in the test
+    /// below, a light load after a flood settled at one in 2, spending 0.95
+    /// of the aim and past the 0.9 a step down must fit in, where one in 4
+    /// spends 0.53.)
+    fn main_thread_at(&self, main: f64, current: u32) -> impl Fn(u32) -> f64 {
+        let r = self.recent;
+        let counted = r.counted.max(1.0);
+        let current = f64::from(current.max(1));
+        let all_kept = r.plain_all_kept / counted;
+        let all_passed = if r.counted_passing >= MIN_COUNTED_NS {
+            r.plain_all_passed / r.counted_passing
+        } else {
+            all_kept
+        };
+        let plain_now = all_passed * (1.0 - 1.0 / current) + all_kept / current;
+        let other = (main - plain_now).max(0.0);
+        move |n: u32| {
+            let n = f64::from(n.max(1));
+            other + all_passed * (1.0 - 1.0 / n) + all_kept / n
         }
     }
 
@@ -523,6 +592,57 @@ mod tests {
         assert!((b.worker_share() - 0.01 * AIM * (1.0 - MAIN_PART)).abs() < 1e-9);
     }
 
+    /// Ticks of plain commands where counting costs the main thread
+    /// `a (1 − 1/n) + b / n` and the worker `w / n` of the aim per second
+    /// counted, at one access in `n` kept (`a`: what passing all would
+    /// cost, their names read; `b`: reading all whole). Returns the ticks at
+    /// which time was sampled.
+    fn run_thinned(b: &mut CostBudget, ticks: u32, a: f64, bb: f64, w: f64) -> Vec<u32> {
+        let aim = 0.01 * AIM;
+        let mut sampled = Vec::new();
+        for tick in 0..ticks {
+            let n = f64::from(b.keep_one_in());
+            let counted = PERIOD / u64::from(b.every());
+            let worker = (counted as f64 * w * aim / n) as u64;
+            let passed = counted as f64 * a * (1.0 - 1.0 / n) * aim;
+            let kept = counted as f64 * bb / n * aim;
+            let cost = TickCost {
+                calls_ns: (passed + kept) as u64,
+                plain_passed_ns: passed as u64,
+                plain_kept_ns: kept as u64,
+                worker_ns: worker,
+                worker_absorb_ns: worker,
+                keep_one_in: b.keep_one_in(),
+                ..TickCost::default()
+            };
+            b.observe(PERIOD, counted, cost);
+            if b.every() > 1 {
+                sampled.push(tick);
+            }
+        }
+        sampled
+    }
+
+    #[test]
+    fn after_a_flood_as_many_accesses_are_kept_as_fit_without_sampling_time() {
+        let mut b = CostBudget::new(0.01, 1024);
+        // A flood: time sampled, one access in 16 kept.
+        run_thinned(&mut b, 50, 3.0, 30.0, 10.0);
+        assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
+        assert!(b.every() > 1);
+        // A light load where keeping every access would cost 1.8 aims, one
+        // in 2 0.95, one in 4 0.53, one in 16 0.21: once counting every
+        // command is tried, time is never sampled again, and accesses are
+        // kept as many as fit.
+        b.tries = WholeTries::default();
+        let sampled = run_thinned(&mut b, 600, 0.1, 1.5, 0.3);
+        let first_whole = (0..600).find(|t| !sampled.contains(t)).unwrap();
+        assert!(first_whole <= 40, "whole again at tick {first_whole}");
+        let later: Vec<_> = sampled.iter().filter(|&&t| t > first_whole).collect();
+        assert!(later.is_empty(), "sampled again at {later:?}");
+        assert_eq!(b.keep_one_in(), 4);
+    }
+
     #[test]
     fn a_load_at_the_boundary_does_not_flap() {
         let mut b = CostBudget::new(0.01, 1024);
@@ -601,8 +721,11 @@ mod tests {
         assert_eq!(flood, [0], "counted whole in the flood");
         // The flood ends: the light load is counted whole from the next
         // tick on (waiting out the flood's sums took seconds).
+        assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
         let whole = run_load(&mut b, 30, 0.05, 0.5 * aim);
         assert_eq!(whole, (0..30).collect::<Vec<_>>());
+        // And every access kept again at once (the load is light).
+        assert_eq!(b.keep_one_in(), 1);
     }
 
     #[test]
