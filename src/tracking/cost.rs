@@ -89,8 +89,6 @@ impl Cost {
         let cost = TickCost {
             calls_ns: spent.calls_ns,
             largest_call_ns: spent.largest_call_ns,
-            plain_passed_ns: spent.plain_passed_ns,
-            plain_kept_ns: spent.plain_kept_ns,
             worker_ns: spent.worker_ns,
             worker_absorb_ns: spent.worker_absorb_ns,
             clocks_ns: spent.timers_ns,

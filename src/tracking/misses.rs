@@ -11,7 +11,6 @@
 
 use super::with_state;
 use crate::host::events;
-use heavykeeper_tracker::budget::cost_meter::CallKind;
 use redis_module::Context;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -40,7 +39,7 @@ fn on_key_miss(db: i32, key: &[u8]) {
         if t.meter().times_this_call() {
             let start = Instant::now();
             t.count_miss(db, key);
-            t.meter().timed_call(start, CallKind::Other);
+            t.meter().timed_call(start);
         } else {
             t.count_miss(db, key);
         }

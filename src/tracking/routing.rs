@@ -68,12 +68,6 @@ impl Routing {
         self.asking.take().is_some_and(|asker| asker == client)
     }
 
-    /// A command went by unread: an `ASKING` before it reaches no further.
-    #[inline(always)]
-    pub fn pass_by(&mut self) {
-        self.asking = None;
-    }
-
     /// Every tick: the map, read again if need be.
     pub fn tick(&mut self, ctx: &Context) {
         self.ticks += 1;

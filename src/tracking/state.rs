@@ -11,10 +11,11 @@ use super::notify::{Announced, Change};
 use super::routing::Routing;
 use super::senders::Senders;
 use super::sketches::{Besides, Sketches};
-use super::time_slots::TimeSlots;
+use super::time_slots::{Schedule, TimeSlots};
 use crate::host::clock;
-use heavykeeper_tracker::budget::cost_meter::{CallKind, CostMeter};
+use heavykeeper_tracker::budget::cost_meter::CostMeter;
 use heavykeeper_tracker::counting::{prefixes::PrefixRule, tally::Row};
+use heavykeeper_tracker::sampling::coverage::CountedSlot;
 use heavykeeper_tracker::server::client_names::ClientInfo;
 use heavykeeper_tracker::server::command_table::CommandTable;
 use heavykeeper_tracker::server::name_effect::NameEffect;
@@ -22,6 +23,7 @@ use heavykeeper_tracker::worker::counting::Counting;
 use heavykeeper_tracker::{Access, KeyTracker, Picked, Tally, TrackerShape, Worker};
 use redis_module::Context;
 use std::sync::MutexGuard;
+use std::time::Instant;
 
 /// What the tracker has seen, for `INFO` (the slots': [`TimeSlots`]).
 #[derive(Clone, Copy, Default)]
@@ -129,26 +131,15 @@ impl Tracking {
     /// Counts the keys of a command the filter saw. The hot path of the
     /// whole tracker: one lookup of the command's name says what the
     /// command does to the tracker's knowledge and where its keys are.
-    /// Where accesses are thinned, a plain command (`GET`, `SET`...: see
-    /// `CommandTable::is_plain`) is kept or not whole by one coin, read no
-    /// further than its name when not (its client, argument count and key
-    /// are calls into the server); any other is read whole, each key kept
-    /// by a coin of its own, so that one command's keys are never kept
-    /// together. Returns what it did, for the cost meter.
     #[inline(always)]
-    pub fn count_command(&mut self, cmd: &impl FilteredCommand) -> CallKind {
+    pub fn count_command(&mut self, cmd: &impl FilteredCommand) {
         self.figures.commands_seen = self.figures.commands_seen.wrapping_add(1);
         if self.slots.counted().is_none() {
-            return CallKind::Other;
+            return;
         }
         self.senders.conclude_check(self.sketches.batch());
-        let name = cmd.arg(0);
-        let plain = self.commands.is_plain(name);
-        if plain && self.slots.keep_access().is_none() {
-            self.passed_by();
-            return CallKind::PlainPassed;
-        }
         let client = cmd.client();
+        let name = cmd.arg(0);
         let argc = cmd.argc();
         let args = |i: usize| (i < argc).then(|| if i == 0 { name } else { cmd.arg(i) });
         let key_use = self.commands.command_of(name, argc, &args);
@@ -163,11 +154,7 @@ impl Tracking {
                 if served {
                     let slots = &mut self.slots;
                     for_each_key(&key_use, cmd, &args, |key, access| {
-                        let kept = match plain {
-                            true => slots.counted(),
-                            false => slots.keep_access(),
-                        };
-                        if let Some(slot) = kept {
+                        if let Some(slot) = slots.keep_access() {
                             batch.push(db, key.read(), access, slot, clock::cached_now_ms);
                         }
                     });
@@ -182,19 +169,6 @@ impl Tracking {
         }
         if starts_script {
             self.senders.script_started();
-        }
-        match plain {
-            true => CallKind::PlainKept,
-            false => CallKind::Other,
-        }
-    }
-
-    /// A plain command not kept: it still ends an `ASKING`'s reach (which
-    /// holds for the command that follows it only).
-    #[inline(always)]
-    fn passed_by(&mut self) {
-        if let Some(routing) = self.routing.as_mut() {
-            routing.pass_by();
         }
     }
 
@@ -361,8 +335,57 @@ impl Tracking {
     pub fn wants_time_slots(&self) -> bool {
         self.slots.every() > 1 || self.senders.checks_slots()
     }
+
+    /// Time is cut into slots from now (counting every command ends here),
+    /// unless it already is. Returns when the slot timer is due.
+    pub fn begin_time_slots(&mut self, ctx: &Context) -> Option<Instant> {
+        if !self.slots.in_use() {
+            self.senders
+                .close_slot(ctx, &mut self.slots, true, &mut self.sketches);
+            self.slots.restart();
+        }
+        self.slots.due()
+    }
+
+    /// The slot timer is due: the open slot closes (and the next opens if
+    /// it follows at once), or the awaited one opens. Returns when the
+    /// timer is due next (`None`: counting every command from now).
+    pub fn time_slot_due_now(&mut self, ctx: &Context) -> Option<Instant> {
+        match self.slots.schedule() {
+            Schedule::Whole => None,
+            Schedule::Waiting { at, slot } => self.open_time_slot(ctx, at, slot),
+            Schedule::Open { until } => {
+                self.senders.conclude_check(self.sketches.batch());
+                self.senders
+                    .close_slot(ctx, &mut self.slots, false, &mut self.sketches);
+                match self.slots.next_after(until) {
+                    Some(next) => self.open_time_slot(ctx, until, next),
+                    None => self.slots.due(),
+                }
+            }
+        }
+    }
+
+    /// A counted slot opens (due at `at`); where it stands for itself alone
+    /// and no slot need be checked, counting every command begins instead.
+    fn open_time_slot(&mut self, ctx: &Context, at: Instant, slot: CountedSlot) -> Option<Instant> {
+        let checked = self.senders.checks_slots();
+        let Some((until, unseen)) = self.slots.open(at, slot, checked) else {
+            self.count_everything(ctx);
+            return None;
+        };
+        self.senders.slot_opened(ctx, unseen);
+        Some(until)
+    }
+
+    /// Counting every command from now on (no slots).
+    pub fn count_everything(&mut self, ctx: &Context) {
+        self.senders
+            .close_slot(ctx, &mut self.slots, false, &mut self.sketches);
+        self.slots.count_everything();
+        self.senders.commands_unseen();
+    }
 }
 
-mod slot_edges;
 #[cfg(test)]
 mod tests;

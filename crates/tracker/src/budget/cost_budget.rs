@@ -9,10 +9,8 @@
 //! Two things bring the cost down, tried in this order:
 //! - **keeping one access in `n`** within counted time (each by its own
 //!   coin, standing for `n`): it cuts what the filter copies and all the
-//!   worker does, and most of what the filter reads of a plain command
-//!   (one key, kept or not as a whole before its client and key are read),
-//!   and costs a burst nothing (a burst counted is thinned access by
-//!   access), but not the server's dispatch to the filter;
+//!   worker does, and costs a burst nothing (a burst counted is thinned
+//!   access by access), but not the filter's own cost per command;
 //! - **counting one slot of time in `every`**: it cuts everything, but a
 //!   key whose traffic comes in bursts is then counted or not by where its
 //!   bursts fall.
@@ -106,19 +104,10 @@ const LOAD_FELL: f64 = 4.0;
 /// out from sampled time it reads up to three times dear; a try that fails
 /// costs one tick counted whole).
 const TRY_ON_FALL_BELOW_FITS: f64 = 4.0;
-/// Where time must be sampled, accesses are thinned only as far as counts
-/// one slot in this many at least: past that, a slot more counted is worth
-/// less to a burst (a block's counted slot already overlaps most) than the
-/// accesses it costs are to every steady key, a hash slot's load, a host's
-/// share. (Thinned the most wherever time was sampled, a node on fire that
-/// counted 0.42 of its time kept one access in 16, and a rebalance planned
-/// from its slots' loads shed 0.12 of the reads in truth where 0.15 were
-/// needed.)
-const COVERED_EVERY: f64 = 4.0;
 
 use crate::budget::burst_credit::{BurstCredit, Standing};
-use crate::budget::whole_tries::{Cause, Seen, WholeTries};
-use crate::sampling::access_thinning::{least_keep_one_in, MAX_KEEP_ONE_IN};
+use crate::budget::whole_tries::{Seen, WholeTries};
+use crate::sampling::access_thinning::least_keep_one_in;
 
 /// What one tick cost, in ns of CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,10 +116,6 @@ pub struct TickCost {
     pub calls_ns: u64,
     /// Of that, what the largest one timed call stood for.
     pub largest_call_ns: u64,
-    /// Of that, plain commands let by at their coin, and plain commands kept
-    /// ([`crate::budget::cost_meter::CallKind`]).
-    pub plain_passed_ns: u64,
-    pub plain_kept_ns: u64,
     /// Counting on the worker (it lags the main thread by up to a tick).
     pub worker_ns: u64,
     /// Of that, taking accesses in: what keeping every access would
@@ -189,12 +174,6 @@ struct Sums {
     worker_whole: f64,
     /// The main thread's whole CPU time.
     server: f64,
-    /// Of `counting`, what plain commands would have cost had each been let
-    /// by at its coin (known only from ticks that let some by: `counted`
-    /// over those ticks apart), and had each been kept.
-    plain_all_passed: f64,
-    counted_passing: f64,
-    plain_all_kept: f64,
 }
 
 impl Sums {
@@ -206,30 +185,10 @@ impl Sums {
         self.worker = self.worker * factor + tick.worker;
         self.worker_whole = self.worker_whole * factor + tick.worker_whole;
         self.server = self.server * factor + tick.server;
-        self.plain_all_passed = self.plain_all_passed * factor + tick.plain_all_passed;
-        self.counted_passing = self.counted_passing * factor + tick.counted_passing;
-        self.plain_all_kept = self.plain_all_kept * factor + tick.plain_all_kept;
     }
 
     fn spent(&self) -> f64 {
         self.counting + self.fixed
-    }
-
-    /// A tick's plain commands, as if each had been let by and as if each
-    /// had been kept: one in `n` kept, a pass stood for `1 / (1 − 1/n)` of
-    /// them and a keep for `n`.
-    fn plain(cost: &TickCost, counted: f64) -> Sums {
-        let n = f64::from(cost.keep_one_in.max(1));
-        let passing = n > 1.0;
-        Sums {
-            plain_all_passed: match passing {
-                true => cost.plain_passed_ns as f64 / (1.0 - 1.0 / n),
-                false => 0.0,
-            },
-            counted_passing: if passing { counted } else { 0.0 },
-            plain_all_kept: cost.plain_kept_ns as f64 * n,
-            ..Sums::default()
-        }
     }
 }
 
@@ -282,7 +241,6 @@ impl CostBudget {
                 + cost.worker_absorb_ns.min(cost.worker_ns) as f64
                     * f64::from(cost.keep_one_in.max(1) - 1),
             server: cost.server_ns as f64,
-            ..Sums::plain(&cost, counted_ns.min(elapsed_ns) as f64)
         };
         let load_fell = self.load_fell(&tick);
         let age = tick.elapsed / MEMORY_NS + tick.counted / COUNTED_MEMORY_NS;
@@ -351,17 +309,9 @@ impl CostBudget {
                 && self.fits().is_some_and(|fits| fits <= PROBE_BELOW_FITS),
             load_fell,
         };
-        let Some(cause) = self.tries.after_tick(seen) else {
-            return;
-        };
-        self.every = 1;
-        self.recent = Sums::default();
-        if cause == Cause::LoadFell {
-            // The load is light now: every access kept, as many thinned
-            // again as its cost then asks (measured, the way up is worked
-            // out on the safe side), rather than a step at a time down from
-            // a flood's thinning, each step a reading of coarse counts.
-            self.keep_one_in = 1;
+        if self.tries.after_tick(seen) {
+            self.every = 1;
+            self.recent = Sums::default();
         }
     }
 
@@ -404,71 +354,31 @@ impl CostBudget {
     }
 
     /// `n`, a power of two: the least at which counting every command fits,
-    /// if one does; else the least at which a quarter of the time at least
-    /// is counted ([`COVERED_EVERY`]); else the most, [`MAX_KEEP_ONE_IN`]:
-    /// a plain command not kept costs the filter little
-    /// more than reading its name, and the worker nothing, so the thinner
-    /// the accesses the more time is counted, and a burst is seen in more
-    /// slots. What it costs is noise on a steady key (what its `n` · `N`
-    /// kept accesses stand for grows by the filter's cost per command not
-    /// kept, ~100 instructions of the ~400 a counted `GET` took in all).
-    /// Balancing the worker against the main thread instead (when the coin
-    /// came at each key, thinning cut only the worker), the default counted
-    /// one access in 4 at saturation and the worker took 32 instructions per
-    /// `GET` on Redis 7.0 under callgrind, over its part of the budget in
-    /// instructions (its time reads cheaper than its instructions).
-    /// With the same hysteresis as the share of time counted (left past
-    /// 1.25 budgets, come back to under 0.9).
+    /// if one does; else (time must be sampled anyway) the least at which
+    /// the worker costs no more than the main thread. Thinning further would
+    /// let fewer slots be skipped, but every access thinned away is noise on
+    /// every key's count, steady ones too, while a slot more counted is
+    /// bought with the filter's own cost per command, which thinning does
+    /// not cut: past that point fewer slots cost steady keys more than they
+    /// give bursts. With the same hysteresis as the share of time counted
+    /// (left past 1.25 budgets, come back to under 0.9).
     fn thin_accesses(&mut self) {
         let Some((main, worker, room)) = self.per_counted_second() else {
             return;
         };
-        let current = self.keep_one_in;
-        let main_at = self.main_thread_at(main, current);
-        let cost = |n: u32| (main_at(n) + worker / f64::from(n)) / room;
+        let cost = |n: u32| (main + worker / f64::from(n)) / room;
         let whole = least_keep_one_in(|n| cost(n) <= 1.0);
-        let covered = least_keep_one_in(|n| cost(n) <= COVERED_EVERY);
         let fitting = if cost(whole) <= 1.0 {
             whole
-        } else if cost(covered) <= COVERED_EVERY {
-            covered
         } else {
-            MAX_KEEP_ONE_IN
+            least_keep_one_in(|n| worker / f64::from(n) <= main)
         };
-        let down = least_keep_one_in(|n| cost(n) <= RETURN_TO_WHOLE);
-        if fitting > current && cost(current) > HYSTERESIS {
+        let current = self.keep_one_in;
+        if (fitting > current && cost(current) > HYSTERESIS)
+            || (fitting < current && cost(fitting) <= RETURN_TO_WHOLE)
+            || (fitting < current && cost(current) > 1.0)
+        {
             self.keep_one_in = fitting;
-        } else if down < current && cost(down) <= RETURN_TO_WHOLE {
-            self.keep_one_in = down;
-        }
-    }
-
-    /// What the main thread's counting would cost per second counted at one
-    /// access in `n`, `main` now at one in `current`: plain commands' passes
-    /// cost in proportion to `1 − 1/n`, their keeps to `1/n`, every other
-    /// call the same whatever `n`. Where none was let by lately (every
-    /// access kept), what a pass costs is unknown and taken as a keep's: no
-    /// cheaper than now. (Taken as the same whatever `n`, as it was before
-    /// plain commands were let by at their coin, a step down from one in 16
-    /// was worked out from a fraction of what it then cost: in the test
-    /// below, a light load after a flood settled at one in 2, spending 0.95
-    /// of the aim and past the 0.9 a step down must fit in, where one in 4
-    /// spends 0.53.)
-    fn main_thread_at(&self, main: f64, current: u32) -> impl Fn(u32) -> f64 {
-        let r = self.recent;
-        let counted = r.counted.max(1.0);
-        let current = f64::from(current.max(1));
-        let all_kept = r.plain_all_kept / counted;
-        let all_passed = if r.counted_passing >= MIN_COUNTED_NS {
-            r.plain_all_passed / r.counted_passing
-        } else {
-            all_kept
-        };
-        let plain_now = all_passed * (1.0 - 1.0 / current) + all_kept / current;
-        let other = (main - plain_now).max(0.0);
-        move |n: u32| {
-            let n = f64::from(n.max(1));
-            other + all_passed * (1.0 - 1.0 / n) + all_kept / n
         }
     }
 
@@ -509,6 +419,7 @@ impl CostBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampling::access_thinning::MAX_KEEP_ONE_IN;
 
     /// A tick's length, ns.
     const PERIOD: u64 = 100_000_000;
@@ -591,72 +502,18 @@ mod tests {
         // access in 4 kept (0.7 + 0.175).
         let b = settle_both(0.7 * aim, 0.7 * aim);
         assert_eq!((b.every(), b.keep_one_in()), (1, 4));
-        // The main thread alone over the aim: time must be sampled, and
-        // accesses are thinned until a quarter of the time is counted at
-        // least (2.35 + 3.5 / 4 = 3.2), time sampled for the rest; past
-        // that, thinned the most.
+        // The main thread alone over the aim: accesses thinned until the
+        // worker costs no more than the main thread (2.35 + 3.5 / 2), and
+        // time sampled for the rest.
         let b = settle_both(2.35 * aim, 3.5 * aim);
-        assert_eq!(b.keep_one_in(), 4);
-        assert_eq!(b.every(), 4);
-        let b = settle_both(6.0 * aim, 20.0 * aim);
-        assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
+        assert_eq!(b.keep_one_in(), 2);
+        assert!((4..=6).contains(&b.every()), "{}", b.every());
         let b = settle_both(2.35 * aim, 1.0);
         assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
         // And back: a light load again keeps every access.
         let b = settle_more(settle_both(0.7 * aim, 0.7 * aim), 0.001, 0.001);
         assert_eq!((b.every(), b.keep_one_in()), (1, 1));
         assert!((b.worker_share() - 0.01 * AIM * (1.0 - MAIN_PART)).abs() < 1e-9);
-    }
-
-    /// Ticks of plain commands where counting costs the main thread
-    /// `a (1 − 1/n) + b / n` and the worker `w / n` of the aim per second
-    /// counted, at one access in `n` kept (`a`: what passing all would
-    /// cost, their names read; `b`: reading all whole). Returns the ticks at
-    /// which time was sampled.
-    fn run_thinned(b: &mut CostBudget, ticks: u32, a: f64, bb: f64, w: f64) -> Vec<u32> {
-        let aim = 0.01 * AIM;
-        let mut sampled = Vec::new();
-        for tick in 0..ticks {
-            let n = f64::from(b.keep_one_in());
-            let counted = PERIOD / u64::from(b.every());
-            let worker = (counted as f64 * w * aim / n) as u64;
-            let passed = counted as f64 * a * (1.0 - 1.0 / n) * aim;
-            let kept = counted as f64 * bb / n * aim;
-            let cost = TickCost {
-                calls_ns: (passed + kept) as u64,
-                plain_passed_ns: passed as u64,
-                plain_kept_ns: kept as u64,
-                worker_ns: worker,
-                worker_absorb_ns: worker,
-                keep_one_in: b.keep_one_in(),
-                ..TickCost::default()
-            };
-            b.observe(PERIOD, counted, cost);
-            if b.every() > 1 {
-                sampled.push(tick);
-            }
-        }
-        sampled
-    }
-
-    #[test]
-    fn after_a_flood_as_many_accesses_are_kept_as_fit_without_sampling_time() {
-        let mut b = CostBudget::new(0.01, 1024);
-        // A flood: time sampled, one access in 16 kept.
-        run_thinned(&mut b, 50, 3.0, 30.0, 10.0);
-        assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
-        assert!(b.every() > 1);
-        // A light load where keeping every access would cost 1.8 aims, one
-        // in 2 0.95, one in 4 0.53, one in 16 0.21: once counting every
-        // command is tried, time is never sampled again, and accesses are
-        // kept as many as fit.
-        b.tries = WholeTries::default();
-        let sampled = run_thinned(&mut b, 600, 0.1, 1.5, 0.3);
-        let first_whole = (0..600).find(|t| !sampled.contains(t)).unwrap();
-        assert!(first_whole <= 40, "whole again at tick {first_whole}");
-        let later: Vec<_> = sampled.iter().filter(|&&t| t > first_whole).collect();
-        assert!(later.is_empty(), "sampled again at {later:?}");
-        assert_eq!(b.keep_one_in(), 4);
     }
 
     #[test]
@@ -737,11 +594,8 @@ mod tests {
         assert_eq!(flood, [0], "counted whole in the flood");
         // The flood ends: the light load is counted whole from the next
         // tick on (waiting out the flood's sums took seconds).
-        assert_eq!(b.keep_one_in(), MAX_KEEP_ONE_IN);
         let whole = run_load(&mut b, 30, 0.05, 0.5 * aim);
         assert_eq!(whole, (0..30).collect::<Vec<_>>());
-        // And every access kept again at once (the load is light).
-        assert_eq!(b.keep_one_in(), 1);
     }
 
     #[test]

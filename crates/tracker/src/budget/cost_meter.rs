@@ -23,25 +23,11 @@ pub const TIMED_ONE_IN: u32 = 64;
 /// takes microseconds; a descheduled thread loses milliseconds).
 pub const LONGEST_CALL_NS: u64 = 20_000;
 
-/// What a filter call did, for what thinning costs: a plain command let
-/// by at its coin (its name read, nothing more), a plain command kept (read
-/// whole), or any other call (read whole whatever the thinning).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CallKind {
-    PlainPassed,
-    PlainKept,
-    Other,
-}
-
 /// Time spent, in ns, by part.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Spent {
     /// Filter calls and key-miss events (estimated).
     pub calls_ns: u64,
-    /// Of that, plain commands let by at their coin, and plain commands
-    /// kept.
-    pub plain_passed_ns: u64,
-    pub plain_kept_ns: u64,
     /// Of that, the largest one timed call stood for (a slow call, cache-cold
     /// or descheduled, stands for [`TIMED_ONE_IN`] like any other).
     pub largest_call_ns: u64,
@@ -93,22 +79,12 @@ impl CostMeter {
     /// the call's, nor is a time slice the thread lost to another process
     /// in the middle of it (the clock is the wall's): a filter call never
     /// takes [`LONGEST_CALL_NS`], a preemption always does.
-    pub fn timed_call(&mut self, start: Instant, kind: CallKind) {
+    pub fn timed_call(&mut self, start: Instant) {
         let ns = (start.elapsed().as_nanos() as u64)
             .saturating_sub(clock_cost_ns())
             .min(LONGEST_CALL_NS);
         let stands_for = ns.saturating_mul(u64::from(TIMED_ONE_IN));
         self.spent.calls_ns = self.spent.calls_ns.saturating_add(stands_for);
-        let part = match kind {
-            CallKind::PlainPassed => &mut self.spent.plain_passed_ns,
-            CallKind::PlainKept => &mut self.spent.plain_kept_ns,
-            CallKind::Other => return self.note_largest(stands_for),
-        };
-        *part = part.saturating_add(stands_for);
-        self.note_largest(stands_for);
-    }
-
-    fn note_largest(&mut self, stands_for: u64) {
         self.spent.largest_call_ns = self.spent.largest_call_ns.max(stands_for);
     }
 
@@ -177,12 +153,12 @@ mod tests {
     fn the_largest_timed_call_is_known_apart() {
         let mut m = CostMeter::default();
         let ago = |us| Instant::now() - std::time::Duration::from_micros(us);
-        m.timed_call(ago(2), CallKind::Other);
-        m.timed_call(ago(15), CallKind::PlainKept);
-        m.timed_call(ago(3), CallKind::PlainPassed);
+        m.timed_call(ago(2));
+        m.timed_call(ago(15));
+        m.timed_call(ago(3));
         // A preemption: capped.
         let mut n = CostMeter::default();
-        n.timed_call(ago(5_000), CallKind::Other);
+        n.timed_call(ago(5_000));
         let spent = m.take(None, 0);
         let one = u64::from(TIMED_ONE_IN);
         assert!(
@@ -194,9 +170,6 @@ mod tests {
             "{spent:?}"
         );
         assert_eq!(n.take(None, 0).largest_call_ns, LONGEST_CALL_NS * one);
-        // Each plain call's time is known apart too.
-        assert_eq!(spent.plain_kept_ns, spent.largest_call_ns);
-        assert!((2_000 * one..14_000 * one).contains(&spent.plain_passed_ns));
     }
 
     #[test]

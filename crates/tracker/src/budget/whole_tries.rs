@@ -36,10 +36,8 @@ pub const FALL_SPACING_NS: f64 = 1e9;
 
 /// What started a try.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cause {
-    /// Sampling lightly for a while.
+enum Cause {
     Time,
-    /// The load fell far below its recent mean.
     LoadFell,
 }
 
@@ -93,9 +91,9 @@ pub struct Seen {
 }
 
 impl WholeTries {
-    /// After a tick: why a try begins now, if one does (count every
-    /// command, and forget what sampling cost).
-    pub fn after_tick(&mut self, seen: Seen) -> Option<Cause> {
+    /// After a tick: true when a try begins now (count every command, and
+    /// forget what sampling cost).
+    pub fn after_tick(&mut self, seen: Seen) -> bool {
         if let Some(t) = self.trying.as_mut() {
             t.whole_ns += seen.elapsed_ns;
             if seen.sampling {
@@ -103,7 +101,7 @@ impl WholeTries {
             } else if t.whole_ns >= PASSED_NS && seen.within_allowance {
                 self.end_try(true);
             }
-            return None;
+            return false;
         }
         self.since_try_ns += seen.elapsed_ns;
         self.waited_ns = if seen.light {
@@ -119,13 +117,15 @@ impl WholeTries {
         } else {
             None
         };
-        let cause = cause?;
+        let Some(cause) = cause else {
+            return false;
+        };
         self.waited_ns = 0.0;
         self.trying = Some(Try {
             cause,
             whole_ns: 0.0,
         });
-        Some(cause)
+        true
     }
 
     fn end_try(&mut self, passed: bool) {
@@ -169,7 +169,7 @@ mod tests {
 
     /// Ticks until a try begins (at most `limit`).
     fn ticks_to_try(t: &mut WholeTries, seen: Seen, limit: u32) -> Option<u32> {
-        (1..=limit).find(|_| t.after_tick(seen).is_some())
+        (1..=limit).find(|_| t.after_tick(seen))
     }
 
     #[test]
@@ -181,7 +181,7 @@ mod tests {
         );
         assert!(t.trying());
         // The try goes back to sampling at once: failed.
-        assert_eq!(t.after_tick(tick(true, true, false)), None);
+        assert!(!t.after_tick(tick(true, true, false)));
         assert!(!t.trying());
         assert_eq!(
             ticks_to_try(&mut t, tick(true, true, false), 1_000),
@@ -189,7 +189,7 @@ mod tests {
         );
         // This one counts every command for two seconds: passed, the wait
         // back to three seconds.
-        assert!((0..20).all(|_| t.after_tick(tick(false, false, false)).is_none()));
+        assert!((0..20).all(|_| !t.after_tick(tick(false, false, false))));
         assert!(!t.trying());
         assert_eq!(
             ticks_to_try(&mut t, tick(true, true, false), 1_000),
@@ -200,14 +200,14 @@ mod tests {
     #[test]
     fn a_try_that_spends_more_than_its_allowance_has_not_passed() {
         let mut t = WholeTries::default();
-        assert!(t.after_tick(tick(true, false, true)).is_some());
+        assert!(t.after_tick(tick(true, false, true)));
         let over = Seen {
             within_allowance: false,
             ..tick(false, false, false)
         };
-        assert!((0..50).all(|_| t.after_tick(over).is_none()));
+        assert!((0..50).all(|_| !t.after_tick(over)));
         assert!(t.trying());
-        assert_eq!(t.after_tick(tick(false, false, false)), None);
+        assert!(!t.after_tick(tick(false, false, false)));
         assert!(!t.trying());
     }
 
@@ -223,21 +223,21 @@ mod tests {
         // Sampling heavily for a while: a flood.
         assert_eq!(ticks_to_try(&mut t, tick(true, false, false), 50), None);
         // It ended: a try at the next tick.
-        assert_eq!(t.after_tick(tick(true, false, true)), Some(Cause::LoadFell));
+        assert!(t.after_tick(tick(true, false, true)));
         // It failed (the load came back): the next fall waits two seconds,
         // then four after another failure.
-        assert_eq!(t.after_tick(tick(true, false, false)), None);
+        assert!(!t.after_tick(tick(true, false, false)));
         assert_eq!(
             ticks_to_try(&mut t, tick(true, false, true), 1_000),
             Some(20)
         );
-        assert_eq!(t.after_tick(tick(true, false, false)), None);
+        assert!(!t.after_tick(tick(true, false, false)));
         assert_eq!(
             ticks_to_try(&mut t, tick(true, false, true), 1_000),
             Some(40)
         );
         // A try that passes brings the spacing back.
-        assert!((0..20).all(|_| t.after_tick(tick(false, false, false)).is_none()));
+        assert!((0..20).all(|_| !t.after_tick(tick(false, false, false))));
         assert_eq!(
             ticks_to_try(&mut t, tick(true, false, true), 1_000),
             Some(10)

@@ -45,9 +45,6 @@ struct CommandSpecs {
     effect: NameEffect,
     /// It may run a script (`EVAL`, `FCALL`, `EXEC`...).
     starts_script: bool,
-    /// One key at most, its first argument, and nothing its name changes
-    /// for the tracker (see [`CommandTable::is_plain`]).
-    plain: bool,
 }
 
 /// Key specs of every command the server knew when tracking started.
@@ -131,17 +128,10 @@ impl CommandTable {
         };
         // Effects are the subcommand's own (`CONFIG SET`, not `CONFIG GET`);
         // a container's name says whether a script may run.
-        let effect = effect_of(&name);
-        let starts_script = runs_scripts(parent.unwrap_or(&name));
-        let plain = subcommands.is_empty()
-            && (single_key.is_some() || specs.is_empty())
-            && effect == NameEffect::None
-            && !starts_script;
         let command = CommandSpecs {
             arity,
-            effect,
-            starts_script,
-            plain,
+            effect: effect_of(&name),
+            starts_script: runs_scripts(parent.unwrap_or(&name)),
             single_key,
             write: flags.iter().any(|f| f.eq_ignore_ascii_case(b"write")),
             // A command with subcommands has its keys in theirs.
@@ -172,26 +162,18 @@ impl CommandTable {
         }
     }
 
-    /// Is the command named `name` (as sent) plain: at most one key, its
-    /// first argument, no subcommands, and nothing its name changes for the
-    /// tracker (no effect such as `SELECT`'s or `ASKING`'s, no script)?
-    /// `GET`, `SET`, `HGET`, `INCR`, `PING`... Such a command may be thinned
-    /// as a whole, by one coin before anything more of it is read: whether
-    /// it is kept is then whether its one access is, and a command not kept
-    /// changes nothing. False for a name the table lacks.
-    #[inline(always)]
-    pub fn is_plain(&self, name: &[u8]) -> bool {
-        let index = self.index_of(name);
-        index
-            .and_then(|i| self.specs.get(i))
-            .is_some_and(|c| c.plain)
-    }
-
     /// The command (or subcommand) named by the first arguments, looked up
     /// without allocating.
     #[inline(always)]
     fn command<'a>(&self, first: &[u8], args: &Args<'a>) -> Option<&CommandSpecs> {
-        let command = self.specs.get(self.index_of(first)?)?;
+        let index = match as_sent(first) {
+            Some(word) => self.short_index(word)?,
+            None => {
+                let mut buffer = [0u8; 64];
+                *self.commands.get(lowercase_into(&mut buffer, &[first])?)?
+            }
+        };
+        let command = self.specs.get(index)?;
         if !command.has_subcommands {
             return Some(command);
         }
@@ -200,20 +182,6 @@ impl CommandTable {
         full.and_then(|full| self.commands.get(full))
             .and_then(|&index| self.specs.get(index))
             .or(Some(command))
-    }
-
-    /// The index of the command named `first`, as sent.
-    #[inline(always)]
-    fn index_of(&self, first: &[u8]) -> Option<usize> {
-        match as_sent(first) {
-            Some(word) => self.short_index(word),
-            None => {
-                let mut buffer = [0u8; 64];
-                self.commands
-                    .get(lowercase_into(&mut buffer, &[first])?)
-                    .copied()
-            }
-        }
     }
 
     /// The index of a short name, `sent` as [`as_sent`] packs it.
@@ -355,23 +323,6 @@ mod tests {
         Reply::map([("type", Reply::text("keyword")), ("spec", spec)])
     }
 
-    /// A spec from `index(1)` whose keys run to `last_key` (0: one key,
-    /// -1: to the last argument).
-    fn ranged(flag: &str, last_key: i64) -> Reply {
-        let range = Reply::map([
-            ("lastkey", Reply::Integer(last_key)),
-            ("keystep", Reply::Integer(1)),
-            ("limit", Reply::Integer(0)),
-        ]);
-        let find = Reply::map([("type", Reply::text("range")), ("spec", range)]);
-        let flags = Reply::Array(vec![Reply::text(flag)]);
-        Reply::map([
-            ("flags", flags),
-            ("begin_search", index(1)),
-            ("find_keys", find),
-        ])
-    }
-
     fn command(name: &str, write: bool, specs: Vec<Reply>) -> Reply {
         let flag = if write { "write" } else { "readonly" };
         Reply::command(name, -2, flag, specs, vec![])
@@ -449,45 +400,6 @@ mod tests {
         assert_eq!(access(&t, &geo, 7), Access::Write);
         // Unknown commands count as writes.
         assert_eq!(access(&t, &["NOSUCH", "k"], 1), Access::Write);
-    }
-
-    #[test]
-    fn only_commands_of_one_key_at_most_whose_names_change_nothing_are_plain() {
-        let mut t = table();
-        let mut add = |reply: Reply| t.add(&reply, None);
-        add(command("ping", false, vec![]));
-        add(command("select", false, vec![]));
-        add(command("asking", false, vec![]));
-        add(command("eval", true, vec![]));
-        add(command("incr", true, vec![ranged("RW", 0)]));
-        add(command("mget", false, vec![ranged("RO", -1)]));
-        add(Reply::command(
-            "cluster",
-            -2,
-            "readonly",
-            vec![],
-            vec![command("cluster|setslot", true, vec![])],
-        ));
-        for name in ["INCR", "incr", "ping", "iNcR"] {
-            assert!(t.is_plain(name.as_bytes()), "{name}");
-        }
-        // Names that change what the tracker knows, may run a script, have
-        // subcommands or more than one key, keys the specs cannot place
-        // (this table's `GET` has no `find_keys`), or that the table lacks.
-        for name in [
-            "SELECT",
-            "asking",
-            "EVAL",
-            "cluster",
-            "ZUNIONSTORE",
-            "georadius",
-            "NOSUCH",
-            "",
-            "mget",
-            "GET",
-        ] {
-            assert!(!t.is_plain(name.as_bytes()), "{name}");
-        }
     }
 
     #[test]
