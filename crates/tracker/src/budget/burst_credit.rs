@@ -3,12 +3,12 @@
 //!
 //! While every command is counted, each tick's allowance that went unspent
 //! is kept, up to [`CAP_S`] seconds of it, and a tick that spends more
-//! draws on it ([`Standing`]). While the credit stays above what counting
-//! every command started with, it has spent less than its allowance since
-//! it began, bursts and all, and is not left; drawn below that, it is left
-//! once its recent cost does not fit; overdrawn, at once. So a load that
-//! costs more than the budget for good is still cut within a few ticks (a
-//! flood at its first, or after a long lull its second), while a burst that
+//! draws on it ([`Standing`]). Counting every command is left only once the
+//! credit is overdrawn; a try of it passes only while the credit stays at
+//! or above what it started with (it spent no more than its allowance,
+//! bursts and all). So a load that costs more than the budget for good is
+//! still cut within a few ticks (a flood at its first, or after a long
+//! lull its second), while a burst that
 //! ended within a tick (a pipeline of thousands of commands beside a light
 //! load) does not turn the tracker to sampling time for the seconds after
 //! it. It did: at ~20,000 commands a second on Valkey

@@ -204,27 +204,33 @@ impl CostBudget {
     /// `budget`: a share of one core (0.01 is 1%). Starts counting every
     /// command; `max_every` bounds how sparse counting may get.
     pub fn new(budget: f64, max_every: u32) -> Self {
+        let budget = budget.clamp(1e-6, 1.0);
         Self {
-            budget: budget.clamp(1e-6, 1.0),
+            budget,
             every: 1,
             keep_one_in: 1,
             max_every: max_every.max(1),
             recent: Sums::default(),
             total: Sums::default(),
             tries: WholeTries::default(),
-            credit: BurstCredit::starting(AIM * budget.clamp(1e-6, 1.0)),
+            credit: BurstCredit::starting(AIM * budget),
             fell_last_tick: false,
         }
     }
 
     pub fn set_budget(&mut self, budget: f64) {
         self.budget = budget.clamp(1e-6, 1.0);
-        self.credit = BurstCredit::starting(AIM * self.budget);
+        self.credit = BurstCredit::starting(self.aim());
     }
 
     /// The CPU allowed, a share of one core.
     pub fn budget(&self) -> f64 {
         self.budget
+    }
+
+    /// What the tracker aims to spend of it ([`AIM`]), a share of one core.
+    fn aim(&self) -> f64 {
+        AIM * self.budget
     }
 
     /// One slot in `every` to count now.
@@ -258,12 +264,12 @@ impl CostBudget {
         self.recent.decay_then_add((-age).exp(), tick);
         self.total.decay_then_add(1.0, tick);
         let calls = cost.calls_ns.saturating_sub(cost.largest_call_ns) as f64;
-        let overshoot = calls / tick.elapsed.max(1.0) / (AIM * self.budget);
+        let overshoot = calls / tick.elapsed.max(1.0) / self.aim();
         self.thin_accesses();
         let was_whole = self.every == 1;
         let credit = self
             .credit
-            .after_tick(tick.elapsed, tick.spent(), AIM * self.budget);
+            .after_tick(tick.elapsed, tick.spent(), self.aim());
         // Counting every command is left only once its credit is gone: a
         // burst that ended within a tick is no load.
         if !was_whole || credit == Standing::Overdrawn {
@@ -271,7 +277,7 @@ impl CostBudget {
         }
         self.try_counting_whole(tick.elapsed, load_fell, credit == Standing::Ahead);
         if self.every == 1 && !was_whole {
-            self.credit = BurstCredit::starting(AIM * self.budget);
+            self.credit = BurstCredit::starting(self.aim());
         }
         self.every
     }
@@ -359,8 +365,8 @@ impl CostBudget {
         // What the clocks take is not counting's to spend; counting keeps at
         // least a quarter of the aim, or a machine where the clocks alone
         // cost the budget (a profiled server) would count nothing.
-        let left = AIM * self.budget - r.fixed / r.elapsed.max(1.0);
-        let for_counting = left.max(0.25 * AIM * self.budget);
+        let left = self.aim() - r.fixed / r.elapsed.max(1.0);
+        let for_counting = left.max(0.25 * self.aim());
         Some((main, worker, for_counting))
     }
 

@@ -13,7 +13,7 @@
 //!   after each try that failed, up to [`LONGEST_WAIT_NS`] (a load at the
 //!   boundary tries a few times a minute, not every few seconds);
 //! - **a load that fell**: the main thread's CPU fell several times below
-//!   its recent mean (a flood that ended). The cost worked out from the
+//!   its recent mean, two ticks in a row (a flood that ended). The cost worked out from the
 //!   flood's sums would otherwise keep the tracker sampling for seconds
 //!   after it, while the light load that followed fits whole: at ~20,000
 //!   commands a second right after a saturating one, a key read in three
@@ -146,7 +146,8 @@ impl WholeTries {
     }
 
     /// A try is under way.
-    pub fn trying(&self) -> bool {
+    #[cfg(test)]
+    fn trying(&self) -> bool {
         self.trying.is_some()
     }
 }
