@@ -15,6 +15,7 @@ mod ties;
 mod tracker_settings;
 mod tracking;
 mod tracking_bounds;
+mod tracking_bursts;
 mod tracking_clients;
 mod tracking_cost;
 mod tracking_truth;
@@ -37,7 +38,8 @@ struct Options {
     out: PathBuf,
     threads: usize,
     /// Only these stages, comma-separated (accuracy, shapes, speed, redis,
-    /// fading, merge, layout, ties, tracking, bounds, clients, truth, watch); all when `None`.
+    /// fading, merge, layout, ties, tracking, bounds, bursts, clients, truth, watch); all when
+    /// `None`.
     only: Option<String>,
     /// Only plot `hk-top rebalance --watch` from this file of figures.
     plot_watch: Option<PathBuf>,
@@ -79,7 +81,7 @@ fn options() -> Options {
             "--only" => o.only = args.next(),
             "--plot-watch" => o.plot_watch = args.next().map(PathBuf::from),
             other => {
-                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only STAGE[,STAGE...]: accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|bounds|clients|truth|watch]");
+                eprintln!("unknown argument {other}; usage: hk-bench [--quick] [--stream FILE] [--gcide FILE] [--module SO] [--out DIR] [--threads N] [--only STAGE[,STAGE...]: accuracy|shapes|speed|redis|fading|merge|layout|ties|tracking|bounds|bursts|clients|truth|watch]");
                 std::process::exit(2);
             }
         }
@@ -224,6 +226,11 @@ fn main() -> Result<(), String> {
         eprintln!("  counts and error bars by traffic shape, every server");
         let bounds = tracking_bounds::measure(&module, o.quick);
         m.tracked.get_or_insert_with(Default::default).bounds = bounds;
+    }
+    if o.runs("bursts") {
+        eprintln!("  a key read in three pipelines beside a saturating load, reading after reading, every server");
+        let bursts = tracking_bursts::measure(&module, o.quick);
+        m.tracked.get_or_insert_with(Default::default).bursts = bursts;
     }
     if o.runs("clients") {
         eprintln!("  who drives a hot key: shares against what each host sent, every server");

@@ -83,6 +83,9 @@ pub struct TrackingFigures {
     pub bounds: Vec<tracking_bounds::ServerBounds>,
     /// Who drives a hot key, per server and load (`--only clients`).
     pub clients: Vec<crate::tracking_clients::ClientShares>,
+    /// A key read in three pipelines beside a saturating load, reading
+    /// after reading (`--only bursts`).
+    pub bursts: Vec<crate::tracking_bursts::ServerBursts>,
     pub samplings: Vec<Sampling>,
     pub huge_keys: Option<HugeKeys>,
     pub half_life_s: f64,
@@ -287,6 +290,9 @@ impl TrackingFigures {
         }
         if !self.bounds.is_empty() {
             md.push_str(&tracking_bounds::markdown(&self.bounds));
+        }
+        if !self.bursts.is_empty() {
+            md.push_str(&crate::tracking_bursts::markdown(&self.bursts));
         }
         if !self.truth.is_empty() {
             md.push_str(&tracking_truth::markdown(&self.truth));

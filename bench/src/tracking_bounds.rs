@@ -252,7 +252,7 @@ fn one_run(server: &Server, load: Load, seconds: u64) -> Result<Run, String> {
 
 /// The keys `HK.HOTKEYS COUNT 400 WITHNOISE` marks as rows the noise
 /// could have made (left out of the plain list).
-fn rows_marked_noise(con: &mut redis::Connection) -> Result<Vec<String>, String> {
+pub(crate) fn rows_marked_noise(con: &mut redis::Connection) -> Result<Vec<String>, String> {
     let flat: Vec<redis::Value> = query(con, &["HK.HOTKEYS", "COUNT", "400", "WITHNOISE"])?;
     let marked = |row: &[redis::Value]| match row {
         [key, _, _, _, redis::Value::Int(1)] => redis::from_redis_value::<String>(key).ok(),

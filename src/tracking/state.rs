@@ -14,7 +14,8 @@ use super::sketches::{Besides, Sketches};
 use super::time_slots::{Schedule, TimeSlots};
 use crate::host::clock;
 use heavykeeper_tracker::budget::cost_meter::CostMeter;
-use heavykeeper_tracker::counting::{prefixes::PrefixRule, tally::Row};
+use heavykeeper_tracker::counting::prefixes::PrefixRule;
+use heavykeeper_tracker::counting::tally::{Missed, Row};
 use heavykeeper_tracker::sampling::coverage::CountedSlot;
 use heavykeeper_tracker::server::client_names::ClientInfo;
 use heavykeeper_tracker::server::command_table::CommandTable;
@@ -274,15 +275,25 @@ impl Tracking {
     }
 
     /// The rows `list` reads now (every access so far counted), each allowing
-    /// for counted time discarded that no kept slot stands for yet (Redis
-    /// 7.0 with a password): the one place rows are corrected for it.
+    /// for what its counts may lack ([`Self::missed`]): the one place rows
+    /// are corrected for it.
     pub fn listed<R: Row>(
         &mut self,
         list: impl FnOnce(&KeyTracker, i64) -> Option<Vec<Picked<R>>>,
     ) -> Option<Vec<Picked<R>>> {
-        let carried = self.slots.carried_seconds();
+        let missed = self.missed();
         let rows = list(self.current().tracker(), clock::now_ms())?;
-        Some(rows.into_iter().map(|p| p.allowing_for(carried)).collect())
+        Some(rows.into_iter().map(|p| p.allowing_for(missed)).collect())
+    }
+
+    /// What counts read now may lack: counted time discarded that no kept
+    /// slot stands for yet (Redis 7.0 with a password), and the share of
+    /// counted time the filter took.
+    pub fn missed(&self) -> Missed {
+        Missed {
+            seconds: self.slots.carried_seconds(),
+            slowdown: self.cost.budget().counted_slowdown(),
+        }
     }
 
     pub fn senders(&self) -> &Senders {

@@ -203,16 +203,16 @@ impl TimeSlots {
     /// at once, else it is waited for.
     pub fn next_after(&mut self, until: Instant) -> Option<CountedSlot> {
         let next = self.coverage.next_counted();
-        if next.wait_ms == 0 {
+        if next.wait_us == 0 {
             return Some(next);
         }
         self.wait_for(next, until);
         None
     }
 
-    /// Waits for `slot`, `slot.wait_ms` after `from`.
+    /// Waits for `slot`, `slot.wait_us` after `from`.
     fn wait_for(&mut self, slot: CountedSlot, from: Instant) {
-        let at = from + Duration::from_millis(slot.wait_ms);
+        let at = from + Duration::from_micros(slot.wait_us);
         self.schedule = Schedule::Waiting {
             at: anchored(at, Instant::now()),
             slot,
@@ -245,7 +245,7 @@ impl TimeSlots {
         self.opened = Some(now);
         self.overflowed = false;
         self.figures.counted += 1;
-        let until = anchored(at, now) + Duration::from_millis(slot.length_ms);
+        let until = anchored(at, now) + Duration::from_micros(slot.length_us);
         self.schedule = Schedule::Open { until };
         Some((until, unseen))
     }

@@ -110,7 +110,7 @@ fn read(tracking: &mut Tracking, asked: &Whose, by: GroupBy) -> Result<Option<Re
     if !tracking.senders().names_clients() {
         return Err(Unanswered::NoClientIds);
     }
-    let carried = tracking.slots().carried_seconds();
+    let missed = tracking.missed();
     let tracking_in_cluster = tracking.routing().is_some();
     let by_host = by == GroupBy::Host;
     let now = crate::host::clock::now_ms();
@@ -124,7 +124,7 @@ fn read(tracking: &mut Tracking, asked: &Whose, by: GroupBy) -> Result<Option<Re
             };
             let tally = tracker.key(*db, key, now).ranked(*ranking);
             let attributed = senders.parts.iter().map(|p| p.count).sum();
-            (senders, Scale::Row(tally.allowing_for(carried), attributed))
+            (senders, Scale::Row(tally.allowing_for(missed), attributed))
         }
         Whose::HashSlot(slot) => {
             if !tracking_in_cluster {
@@ -133,7 +133,7 @@ fn read(tracking: &mut Tracking, asked: &Whose, by: GroupBy) -> Result<Option<Re
             let Some((senders, rate)) = tracker.hash_slot_senders(*slot, by_host, now) else {
                 return Ok(None);
             };
-            let tally = rate.reads.plus(rate.writes).allowing_for(carried);
+            let tally = rate.reads.plus(rate.writes).allowing_for(missed);
             let attributed = senders.parts.iter().map(|p| p.count).sum();
             (senders, Scale::Row(tally, attributed))
         }

@@ -511,11 +511,11 @@ fn flood_rate(con: &mut Connection) -> f64 {
 
 /// A key read in three large bursts (each a pipeline of about 1.25%
 /// of the node's reads in 8 s, beside a flood) is listed, within its
-/// bounds, at the default settings: a block of slots lasts about 20 ms (30
-/// on a busy machine), so a burst that lasts longer (each here ~100 ms of
-/// the server's time) always overlaps a counted slot. (A burst shorter than
-/// a block is seen only with the chance that a counted slot falls in it:
-/// docs/tracker.md.)
+/// bounds, at the default settings: a block of slots lasts about 10 ms
+/// (12.5 at one slot in 40), so a burst that lasts longer always overlaps
+/// a counted slot. (A burst shorter than a block is seen only with the
+/// chance that a counted slot falls in it: docs/tracker.md; `make bench
+/// --only bursts` reads twenty readings a server.)
 #[test]
 fn a_key_read_in_three_large_bursts_beside_a_flood_is_listed() {
     let server = Server::start_configured(DEFAULTS, &[]);

@@ -53,17 +53,18 @@ fn traffic(rng: &mut ChaCha8Rng) -> Vec<(i64, u32)> {
     events
 }
 
-/// The counted slots of the reading: (from, to, slot), every command until
-/// the spell, then from a fresh coverage as the tracker lays them out.
+/// The counted slots of the reading: (from, to, slot) in µs, every command
+/// until the spell, then from a fresh coverage as the tracker lays them out.
 fn counted_slots(seed: u64) -> Vec<(i64, i64, TimeSlot)> {
     let mut coverage = Coverage::new(EVERY, seed);
-    let (mut t, mut slots) = (SPELL_MS, vec![(0, SPELL_MS, TimeSlot::WHOLE)]);
-    while t < END_MS {
+    let spell = SPELL_MS * 1_000;
+    let (mut t, mut slots) = (spell, vec![(0, spell, TimeSlot::WHOLE)]);
+    while t < END_MS * 1_000 {
         let next = coverage.next_counted();
-        t += next.wait_ms as i64;
+        t += next.wait_us as i64;
         let slot = TimeSlot::new(slots.len() as u32, next.weight);
-        slots.push((t, t + next.length_ms as i64, slot));
-        t += next.length_ms as i64;
+        slots.push((t, t + next.length_us as i64, slot));
+        t += next.length_us as i64;
     }
     slots
 }
@@ -81,7 +82,12 @@ fn one_run(seed: u64) -> [(f64, f64, f64, f64); 2] {
     let mut counting = Counting::new(tracker, 50, rng.random());
     let mut batch = KeyBatch::default();
     let mut current: Option<TimeSlot> = None;
-    let slot_at = |t: i64| slots.iter().find(|s| (s.0..s.1).contains(&t)).map(|s| s.2);
+    let slot_at = |t: i64| {
+        slots
+            .iter()
+            .find(|s| (s.0..s.1).contains(&(t * 1_000)))
+            .map(|s| s.2)
+    };
     for &(t, key) in &events {
         let slot = slot_at(t);
         if slot != current || batch.len() >= 512 {

@@ -174,14 +174,14 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
     let mut slots = slots.iter().peekable();
     let mut coins = AccessCoins::new(rng.random::<u64>());
     for &(t, key) in events {
-        while let Some(&(_, to, _)) = slots.next_if(|s| s.1 <= t) {
-            hand_over(&mut batch, &mut counting, to);
+        while let Some(&(_, to, _)) = slots.next_if(|s| s.1 <= t * US) {
+            hand_over(&mut batch, &mut counting, to.div_euclid(US));
         }
         if t >= next_read {
             counting.current();
             next_read += feeding.read_every_ms;
         }
-        let slot = slots.peek().filter(|s| s.0 <= t).map(|s| s.2);
+        let slot = slots.peek().filter(|s| s.0 <= t * US).map(|s| s.2);
         if let Some(slot) = slot.filter(|s| coins.keep(s.keep_one_in)) {
             batch.push(0, &key.to_be_bytes(), Access::Read, slot, || t);
             if batch.len() >= 512 {
@@ -192,31 +192,39 @@ fn run_into<S: Sink>(events: &[Event], feeding: Feeding, seed: u64, sink: S) -> 
             counting.step(t);
         }
     }
-    hand_over(&mut batch, &mut counting, slots.peek().map_or(end, |s| s.1));
+    hand_over(
+        &mut batch,
+        &mut counting,
+        slots.peek().map_or(end, |s| s.1.div_euclid(US)),
+    );
     counting.current();
     counting
 }
 
 /// The counted slots as the tracker lays them out, from a second before
-/// the traffic past `end`: (from, to, slot), each edge due at a planned
-/// instant (the last one planned plus a length). Here every access is a
-/// pass of the event loop of its own, so a counted slot holds exactly the
-/// accesses of its planned span, and each stands for the share counted.
+/// the traffic past `end` (ms): (from, to, slot), in µs, each edge due at
+/// a planned instant (the last one planned plus a length). Here every
+/// access is a pass of the event loop of its own, so a counted slot holds
+/// exactly the accesses of its planned span, and each stands for the share
+/// counted.
 fn counted_slots(mut coverage: Coverage, feeding: Feeding, end: i64) -> Vec<(i64, i64, TimeSlot)> {
-    let (mut t, mut keep_one_in, mut slots) = (-1_000, feeding.keep_one_in, Vec::new());
-    while t <= end {
-        if let Some((_, every, keep)) = feeding.coarser_from.filter(|c| t >= c.0) {
+    let (mut t, mut keep_one_in, mut slots) = (-1_000_000, feeding.keep_one_in, Vec::new());
+    while t <= end * US {
+        if let Some((_, every, keep)) = feeding.coarser_from.filter(|c| t >= c.0 * US) {
             coverage.set_every(every);
             keep_one_in = keep;
         }
         let next = coverage.next_counted();
-        t += next.wait_ms as i64;
+        t += next.wait_us as i64;
         let slot = TimeSlot::new(slots.len() as u32 + 1, next.weight).keeping_one_in(keep_one_in);
-        slots.push((t, t + next.length_ms as i64, slot));
-        t += next.length_ms as i64;
+        slots.push((t, t + next.length_us as i64, slot));
+        t += next.length_us as i64;
     }
     slots
 }
+
+/// µs in a ms: the traffic is in ms, the slots' edges in µs.
+const US: i64 = 1_000;
 
 const RUNS: u64 = 300;
 

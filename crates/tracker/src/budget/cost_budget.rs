@@ -399,6 +399,15 @@ impl CostBudget {
         }
     }
 
+    /// The share of counted time the filter took on the main thread, from
+    /// the recent sums (0 until they hold enough counted time): what a
+    /// counted slot of a server with no time to spare may lack
+    /// ([`crate::counting::tally::Missed::slowdown`]).
+    pub fn counted_slowdown(&self) -> f64 {
+        self.per_counted_second()
+            .map_or(0.0, |(main, _, _)| main.clamp(0.0, 1.0))
+    }
+
     /// The worker's part: what it may take before it thins, a share of one
     /// core.
     pub fn worker_share(&self) -> f64 {
@@ -505,6 +514,21 @@ mod tests {
             b.observe(PERIOD, counted, cost);
         }
         b
+    }
+
+    #[test]
+    fn the_counted_slowdown_is_the_filters_share_of_counted_time() {
+        assert_eq!(CostBudget::new(0.01, 1024).counted_slowdown(), 0.0);
+        // The filter takes 6% of every second counted on the main thread,
+        // the worker more again: only the filter's share slows the server.
+        let aim = 0.01 * AIM;
+        let b = settle_both(0.06, 4.0 * aim);
+        assert!(b.every() > 1);
+        assert!(
+            (b.counted_slowdown() - 0.06).abs() < 0.006,
+            "{}",
+            b.counted_slowdown()
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::access::Access;
 use crate::counting::sampled_counters::{Estimate, SampledCounters};
-use crate::counting::tally::{Row, Tally};
+use crate::counting::tally::{Missed, Row, Tally};
 use crate::sampling::time_slot::TimeSlot;
 use crate::server::hash_slot::SLOTS;
 
@@ -32,10 +32,10 @@ pub struct HashSlotRate {
 }
 
 impl Row for HashSlotRate {
-    fn allowing_for(self, seconds: f64) -> HashSlotRate {
+    fn allowing_for(self, missed: Missed) -> HashSlotRate {
         HashSlotRate {
-            reads: self.reads.allowing_for(seconds),
-            writes: self.writes.allowing_for(seconds),
+            reads: self.reads.allowing_for(missed),
+            writes: self.writes.allowing_for(missed),
             ..self
         }
     }

@@ -15,7 +15,7 @@ use crate::counting::hash_slot_load::{HashSlotLoad, HashSlotRate};
 use crate::counting::insert::Insert;
 use crate::counting::member_spread::{Inserted, MemberSpread};
 use crate::counting::sampled_counters::{Estimate, SampledCounters};
-use crate::counting::tally::{Row, Tally};
+use crate::counting::tally::{Missed, Row, Tally};
 use crate::sampling::time_slot::TimeSlot;
 use heavykeeper_sketch::{HeavyKeeper, ItemHash, Params};
 use std::collections::HashSet;
@@ -34,12 +34,12 @@ pub struct HotKey {
 }
 
 impl Row for HotKey {
-    fn allowing_for(self, seconds: f64) -> HotKey {
+    fn allowing_for(self, missed: Missed) -> HotKey {
         HotKey {
-            reads: self.reads.allowing_for(seconds),
-            writes: self.writes.allowing_for(seconds),
-            misses: self.misses.allowing_for(seconds),
-            under: self.under.allowing_for(seconds),
+            reads: self.reads.allowing_for(missed),
+            writes: self.writes.allowing_for(missed),
+            misses: self.misses.allowing_for(missed),
+            under: self.under.allowing_for(missed),
             ..self
         }
     }
@@ -116,9 +116,9 @@ pub struct Picked<T> {
 }
 
 impl<T: Row> Picked<T> {
-    /// The same row, allowing for `seconds` of its accesses not counted yet.
-    pub fn allowing_for(self, seconds: f64) -> Self {
-        let row = self.row.allowing_for(seconds);
+    /// The same row, allowing for what its counts may lack.
+    pub fn allowing_for(self, missed: Missed) -> Self {
+        let row = self.row.allowing_for(missed);
         Picked { row, ..self }
     }
 }

@@ -29,8 +29,12 @@
 /// refused every 20 ms, under 1% for a steady key (the unit test below);
 /// wider classes carry more at once (1.5: -1.1%).
 const CLASS_RATIO: f64 = 1.25;
-/// Classes (the last takes every longer slot: ~170 ms and more).
-const CLASSES: usize = 24;
+/// Classes, from the shortest slot up (the last takes every longer slot:
+/// ~170 ms and more).
+const CLASSES: usize = 30;
+/// The first class's slots, ms: the shortest slots the tracker lays out
+/// (0.25 ms) and shorter.
+const FIRST_CLASS_MS: f64 = 0.25;
 /// What a slot of unknown length is taken to last (the tracker's mean).
 const USUAL_SLOT_MS: f64 = 10.0;
 /// At most this many times its own weight is carried onto one kept slot:
@@ -95,10 +99,10 @@ fn known_length_ms(length_ms: f64) -> f64 {
 /// The length class of a slot of `length_ms` (an unknown length, 0 or not
 /// finite, takes the first).
 fn class_of(length_ms: f64) -> usize {
-    if !(length_ms.is_finite() && length_ms > 1.0) {
+    if !(length_ms.is_finite() && length_ms > FIRST_CLASS_MS) {
         return 0;
     }
-    let class = length_ms.ln() / CLASS_RATIO.ln();
+    let class = (length_ms / FIRST_CLASS_MS).ln() / CLASS_RATIO.ln();
     (class as usize).min(CLASSES - 1)
 }
 

@@ -680,8 +680,11 @@ mod tests {
             .expect("a tail key kept by a coin, in the sketch");
         assert!((kept.sampled - kept.count).abs() < 1e-6, "{kept:?}");
         assert!(kept.variance > 0.0, "{kept:?}");
+        // Each coalescer's keys get at least MIN_INSERTS (4,004 keys fill
+        // two): a few hundred inserts, the rest thinned.
         let work = c.take_work();
-        assert!(work.inserts < 400 && work.thinned > 3_600, "{work:?}");
+        assert!(work.inserts < 2 * MIN_INSERTS as u64 + 100, "{work:?}");
+        assert!(work.thinned > 3_400, "{work:?}");
         assert_eq!(work.accesses, 8_000);
         let counted = c.tracker().keys_counted() as f64;
         assert!((counted / 8_000.0 - 1.0).abs() < 0.1, "{counted}");
