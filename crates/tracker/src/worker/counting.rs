@@ -22,6 +22,7 @@ use crate::sampling::thinning::{threshold, Thinning};
 use crate::sampling::time_slot::TimeSlot;
 use crate::server::hash_slot::hash_slot;
 use crate::worker::key_batch::{split_item, BatchAccess, Client, KeyBatch};
+use crate::worker::member_runs::MemberRuns;
 use heavykeeper_sketch::ItemHash;
 
 /// Keys inserted per step of a drain.
@@ -129,6 +130,8 @@ pub struct Counting<S: Sink = KeyTracker> {
     prefixes: Option<PrefixRule>,
     seed: u64,
     work: Work,
+    /// The batch in hand's accesses of watched members, by client.
+    member_runs: MemberRuns,
 }
 
 impl<S: Sink> Counting<S> {
@@ -145,6 +148,7 @@ impl<S: Sink> Counting<S> {
             allowance: InsertAllowance::default(),
             prefixes: None,
             work: Work::default(),
+            member_runs: MemberRuns::default(),
         }
     }
 
@@ -196,19 +200,21 @@ impl<S: Sink> Counting<S> {
             if matches!(access.access, Access::Read | Access::Write) {
                 sender.sent(&mut self.tracker, &access, each);
             }
-            self.take(access, slot, each);
+            self.take(access, slot);
         }
         sender.flush(&mut self.tracker, each);
+        hand_on(&mut self.tracker, &mut self.member_runs, slot);
         self.work.accesses += batch.len() as u64;
     }
 
     #[inline]
-    fn take(&mut self, access: BatchAccess<'_>, slot: TimeSlot, each: PerAccess) {
+    fn take(&mut self, access: BatchAccess<'_>, slot: TimeSlot) {
         if self.filling.is_due(access.time_ms) {
             self.rotate(false);
         }
         let hash = ItemHash::of(access.item, self.seed);
-        attribute(&mut self.tracker, access.access, hash, &access, each);
+        let runs = &mut self.member_runs;
+        attribute(&mut self.tracker, runs, slot, access.access, hash, &access);
         self.filling
             .add(access.item, hash, access.access, slot, access.time_ms);
         if let (Some(rule), Access::Read | Access::Write) = (&self.prefixes, access.access) {
@@ -223,7 +229,7 @@ impl<S: Sink> Counting<S> {
             rule.each_prefix(key, |prefix| {
                 let item = access.item.get(..2 + prefix.len()).unwrap_or_default();
                 let hash = ItemHash::of(item, seed);
-                attribute(tracker, Access::Prefix, hash, &access, each);
+                attribute(tracker, runs, slot, Access::Prefix, hash, &access);
                 filling.add(item, hash, Access::Prefix, slot, access.time_ms);
             });
         }
@@ -350,22 +356,45 @@ impl PerAccess {
     }
 }
 
-/// The access's client, counted for the member it is of (if a member).
+/// The access's client, counted for the member it is of (if a member):
+/// summed with the batch's other accesses of it by that client, and handed
+/// on as one ([`crate::worker::member_runs`]).
 #[inline(always)]
 fn attribute<S: Sink>(
     tracker: &mut S,
+    runs: &mut MemberRuns,
+    slot: TimeSlot,
     access: Access,
     hash: ItemHash,
     from: &BatchAccess<'_>,
-    each: PerAccess,
 ) {
     if from.client.id == 0 {
         return;
     }
-    if let Some(clients) = tracker.clients().filter(|c| c.watches(hash.value())) {
-        let (w, v) = (each.weight, each.variance);
-        clients.add(access, hash.value(), from.client, w, v, from.time_ms);
+    if !tracker.clients().is_some_and(|c| c.watches(hash.value())) {
+        return;
     }
+    if runs.add(access, hash.value(), from.client, from.time_ms) {
+        hand_on(tracker, runs, slot);
+    }
+}
+
+/// The batch's sums of members by client, attributed.
+fn hand_on<S: Sink>(tracker: &mut S, runs: &mut MemberRuns, slot: TimeSlot) {
+    let mut clients = tracker.clients();
+    runs.drain(|run| {
+        if let Some(clients) = clients.as_mut() {
+            let (weight, variance) = run.weighed(slot);
+            clients.add(
+                run.access,
+                run.hash,
+                run.client,
+                weight,
+                variance,
+                run.time_ms,
+            );
+        }
+    });
 }
 
 /// The node's key accesses by client, counted a run of one client's

@@ -31,6 +31,7 @@
 
 pub mod counting;
 pub mod key_batch;
+pub mod member_runs;
 pub mod thread_pool;
 
 use crate::budget::insert_budget::{InsertBudget, PeriodCost};
