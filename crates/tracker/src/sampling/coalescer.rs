@@ -26,10 +26,11 @@ use heavykeeper_sketch::ItemHash;
 /// (~90 bytes each, their table and their bytes) outgrew the worker's L2
 /// cache, and beside a long tail, where nearly every key is new, taking an
 /// access in was two cache misses: 44% of the worker's time (`perf`,
-/// `redis-benchmark -P 16` over 100,000 keys, Redis 7.0). At 2,048 the
-/// worker took ~130-180 ns per kept access where it took ~250-380 (native,
-/// same load), and the budget kept one access in 2 to 4 where it kept one
-/// in 8. The price: a hot key is inserted once per 2,048 distinct keys
+/// `redis-benchmark -P 16` over 100,000 keys, Redis 7.0). At 2,048, beside
+/// the same load, the budget kept one access in 2 to 4 in the readings
+/// measured, where it had kept one in 4 to 8 (native CPU time moves
+/// ±10-20% between runs here, so no finer figure is claimed). The price:
+/// a hot key is inserted once per 2,048 distinct keys
 /// rather than per 8,192, and each coalescer's keys get at least
 /// `MIN_INSERTS` inserts.
 pub const MAX_KEYS: usize = 2048;
