@@ -194,14 +194,15 @@ impl<S: Sink> Counting<S> {
         }
         self.tracker.batch_loads(batch);
         let slot = batch.time_slot();
+        let each = PerAccess::of(batch.weight());
         let mut sender = SenderRun::default();
         for access in batch.iter() {
             if matches!(access.access, Access::Read | Access::Write) {
-                sender.sent(&mut self.tracker, &access, slot);
+                sender.sent(&mut self.tracker, &access, each);
             }
             self.take(access, slot);
         }
-        sender.flush(&mut self.tracker, slot);
+        sender.flush(&mut self.tracker, each);
         hand_on(&mut self.tracker, &mut self.member_runs, slot);
         self.work.accesses += batch.len() as u64;
     }
@@ -401,30 +402,28 @@ fn hand_on<S: Sink>(tracker: &mut S, runs: &mut MemberRuns, slot: TimeSlot) {
 #[derive(Default)]
 struct SenderRun {
     client: Client,
-    accesses: u32,
+    accesses: f64,
     time_ms: i64,
 }
 
 impl SenderRun {
     #[inline(always)]
-    fn sent<S: Sink>(&mut self, tracker: &mut S, access: &BatchAccess<'_>, slot: TimeSlot) {
+    fn sent<S: Sink>(&mut self, tracker: &mut S, access: &BatchAccess<'_>, each: PerAccess) {
         if access.client != self.client {
-            self.flush(tracker, slot);
+            self.flush(tracker, each);
             (self.client, self.time_ms) = (access.client, access.time_ms);
         }
-        self.accesses += 1;
+        self.accesses += 1.0;
     }
 
-    /// The run, attributed as one cluster of its slot ([`TimeSlot::cluster`]):
-    /// one client's pipeline is counted whole or not at all.
-    fn flush<S: Sink>(&mut self, tracker: &mut S, slot: TimeSlot) {
-        if self.client.id != 0 && self.accesses > 0 {
+    fn flush<S: Sink>(&mut self, tracker: &mut S, each: PerAccess) {
+        if self.client.id != 0 && self.accesses > 0.0 {
             if let Some(clients) = tracker.clients() {
-                let (weight, variance) = slot.cluster(self.accesses);
-                clients.add_overall(self.client, weight, variance, self.time_ms);
+                let (n, at) = (self.accesses, self.time_ms);
+                clients.add_overall(self.client, n * each.weight, n * each.variance, at);
             }
         }
-        self.accesses = 0;
+        self.accesses = 0.0;
     }
 }
 
