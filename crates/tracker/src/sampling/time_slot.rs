@@ -79,6 +79,18 @@ impl TimeSlot {
         (1.0 - 1.0 / f64::from(self.weight.max(1))) * sum * sum
     }
 
+    /// What `kept` accesses counted together in this slot (one client's
+    /// pipeline, its accesses of one key) stand for, and its variance: the
+    /// slot's share squared ([`Self::variance_of`]) and each access's coin
+    /// ([`Self::thinning_variance`]). They were counted together or not at
+    /// all: taken access by access, `w (w − 1)` each, the variance of a
+    /// cluster of `m` is about `m` times too small.
+    pub fn cluster(self, kept: u32) -> (f64, f64) {
+        let weight = f64::from(kept) * self.access_weight() as f64;
+        let coins = f64::from(kept) * self.thinning_variance();
+        (weight, self.variance_of(weight) + coins)
+    }
+
     /// What the coin of one access kept adds to the variance: standing for
     /// `w = weight · keep_one_in`, kept with probability `1 / keep_one_in`
     /// in a slot counted with `1 / weight`, `w (w − weight)` (two-stage
@@ -111,5 +123,12 @@ mod tests {
             TimeSlot::WHOLE.keeping_one_in(8).thinning_variance(),
             8.0 * 7.0
         );
+        // Three kept together: one cluster of 96 in a slot counted one in
+        // 4, and three coins; counted whole and kept, exact.
+        let (weight, variance) = slot.cluster(3);
+        assert_eq!(weight, 96.0);
+        let expected = 0.75 * 96.0 * 96.0 + 3.0 * 32.0 * 28.0;
+        assert!((variance - expected).abs() < 1e-9, "{variance}");
+        assert_eq!(TimeSlot::WHOLE.cluster(5), (5.0, 0.0));
     }
 }

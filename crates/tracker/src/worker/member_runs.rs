@@ -33,9 +33,7 @@ pub struct MemberRun {
 impl MemberRun {
     /// What they stand for, and its variance, in `slot`.
     pub fn weighed(&self, slot: TimeSlot) -> (f64, f64) {
-        let weight = f64::from(self.kept) * slot.access_weight() as f64;
-        let coins = f64::from(self.kept) * slot.thinning_variance();
-        (weight, slot.variance_of(weight) + coins)
+        slot.cluster(self.kept)
     }
 }
 
