@@ -168,6 +168,12 @@ impl ClientAttribution {
         self.slots_chosen_ms = Some(now_ms);
     }
 
+    /// Are the senders of hash slot `slot` counted?
+    #[inline]
+    pub fn watches_slot(&self, slot: u16) -> bool {
+        self.hash_slots.contains_key(&slot)
+    }
+
     /// `weight` accesses of hash slot `slot` by `client`, if it is watched.
     #[inline]
     pub fn add_to_slot(

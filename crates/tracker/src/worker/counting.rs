@@ -77,11 +77,12 @@ impl Sink for KeyTracker {
         let (first, sealed) = batch.span_ms();
         let time = first + (sealed - first) / 2;
         let weight = batch.weight() as f64;
-        let (totals, slots, mut clients) = self.loads(batch.time_slot(), first, time);
-        let each = PerAccess::of(batch.weight());
+        let time_slot = batch.time_slot();
+        let (totals, slots, mut clients) = self.loads(time_slot, first, time);
         let unit = totals.unit_at(time) * weight;
         let (mut reads, mut writes) = (0.0, 0.0);
         let mut slots = slots.map(|s| (s.unit_at(time) * weight, s));
+        let mut senders = MemberRuns::default();
         for access in batch.iter() {
             match access.access {
                 Access::Read => reads += 1.0,
@@ -92,11 +93,13 @@ impl Sink for KeyTracker {
             {
                 let slot = hash_slot(key);
                 load.add(slot, access.access, 1.0, *unit);
-                if let Some(clients) = clients.as_mut().filter(|_| access.client.id != 0) {
-                    let (w, v) = (each.weight, each.variance);
-                    clients.add_to_slot(slot, access.client, w, v, access.time_ms);
+                if let Some(clients) = clients.as_mut() {
+                    sent_to_slot(clients, &mut senders, time_slot, slot, &access);
                 }
             }
+        }
+        if let Some(clients) = clients {
+            slot_senders_on(clients, &mut senders, time_slot);
         }
         totals.add(0, reads, reads * unit);
         totals.add(1, writes, writes * unit);
@@ -337,24 +340,6 @@ impl<S: Sink> Counting<S> {
     }
 }
 
-/// What each access of a batch stands for, and that estimate's variance
-/// (an access kept with probability `1/w` and weighed `w`: `w (w − 1)`).
-#[derive(Clone, Copy)]
-struct PerAccess {
-    weight: f64,
-    variance: f64,
-}
-
-impl PerAccess {
-    fn of(weight: u64) -> Self {
-        let weight = weight as f64;
-        Self {
-            weight,
-            variance: weight * (weight - 1.0),
-        }
-    }
-}
-
 /// The access's client, counted for the member it is of (if a member):
 /// summed with the batch's other accesses of it by that client, and handed
 /// on as one ([`crate::worker::member_runs`]).
@@ -393,6 +378,37 @@ fn hand_on<S: Sink>(tracker: &mut S, runs: &mut MemberRuns, slot: TimeSlot) {
                 run.time_ms,
             );
         }
+    });
+}
+
+/// One access of watched hash slot `slot`, summed with the batch's other
+/// accesses of it by the same client: they were counted together or not at
+/// all, so they are attributed as one cluster ([`slot_senders_on`]), as a
+/// member's are ([`crate::worker::member_runs`]). Reads and writes of a slot
+/// share one sum (one sender count per slot).
+#[inline(always)]
+fn sent_to_slot(
+    clients: &mut ClientAttribution,
+    senders: &mut MemberRuns,
+    time_slot: TimeSlot,
+    slot: u16,
+    from: &BatchAccess<'_>,
+) {
+    if from.client.id == 0 || !clients.watches_slot(slot) {
+        return;
+    }
+    if senders.add(Access::Read, u64::from(slot), from.client, from.time_ms) {
+        slot_senders_on(clients, senders, time_slot);
+    }
+}
+
+/// The batch's sums of watched hash slots by client, attributed.
+fn slot_senders_on(clients: &mut ClientAttribution, senders: &mut MemberRuns, slot: TimeSlot) {
+    senders.drain(|run| {
+        let (weight, variance) = run.weighed(slot);
+        // The key of a sum of slot senders is the slot's number.
+        let hash_slot = u16::try_from(run.hash).unwrap_or(u16::MAX);
+        clients.add_to_slot(hash_slot, run.client, weight, variance, run.time_ms);
     });
 }
 
@@ -688,6 +704,35 @@ mod tests {
         assert!(tracker
             .hash_slot_senders(hash_slot(b"k9"), true, 1_000)
             .is_none());
+    }
+
+    #[test]
+    fn a_senders_accesses_of_a_hash_slot_in_one_time_slot_are_one_cluster() {
+        let mut t = tracker();
+        t.count_hash_slots(0);
+        t.count_clients(0);
+        let mut c = Counting::new(t, 100, 9);
+        // Client 5 reads k0 30 times in each batch, in slots counted one in 4.
+        let batch = |at: i64, seq: u32| {
+            let mut b = KeyBatch::default();
+            b.set_client(Client { id: 5, host: 5 });
+            for _ in 0..30 {
+                b.push(0, b"k0", Access::Read, TimeSlot::new(seq, 4), || at);
+            }
+            b.seal(at);
+            b
+        };
+        c.absorb(&batch(0, 1));
+        c.absorb(&batch(1_000, 2));
+        let (senders, _) = c
+            .tracker()
+            .hash_slot_senders(hash_slot(b"k0"), true, 1_000)
+            .unwrap();
+        let part = senders.parts[0];
+        assert_eq!((part.client, part.count.round()), (5, 120.0));
+        // All 30 were counted or none: (1 − 1/4) · 120², not 30 · 4 · 3.
+        let cluster = 0.75 * 120.0 * 120.0;
+        assert!((part.variance - cluster).abs() < 1e-6, "{part:?}");
     }
 
     #[test]
