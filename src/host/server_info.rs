@@ -44,6 +44,14 @@ pub fn error_count(ctx: &Context, name: &CStr) -> Option<u64> {
     }
 }
 
+/// How many commands the server has served (`INFO stats`,
+/// `total_commands_processed`), if it can say.
+pub fn commands_processed(ctx: &Context) -> Option<u64> {
+    crate::server_api!(RedisModule_GetServerInfo)?;
+    let text = field(ctx, c"stats", c"total_commands_processed")?;
+    std::str::from_utf8(&text).ok()?.trim().parse().ok()
+}
+
 /// `count=N` (as `INFO errorstats` writes it).
 fn parse_error_count(text: &[u8]) -> Option<u64> {
     let digits = text.strip_prefix(b"count=")?;

@@ -29,6 +29,8 @@ pub struct Cost {
     thinning: ThinningWithinShare,
     /// The main thread's CPU clock at the last tick (ticks run on it).
     server_seen_ns: Option<u64>,
+    /// The main thread's CPU time in the last tick, ns.
+    last_busy_ns: u64,
 }
 
 impl Cost {
@@ -41,6 +43,7 @@ impl Cost {
             recent_elapsed_ns: 0,
             thinning: ThinningWithinShare::default(),
             server_seen_ns: None,
+            last_busy_ns: 0,
         }
     }
 
@@ -86,6 +89,8 @@ impl Cost {
         let spent = self.meter.take(worker.cpu_ns(), worker.absorb_ns());
         self.recent = spent;
         self.recent_elapsed_ns = elapsed_ns;
+        let server_ns = self.server_ns();
+        self.last_busy_ns = server_ns;
         let cost = TickCost {
             calls_ns: spent.calls_ns,
             largest_call_ns: spent.largest_call_ns,
@@ -93,7 +98,7 @@ impl Cost {
             worker_absorb_ns: spent.worker_absorb_ns,
             clocks_ns: spent.timers_ns,
             keep_one_in: slots.keep_one_in(),
-            server_ns: self.server_ns(),
+            server_ns,
         };
         self.budget.observe(elapsed_ns, counted_ns, cost);
         if self.sampling == Sampling::Budgeted {
@@ -123,6 +128,12 @@ impl Cost {
         let share = self.worker_share() * ABSORB_PART;
         self.thinning
             .observe(absorb, elapsed_ns as f64 / 1e9, now, share)
+    }
+
+    /// The main thread's CPU time in the last tick (0 where the kernel
+    /// cannot say), ns.
+    pub fn last_busy_ns(&self) -> u64 {
+        self.last_busy_ns
     }
 
     pub fn meter(&mut self) -> &mut CostMeter {

@@ -16,6 +16,8 @@ use redis_module::{InfoContext, InfoContextBuilderFieldBottomLevelValue as Value
 struct Figures {
     every: u32,
     keep_one_in: u32,
+    /// What each counted access stands for beyond its slot's weight.
+    correction: f64,
     seen: super::state::Figures,
     slots: SlotFigures,
     hash_slots_served: Option<(usize, bool)>,
@@ -45,6 +47,7 @@ fn figures(for_crash_report: bool) -> Figures {
             Figures {
                 every: t.slots().every(),
                 keep_one_in: t.slots().keep_one_in(),
+                correction: t.slots().correction(),
                 seen: t.figures(),
                 slots: t.slots().figures(),
                 hash_slots_served: t.routing().and_then(Routing::served),
@@ -121,13 +124,17 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
     let uncounted = mean_ms(uncounted_ns, slots.saturating_sub(counted));
     let counted_mean = mean_ms(f.slots.counted_ns, counted);
     let redirected = number(f.seen.commands_redirected);
-    let fields: [(&str, Value); 45] = [
+    let fields: [(&str, Value); 46] = [
         ("enabled", i64::from(super::counting()).into()),
         ("k", i64::from(shape.k).into()),
         ("halflife_seconds", halflife.into()),
         ("sample", sample.into()),
         ("share_counted", format!("{share:.4}").into()),
         ("accesses_kept_share", kept.into()),
+        (
+            "counted_correction",
+            format!("{:.4}", f.correction.max(1.0)).into(),
+        ),
         ("cpu_percent", percent(f.cost).into()),
         ("cpu_main_percent", percent(f.parts.0 + f.parts.1).into()),
         ("cpu_worker_percent", percent(f.parts.2).into()),

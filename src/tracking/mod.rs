@@ -29,6 +29,7 @@ pub mod misses;
 pub mod notify;
 pub mod routing;
 pub mod senders;
+pub mod served;
 pub mod sketches;
 pub mod state;
 pub mod time_slots;

@@ -10,6 +10,7 @@ use super::keys::{for_each_key, served_here, FilteredCommand};
 use super::notify::{Announced, Change};
 use super::routing::Routing;
 use super::senders::Senders;
+use super::served::ServedCounts;
 use super::sketches::{Besides, Sketches};
 use super::time_slots::{Schedule, TimeSlots};
 use crate::host::clock;
@@ -50,6 +51,8 @@ pub struct Tracking {
     figures: Figures,
     /// Keys announced `hot` on the tracking channel and not yet `cool`.
     announced: Announced,
+    /// What the server served each tick time was sampled through.
+    served: ServedCounts,
 }
 
 impl Tracking {
@@ -71,6 +74,7 @@ impl Tracking {
             misses: false,
             figures: Figures::default(),
             announced: Announced::default(),
+            served: ServedCounts::default(),
         }
     }
 
@@ -135,7 +139,7 @@ impl Tracking {
     #[inline(always)]
     pub fn count_command(&mut self, cmd: &impl FilteredCommand) {
         self.figures.commands_seen = self.figures.commands_seen.wrapping_add(1);
-        if self.slots.counted().is_none() {
+        if !self.slots.command_seen() {
             return;
         }
         self.senders.conclude_check(self.sketches.batch());
@@ -245,6 +249,10 @@ impl Tracking {
             // the old one goes first.
             self.sketches.submit();
         }
+        let sampled = slots && self.slots.in_use();
+        let busy_ns = self.cost.last_busy_ns();
+        let served = self.served.tick(ctx, sampled, elapsed_ns, busy_ns);
+        self.slots.served(served);
         if !self.slots.in_use() && !self.wants_time_slots() && !self.sketches.batch().is_empty() {
             // Counting every command, nothing to check: handed over each
             // tick. (Slots wanted, they begin after this tick, and the

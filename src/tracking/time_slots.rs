@@ -15,6 +15,7 @@ use super::config::Sampling;
 use heavykeeper_tracker::sampling::access_coins::AccessCoins;
 use heavykeeper_tracker::sampling::coverage::{CountedSlot, Coverage};
 use heavykeeper_tracker::sampling::kept_time_slots::KeptTimeSlots;
+use heavykeeper_tracker::sampling::served_shortfall::{ServedShortfall, TickServed};
 use heavykeeper_tracker::sampling::time_slot::TimeSlot;
 use heavykeeper_tracker::worker::key_batch::KeyBatch;
 use std::time::{Duration, Instant};
@@ -97,6 +98,12 @@ pub struct TimeSlots {
     overflowed: bool,
     /// Redis 7.0 with a password: counted slots kept, and what they stand for.
     kept: KeptTimeSlots,
+    /// What a saturated server's counted slots lack, and so what their
+    /// accesses stand for beyond their weight; the open slot's weight
+    /// before that, and the commands it has held.
+    shortfall: ServedShortfall,
+    nominal_weight: u32,
+    slot_commands: u64,
     figures: SlotFigures,
 }
 
@@ -120,6 +127,9 @@ impl TimeSlots {
             gap_began: None,
             overflowed: false,
             kept: KeptTimeSlots::default(),
+            shortfall: ServedShortfall::new(rand::random()),
+            nominal_weight: 1,
+            slot_commands: 0,
             figures: SlotFigures::default(),
         }
     }
@@ -128,6 +138,13 @@ impl TimeSlots {
     #[inline]
     pub fn counted(&self) -> Option<TimeSlot> {
         self.counted
+    }
+
+    /// A command passed the filter: is it counted (a slot is counted now)?
+    #[inline]
+    pub fn command_seen(&mut self) -> bool {
+        self.slot_commands += 1;
+        self.counted.is_some()
     }
 
     /// The slot counted now, if it keeps the access that comes (by a coin of
@@ -240,7 +257,11 @@ impl TimeSlots {
         }
         let unseen = self.counted.is_none();
         self.seq = self.seq.wrapping_add(1);
-        self.counted = Some(TimeSlot::new(self.seq, slot.weight).keeping_one_in(self.keep_one_in));
+        // Weighed as it opens: a slot's batches may be handed over before
+        // it closes.
+        let weight = self.shortfall.weigh(slot.weight);
+        (self.nominal_weight, self.slot_commands) = (slot.weight, 0);
+        self.counted = Some(TimeSlot::new(self.seq, weight).keeping_one_in(self.keep_one_in));
         self.began = Some(now);
         self.opened = Some(now);
         self.overflowed = false;
@@ -260,6 +281,11 @@ impl TimeSlots {
         }
         if let Some(opened) = self.opened.take() {
             self.counted_ns += opened.elapsed().as_nanos() as u64;
+        }
+        if self.began.is_some() && self.counted.is_some() {
+            // A counted slot (not every command counted): what it held.
+            let held = std::mem::take(&mut self.slot_commands);
+            self.shortfall.slot_closed(held, self.nominal_weight);
         }
         let closed = match self.counted {
             None => Closed::Uncounted,
@@ -327,5 +353,16 @@ impl TimeSlots {
 
     pub fn figures(&self) -> SlotFigures {
         self.figures
+    }
+
+    /// A tick: what the server served in it, if time was sampled all
+    /// through it (`None`: it was not, or the server cannot say).
+    pub fn served(&mut self, tick: Option<TickServed>) {
+        self.shortfall.tick(tick);
+    }
+
+    /// What each counted access stands for beyond its slot's weight now.
+    pub fn correction(&self) -> f64 {
+        self.shortfall.factor()
     }
 }

@@ -4,7 +4,7 @@
 //! | folder | what it holds |
 //! | --- | --- |
 //! | [`server`] | what the server tells: its command table (which keys a command reads or writes), clients, scripts, hash slots and their map, the name a key is tracked under |
-//! | [`sampling`] | which accesses are counted: time slots and their coverage, slots kept for discarded ones, one access in `n` by coin, keys coalesced and thinned |
+//! | [`sampling`] | which accesses are counted: time slots and their coverage, what a saturated server's counted slots lack, slots kept for discarded ones, one access in `n` by coin, keys coalesced and thinned |
 //! | [`worker`] | the batches the main thread fills and the worker thread that counts them |
 //! | [`counting`] | the fading sketches and counters: [`KeyTracker`], tallies, prefixes, each member's spread, each hash slot's load |
 //! | [`bounds`] | every estimate's 95% interval, and the rows a list picks told from the background's noise |
@@ -43,6 +43,7 @@ pub mod sampling {
     pub mod coalescer;
     pub mod coverage;
     pub mod kept_time_slots;
+    pub mod served_shortfall;
     pub mod thinning;
     pub mod time_slot;
 }
