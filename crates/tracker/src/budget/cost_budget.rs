@@ -334,7 +334,15 @@ impl CostBudget {
 
     /// Did the main thread's load in `tick` fall far below its recent mean
     /// while time is sampled, so far that counting every command would now
-    /// likely fit? (Worked out before the tick joins the sums.)
+    /// likely fit, or where the sums cannot say? (Worked out before the
+    /// tick joins the sums.) Sampled at one slot in 100 or fewer, the sums
+    /// hold too little counted time to say what counting costs (they keep
+    /// ~2 s of it, `2 s / every`), and nothing else weighs the share
+    /// again: on a 2-core VM whose saturating load was cut at once to one
+    /// slot in 100-140, the tracker then sampled a load of ~20,000 commands
+    /// a second at that share for good, and a steady key read 0.0-0.9 of
+    /// its truth (-72% on average). A try costs one tick counted whole, at
+    /// a load that fell fourfold, and is cut at once if it floods.
     fn load_fell(&self, tick: &Sums) -> bool {
         let before = self.recent.server / self.recent.elapsed.max(1.0);
         let now = tick.server / tick.elapsed.max(1.0);
@@ -342,7 +350,7 @@ impl CostBudget {
             return false;
         }
         self.fits()
-            .is_some_and(|fits| fits * now / before <= TRY_ON_FALL_BELOW_FITS)
+            .is_none_or(|fits| fits * now / before <= TRY_ON_FALL_BELOW_FITS)
     }
 
     /// How many times over counting every command (at the current
@@ -637,6 +645,24 @@ mod tests {
         // tick on (waiting out the flood's sums took seconds).
         let whole = run_load(&mut b, 30, 0.05, 0.5 * aim);
         assert_eq!(whole, (1..30).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_flood_sampled_too_thinly_to_weigh_is_followed_by_every_command_counted() {
+        // Counting all would cost 150 aims (450 in sampled time): cut at
+        // once to one slot in hundreds, where the sums hold too little
+        // counted time to weigh the share again.
+        let aim = 0.01 * AIM;
+        let mut b = CostBudget::new(0.01, 4096);
+        assert_eq!(run_load(&mut b, 20, 0.05, 0.5 * aim).len(), 20);
+        assert!(run_load(&mut b, 100, 1.0, 150.0 * aim).is_empty());
+        assert!(b.every() > 100 && b.fits().is_none(), "{}", b.every());
+        // The flood ends: every command is counted again within ticks.
+        let whole = run_load(&mut b, 30, 0.05, 0.5 * aim);
+        let first = whole.first().copied();
+        assert!(first.is_some_and(|t| t <= 2), "{whole:?}");
+        // ... and stays so.
+        assert_eq!(whole, (first.unwrap_or(0)..30).collect::<Vec<_>>());
     }
 
     #[test]
