@@ -124,6 +124,13 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
     let uncounted = mean_ms(uncounted_ns, slots.saturating_sub(counted));
     let counted_mean = mean_ms(f.slots.counted_ns, counted);
     let redirected = number(f.seen.commands_redirected);
+    // Below 1 by chance only (not clamped: see the tracker's
+    // `served_shortfall`); 1 when tracking is off.
+    let correction = if f.correction > 0.0 {
+        f.correction
+    } else {
+        1.0
+    };
     let fields: [(&str, Value); 46] = [
         ("enabled", i64::from(super::counting()).into()),
         ("k", i64::from(shape.k).into()),
@@ -131,10 +138,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         ("sample", sample.into()),
         ("share_counted", format!("{share:.4}").into()),
         ("accesses_kept_share", kept.into()),
-        (
-            "counted_correction",
-            format!("{:.4}", f.correction.max(1.0)).into(),
-        ),
+        ("counted_correction", format!("{correction:.4}").into()),
         ("cpu_percent", percent(f.cost).into()),
         ("cpu_main_percent", percent(f.parts.0 + f.parts.1).into()),
         ("cpu_worker_percent", percent(f.parts.2).into()),

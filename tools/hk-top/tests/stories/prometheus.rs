@@ -26,7 +26,7 @@ tracker_sample tracker_reads_per_second tracker_writes_per_second \
 tracker_reads_per_second_low tracker_reads_per_second_high tracker_writes_per_second_low \
 tracker_writes_per_second_high tracker_cluster_slots_served tracker_memory_bytes \
 tracker_client_rows tracker_client_rows_memory_bytes tracker_worker_heap_bytes \
-tracker_worker_heap_used_bytes watched_keys watched_keys_timed";
+tracker_worker_heap_used_bytes watched_keys watched_keys_timed tracker_counted_correction";
 const COUNTERS: &str = "\
 arrivals_counted commands_refused_by_limits panics_contained tracker_cpu_seconds \
 tracker_worker_thinned_seconds tracker_keys_counted tracker_commands_seen \

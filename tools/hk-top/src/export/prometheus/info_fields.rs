@@ -263,6 +263,10 @@ pub const INFO_FIELDS: &[InfoField] = &[
     )
     .in_unit(Unit::Ratio),
     gauge(
+        "tracker_counted_correction",
+        "What each counted access stands for beyond its slot's share on a saturated server (1: nothing corrected)",
+    ),
+    gauge(
         "tracker_cluster_slots_served",
         "Hash slots the tracker takes this cluster node to serve (0 outside a cluster)",
     ),
