@@ -166,6 +166,7 @@ impl Tracking {
                     self.flush_if_full();
                 } else {
                     self.figures.commands_redirected += 1;
+                    self.slots.command_not_served();
                 }
             }
         }

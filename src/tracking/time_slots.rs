@@ -147,6 +147,15 @@ impl TimeSlots {
         self.counted.is_some()
     }
 
+    /// ... and the node will not serve it (`MOVED`, `ASK`...): refused before
+    /// it runs, the server does not count it among the commands it served
+    /// (against which the slots' share is held). On a cluster node a client
+    /// hammering a key served elsewhere made the slots say half as many
+    /// again as the server counted.
+    pub fn command_not_served(&mut self) {
+        self.slot_commands = self.slot_commands.saturating_sub(1);
+    }
+
     /// The slot counted now, if it keeps the access that comes (by a coin of
     /// its own, one in `keep_one_in`).
     #[inline]

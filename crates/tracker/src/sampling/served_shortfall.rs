@@ -47,6 +47,10 @@ pub const BUSY: f64 = 0.8;
 /// The most a counted access is corrected by (the filter would cost a
 /// third of each command).
 pub const MOST: f64 = 1.5;
+/// ... and the least: below 1 by chance only. Any more would be the slots
+/// seeing commands the server does not count (refused before they run),
+/// not a shortfall.
+pub const LEAST: f64 = 0.95;
 /// What the sums keep of themselves each tick (100 ms): they hold the last
 /// twenty seconds or so (half-life ~14 s). What a counted slot lacks is the
 /// filter's cost over a command's, which moves with the commands served,
@@ -130,7 +134,7 @@ impl Sums {
         // Not clamped at 1: a saturated server's slots hold more than their
         // share by chance only, and a factor kept at 1 or more would read
         // every count high by the half of that chance it kept.
-        Some(shrunk(raw, raw * self.relative_error()).clamp(1.0 / MOST, MOST))
+        Some(shrunk(raw, raw * self.relative_error()).clamp(LEAST, MOST))
     }
 }
 
@@ -244,14 +248,14 @@ mod tests {
         tick(&mut light, 1_095, 10, 0.95);
         assert_eq!(light.factor(), 1.0);
         // Slots holding more than their share: less (by chance only, on a
-        // saturated server); past the most either way, the most.
+        // saturated server); past the least or the most, that.
         let mut more = ServedShortfall::new(1);
         let mut less = ServedShortfall::new(1);
         for _ in 0..50 {
             tick(&mut more, 90_000, 1_000, 0.95);
             tick(&mut less, 300_000, 1_000, 0.95);
         }
-        assert!((more.factor() - 0.9).abs() < 1e-9, "{}", more.factor());
+        assert_eq!(more.factor(), LEAST);
         assert_eq!(less.factor(), MOST);
         less.tick(None);
         assert_eq!(less.factor(), 1.0);
