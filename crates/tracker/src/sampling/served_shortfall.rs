@@ -23,8 +23,8 @@
 //! ratio says so. A slot of many passes loses those the filter's time
 //! pushes past its end. A ratio of served rates per second of counted and
 //! uncounted time would take the first for the second.) The sums fade over
-//! a few seconds (a tick's counted slots hold a few passes each, so one
-//! tick's ratio is noise); each counted slot opened while they say the
+//! some twenty seconds (a tick's counted slots hold a few passes each, so
+//! one tick's ratio is noise); each counted slot opened while they say the
 //! server is saturated stands for `factor` times its weight.
 //!
 //! Only a saturated server is corrected (its main thread busy at least
@@ -62,8 +62,8 @@ pub const LEAST: f64 = 0.95;
 const FADE: f64 = 0.995;
 /// Counted commands the sums must hold before they correct.
 const LEAST_COUNTED_COMMANDS: f64 = 5_000.0;
-/// What the sums keep of the estimate's own error: a correction is common
-/// to every key, so where the slots' estimate is noisy (passes of the event
+/// The factor `raw`, shrunk by the estimate's own `error`: a correction is
+/// common to every key, so where the slots' estimate is noisy (passes of the event
 /// loop much longer than the slots make each slot's count one pass or
 /// none) it is shrunk toward 1, by `(error / (factor − 1))²` of itself
 /// (none left past an error as large as the shortfall): a jump between
@@ -131,9 +131,10 @@ impl Sums {
             return None;
         }
         let raw = self.commands / self.estimated;
-        // Not clamped at 1: a saturated server's slots hold more than their
-        // share by chance only, and a factor kept at 1 or more would read
-        // every count high by the half of that chance it kept.
+        // Not clamped at 1 but at LEAST: a saturated server's slots hold
+        // more than their share by chance only, and a factor kept at 1 or
+        // more would read every count high by the half of that chance it
+        // kept.
         Some(shrunk(raw, raw * self.relative_error()).clamp(LEAST, MOST))
     }
 }
