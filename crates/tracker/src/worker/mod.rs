@@ -397,3 +397,62 @@ impl Brake {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sampling::time_slot::TimeSlot;
+    use crate::{Access, TrackerShape};
+
+    fn worker() -> Worker {
+        let shape = TrackerShape {
+            k: 10,
+            half_life_ms: 1e12,
+        };
+        Worker::start(KeyTracker::new(shape, 1, now_ms()))
+    }
+
+    /// Polls `done` for up to 5 s.
+    fn eventually(mut done: impl FnMut() -> bool) -> bool {
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        done()
+    }
+
+    #[test]
+    fn a_small_batch_handed_over_without_a_wake_is_taken_in_all_the_same() {
+        let mut worker = worker();
+        // Let the worker fall asleep with nothing queued.
+        assert!(eventually(|| lock(&worker.shared.queue).waiting.is_empty()));
+        let mut batch = KeyBatch::default();
+        batch.push(0, b"key", Access::Read, TimeSlot::WHOLE, now_ms);
+        batch.seal(now_ms());
+        assert_eq!(worker.submit(&mut batch), 0);
+        // Not full, one queued: the main thread did not wake the worker,
+        // which finds the batch when it wakes on its own.
+        assert!(eventually(|| lock(&worker.shared.queue).waiting.is_empty()));
+        assert!(eventually(|| worker
+            .try_counting()
+            .is_some_and(|c| c.tracker().keys_counted() >= 1)));
+    }
+
+    #[test]
+    fn the_worker_s_time_taking_accesses_in_is_read_from_its_cpu_clock() {
+        let mut worker = worker();
+        let mut batch = KeyBatch::default();
+        for i in 0..BATCH_ACCESSES as u32 {
+            batch.push(0, &i.to_be_bytes(), Access::Read, TimeSlot::WHOLE, now_ms);
+        }
+        batch.seal(now_ms());
+        assert_eq!(worker.submit(&mut batch), 0);
+        // Reported once a brake period, no more than the thread's CPU time.
+        assert!(eventually(|| worker.absorb_ns() > 0));
+        let cpu = worker.cpu_ns().unwrap_or(u64::MAX);
+        assert!(worker.absorb_ns() <= cpu, "{} > {cpu}", worker.absorb_ns());
+    }
+}
