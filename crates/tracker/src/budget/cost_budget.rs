@@ -96,18 +96,7 @@ const HYSTERESIS: f64 = 1.25;
 /// dear as the filter) a saturated 2-core VM counted one slot in 75-110,
 /// kept every access or one in 2, and a key read in three pipelines (1%
 /// of an 8 s reading) was listed in 15 of 20 readings on Redis 7.0 and 9
-/// of 20 on Valkey 9.1; at a quarter, one slot in ~46-50, and 17, 20 and
-/// 17 of 20 on Redis 7.0, 6, 11 and 9 on Valkey in three runs
-/// (2026-12-06). Why at every share, not only where time is sampled
-/// sparsely: at ~20,000 commands a second the rule of "no more than the
-/// filter" kept every access and counted one slot in 4-11, where a
-/// quarter kept one in 4-8 and counted one in 3-8, and there the truth lay
-/// within the bounds of 20 and 19 of 36 hot keys (Redis 7.0, Valkey 9.1)
-/// and of 0.600 and 0.559 of the rows of `COUNT 20`, against 33-34 and
-/// 24-29 of 36, 0.972-0.979 and 0.743-0.806 at a quarter: time sampled
-/// more sparsely costs the rows more than the grain of thinned accesses
-/// does (whose rows read over three times their truth in 0.812-0.972 of
-/// the rows at a quarter, 1.000 with the other rule).
+/// of 20 on Valkey 9.1; at a quarter, one slot in ~50 (2026-12-06).
 const WORKER_PART_SAMPLED: f64 = 0.25;
 /// Counting every command again once it would spend at most this share of
 /// the aim (it is left past [`HYSTERESIS`] times the aim).
