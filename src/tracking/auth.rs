@@ -29,13 +29,9 @@ use redis_module::{Context, RedisValue};
 pub const CHECKS_PER_SECOND: f64 = 200.0;
 pub const REFUSED_FOR_MS: i64 = 1_000;
 /// Who needs a password is asked every this many ticks (`ACL GETUSER`
-/// costs the server ~600,000 instructions: ~265 us of the main thread's
-/// CPU on a saturated 2-core VM, asked once a second it was an eighth of
-/// what the tracker's clocks took), and at once after the filter saw a
-/// command that may change it. A password set meanwhile shows sooner, in
-/// the server's count of `NOAUTH` refusals, read each tick; one taken
-/// away leaves clients checked one by one for up to these 5 s.
-const USERS_EVERY_TICKS: u64 = 50;
+/// costs the server ~600,000 instructions), and at once after the filter
+/// saw a command that may change it.
+const USERS_EVERY_TICKS: u64 = 10;
 /// While every command is counted the filter sees every command that could
 /// change it (and the server announces config changes): asked only this
 /// often, as a safety net.

@@ -15,7 +15,7 @@ use super::config::Sampling;
 use heavykeeper_tracker::sampling::access_coins::AccessCoins;
 use heavykeeper_tracker::sampling::coverage::{CountedSlot, Coverage};
 use heavykeeper_tracker::sampling::kept_time_slots::KeptTimeSlots;
-use heavykeeper_tracker::sampling::served_shortfall::{Served, ServedShortfall};
+use heavykeeper_tracker::sampling::served_shortfall::{ServedShortfall, TickServed};
 use heavykeeper_tracker::sampling::time_slot::TimeSlot;
 use heavykeeper_tracker::worker::key_batch::KeyBatch;
 use std::time::{Duration, Instant};
@@ -364,8 +364,9 @@ impl TimeSlots {
         self.figures
     }
 
-    /// A tick: what the server served, if its count was read.
-    pub fn served(&mut self, tick: Served) {
+    /// A tick: what the server served in it, if time was sampled all
+    /// through it (`None`: it was not, or the server cannot say).
+    pub fn served(&mut self, tick: Option<TickServed>) {
         self.shortfall.tick(tick);
     }
 

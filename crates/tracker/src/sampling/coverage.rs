@@ -61,16 +61,6 @@
 //! parts (a short slot holds a pipeline or none), which its error bar
 //! shows.
 //!
-//! Why not shorter than 0.25 ms: beside a saturating load the passes are
-//! short (~37,000-39,000 a second on a 2-core VM, Redis 7.0 and Valkey
-//! 9.1, counted as `epoll_wait` calls: ~26 us each), so what a burst is
-//! seen in is the passes that read it, each counted with probability
-//! `1 / every` whatever the slots' length. Slots down to 0.1 ms (blocks of
-//! 10 ms at one slot in 93) listed a key read in three pipelines in 12 of
-//! 20 readings on Redis 7.0 and 7 of 20 on Valkey 9.1, against 15 and 9
-//! with 0.25 ms (2026-12-06): twice the edges, nothing gained. What helps
-//! such a key is a larger share of time counted.
-//!
 //! The counting side does not wait out the uncounted slots one by one: it
 //! asks for the next counted slot ([`Coverage::next_counted`]), how long
 //! until it begins and how long it lasts, and sleeps until then.

@@ -51,15 +51,15 @@ pub const MOST: f64 = 1.5;
 /// seeing commands the server does not count (refused before they run),
 /// not a shortfall.
 pub const LEAST: f64 = 0.95;
-/// How long the sums remember (their figures fade as `e^(-age / MEMORY_NS)`):
-/// the last twenty seconds or so. What a counted slot lacks is the
+/// What the sums keep of themselves each tick (100 ms): they hold the last
+/// twenty seconds or so (half-life ~14 s). What a counted slot lacks is the
 /// filter's cost over a command's, which moves with the commands served,
-/// not from one reading to the next; a slot's count is a few passes of the
+/// not from one tick to the next; a slot's count is a few passes of the
 /// event loop, so the estimate needs many hundreds of slots (at the
 /// default budget beside `redis-benchmark -P16`, blocks of ~30 ms: a
 /// memory of ~7 s left the factor at 1.02-1.12 in one run and 1.19-1.22 in
 /// another, shrunk by its error).
-const MEMORY_NS: f64 = 20e9;
+const FADE: f64 = 0.995;
 /// Counted commands the sums must hold before they correct.
 const LEAST_COUNTED_COMMANDS: f64 = 5_000.0;
 /// The factor `raw`, shrunk by the estimate's own `error`: a correction is
@@ -77,29 +77,15 @@ fn shrunk(raw: f64, error: f64) -> f64 {
     1.0 + shortfall * kept
 }
 
-/// The server's time between two readings of its count, as the tracker
-/// saw it.
+/// One tick of the server's time, as the tracker saw it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ServedSpan {
-    /// Wall time of the span, ns.
+pub struct TickServed {
+    /// Wall time of the tick, ns.
     pub elapsed_ns: u64,
-    /// The main thread's CPU time in it, ns.
+    /// The main thread's CPU time in the tick, ns.
     pub busy_ns: u64,
-    /// Commands the server served in it.
+    /// Commands the server served in the tick.
     pub commands: u64,
-}
-
-/// What a tick says of what the server served.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Served {
-    /// Time was not sampled all through the tick (or the server cannot
-    /// say): what the sums held no longer says what the next slots lack.
-    Unknown,
-    /// Sampled, the server's count not read this tick: the slots go on
-    /// adding up until it is.
-    Unread,
-    /// The server's count read: the span since the last reading.
-    Read(ServedSpan),
 }
 
 /// Faded sums: of ticks, and of the counted slots that closed in them.
@@ -117,17 +103,15 @@ struct Sums {
 }
 
 impl Sums {
-    /// As they will count after `elapsed_ns` more.
-    fn faded(self, elapsed_ns: f64) -> Self {
-        let fade = (-elapsed_ns / MEMORY_NS).exp();
+    fn faded(self) -> Self {
         Self {
-            elapsed_ns: self.elapsed_ns * fade,
-            busy_ns: self.busy_ns * fade,
-            commands: self.commands * fade,
-            slots: self.slots * fade,
-            counted_commands: self.counted_commands * fade,
-            estimated: self.estimated * fade,
-            estimated_squares: self.estimated_squares * fade,
+            elapsed_ns: self.elapsed_ns * FADE,
+            busy_ns: self.busy_ns * FADE,
+            commands: self.commands * FADE,
+            slots: self.slots * FADE,
+            counted_commands: self.counted_commands * FADE,
+            estimated: self.estimated * FADE,
+            estimated_squares: self.estimated_squares * FADE,
         }
     }
 
@@ -183,23 +167,21 @@ impl ServedShortfall {
         s.estimated_squares += estimate * estimate;
     }
 
-    /// A tick: what the server served, if its count was read.
-    pub fn tick(&mut self, served: Served) {
-        let span = match served {
-            Served::Unknown => {
-                self.sums = Sums::default();
-                self.factor = 1.0;
-                return;
-            }
-            Served::Unread => return,
-            Served::Read(span) => span,
+    /// A tick: what the server served in it, if time was sampled all
+    /// through it (`None`: it was not, or the server cannot say; what the
+    /// sums held no longer says what the next slots lack).
+    pub fn tick(&mut self, tick: Option<TickServed>) {
+        let Some(tick) = tick else {
+            self.sums = Sums::default();
+            self.factor = 1.0;
+            return;
         };
         let s = &mut self.sums;
-        s.elapsed_ns += span.elapsed_ns as f64;
-        s.busy_ns += span.busy_ns as f64;
-        s.commands += span.commands as f64;
+        s.elapsed_ns += tick.elapsed_ns as f64;
+        s.busy_ns += tick.busy_ns as f64;
+        s.commands += tick.commands as f64;
         self.factor = s.factor().unwrap_or(1.0);
-        *s = s.faded(span.elapsed_ns as f64);
+        *s = s.faded();
     }
 
     /// What each counted access stands for beyond its slot's weight (1:
@@ -233,7 +215,7 @@ mod tests {
         for _ in 0..5 {
             s.slot_closed(held, 20);
         }
-        s.tick(Served::Read(ServedSpan {
+        s.tick(Some(TickServed {
             elapsed_ns: 100_000_000,
             busy_ns: (busy * 1e8) as u64,
             commands: served,
@@ -253,32 +235,6 @@ mod tests {
             tick(&mut s, 100_000, 1_000, 0.95);
         }
         assert!(s.factor() < 1.02, "{}", s.factor());
-    }
-
-    #[test]
-    fn slots_between_two_readings_are_held_against_the_span_between_them() {
-        // The server's count read once in ten ticks: the slots of the ten
-        // ticks add up, and the reading corrects as ten readings would.
-        let mut s = ServedShortfall::new(1);
-        for _ in 0..5 {
-            for tick in 0..10 {
-                for _ in 0..5 {
-                    s.slot_closed(1_000, 20);
-                }
-                s.tick(match tick {
-                    9 => Served::Read(ServedSpan {
-                        elapsed_ns: 1_000_000_000,
-                        busy_ns: 950_000_000,
-                        commands: 1_095_000,
-                    }),
-                    _ => Served::Unread,
-                });
-            }
-        }
-        assert!((s.factor() - 1.095).abs() < 1e-9, "{}", s.factor());
-        // Time no longer sampled all through a tick: forgotten.
-        s.tick(Served::Unknown);
-        assert_eq!(s.factor(), 1.0);
     }
 
     #[test]
@@ -302,7 +258,7 @@ mod tests {
         }
         assert_eq!(more.factor(), LEAST);
         assert_eq!(less.factor(), MOST);
-        less.tick(Served::Unknown);
+        less.tick(None);
         assert_eq!(less.factor(), 1.0);
         assert_eq!(less.weigh(40), 40);
         // Slots holding one pass of 2,000 commands or none, saying 1.2 with
@@ -313,7 +269,7 @@ mod tests {
                 let held = if (t * 10 + i) % 8 == 0 { 2_000 } else { 0 };
                 lumpy.slot_closed(held, 40);
             }
-            lumpy.tick(Served::Read(ServedSpan {
+            lumpy.tick(Some(TickServed {
                 elapsed_ns: 100_000_000,
                 busy_ns: 100_000_000,
                 commands: 120_000,
@@ -370,7 +326,7 @@ mod tests {
         let mut counted: Option<(u32, u32)> = None;
         let (mut now, mut served, mut truth) = (0.0f64, 0u64, 0u64);
         let (mut plain, mut corrected) = (0.0, 0.0);
-        let mut tick = ServedSpan::default();
+        let mut tick = TickServed::default();
         let mut tick_began = 0.0;
         // The open slot's commands so far.
         let mut held = 0u64;
@@ -399,10 +355,10 @@ mod tests {
                 cost *= 1.0 + extra;
             }
             now += per_pass as f64 * cost;
-            if now - tick_began >= 1e9 {
+            if now - tick_began >= 1e8 {
                 tick.elapsed_ns = (now - tick_began) as u64;
                 tick.busy_ns = tick.elapsed_ns;
-                shortfall.tick(Served::Read(std::mem::take(&mut tick)));
+                shortfall.tick(Some(std::mem::take(&mut tick)));
                 tick_began = now;
             }
         }

@@ -2,14 +2,10 @@
 //! into a batch; full batches are queued for a worker thread that
 //! coalesces them and counts them into the sketches ([`Counting`]), so a
 //! tracked command costs the server's main thread a copy, not a sketch
-//! update. Handing a batch over is a push under an uncontended lock; the
-//! worker is woken only for a full batch or a queue of [`WAKE_AT_QUEUED`],
-//! and otherwise finds what waits when it wakes on its own (within
-//! [`BUSY_WAKE`] while batches come). Waking a sleeping thread is a system
-//! call that, on a virtual machine, sends an interrupt to another core: a
-//! saturated 2-core VM spent ~14 us of the main thread's CPU per slot
-//! edge on it (of ~16 us an edge in all), one edge in two, when each
-//! counted slot's batch woke the worker.
+//! update. Handing a batch over is a push under an uncontended lock and a
+//! wake-up of the worker if it sleeps (one system call per batch of
+//! hundreds of accesses); a worker polling on a timer would wake a thousand
+//! times a second and cost more than the counting it does.
 //!
 //! The main thread never waits for the worker's work: when the queue is
 //! full (the worker falls behind) a batch is dropped and its accesses
@@ -60,13 +56,6 @@ pub const QUEUE: usize = 64;
 /// The longest the worker sleeps with nothing queued: coalesced keys are
 /// counted once their horizon has passed, batch or no batch.
 const IDLE_WAKE: Duration = Duration::from_millis(100);
-/// How long the worker sleeps while batches come (it is not woken for each):
-/// doubled each time it wakes to nothing, up to [`IDLE_WAKE`].
-const BUSY_WAKE: Duration = Duration::from_millis(50);
-/// Batches queued at which the main thread wakes the worker at once (a full
-/// batch wakes it too: a load that fills batches pays the wake-up over
-/// hundreds of accesses).
-pub const WAKE_AT_QUEUED: usize = 8;
 /// The most of one core the worker takes before it thins, where the share
 /// of time counted is fixed (`track-sample N`).
 pub const WORKER_CPU_SHARE: f64 = 0.015;
@@ -88,8 +77,7 @@ struct Shared {
     cpu_share: AtomicU64,
     /// Wall time the worker spent thinning, in ms.
     thinned_ms: AtomicU64,
-    /// CPU time the worker spent taking accesses in (not inserting), ns
-    /// (added once a [`BRAKE_PERIOD`]).
+    /// CPU time the worker spent taking accesses in (not inserting), ns.
     absorb_ns: AtomicU64,
 }
 
@@ -196,16 +184,12 @@ impl Worker {
             return 0;
         }
         let running = self.running();
-        let full = batch.len() >= BATCH_ACCESSES || batch.item_bytes() >= BATCH_KEY_BYTES;
         let mut queue = lock(&self.shared.queue);
         if running && queue.waiting.len() < QUEUE {
             let spare = queue.spares.pop().unwrap_or_default();
             queue.waiting.push_back(std::mem::replace(batch, spare));
-            let queued = queue.waiting.len();
             drop(queue);
-            if full || queued >= WAKE_AT_QUEUED {
-                self.wake();
-            }
+            self.wake();
             return 0;
         }
         drop(queue);
@@ -274,35 +258,26 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// The worker's loop. Its parts are timed on the wall clock (a read
-/// without a system call: the thread's CPU clock is one, and read three
-/// times a batch it was the worker's largest single cost), and scaled to
-/// its CPU clock, read once a [`BRAKE_PERIOD`] (a time slice another
-/// thread took in the middle of a part is not the part's).
 fn count_batches(shared: &Shared) {
     let mut brake = Brake::new();
-    let mut sleep = BUSY_WAKE;
     while !shared.stop.load(Ordering::Relaxed) {
         let target = f64::from_bits(shared.cpu_share.load(Ordering::Relaxed));
-        if let Some(weighed) = brake.weigh(target, &mut lock(&shared.counting)) {
-            shared
-                .thinned_ms
-                .fetch_add(weighed.thinned_ms, Ordering::Relaxed);
-            shared
-                .absorb_ns
-                .fetch_add(weighed.absorb_ns, Ordering::Relaxed);
+        if let Some(thinned_ms) = brake.weigh(target, &mut lock(&shared.counting)) {
+            shared.thinned_ms.fetch_add(thinned_ms, Ordering::Relaxed);
         }
         // A batch taken in, then a step of inserts: neither waits for the
         // other, so what is held never falls far behind.
         let next = lock(&shared.queue).waiting.pop_front();
         let took = next.is_some();
         if let Some(mut batch) = next {
-            let started = Instant::now();
+            let started = thread_cpu_ns();
             lock(&shared.counting).make_room(&batch);
-            let made_room = Instant::now();
-            brake.period.insert_ns += ns_between(started, made_room);
+            let made_room = thread_cpu_ns();
+            brake.period.insert_ns += made_room.saturating_sub(started);
             lock(&shared.counting).absorb(&batch);
-            brake.period.absorb_ns += ns_between(made_room, Instant::now());
+            let spent = thread_cpu_ns().saturating_sub(made_room);
+            brake.period.absorb_ns += spent;
+            shared.absorb_ns.fetch_add(spent, Ordering::Relaxed);
             recycle(&mut batch);
             let mut queue = lock(&shared.queue);
             if queue.spares.len() < QUEUE {
@@ -311,25 +286,15 @@ fn count_batches(shared: &Shared) {
         }
         let now = now_ms();
         if lock(&shared.counting).has_work(now) {
-            let started = Instant::now();
+            let started = thread_cpu_ns();
             lock(&shared.counting).step(now);
-            brake.period.insert_ns += ns_between(started, Instant::now());
+            brake.period.insert_ns += thread_cpu_ns().saturating_sub(started);
             continue;
         }
         if !took {
-            std::thread::park_timeout(sleep);
-            let found = !lock(&shared.queue).waiting.is_empty();
-            sleep = if found {
-                BUSY_WAKE
-            } else {
-                (sleep * 2).min(IDLE_WAKE)
-            };
+            std::thread::park_timeout(IDLE_WAKE);
         }
     }
-}
-
-fn ns_between(from: Instant, to: Instant) -> u64 {
-    to.saturating_duration_since(from).as_nanos() as u64
 }
 
 /// The worker's own costs, measured apart (taking accesses in, inserting
@@ -337,63 +302,41 @@ fn ns_between(from: Instant, to: Instant) -> u64 {
 /// ([`crate::budget::insert_budget::InsertBudget`]).
 struct Brake {
     since: Instant,
-    /// The worker's CPU clock at the last weighing.
-    cpu_seen: u64,
-    /// The period's parts, on the wall clock until weighed.
     period: PeriodCost,
     budget: InsertBudget,
-}
-
-/// What a weighing found of the period it closed.
-struct Weighed {
-    /// How long it thinned keys, ms (0: none).
-    thinned_ms: u64,
-    /// Its CPU time taking accesses in, ns.
-    absorb_ns: u64,
 }
 
 impl Brake {
     fn new() -> Self {
         Self {
             since: Instant::now(),
-            cpu_seen: thread_cpu_ns(),
             period: PeriodCost::default(),
             budget: InsertBudget::new(WORKER_CPU_SHARE),
         }
     }
 
     /// Every [`BRAKE_PERIOD`]: the period's costs into the budget, the
-    /// insert rate that fits into `counting` (`None` between periods).
-    fn weigh(&mut self, target: f64, counting: &mut Counting) -> Option<Weighed> {
+    /// insert rate that fits into `counting`; how long (ms) the period
+    /// thinned keys (`None` between periods).
+    fn weigh(&mut self, target: f64, counting: &mut Counting) -> Option<u64> {
         let wall = self.since.elapsed();
         if wall < BRAKE_PERIOD {
             return None;
         }
         self.since = Instant::now();
-        let cpu_now = thread_cpu_ns();
-        let cpu = cpu_now.saturating_sub(std::mem::replace(&mut self.cpu_seen, cpu_now));
         let work = counting.take_work();
-        let timed = std::mem::take(&mut self.period);
-        // The parts' wall time, no more than the CPU the thread had: what
-        // exceeds it, other threads took.
-        let parts_ns = timed.absorb_ns.saturating_add(timed.insert_ns).max(1);
-        let scale = (cpu as f64 / parts_ns as f64).min(1.0);
         let period = PeriodCost {
             wall_ns: wall.as_nanos() as u64,
             inserts: work.inserts,
-            absorb_ns: (timed.absorb_ns as f64 * scale) as u64,
-            insert_ns: (timed.insert_ns as f64 * scale) as u64,
+            ..std::mem::take(&mut self.period)
         };
         self.budget.set_share(target);
         self.budget.observe(period);
         counting.set_insert_rate(self.budget.inserts_per_second());
-        Some(Weighed {
-            thinned_ms: if work.thinned > 0 {
-                wall.as_millis() as u64
-            } else {
-                0
-            },
-            absorb_ns: period.absorb_ns,
+        Some(if work.thinned > 0 {
+            wall.as_millis() as u64
+        } else {
+            0
         })
     }
 }
