@@ -124,8 +124,8 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
     let uncounted = mean_ms(uncounted_ns, slots.saturating_sub(counted));
     let counted_mean = mean_ms(f.slots.counted_ns, counted);
     let redirected = number(f.seen.commands_redirected);
-    // Below 1 by chance only (not clamped: see the tracker's
-    // `served_shortfall`); 1 when tracking is off.
+    // Below 1 by chance only (kept at 0.95 or more, not at 1: see the
+    // tracker's `served_shortfall`); 1 when tracking is off.
     let correction = if f.correction > 0.0 {
         f.correction
     } else {
