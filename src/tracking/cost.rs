@@ -7,7 +7,7 @@ use super::time_slots::TimeSlots;
 use heavykeeper_tracker::budget::cost_budget::{CostBudget, TickCost};
 use heavykeeper_tracker::budget::cost_meter::{CostMeter, Spent};
 use heavykeeper_tracker::budget::insert_allowance;
-use heavykeeper_tracker::budget::thread_clock::thread_cpu_ns;
+use heavykeeper_tracker::budget::thread_clock::{thread_cpu_ns, thread_waited_ns};
 use heavykeeper_tracker::sampling::access_thinning::{self, ThinningWithinShare};
 use heavykeeper_tracker::sampling::coverage::MAX_EVERY;
 use heavykeeper_tracker::worker::{self, Worker};
@@ -29,8 +29,11 @@ pub struct Cost {
     thinning: ThinningWithinShare,
     /// The main thread's CPU clock at the last tick (ticks run on it).
     server_seen_ns: Option<u64>,
-    /// The main thread's CPU time in the last tick, ns.
-    last_busy_ns: u64,
+    /// ... and how long it had waited for a CPU by then.
+    waited_seen_ns: Option<u64>,
+    /// The main thread's time wanting a CPU in the last tick (on one, or
+    /// waiting for one), ns.
+    last_wanted_ns: u64,
 }
 
 impl Cost {
@@ -43,7 +46,8 @@ impl Cost {
             recent_elapsed_ns: 0,
             thinning: ThinningWithinShare::default(),
             server_seen_ns: None,
-            last_busy_ns: 0,
+            waited_seen_ns: None,
+            last_wanted_ns: 0,
         }
     }
 
@@ -90,7 +94,7 @@ impl Cost {
         self.recent = spent;
         self.recent_elapsed_ns = elapsed_ns;
         let server_ns = self.server_ns();
-        self.last_busy_ns = server_ns;
+        self.last_wanted_ns = server_ns + self.waited_ns();
         let cost = TickCost {
             calls_ns: spent.calls_ns,
             largest_call_ns: spent.largest_call_ns,
@@ -115,6 +119,14 @@ impl Cost {
         last.map_or(0, |last| now.saturating_sub(last))
     }
 
+    /// How long the main thread waited for a CPU since the last tick (0
+    /// the first time, or where the kernel cannot say).
+    fn waited_ns(&mut self) -> u64 {
+        let now = thread_waited_ns();
+        let last = self.waited_seen_ns.replace(now);
+        last.map_or(0, |last| now.saturating_sub(last))
+    }
+
     /// How thinly to keep accesses within counted slots (the current one
     /// keeps one in `now`): what the budget says; where the share of time
     /// counted is fixed (`track-sample N`), what keeps the worker taking
@@ -130,10 +142,10 @@ impl Cost {
             .observe(absorb, elapsed_ns as f64 / 1e9, now, share)
     }
 
-    /// The main thread's CPU time in the last tick (0 where the kernel
-    /// cannot say), ns.
-    pub fn last_busy_ns(&self) -> u64 {
-        self.last_busy_ns
+    /// The main thread's time wanting a CPU in the last tick (0 where the
+    /// kernel cannot say), ns.
+    pub fn last_wanted_ns(&self) -> u64 {
+        self.last_wanted_ns
     }
 
     pub fn meter(&mut self) -> &mut CostMeter {

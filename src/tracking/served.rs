@@ -14,8 +14,8 @@ pub struct ServedCounts {
 }
 
 impl ServedCounts {
-    /// The tick that ended now, `elapsed_ns` long, the main thread busy
-    /// `busy_ns` of it: what the server served, if time was `sampled` all
+    /// The tick that ended now, `elapsed_ns` long, the main thread wanting
+    /// a CPU `wanted_ns` of it: what the server served, if time was `sampled` all
     /// through it (the server is asked only then, `INFO stats` once a
     /// tick) and the server can say.
     pub fn tick(
@@ -23,7 +23,7 @@ impl ServedCounts {
         ctx: &Context,
         sampled: bool,
         elapsed_ns: u64,
-        busy_ns: u64,
+        wanted_ns: u64,
     ) -> Option<TickServed> {
         let now = sampled
             .then(|| server_info::commands_processed(ctx))
@@ -31,7 +31,7 @@ impl ServedCounts {
         let last = std::mem::replace(&mut self.last, now)?;
         Some(TickServed {
             elapsed_ns,
-            busy_ns,
+            wanted_ns,
             commands: now?.saturating_sub(last),
         })
     }

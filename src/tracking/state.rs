@@ -251,8 +251,8 @@ impl Tracking {
             self.sketches.submit();
         }
         let sampled = slots && self.slots.in_use();
-        let busy_ns = self.cost.last_busy_ns();
-        let served = self.served.tick(ctx, sampled, elapsed_ns, busy_ns);
+        let wanted_ns = self.cost.last_wanted_ns();
+        let served = self.served.tick(ctx, sampled, elapsed_ns, wanted_ns);
         self.slots.served(served);
         if !self.slots.in_use() && !self.wants_time_slots() && !self.sketches.batch().is_empty() {
             // Counting every command, nothing to check: handed over each
