@@ -20,6 +20,7 @@
 
 use super::client_shares::ClientShares;
 use crate::access::Access;
+use crate::sampling::time_slot::Counted;
 use crate::worker::key_batch::Client;
 use hashbrown::HashMap;
 
@@ -51,9 +52,14 @@ impl RowSenders {
     }
 
     #[inline]
-    fn add(&mut self, client: Client, weight: f64, variance: f64, time_ms: i64) {
-        (self.connections).add(client.id, weight, variance, time_ms);
-        (self.hosts).add(u64::from(client.host), weight, variance, time_ms);
+    fn add(&mut self, client: Client, counted: Counted, time_ms: i64) {
+        let Counted {
+            weight,
+            variance,
+            grain,
+        } = counted;
+        (self.connections).add(client.id, weight, variance, grain, time_ms);
+        (self.hosts).add(u64::from(client.host), weight, variance, grain, time_ms);
     }
 
     /// The count by host, or by connection.
@@ -126,27 +132,26 @@ impl ClientAttribution {
             .is_some_and(|&n| n != 0)
     }
 
-    /// `weight` accesses (sampling variance `variance`) of the item of
-    /// `hash` by `client`, if the item is a member of `access`'s sketch.
+    /// `counted` accesses of the item of `hash` by `client`, if the item
+    /// is a member of `access`'s sketch.
     #[inline]
     pub fn add(
         &mut self,
         access: Access,
         hash: u64,
         client: Client,
-        weight: f64,
-        variance: f64,
+        counted: Counted,
         time_ms: i64,
     ) {
         if let Some(shares) = self.rows.get_mut(&(hash, access.code() as u8)) {
-            shares.add(client, weight, variance, time_ms);
+            shares.add(client, counted, time_ms);
         }
     }
 
-    /// `weight` key accesses of `client`, whatever the keys.
+    /// `counted` key accesses of `client`, whatever the keys.
     #[inline]
-    pub fn add_overall(&mut self, client: Client, weight: f64, variance: f64, time_ms: i64) {
-        self.overall.add(client, weight, variance, time_ms);
+    pub fn add_overall(&mut self, client: Client, counted: Counted, time_ms: i64) {
+        self.overall.add(client, counted, time_ms);
     }
 
     /// Is it time to choose the watched hash slots again?
@@ -174,18 +179,12 @@ impl ClientAttribution {
         self.hash_slots.contains_key(&slot)
     }
 
-    /// `weight` accesses of hash slot `slot` by `client`, if it is watched.
+    /// `counted` accesses of hash slot `slot` by `client`, if it is
+    /// watched.
     #[inline]
-    pub fn add_to_slot(
-        &mut self,
-        slot: u16,
-        client: Client,
-        weight: f64,
-        variance: f64,
-        time_ms: i64,
-    ) {
+    pub fn add_to_slot(&mut self, slot: u16, client: Client, counted: Counted, time_ms: i64) {
         if let Some(senders) = self.hash_slots.get_mut(&slot) {
-            senders.add(client, weight, variance, time_ms);
+            senders.add(client, counted, time_ms);
         }
     }
 
@@ -222,6 +221,7 @@ impl ClientAttribution {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sampling::time_slot::TimeSlot;
 
     #[test]
     fn only_members_count_their_clients_and_a_leaver_is_forgotten() {
@@ -230,9 +230,10 @@ mod tests {
         a.join(Access::Read, hot, 0);
         assert!(a.watches(hot) && !a.watches(cool));
         let c = Client { id: 7, host: 2 };
-        a.add(Access::Read, hot, c, 3.0, 0.0, 1);
-        a.add(Access::Write, hot, c, 3.0, 0.0, 1);
-        a.add(Access::Read, cool, c, 3.0, 0.0, 1);
+        let three = TimeSlot::WHOLE.counted(3);
+        a.add(Access::Read, hot, c, three, 1);
+        a.add(Access::Write, hot, c, three, 1);
+        a.add(Access::Read, cool, c, three, 1);
         let row = a.row(Access::Read, hot).unwrap();
         assert_eq!(row.connections.parts(1)[0].client, 7);
         assert_eq!(row.hosts.parts(1)[0].client, 2);

@@ -49,6 +49,9 @@ pub struct ClientShares {
     coin: u64,
     /// Has a newcomer found the bins full?
     overflowed: bool,
+    /// The most one kept access stood for, stored as the counts are: what
+    /// a sender never seen may have sent unseen.
+    grain: f64,
 }
 
 impl ClientShares {
@@ -62,15 +65,18 @@ impl ClientShares {
             last: 0,
             coin: 0x9e37_79b9_7f4a_7c15 ^ now_ms as u64,
             overflowed: false,
+            grain: 0.0,
         }
     }
 
     /// `weight` accesses of `client` at `time_ms`, counted with sampling
-    /// variance `variance` (0 where every access was counted).
+    /// variance `variance` (0 where every access was counted), each access
+    /// kept standing for `grain` (1 where every access was counted).
     #[inline]
-    pub fn add(&mut self, client: u64, weight: f64, variance: f64, time_ms: i64) {
+    pub fn add(&mut self, client: u64, weight: f64, variance: f64, grain: f64, time_ms: i64) {
         let unit = self.unit_at(time_ms);
         let (stored, variance) = (weight * unit, variance * unit * unit);
+        self.grain = self.grain.max(grain * unit);
         if let Some(bin) = self.bins.get_mut(self.last).filter(|b| b.client == client) {
             bin.stored += stored;
             bin.variance += variance;
@@ -140,6 +146,7 @@ impl ClientShares {
                 bin.stored *= shrink;
                 bin.variance *= shrink * shrink;
             }
+            self.grain *= shrink;
             self.landmark_ms = time_ms;
             return 1.0;
         }
@@ -177,6 +184,12 @@ impl ClientShares {
         smallest * unit
     }
 
+    /// The most one kept access stood for, faded to `now_ms` (0: nothing
+    /// counted yet).
+    pub fn grain(&self, now_ms: i64) -> f64 {
+        self.grain * self.exponent(now_ms).exp2().recip()
+    }
+
     /// Bytes this takes besides itself.
     pub fn heap_bytes(&self) -> usize {
         self.bins.capacity() * std::mem::size_of::<Bin>()
@@ -200,28 +213,10 @@ pub fn summed(parts: impl IntoIterator<Item = ClientPart>) -> Vec<ClientPart> {
     all
 }
 
-/// A group's share of a count and its 95% bounds, from the group's part
-/// and the whole's (each a count and its sampling variance) and the bins'
-/// `threshold`: the delta method on `g / (g + rest)`, the group and the
-/// rest sampled independently, plus the bins' spread (the whole is exact
-/// in the bins: what one group gains there, the rest loses).
-pub fn share_bounds(group: (f64, f64), whole: (f64, f64), threshold: f64) -> (f64, f64, f64) {
-    let (g, g_var) = group;
-    let (all, all_var) = whole;
-    if all <= 0.0 {
-        return (0.0, 0.0, 0.0);
-    }
-    let share = (g / all).clamp(0.0, 1.0);
-    let rest_var = (all_var - g_var).max(0.0);
-    let sampled = g_var * (1.0 - share).powi(2) + rest_var * share * share;
-    let variance = (sampled + threshold * (g + threshold)) / (all * all);
-    let half = 1.96 * variance.max(0.0).sqrt();
-    (share, (share - half).max(0.0), (share + half).min(1.0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bounds::sender_rows::share_bounds;
     use crate::sampling::coverage::uniform;
 
     #[test]
@@ -229,7 +224,7 @@ mod tests {
         let mut s = ClientShares::new(4, 1e12, 0);
         for (client, n) in [(1, 60), (2, 25), (3, 10), (4, 5)] {
             for t in 0..n {
-                s.add(client, 1.0, 0.0, t);
+                s.add(client, 1.0, 0.0, 1.0, t);
             }
         }
         let parts = s.parts(100);
@@ -241,7 +236,7 @@ mod tests {
         assert!(parts.iter().all(|p| p.variance == 0.0));
         assert_eq!(s.threshold(100), 0.0);
         assert_eq!(
-            share_bounds((60.0, 0.0), (100.0, 0.0), 0.0),
+            share_bounds((60.0, 0.0), (100.0, 0.0), 0.0, 1.0),
             (0.6, 0.6, 0.6)
         );
     }
@@ -249,10 +244,10 @@ mod tests {
     #[test]
     fn counts_fade_with_the_half_life() {
         let mut s = ClientShares::new(2, 1_000.0, 0);
-        s.add(1, 8.0, 0.0, 0);
+        s.add(1, 8.0, 0.0, 1.0, 0);
         assert!((s.parts(2_000)[0].count - 2.0).abs() < 1e-9);
         // Far past the landmark: moved, nothing lost.
-        s.add(1, 1.0, 0.0, 300_000);
+        s.add(1, 1.0, 0.0, 1.0, 300_000);
         assert!((s.parts(300_000)[0].count - 1.0).abs() < 1e-9);
     }
 
@@ -279,7 +274,7 @@ mod tests {
                 };
                 sent[host] += 1.0 / 4_000.0;
                 let connection = (uniform(&mut rng) * 20.0) as u64;
-                s.add(host as u64 * 100 + connection, 1.0, 0.0, t);
+                s.add(host as u64 * 100 + connection, 1.0, 0.0, 1.0, t);
             }
             let parts = s.parts(4_000);
             let whole = parts
@@ -288,7 +283,7 @@ mod tests {
             for (h, truth) in sent.iter().enumerate() {
                 let mine = parts.iter().filter(|p| p.client / 100 == h as u64);
                 let g = mine.fold((0.0, 0.0), |a, p| (a.0 + p.count, a.1 + p.variance));
-                let (share, low, high) = share_bounds(g, whole, s.threshold(4_000));
+                let (share, low, high) = share_bounds(g, whole, s.threshold(4_000), s.grain(4_000));
                 error[h] += (share - truth) / runs as f64;
                 sq[h] += (share - truth).powi(2) / runs as f64;
                 checked += 1;

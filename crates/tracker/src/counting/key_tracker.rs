@@ -279,6 +279,7 @@ impl KeyTracker {
         Some(Senders {
             parts: summed(rows.iter().flat_map(|r| r.parts(now_ms))),
             threshold: rows.iter().map(|r| r.threshold(now_ms)).sum(),
+            grain: rows.iter().map(|r| r.grain(now_ms)).fold(0.0, f64::max),
         })
     }
 

@@ -25,6 +25,17 @@ pub struct TimeSlot {
     pub keep_one_in: u32,
 }
 
+/// What some accesses kept together stand for: their weight, the sampling
+/// variance that adds, and what one of them stands for (the grain: a
+/// sender whose accesses were all missed may have sent up to a few grains
+/// unseen).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Counted {
+    pub weight: f64,
+    pub variance: f64,
+    pub grain: f64,
+}
+
 impl Default for TimeSlot {
     fn default() -> Self {
         Self::WHOLE
@@ -89,6 +100,16 @@ impl TimeSlot {
         let weight = f64::from(kept) * self.access_weight() as f64;
         let coins = f64::from(kept) * self.thinning_variance();
         (weight, self.variance_of(weight) + coins)
+    }
+
+    /// [`Self::cluster`], with the grain.
+    pub fn counted(self, kept: u32) -> Counted {
+        let (weight, variance) = self.cluster(kept);
+        Counted {
+            weight,
+            variance,
+            grain: self.access_weight() as f64,
+        }
     }
 
     /// What the coin of one access kept adds to the variance: standing for

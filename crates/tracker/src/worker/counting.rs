@@ -368,13 +368,11 @@ fn hand_on<S: Sink>(tracker: &mut S, runs: &mut MemberRuns, slot: TimeSlot) {
     let mut clients = tracker.clients();
     runs.drain(|run| {
         if let Some(clients) = clients.as_mut() {
-            let (weight, variance) = run.weighed(slot);
             clients.add(
                 run.access,
                 run.hash,
                 run.client,
-                weight,
-                variance,
+                run.weighed(slot),
                 run.time_ms,
             );
         }
@@ -405,10 +403,9 @@ fn sent_to_slot(
 /// The batch's sums of watched hash slots by client, attributed.
 fn slot_senders_on(clients: &mut ClientAttribution, senders: &mut MemberRuns, slot: TimeSlot) {
     senders.drain(|run| {
-        let (weight, variance) = run.weighed(slot);
         // The key of a sum of slot senders is the slot's number.
         let hash_slot = u16::try_from(run.hash).unwrap_or(u16::MAX);
-        clients.add_to_slot(hash_slot, run.client, weight, variance, run.time_ms);
+        clients.add_to_slot(hash_slot, run.client, run.weighed(slot), run.time_ms);
     });
 }
 
@@ -436,8 +433,7 @@ impl SenderRun {
     fn flush<S: Sink>(&mut self, tracker: &mut S, slot: TimeSlot) {
         if self.client.id != 0 && self.accesses > 0 {
             if let Some(clients) = tracker.clients() {
-                let (weight, variance) = slot.cluster(self.accesses);
-                clients.add_overall(self.client, weight, variance, self.time_ms);
+                clients.add_overall(self.client, slot.counted(self.accesses), self.time_ms);
             }
         }
         self.accesses = 0;

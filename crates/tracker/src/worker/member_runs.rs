@@ -11,7 +11,7 @@
 //! time a host's rows all read high together (1.26-1.59 of their truth).
 
 use crate::access::Access;
-use crate::sampling::time_slot::TimeSlot;
+use crate::sampling::time_slot::{Counted, TimeSlot};
 use crate::worker::key_batch::Client;
 
 /// At most this many sums a batch holds; past it, those so far are handed
@@ -31,9 +31,9 @@ pub struct MemberRun {
 }
 
 impl MemberRun {
-    /// What they stand for, and its variance, in `slot`.
-    pub fn weighed(&self, slot: TimeSlot) -> (f64, f64) {
-        slot.cluster(self.kept)
+    /// What they stand for, its variance and grain, in `slot`.
+    pub fn weighed(&self, slot: TimeSlot) -> Counted {
+        slot.counted(self.kept)
     }
 }
 
@@ -87,8 +87,12 @@ mod tests {
         assert_eq!(seen.len(), 3);
         // Twelve kept, each standing for 40: one cluster of 480 in a slot
         // counted one in 20, and twelve coins of one in two.
-        let (weight, variance) = seen[0].2;
-        assert_eq!(weight, 480.0);
+        let Counted {
+            weight,
+            variance,
+            grain,
+        } = seen[0].2;
+        assert_eq!((weight, grain), (480.0, 40.0));
         let cluster = (1.0 - 1.0 / 20.0) * 480.0 * 480.0;
         let coins = 12.0 * 40.0 * (40.0 - 20.0);
         assert!((variance - cluster - coins).abs() < 1e-6, "{variance}");
@@ -96,14 +100,23 @@ mod tests {
         let alone = 12.0 * 40.0 * 39.0;
         assert!(variance > 10.0 * alone);
         // One access alone is a cluster of one: 40, and its coin.
-        let (weight, variance) = seen[1].2;
+        let Counted {
+            weight, variance, ..
+        } = seen[1].2;
         assert_eq!(weight, 40.0);
         let one = (1.0 - 1.0 / 20.0) * 40.0 * 40.0 + 40.0 * 20.0;
         assert!((variance - one).abs() < 1e-6, "{variance}");
         // Every command counted and kept: exact.
         let mut whole = MemberRuns::default();
         whole.add(Access::Read, 7, a, 5);
-        whole.drain(|r| assert_eq!(r.weighed(TimeSlot::WHOLE), (1.0, 0.0)));
+        whole.drain(|r| {
+            let exact = Counted {
+                weight: 1.0,
+                variance: 0.0,
+                grain: 1.0,
+            };
+            assert_eq!(r.weighed(TimeSlot::WHOLE), exact);
+        });
         let mut drained = 0;
         whole.drain(|_| drained += 1);
         assert_eq!(drained, 0);
