@@ -182,7 +182,7 @@ mod tests {
         let flood = TimeSlot::new(2, 46).keeping_one_in(8);
         let (mut covered, mut seen) = ([0u32; 4], [0u32; 4]);
         let mut rng = 11u64;
-        for run in 0..1_000 {
+        for _ in 0..1_000 {
             let mut shares = ClientShares::new(16, 1e12, 0);
             for tick in 0..600 {
                 let slot = if tick < 60 { early } else { flood };
@@ -206,7 +206,6 @@ mod tests {
                 seen[host] += 1;
                 covered[host] += u32::from(row.low <= truth && truth <= row.high);
             }
-            let _ = run;
         }
         for host in 0..4 {
             assert!(seen[host] > 400, "{seen:?}");
