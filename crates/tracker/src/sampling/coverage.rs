@@ -52,7 +52,7 @@
 //! With blocks of 10 ms and slots down to 0.25 ms: 20 of 20 and 20 of 20.
 //! (Slots were whole milliseconds once, for the server's timers fire on a
 //! millisecond grid; but an edge is made at the first pass of the event
-//! loop at or after its planned instant, heard for the last millisecond
+//! loop at or after its planned instant, heard for the last milliseconds
 //! before it, so a slot may be shorter. A slot shorter than a pass holds
 //! its start or not: each pass is still counted with probability
 //! `1 / every`.) The price is a timer's edge or two per block (about two
