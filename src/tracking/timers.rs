@@ -137,8 +137,8 @@ const TIMER_LATE_MS: u64 = 2;
 /// held 0.44-0.81 of their share, a key read once a millisecond read 0.36-
 /// 0.40 of its truth and one read in a pipeline every 10 ms 0.37-0.67 (the
 /// closing edges, under a millisecond after the openings, were heard at
-/// once and made on time); armed 2 ms earlier, 1.02-1.08, 1.00-1.01 and
-/// 1.01 (Redis 7.0, 2026-12-06).
+/// once and made on time); armed 2 ms earlier, 1.02-1.12, 0.99-1.01 and
+/// 0.95-1.22 over four runs (Redis 7.0, 2026-12-06).
 fn timer_ms(wait: Duration) -> u64 {
     (wait.as_millis() as u64).saturating_sub(TIMER_LATE_MS)
 }
