@@ -114,17 +114,13 @@ impl Cost {
     /// The main thread's CPU time since the last tick: the server's load
     /// (0 the first time, or where the kernel cannot say).
     fn server_ns(&mut self) -> u64 {
-        let now = thread_cpu_ns();
-        let last = self.server_seen_ns.replace(now);
-        last.map_or(0, |last| now.saturating_sub(last))
+        since(&mut self.server_seen_ns, thread_cpu_ns())
     }
 
     /// How long the main thread waited for a CPU since the last tick (0
     /// the first time, or where the kernel cannot say).
     fn waited_ns(&mut self) -> u64 {
-        let now = thread_waited_ns();
-        let last = self.waited_seen_ns.replace(now);
-        last.map_or(0, |last| now.saturating_sub(last))
+        since(&mut self.waited_seen_ns, thread_waited_ns())
     }
 
     /// How thinly to keep accesses within counted slots (the current one
@@ -167,4 +163,11 @@ impl Cost {
             share(self.recent.worker_ns),
         )
     }
+}
+
+/// How far a clock read `now` went since it was last `seen` (0 the first
+/// time), and `now` kept as seen.
+fn since(seen: &mut Option<u64>, now: u64) -> u64 {
+    let last = seen.replace(now);
+    last.map_or(0, |last| now.saturating_sub(last))
 }
