@@ -18,7 +18,9 @@ fn read_from(server: &Server, host: u8, key: &str, gets: usize) {
 
 #[test]
 fn hk_top_and_the_exporter_name_the_hosts_behind_a_hot_key() {
-    let args = ["track", "yes", "track-sample", "1"];
+    // A day's half-life: the two hosts' reads may fall on either side of a
+    // tick's hand-over, a few milliseconds apart, and fade by that.
+    let args = ["track", "yes", "track-sample", "1", "track-halflife", "86400"];
     let server = Server::start_binary(&valkey(), &args, &[]);
     let mut con = server.client();
     // Listed first: from then on the key's senders are counted.
@@ -39,7 +41,7 @@ fn hk_top_and_the_exporter_name_the_hosts_behind_a_hot_key() {
     // came before the key was a member).
     let rate = |c: &serde_json::Value| c["rate"].as_f64().unwrap();
     let share = rate(&clients[0]) / (rate(&clients[0]) + rate(&clients[1]));
-    assert!((share - 0.75).abs() < 1e-9, "{snapshot}");
+    assert!((share - 0.75).abs() < 1e-4, "{snapshot}");
     let node = &snapshot["clients"][0];
     assert_eq!(node["clients"][0]["client"], "127.0.0.2", "{snapshot}");
     let metrics = Exporter::start(server.port, &[]).metrics();
