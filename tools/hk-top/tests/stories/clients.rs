@@ -20,7 +20,14 @@ fn read_from(server: &Server, host: u8, key: &str, gets: usize) {
 fn hk_top_and_the_exporter_name_the_hosts_behind_a_hot_key() {
     // A day's half-life: the two hosts' reads may fall on either side of a
     // tick's hand-over, a few milliseconds apart, and fade by that.
-    let args = ["track", "yes", "track-sample", "1", "track-halflife", "86400"];
+    let args = [
+        "track",
+        "yes",
+        "track-sample",
+        "1",
+        "track-halflife",
+        "86400",
+    ];
     let server = Server::start_binary(&valkey(), &args, &[]);
     let mut con = server.client();
     // Listed first: from then on the key's senders are counted.
