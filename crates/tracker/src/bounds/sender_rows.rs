@@ -192,9 +192,7 @@ mod tests {
                 for (host, &n) in sends.iter().enumerate() {
                     let kept = (0..n).filter(|_| uniform(&mut rng) < 1.0 / 8.0).count();
                     if kept > 0 {
-                        let (weight, variance) = slot.cluster(kept as u32);
-                        let grain = slot.access_weight() as f64;
-                        shares.add(host as u64, weight, variance, grain, tick);
+                        shares.add(host as u64, slot.counted(kept as u32), tick);
                     }
                 }
             }

@@ -53,13 +53,8 @@ impl RowSenders {
 
     #[inline]
     fn add(&mut self, client: Client, counted: Counted, time_ms: i64) {
-        let Counted {
-            weight,
-            variance,
-            grain,
-        } = counted;
-        (self.connections).add(client.id, weight, variance, grain, time_ms);
-        (self.hosts).add(u64::from(client.host), weight, variance, grain, time_ms);
+        (self.connections).add(client.id, counted, time_ms);
+        (self.hosts).add(u64::from(client.host), counted, time_ms);
     }
 
     /// The count by host, or by connection.

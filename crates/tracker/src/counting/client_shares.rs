@@ -18,6 +18,8 @@
 //! [`super::fading_counters`]): an access at `t` is stored as
 //! `w · 2^((t − L) / H)`, its variance as `v · 4^((t − L) / H)`.
 
+use crate::sampling::time_slot::Counted;
+
 /// Move the landmark once the exponent passes this (`4^200` is far from
 /// overflow).
 const MAX_EXPONENT: f64 = 200.0;
@@ -69,11 +71,16 @@ impl ClientShares {
         }
     }
 
-    /// `weight` accesses of `client` at `time_ms`, counted with sampling
-    /// variance `variance` (0 where every access was counted), each access
-    /// kept standing for `grain` (1 where every access was counted).
+    /// `counted` accesses of `client` at `time_ms`: their weight, its
+    /// sampling variance (0 where every access was counted) and what one
+    /// access kept stood for (1 where every access was counted).
     #[inline]
-    pub fn add(&mut self, client: u64, weight: f64, variance: f64, grain: f64, time_ms: i64) {
+    pub fn add(&mut self, client: u64, counted: Counted, time_ms: i64) {
+        let Counted {
+            weight,
+            variance,
+            grain,
+        } = counted;
         let unit = self.unit_at(time_ms);
         let (stored, variance) = (weight * unit, variance * unit * unit);
         self.grain = self.grain.max(grain * unit);
@@ -155,7 +162,7 @@ impl ClientShares {
 
     /// Every client named, faded to `now_ms`, most first.
     pub fn parts(&self, now_ms: i64) -> Vec<ClientPart> {
-        let unit = self.exponent(now_ms).exp2().recip();
+        let unit = self.fade_to(now_ms);
         let mut parts: Vec<ClientPart> = (self.bins.iter())
             .map(|b| ClientPart {
                 client: b.client,
@@ -175,7 +182,7 @@ impl ClientShares {
         if !self.overflowed {
             return 0.0;
         }
-        let unit = self.exponent(now_ms).exp2().recip();
+        let unit = self.fade_to(now_ms);
         let smallest = self
             .bins
             .iter()
@@ -187,7 +194,12 @@ impl ClientShares {
     /// The most one kept access stood for, faded to `now_ms` (0: nothing
     /// counted yet).
     pub fn grain(&self, now_ms: i64) -> f64 {
-        self.grain * self.exponent(now_ms).exp2().recip()
+        self.grain * self.fade_to(now_ms)
+    }
+
+    /// What a stored count is multiplied by to read it faded to `now_ms`.
+    fn fade_to(&self, now_ms: i64) -> f64 {
+        self.exponent(now_ms).exp2().recip()
     }
 
     /// Bytes this takes besides itself.
@@ -218,13 +230,15 @@ mod tests {
     use super::*;
     use crate::bounds::sender_rows::share_bounds;
     use crate::sampling::coverage::uniform;
+    use crate::sampling::time_slot::TimeSlot;
 
     #[test]
     fn few_clients_are_counted_exactly() {
         let mut s = ClientShares::new(4, 1e12, 0);
+        let one = TimeSlot::WHOLE.counted(1);
         for (client, n) in [(1, 60), (2, 25), (3, 10), (4, 5)] {
             for t in 0..n {
-                s.add(client, 1.0, 0.0, 1.0, t);
+                s.add(client, one, t);
             }
         }
         let parts = s.parts(100);
@@ -244,10 +258,10 @@ mod tests {
     #[test]
     fn counts_fade_with_the_half_life() {
         let mut s = ClientShares::new(2, 1_000.0, 0);
-        s.add(1, 8.0, 0.0, 1.0, 0);
+        s.add(1, TimeSlot::WHOLE.counted(8), 0);
         assert!((s.parts(2_000)[0].count - 2.0).abs() < 1e-9);
         // Far past the landmark: moved, nothing lost.
-        s.add(1, 1.0, 0.0, 1.0, 300_000);
+        s.add(1, TimeSlot::WHOLE.counted(1), 300_000);
         assert!((s.parts(300_000)[0].count - 1.0).abs() < 1e-9);
     }
 
@@ -274,7 +288,11 @@ mod tests {
                 };
                 sent[host] += 1.0 / 4_000.0;
                 let connection = (uniform(&mut rng) * 20.0) as u64;
-                s.add(host as u64 * 100 + connection, 1.0, 0.0, 1.0, t);
+                s.add(
+                    host as u64 * 100 + connection,
+                    TimeSlot::WHOLE.counted(1),
+                    t,
+                );
             }
             let parts = s.parts(4_000);
             let whole = parts
