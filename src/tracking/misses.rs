@@ -11,9 +11,9 @@
 
 use super::with_state;
 use crate::host::events;
+use heavykeeper_tracker::budget::cost_meter::CallTiming;
 use redis_module::Context;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 static SUBSCRIBED: AtomicBool = AtomicBool::new(false);
 
@@ -36,12 +36,11 @@ fn on_key_miss(db: i32, key: &[u8]) {
         let Some(t) = state.as_mut().filter(|t| t.misses()) else {
             return;
         };
-        if t.meter().times_this_call() {
-            let start = Instant::now();
-            t.count_miss(db, key);
+        // Timed on the same code as every other call (see the filter's).
+        let start = t.meter().times_this_call().then(CallTiming::start);
+        t.count_miss(db, key);
+        if let Some(start) = start {
             t.meter().timed_call(start);
-        } else {
-            t.count_miss(db, key);
         }
     });
 }

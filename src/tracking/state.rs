@@ -13,7 +13,7 @@ use super::senders::Senders;
 use super::served::ServedCounts;
 use super::sketches::{Besides, Sketches};
 use super::time_slots::{Schedule, TimeSlots};
-use crate::host::clock;
+use crate::host::{clock, server_info};
 use heavykeeper_tracker::budget::cost_meter::CostMeter;
 use heavykeeper_tracker::counting::prefixes::PrefixRule;
 use heavykeeper_tracker::counting::tally::{Missed, Row};
@@ -252,7 +252,8 @@ impl Tracking {
         }
         let sampled = slots && self.slots.in_use();
         let wanted_ns = self.cost.last_wanted_ns();
-        let served = self.served.tick(ctx, sampled, elapsed_ns, wanted_ns);
+        let ask = || server_info::commands_processed(ctx);
+        let served = self.served.tick(sampled, elapsed_ns, wanted_ns, ask);
         self.slots.served(served);
         if !self.slots.in_use() && !self.wants_time_slots() && !self.sketches.batch().is_empty() {
             // Counting every command, nothing to check: handed over each

@@ -12,10 +12,11 @@
 //! each access counted stands for the share counted, exactly.
 
 use super::config::Sampling;
+use super::served::Served;
 use heavykeeper_tracker::sampling::access_coins::AccessCoins;
 use heavykeeper_tracker::sampling::coverage::{CountedSlot, Coverage};
 use heavykeeper_tracker::sampling::kept_time_slots::KeptTimeSlots;
-use heavykeeper_tracker::sampling::served_shortfall::{ServedShortfall, TickServed};
+use heavykeeper_tracker::sampling::served_shortfall::ServedShortfall;
 use heavykeeper_tracker::sampling::time_slot::TimeSlot;
 use heavykeeper_tracker::worker::key_batch::KeyBatch;
 use std::time::{Duration, Instant};
@@ -364,10 +365,13 @@ impl TimeSlots {
         self.figures
     }
 
-    /// A tick: what the server served in it, if time was sampled all
-    /// through it (`None`: it was not, or the server cannot say).
-    pub fn served(&mut self, tick: Option<TickServed>) {
-        self.shortfall.tick(tick);
+    /// A tick: what the server served, as far as it was asked.
+    pub fn served(&mut self, tick: Served) {
+        match tick {
+            Served::Asked(served) => self.shortfall.tick(Some(served)),
+            Served::Pending => {}
+            Served::Unknown => self.shortfall.tick(None),
+        }
     }
 
     /// What each counted access stands for beyond its slot's weight now.

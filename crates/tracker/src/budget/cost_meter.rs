@@ -44,6 +44,9 @@ pub struct CostMeter {
     rng: u64,
     /// Since last taken.
     spent: Spent,
+    /// What reading the clock took in the timed calls since last taken
+    /// (each standing for [`TIMED_ONE_IN`]), to be taken off their sum.
+    clock_ns: u64,
     /// The worker's CPU clock, and its time taking accesses in, when last
     /// read.
     worker_seen: Option<u64>,
@@ -56,6 +59,7 @@ impl Default for CostMeter {
             countdown: 1,
             rng: rand::random::<u64>() | 1,
             spent: Spent::default(),
+            clock_ns: 0,
             worker_seen: None,
             absorb_seen: 0,
         }
@@ -74,18 +78,19 @@ impl CostMeter {
         true
     }
 
-    /// A timed call took from `start` to now: it stands for
-    /// [`TIMED_ONE_IN`] calls. What reading the clock itself takes is not
-    /// the call's, nor is a time slice the thread lost to another process
-    /// in the middle of it (the clock is the wall's): a filter call never
-    /// takes [`LONGEST_CALL_NS`], a preemption always does.
-    pub fn timed_call(&mut self, start: Instant) {
-        let ns = (start.elapsed().as_nanos() as u64)
-            .saturating_sub(clock_cost_ns())
-            .min(LONGEST_CALL_NS);
-        let stands_for = ns.saturating_mul(u64::from(TIMED_ONE_IN));
-        self.spent.calls_ns = self.spent.calls_ns.saturating_add(stands_for);
-        self.spent.largest_call_ns = self.spent.largest_call_ns.max(stands_for);
+    /// A timed call ended now: it stands for [`TIMED_ONE_IN`] calls. What
+    /// reading the clock takes where calls are timed is not the call's, nor
+    /// is a time slice the thread lost to another process in the middle of
+    /// it (the clock is the wall's): a filter call never takes
+    /// [`LONGEST_CALL_NS`], a preemption always does.
+    pub fn timed_call(&mut self, timing: CallTiming) {
+        let one = u64::from(TIMED_ONE_IN);
+        let ns = (timing.start.elapsed().as_nanos() as u64).min(LONGEST_CALL_NS);
+        let clock_ns = timing.empty_ns.min(LONGEST_CALL_NS);
+        self.spent.calls_ns = self.spent.calls_ns.saturating_add(ns * one);
+        self.clock_ns = self.clock_ns.saturating_add(clock_ns * one);
+        let call_ns = ns.saturating_sub(clock_ns) * one;
+        self.spent.largest_call_ns = self.spent.largest_call_ns.max(call_ns);
     }
 
     /// A timer, timed whole on the thread's CPU clock from `start_cpu_ns`
@@ -110,6 +115,9 @@ impl CostMeter {
     /// what taking accesses in took, from its total `absorb_ns`.
     pub fn take(&mut self, worker_cpu_ns: Option<u64>, absorb_ns: u64) -> Spent {
         let mut spent = std::mem::take(&mut self.spent);
+        spent.calls_ns = spent
+            .calls_ns
+            .saturating_sub(std::mem::take(&mut self.clock_ns));
         if let (Some(now), Some(seen)) = (worker_cpu_ns, self.worker_seen) {
             spent.worker_ns = now.saturating_sub(seen);
             spent.worker_absorb_ns = absorb_ns
@@ -124,16 +132,30 @@ impl CostMeter {
     }
 }
 
-/// What `Instant::now` plus `elapsed` take on this machine, measured once
-/// (the least of many tries: the clock without interruptions).
-fn clock_cost_ns() -> u64 {
-    static COST: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *COST.get_or_init(|| {
-        (0..64)
-            .map(|_| Instant::now().elapsed().as_nanos() as u64)
-            .min()
-            .unwrap_or(0)
-    })
+/// The clock readings of a timed call. Reading the clock where a call is
+/// timed costs more than in a loop (its code and data are cold there, and
+/// on a VM a reading now and then takes hundreds of ns): the least of many
+/// readings in a row (~20 ns) left ~50 ns a call on the bill, a third of
+/// what the meter read counting a command to cost. So each timed call is preceded by an
+/// empty stretch timed the same way, and the sum of those is taken off the
+/// calls' sum: unbiased, however the clock behaves.
+#[derive(Clone, Copy, Debug)]
+pub struct CallTiming {
+    empty_ns: u64,
+    start: Instant,
+}
+
+impl CallTiming {
+    /// Reads the clock twice: the call runs from the second reading.
+    #[inline(always)]
+    pub fn start() -> Self {
+        let before = Instant::now();
+        let start = Instant::now();
+        Self {
+            empty_ns: start.duration_since(before).as_nanos() as u64,
+            start,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -152,7 +174,10 @@ mod tests {
     #[test]
     fn the_largest_timed_call_is_known_apart() {
         let mut m = CostMeter::default();
-        let ago = |us| Instant::now() - std::time::Duration::from_micros(us);
+        let ago = |us| CallTiming {
+            empty_ns: 0,
+            start: Instant::now() - std::time::Duration::from_micros(us),
+        };
         m.timed_call(ago(2));
         m.timed_call(ago(15));
         m.timed_call(ago(3));
@@ -170,6 +195,28 @@ mod tests {
             "{spent:?}"
         );
         assert_eq!(n.take(None, 0).largest_call_ns, LONGEST_CALL_NS * one);
+    }
+
+    #[test]
+    fn what_reading_the_clock_took_is_not_the_calls() {
+        let mut m = CostMeter::default();
+        let one = u64::from(TIMED_ONE_IN);
+        for _ in 0..10 {
+            m.timed_call(CallTiming {
+                empty_ns: 1_000,
+                start: Instant::now() - std::time::Duration::from_micros(3),
+            });
+        }
+        let spent = m.take(None, 0);
+        // 10 calls of 3 µs and a little, less 1 µs of clock each.
+        assert!(
+            (20_000 * one..25_000 * one).contains(&spent.calls_ns),
+            "{spent:?}"
+        );
+        assert!(spent.largest_call_ns < 2_500 * one, "{spent:?}");
+        // A real reading: the empty stretch is what two readings take.
+        let timing = CallTiming::start();
+        assert!(timing.empty_ns < LONGEST_CALL_NS, "{timing:?}");
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub const MOST: f64 = 1.5;
 /// seeing commands the server does not count (refused before they run),
 /// not a shortfall.
 pub const LEAST: f64 = 0.95;
-/// What the sums keep of themselves each tick (100 ms): they hold the last
+/// What the sums keep of themselves each 100 ms: they hold the last
 /// twenty seconds or so (half-life ~14 s). What a counted slot lacks is the
 /// filter's cost over a command's, which moves with the commands served,
 /// not from one tick to the next; a slot's count is a few passes of the
@@ -70,6 +70,8 @@ pub const LEAST: f64 = 0.95;
 /// memory of ~7 s left the factor at 1.02-1.12 in one run and 1.19-1.22 in
 /// another, shrunk by its error).
 const FADE: f64 = 0.995;
+/// The span [`FADE`] is for, ns.
+const FADE_NS: f64 = 100e6;
 /// Counted commands the sums must hold before they correct.
 const LEAST_COUNTED_COMMANDS: f64 = 500.0;
 /// The factor `raw`, shrunk by the estimate's own `error`: a correction is
@@ -87,15 +89,16 @@ fn shrunk(raw: f64, error: f64) -> f64 {
     1.0 + shortfall * kept
 }
 
-/// One tick of the server's time, as the tracker saw it.
+/// The server's time since it was last asked (a tick or a few), as the
+/// tracker saw it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TickServed {
-    /// Wall time of the tick, ns.
+    /// Wall time, ns.
     pub elapsed_ns: u64,
-    /// The main thread's time wanting a CPU in the tick (on one, or
-    /// waiting for one), ns.
+    /// The main thread's time wanting a CPU in it (on one, or waiting for
+    /// one), ns.
     pub wanted_ns: u64,
-    /// Commands the server served in the tick.
+    /// Commands the server served in it.
     pub commands: u64,
 }
 
@@ -114,15 +117,18 @@ struct Sums {
 }
 
 impl Sums {
-    fn faded(self) -> Self {
+    /// What is kept of the sums after `elapsed_ns` (the server is asked
+    /// every few ticks: the memory is in time, not in readings).
+    fn faded(self, elapsed_ns: f64) -> Self {
+        let fade = FADE.powf(elapsed_ns / FADE_NS);
         Self {
-            elapsed_ns: self.elapsed_ns * FADE,
-            wanted_ns: self.wanted_ns * FADE,
-            commands: self.commands * FADE,
-            slots: self.slots * FADE,
-            counted_commands: self.counted_commands * FADE,
-            estimated: self.estimated * FADE,
-            estimated_squares: self.estimated_squares * FADE,
+            elapsed_ns: self.elapsed_ns * fade,
+            wanted_ns: self.wanted_ns * fade,
+            commands: self.commands * fade,
+            slots: self.slots * fade,
+            counted_commands: self.counted_commands * fade,
+            estimated: self.estimated * fade,
+            estimated_squares: self.estimated_squares * fade,
         }
     }
 
@@ -178,8 +184,8 @@ impl ServedShortfall {
         s.estimated_squares += estimate * estimate;
     }
 
-    /// A tick: what the server served in it, if time was sampled all
-    /// through it (`None`: it was not, or the server cannot say; what the
+    /// What the server served since it was last asked, if time was sampled
+    /// all through (`None`: it was not, or the server cannot say; what the
     /// sums held no longer says what the next slots lack).
     pub fn tick(&mut self, tick: Option<TickServed>) {
         let Some(tick) = tick else {
@@ -192,7 +198,7 @@ impl ServedShortfall {
         s.wanted_ns += tick.wanted_ns as f64;
         s.commands += tick.commands as f64;
         self.factor = s.factor().unwrap_or(1.0);
-        *s = s.faded();
+        *s = s.faded(tick.elapsed_ns as f64);
     }
 
     /// What each counted access stands for beyond its slot's weight (1:
