@@ -4,9 +4,11 @@
 use test_harness as common;
 
 use common::{
-    config_set, error, info_field, info_number, query, repeat, run, value, words, Server,
+    config_set, error, info_field, info_number, query, repeat, run, value, wait_until, words,
+    Server,
 };
 use redis::{Connection, Value};
+use std::time::Duration;
 
 /// `key, db, rate, count` rows of `HK.HOTKEYS ...` on a RESP2 connection.
 fn hotkeys(con: &mut Connection, args: &[&str]) -> Vec<(String, i64, f64, i64)> {
@@ -46,8 +48,14 @@ fn tracking_turns_on_and_off_at_run_time() {
     config_set(&mut con, "heavykeeper.track-sample", "1");
     config_set(&mut con, "heavykeeper.track", "yes");
     assert_eq!(enabled(&mut con).as_deref(), Some("1"));
+    // The worker's thread names itself once it runs, which may be after
+    // the command that started it has replied (a fresh clone's `make test`
+    // once read no thread of that name, in two runs).
+    let one = |con: &mut Connection| tracker_threads(con).len() == 1;
+    wait_until("the tracker's thread", Duration::from_secs(10), || {
+        one(&mut con)
+    });
     let threads = tracker_threads(&mut con);
-    assert_eq!(threads.len(), 1, "{threads:?}");
     times(&mut con, 5, &["GET", "page:home"]);
     assert_eq!(counts(&mut con, &[]), vec![("page:home".to_string(), 5)]);
     config_set(&mut con, "heavykeeper.track", "no");
