@@ -20,7 +20,6 @@ use super::keys::FilteredCommand;
 use super::with_state;
 use crate::host::command_filter::{self, FilterCall, KeyUse};
 use crate::host::{client_info, events, module_context};
-use heavykeeper_tracker::budget::cost_meter::CallTiming;
 use heavykeeper_tracker::server::client_table::Asked;
 use heavykeeper_tracker::server::command_table::CommandTable;
 use heavykeeper_tracker::Access;
@@ -65,15 +64,7 @@ fn on_command(command: &FilterCall) {
         let Some(tracking) = state.as_mut() else {
             return;
         };
-        // The timed call runs the same code as every other: a copy of its
-        // own, run once in ~64 calls, ran cold and read dearer than the
-        // hot path it stood for (the budget then counted less time than
-        // it could afford).
-        let start = tracking.meter().times_this_call().then(CallTiming::start);
-        tracking.count_command(command);
-        if let Some(start) = start {
-            tracking.meter().timed_call(start);
-        }
+        tracking.metered(|t| t.count_command(command));
     });
 }
 

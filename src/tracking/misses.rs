@@ -11,7 +11,6 @@
 
 use super::with_state;
 use crate::host::events;
-use heavykeeper_tracker::budget::cost_meter::CallTiming;
 use redis_module::Context;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -36,11 +35,6 @@ fn on_key_miss(db: i32, key: &[u8]) {
         let Some(t) = state.as_mut().filter(|t| t.misses()) else {
             return;
         };
-        // Timed on the same code as every other call (see the filter's).
-        let start = t.meter().times_this_call().then(CallTiming::start);
-        t.count_miss(db, key);
-        if let Some(start) = start {
-            t.meter().timed_call(start);
-        }
+        t.metered(|t| t.count_miss(db, key));
     });
 }
