@@ -46,7 +46,11 @@ fn listed(con: &mut Connection) -> HashMap<String, CountBounds> {
 /// The truth `sent` of `key` is where its count says: exact where every
 /// access counted (3%, the sent count's own edges), else within twice its
 /// 95% bar (about four standard errors: a true bar fails this once in ten
-/// thousand readings).
+/// thousand readings). Every access counted at the end of the run says
+/// nothing of a moment within it: a count with a sampled part (its lower
+/// end below it) is held to its bar. (At ~10,000 commands a second the
+/// budget once kept one access in two for a moment of a fresh clone's
+/// `make test`: `x` read 23,255 of 22,485, +3.4%, its bar 22,436-24,219.)
 fn assert_count_holds(
     counts: &HashMap<String, CountBounds>,
     sent: &traffic::Sent,
@@ -58,6 +62,7 @@ fn assert_count_holds(
     let Some(l) = counts.get(key) else {
         panic!("{key}: not listed ({truth} sent; {state})");
     };
+    let exact = exact && l.low >= l.count;
     let (low, high) = if exact {
         (0.97 * truth, 1.03 * truth)
     } else {
