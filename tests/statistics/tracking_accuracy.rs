@@ -49,8 +49,9 @@ fn listed(con: &mut Connection) -> HashMap<String, CountBounds> {
 /// thousand readings). Every access counted at the end of the run says
 /// nothing of a moment within it: a count with a sampled part (its lower
 /// end below it) is held to its bar. (At ~10,000 commands a second the
-/// budget once kept one access in two for a moment of a fresh clone's
-/// `make test`: `x` read 23,255 of 22,485, +3.4%, its bar 22,436-24,219.)
+/// budget once thinned accesses for a moment of a fresh clone's `make
+/// test`, no slot of time sampled: `x` read 23,255 of 22,485, +3.4%, its
+/// bar 22,436-24,219.)
 fn assert_count_holds(
     counts: &HashMap<String, CountBounds>,
     sent: &traffic::Sent,
