@@ -51,9 +51,8 @@ fn tracking_turns_on_and_off_at_run_time() {
     // The worker's thread names itself once it runs, which may be after
     // the command that started it has replied (a fresh clone's `make test`
     // once read no thread of that name, in two runs).
-    let one = |con: &mut Connection| tracker_threads(con).len() == 1;
     wait_until("the tracker's thread", Duration::from_secs(10), || {
-        one(&mut con)
+        tracker_threads(&mut con).len() == 1
     });
     let threads = tracker_threads(&mut con);
     times(&mut con, 5, &["GET", "page:home"]);
