@@ -131,7 +131,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
     } else {
         1.0
     };
-    let fields: [(&str, Value); 46] = [
+    let fields: [(&str, Value); 47] = [
         ("enabled", i64::from(super::counting()).into()),
         ("k", i64::from(shape.k).into()),
         ("halflife_seconds", halflife.into()),
@@ -187,6 +187,7 @@ pub fn add_section(ctx: &InfoContext, for_crash_report: bool) {
         ("uncounted_slot_mean_ms", uncounted.into()),
         ("counted_slot_mean_ms", counted_mean.into()),
         ("slots_discarded", number(f.slots.discarded).into()),
+        ("slots_first_passes", number(f.slots.first_passes).into()),
     ];
     info::add_section(ctx, "tracking", "tracker_", fields);
 }

@@ -393,12 +393,24 @@ impl Tracking {
                 self.senders.conclude_check(self.sketches.batch());
                 self.senders
                     .close_slot(ctx, &mut self.slots, false, &mut self.sketches);
+                if let Some(end) = self.slots.continue_window() {
+                    // The rest of a window whose first pass was weighed apart.
+                    self.senders.slot_opened(ctx, false);
+                    return Some(end);
+                }
+                let until = self.slots.window_end().unwrap_or(until);
                 match self.slots.next_after(until) {
                     Some(next) => self.open_time_slot(ctx, until, next),
                     None => self.slots.due(),
                 }
             }
         }
+    }
+
+    /// A pass of the event loop began at `now`, where a slot edge is made;
+    /// the one before it at `previous`, if heard.
+    pub fn pass_began(&mut self, previous: Option<Instant>, now: Instant) {
+        self.slots.pass_began(previous, now);
     }
 
     /// A counted slot opens (due at `at`); where it stands for itself alone

@@ -10,12 +10,23 @@
 //! ([`Coverage::next_counted`]), the filter not registered, and a counted
 //! slot holds exactly the passes that begin within its planned span, so
 //! each access counted stands for the share counted, exactly.
+//!
+//! A counted slot also counts the first pass at or after its opening when
+//! that pass began after a pass longer than a slot, itself begun within
+//! two milliseconds before the opening (a pipeline is read in a few long
+//! passes, whose starts a span seldom holds): that pass stands
+//! for one over its chance ([`heavykeeper_tracker::sampling::pass_weight`]),
+//! its slot closes at the next pass, and the rest of the planned window, if
+//! any, is counted as a slot of the block's weight. Not on Redis 7.0 with a
+//! password, whose checked slots are kept or discarded whole and stand for
+//! each other ([`KeptTimeSlots`]).
 
 use super::config::Sampling;
 use super::served::Served;
 use heavykeeper_tracker::sampling::access_coins::AccessCoins;
 use heavykeeper_tracker::sampling::coverage::{CountedSlot, Coverage};
 use heavykeeper_tracker::sampling::kept_time_slots::KeptTimeSlots;
+use heavykeeper_tracker::sampling::pass_weight::{counts_first_pass, RecentBlocks};
 use heavykeeper_tracker::sampling::served_shortfall::ServedShortfall;
 use heavykeeper_tracker::sampling::time_slot::TimeSlot;
 use heavykeeper_tracker::worker::key_batch::KeyBatch;
@@ -62,6 +73,8 @@ pub struct SlotFigures {
     pub begun: u64,
     pub counted: u64,
     pub discarded: u64,
+    /// Counted slots whose first pass was weighed by its chance.
+    pub first_passes: u64,
     pub ns: u64,
     pub counted_ns: u64,
 }
@@ -103,9 +116,18 @@ pub struct TimeSlots {
     /// accesses stand for beyond their weight; the open slot's weight
     /// before that, and the commands it has held.
     shortfall: ServedShortfall,
-    nominal_weight: u32,
+    nominal_weight: f64,
     slot_commands: u64,
     figures: SlotFigures,
+    /// The pass of the event loop that began at the last edge, and how
+    /// long after the pass before it (if that one was heard).
+    pass: Option<(Instant, Duration)>,
+    /// The blocks whose openings could have counted a pass.
+    recent: RecentBlocks,
+    /// The planned end of the counted window last opened, and the weight
+    /// its rest is counted at once its first pass was weighed apart.
+    window_end: Option<Instant>,
+    rest_of_window: Option<u32>,
 }
 
 impl TimeSlots {
@@ -129,10 +151,20 @@ impl TimeSlots {
             overflowed: false,
             kept: KeptTimeSlots::default(),
             shortfall: ServedShortfall::new(rand::random()),
-            nominal_weight: 1,
+            nominal_weight: 1.0,
             slot_commands: 0,
             figures: SlotFigures::default(),
+            pass: None,
+            recent: RecentBlocks::default(),
+            window_end: None,
+            rest_of_window: None,
         }
+    }
+
+    /// A pass of the event loop began at `now` (an edge is made there), the
+    /// one before it at `previous` if it was heard.
+    pub fn pass_began(&mut self, previous: Option<Instant>, now: Instant) {
+        self.pass = previous.map(|p| (now, now.saturating_duration_since(p)));
     }
 
     /// The slot counted now (`None`: none is).
@@ -209,6 +241,7 @@ impl TimeSlots {
     /// Slots from now, the first counted one planned from now.
     pub fn restart(&mut self) {
         self.coverage.restart();
+        self.recent.forget();
         let next = self.coverage.next_counted();
         self.wait_for(next, Instant::now());
     }
@@ -222,7 +255,10 @@ impl TimeSlots {
         self.coverage.set_every(every);
         match self.schedule {
             Schedule::Waiting { .. } => self.restart(),
-            _ => self.coverage.restart(),
+            _ => {
+                self.coverage.restart();
+                self.recent.forget();
+            }
         }
     }
 
@@ -266,19 +302,69 @@ impl TimeSlots {
             return None;
         }
         let unseen = self.counted.is_none();
-        self.seq = self.seq.wrapping_add(1);
+        let opening = anchored(at, now);
+        let length = Duration::from_micros(slot.length_us);
+        let window_end = opening + length;
+        self.recent
+            .opened(opening, length, slot.chosen, slot.weight);
+        self.window_end = Some(window_end);
+        self.rest_of_window = None;
+        self.figures.counted += 1;
+        let first_pass = self
+            .pass
+            .take()
+            .filter(|&(start, gap)| !checked && counts_first_pass(opening, start, gap, length));
         // Weighed as it opens: a slot's batches may be handed over before
         // it closes.
-        let weight = self.shortfall.weigh(slot.weight);
-        (self.nominal_weight, self.slot_commands) = (slot.weight, 0);
+        match first_pass.and_then(|(start, gap)| self.recent.weight(start, gap)) {
+            // Begun after a pass longer than a slot: this pass alone, by
+            // its chance; it closes at the next pass, and the rest of the
+            // window (if any) follows at the block's weight.
+            Some(exact) => {
+                self.figures.first_passes += 1;
+                self.rest_of_window = (now < window_end).then_some(slot.weight);
+                let weight = self.shortfall.weigh_exact(exact);
+                self.start_counting(now, weight, exact, now + Duration::from_nanos(1));
+                Some((now + Duration::from_nanos(1), unseen))
+            }
+            None => {
+                let weight = self.shortfall.weigh(slot.weight);
+                self.start_counting(now, weight, f64::from(slot.weight), window_end);
+                Some((window_end, unseen))
+            }
+        }
+    }
+
+    /// After a first pass weighed apart: the rest of its window, at the
+    /// block's weight, if any of it is left. When it closes.
+    pub fn continue_window(&mut self) -> Option<Instant> {
+        let weight = self.rest_of_window.take()?;
+        let end = self.window_end?;
+        let now = Instant::now();
+        if now >= end {
+            return None;
+        }
+        let weighed = self.shortfall.weigh(weight);
+        self.start_counting(now, weighed, f64::from(weight), end);
+        Some(end)
+    }
+
+    /// The planned end of the counted window last opened: the next one is
+    /// planned from there, however its first pass was counted.
+    pub fn window_end(&self) -> Option<Instant> {
+        self.window_end
+    }
+
+    /// A counted slot begins now, each access standing for `weight`
+    /// (`nominal` before any shortfall correction), until `until`.
+    fn start_counting(&mut self, now: Instant, weight: u32, nominal: f64, until: Instant) {
+        self.seq = self.seq.wrapping_add(1);
+        (self.nominal_weight, self.slot_commands) = (nominal, 0);
         self.counted = Some(TimeSlot::new(self.seq, weight).keeping_one_in(self.keep_one_in));
         self.began = Some(now);
         self.opened = Some(now);
         self.overflowed = false;
-        self.figures.counted += 1;
-        let until = anchored(at, now) + Duration::from_micros(slot.length_us);
         self.schedule = Schedule::Open { until };
-        Some((until, unseen))
     }
 
     /// The current slot closes (`whole`: counting every command ends, which
@@ -323,6 +409,8 @@ impl TimeSlots {
     /// Every command counted from now on (no slots).
     pub fn count_everything(&mut self) {
         self.gap_began = None;
+        self.rest_of_window = None;
+        self.recent.forget();
         self.schedule = Schedule::Whole;
         self.counted = Some(TimeSlot::WHOLE.keeping_one_in(self.keep_one_in));
         self.overflowed = false;

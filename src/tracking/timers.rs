@@ -21,7 +21,11 @@
 //! ([`event_loop`]): a pass is counted exactly when its start falls in a
 //! counted slot's planned span, with probability `1 / every` whatever it
 //! holds, and each access counted stands for `every` (no allowance for
-//! late timers). Passes are heard only for those last milliseconds.
+//! late timers); or when it is the first pass at or after a counted slot's
+//! opening, begun after a pass longer than a slot, standing for one over
+//! that chance (`super::time_slots`): so the passes heard before an edge
+//! are timed, the last one's start kept ([`LAST_PASS`]). Passes are heard
+//! only for those last milliseconds.
 //!
 //! A config change starts a new generation; a timer of an older one does
 //! nothing and is not armed again. The crate runs timer callbacks
@@ -36,6 +40,7 @@ use crate::host::panic_guard::or_fallback;
 use crate::host::{module_context, publish};
 use heavykeeper_tracker::budget::thread_clock::thread_cpu_ns;
 use redis_module::Context;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -47,6 +52,18 @@ static SLOTS_RUNNING: AtomicBool = AtomicBool::new(false);
 /// The generation whose next slot edge the event loop's passes are heard
 /// for (0: none).
 static EDGE_AWAITED: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// When the last pass heard began, while passes have been heard without
+    /// a break since: how long the pass before an edge's took.
+    static LAST_PASS: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Passes were not heard since the last one kept (or never): the pass
+/// before the next one heard is unknown.
+fn forget_last_pass() {
+    LAST_PASS.with(|c| c.set(None));
+}
 
 /// Hears the event loop's passes (at load, once the module's context
 /// exists); none is heard until a slot edge is near.
@@ -92,6 +109,7 @@ fn start_slots(ctx: &Context, generation: u64) {
     if SLOTS_RUNNING.swap(true, Ordering::Relaxed) {
         return;
     }
+    forget_last_pass();
     let due = slot_edge(ctx, Tracking::begin_time_slots);
     after_slot_edge(ctx, generation, due);
 }
@@ -161,10 +179,12 @@ fn on_pass(ctx: &Context) {
         return;
     }
     let now = Instant::now();
+    let previous = LAST_PASS.with(|c| c.replace(Some(now)));
     let due = || with_state(|s| s.as_ref().and_then(|t| t.slots().due())).flatten();
     if due().is_some_and(|at| now < at) {
         return;
     }
+    with_state(|s| s.as_mut().map(|t| t.pass_began(previous, now)));
     EDGE_AWAITED.store(0, Ordering::Relaxed);
     event_loop::hear_passes(ctx, false);
     // What the last edge left: when the next is due, and whether the
@@ -223,6 +243,8 @@ fn tick(ctx: &Context, elapsed: Duration) -> Option<bool> {
 
 fn on_slot(ctx: &Context, generation: u64) {
     if is_current(generation) {
+        // Passes were not heard while the timer waited.
+        forget_last_pass();
         await_edge(ctx, generation);
     }
 }

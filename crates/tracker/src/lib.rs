@@ -43,6 +43,7 @@ pub mod sampling {
     pub mod coalescer;
     pub mod coverage;
     pub mod kept_time_slots;
+    pub mod pass_weight;
     pub mod served_shortfall;
     pub mod thinning;
     pub mod time_slot;

@@ -88,6 +88,9 @@ pub struct CountedSlot {
     pub weight: u32,
     /// Slots that pass uncounted before it.
     pub skipped: u32,
+    /// Its place in its block (the block began `chosen · length_us`
+    /// before it): where the block's other openings would have been.
+    pub chosen: u32,
 }
 
 /// Which slots are counted, and what their accesses stand for.
@@ -147,6 +150,7 @@ impl Coverage {
             length_us: self.block_us,
             weight: every,
             skipped: rest + chosen,
+            chosen,
         }
     }
 

@@ -175,8 +175,8 @@ impl ServedShortfall {
 
     /// A counted slot of `weight` (before any correction) closed, having
     /// held `commands`.
-    pub fn slot_closed(&mut self, commands: u64, weight: u32) {
-        let estimate = commands as f64 * f64::from(weight);
+    pub fn slot_closed(&mut self, commands: u64, weight: f64) {
+        let estimate = commands as f64 * weight;
         let s = &mut self.sums;
         s.slots += 1.0;
         s.counted_commands += commands as f64;
@@ -213,7 +213,13 @@ impl ServedShortfall {
         if self.factor == 1.0 || weight <= 1 {
             return weight;
         }
-        let exact = f64::from(weight) * self.factor;
+        self.weigh_exact(f64::from(weight))
+    }
+
+    /// ... of a weight that need not be whole (a first pass weighed by its
+    /// chance: [`crate::sampling::pass_weight`]).
+    pub fn weigh_exact(&mut self, weight: f64) -> u32 {
+        let exact = weight * self.factor;
         let below = exact.floor();
         let up = uniform(&mut self.rng) < exact - below;
         (below as u32).saturating_add(u32::from(up)).max(1)
@@ -230,7 +236,7 @@ mod tests {
     /// wanting a CPU `wanted` of the time.
     fn tick(s: &mut ServedShortfall, served: u64, held: u64, wanted: f64) {
         for _ in 0..5 {
-            s.slot_closed(held, 20);
+            s.slot_closed(held, 20.0);
         }
         s.tick(Some(TickServed {
             elapsed_ns: 100_000_000,
@@ -289,7 +295,7 @@ mod tests {
         for t in 0..50u64 {
             for i in 0..10u64 {
                 let held = if (t * 10 + i) % 8 == 0 { 2_000 } else { 0 };
-                lumpy.slot_closed(held, 40);
+                lumpy.slot_closed(held, 40.0);
             }
             lumpy.tick(Some(TickServed {
                 elapsed_ns: 100_000_000,
@@ -356,7 +362,7 @@ mod tests {
             // The edges due by this pass's start.
             loop {
                 if let Some((nominal, _)) = counted.filter(|_| now >= close_at) {
-                    shortfall.slot_closed(std::mem::take(&mut held), nominal);
+                    shortfall.slot_closed(std::mem::take(&mut held), f64::from(nominal));
                     counted = None;
                     (open_at, close_at, weight) = planned(close_at, &mut coverage);
                 } else if counted.is_none() && now >= open_at {

@@ -32,7 +32,7 @@ arrivals_counted commands_refused_by_limits panics_contained tracker_cpu_seconds
 tracker_worker_thinned_seconds tracker_keys_counted tracker_commands_seen \
 tracker_commands_redirected tracker_accesses_dropped tracker_misses_seen \
 tracker_unauthenticated_dropped tracker_auth_checks tracker_auth_refused tracker_slots \
-tracker_slots_counted tracker_slots_discarded tracker_worker_heap_overflows events_published \
+tracker_slots_counted tracker_slots_discarded tracker_slots_first_passes tracker_worker_heap_overflows events_published \
 events_dropped";
 const RENAMED: &str = "\
 tracker_share_counted heavykeeper_tracker_share_counted_ratio

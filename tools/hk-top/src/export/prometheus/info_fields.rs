@@ -357,6 +357,10 @@ pub const INFO_FIELDS: &[InfoField] = &[
         "tracker_slots_discarded",
         "Counted slots discarded whole: too many accesses, or a command refused for want of a login (Redis 7.0)",
     ),
+    counter(
+        "tracker_slots_first_passes",
+        "Counted slots whose first pass began after a pass longer than a slot, and stood for one over its chance",
+    ),
     // heavykeeper_watch
     gauge("watched_keys", "Watched sketches this server follows"),
     gauge(
