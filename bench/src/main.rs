@@ -11,6 +11,7 @@ mod redis_phase;
 mod report;
 mod row_layout;
 mod shapes;
+mod steady_load;
 mod ties;
 mod tracker_settings;
 mod tracking;

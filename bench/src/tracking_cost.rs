@@ -15,6 +15,7 @@
 //! and every thread. And what `track-misses yes` costs a hit and a miss.
 
 use crate::redis_phase::{benchmark_clients, median, query, Server};
+use crate::steady_load::{settle, Load};
 use crate::tracker_settings::{config, info_f64, sample_label, DEFAULT_SAMPLE};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -141,6 +142,26 @@ pub struct PerGet {
 }
 
 impl PerGet {
+    /// Totals over `n` `GET`s run in `wall` seconds, per `GET`.
+    fn per_get(
+        &self,
+        n: f64,
+        wall: f64,
+        accesses: Option<f64>,
+        con: &mut redis::Connection,
+    ) -> PerGet {
+        PerGet {
+            main: self.main / n,
+            in_command: self.in_command.map(|c| c / n),
+            timers: self.timers / n,
+            worker: self.worker / n,
+            all: self.all / n,
+            gets_per_s: n / wall,
+            accesses: accesses.map(|a| a / n),
+            kept_share: info_f64(con, "tracker_accesses_kept_share"),
+        }
+    }
+
     /// Inside `processCommand` plus the worker: where a tracker's cost per
     /// command is.
     pub fn command_and_worker(&self) -> Option<f64> {
@@ -521,10 +542,14 @@ fn instructions(
             continue;
         }
         mode.apply(&mut con, floor.is_some()).ok()?;
-        // The mode settles (the budget learns what counting costs).
-        get(port, settling(mode == Mode::Every, warm), GET_KEY).ok()?;
+        // The mode settles under the load it is measured in (the budget
+        // learns what counting costs).
+        let load = Load::start(port, GET_KEY)?;
+        let tracks = matches!(mode, Mode::Every | Mode::Default);
+        let rate = settle(&mut con, settling(mode == Mode::Every, warm), tracks)?;
         let counted = info_f64(&mut con, "tracker_seconds_counted");
-        let (run, wall) = server.measure(&mut con, gets, || get(port, gets, GET_KEY))?;
+        let (run, wall) = server.measure_under(&mut con, gets, rate)?;
+        drop(load);
         eprintln!("    {}: {run:?}", mode.label());
         if mode == Mode::Default {
             let over = delta(counted, info_f64(&mut con, "tracker_seconds_counted"));
@@ -538,9 +563,10 @@ fn instructions(
     let mut prefixes = Vec::new();
     for v in PREFIX_VARIANTS {
         v.apply(&mut con).ok()?;
-        get(port, settling(v.sample == 1, warm), GET_KEY).ok()?;
-        let (run, _) =
-            server.measure(&mut con, variant_gets, || get(port, variant_gets, GET_KEY))?;
+        let load = Load::start(port, GET_KEY)?;
+        let rate = settle(&mut con, settling(v.sample == 1, warm), v.track)?;
+        let (run, _) = server.measure_under(&mut con, variant_gets, rate)?;
+        drop(load);
         eprintln!("    {}: {run:?}", v.label());
         prefixes.push((v, run));
     }
@@ -622,8 +648,10 @@ fn cluster_instructions(
         let mut rows = Vec::new();
         for v in CLUSTER_VARIANTS {
             v.apply(&mut con).ok()?;
-            get(port, settling(v.sample == 1, warm)).ok()?;
-            let (run, _) = server.measure(&mut con, gets, || get(port, gets))?;
+            let load = Load::start(port, GET_KEY)?;
+            let rate = settle(&mut con, settling(v.sample == 1, warm), v.track)?;
+            let (run, _) = server.measure_under(&mut con, gets, rate)?;
+            drop(load);
             eprintln!("    cluster, {}: {run:?}", v.label());
             rows.push((v, run));
         }
@@ -698,21 +726,36 @@ impl Callgrind {
         run().ok()?;
         let wall = started.elapsed().as_secs_f64();
         let d = self.dump()?;
-        let n = gets as f64;
         let accesses = delta(counted, info_f64(con, "tracker_keys_counted")).filter(|d| *d >= 0.0);
-        Some((
-            PerGet {
-                main: d.main / n,
-                in_command: d.in_command.map(|c| c / n),
-                timers: d.timers / n,
-                worker: d.worker / n,
-                all: d.all / n,
-                gets_per_s: n / wall,
-                accesses: accesses.map(|a| a / n),
-                kept_share: info_f64(con, "tracker_accesses_kept_share"),
-            },
-            wall,
-        ))
+        Some((d.per_get(gets as f64, wall, accesses, con), wall))
+    }
+
+    /// Zeroes the counters while a load runs, lets it run for about `gets`
+    /// `GET`s at `rate` a second, dumps: per `GET` callgrind saw run (no
+    /// command is sent to the server meanwhile), and the wall time.
+    fn measure_under(
+        &mut self,
+        con: &mut redis::Connection,
+        gets: usize,
+        rate: f64,
+    ) -> Option<(PerGet, f64)> {
+        let counted = info_f64(con, "tracker_keys_counted");
+        self.control(&["-z"])?;
+        let started = Instant::now();
+        std::thread::sleep(Duration::from_secs_f64(gets as f64 / rate.max(1.0)));
+        let (d, ran) = self.dump_counting_gets()?;
+        let wall = started.elapsed().as_secs_f64();
+        let accesses = delta(counted, info_f64(con, "tracker_keys_counted")).filter(|d| *d >= 0.0);
+        Some((d.per_get(ran, wall, accesses, con), wall))
+    }
+
+    /// [`Self::dump`], and the `GET`s the main thread ran since the
+    /// counters were zeroed.
+    fn dump_counting_gets(&mut self) -> Option<(PerGet, f64)> {
+        let d = self.dump()?;
+        let main_file = format!("{}/cg.out.{}-01", self.dir.display(), self.dumps);
+        let ran = gets_in(&std::fs::read_to_string(main_file).ok()?)?;
+        Some((d, ran))
     }
 
     /// Dumps the counters and reads every thread's part of the dump: what
@@ -786,6 +829,33 @@ fn retry<T>(tries: usize, mut f: impl FnMut() -> Option<T>) -> Option<T> {
         }
         found
     })
+}
+
+/// The `GET`s a thread's profile ran: its calls to the server's
+/// `getCommand` (so named in Redis and Valkey), callgrind's own count.
+/// Function names are written once, with a number the later mentions use:
+/// `cfn=(812) getCommand`, then `cfn=(812)`.
+fn gets_in(profile: &str) -> Option<f64> {
+    let named = |l: &str| {
+        let rest = l.strip_prefix("fn=").or_else(|| l.strip_prefix("cfn="))?;
+        let (id, name) = rest.split_once(' ')?;
+        (name == "getCommand").then(|| id.to_string())
+    };
+    let id = profile.lines().find_map(named)?;
+    let mut lines = profile.lines().peekable();
+    let mut calls = 0.0;
+    while let Some(line) = lines.next() {
+        let Some(callee) = line.strip_prefix("cfn=") else {
+            continue;
+        };
+        if callee.split(' ').next() != Some(id.as_str()) {
+            continue;
+        }
+        let count = lines.peek().and_then(|l| l.strip_prefix("calls="));
+        let count = count.and_then(|c| c.split(' ').next()?.parse::<f64>().ok());
+        calls += count.unwrap_or(0.0);
+    }
+    (calls > 0.0).then_some(calls)
 }
 
 /// Whether a thread's profile ran the module's own code (the tracker's
@@ -1021,4 +1091,18 @@ pub fn markdown(costs: &[ServerCost]) -> String {
         }
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gets_in;
+
+    #[test]
+    fn the_gets_run_are_the_calls_to_get_command_under_its_number() {
+        let profile = "fn=(10) call\ncfn=(11) getCommand\ncalls=500 0 \n0 9000\n\
+                       fn=(12) processCommand\ncfn=(10)\ncalls=700 0 \n0 1\n\
+                       fn=(10)\ncfn=(11)\ncalls=250 0 \n0 4500\ncfn=(13) getCommandFlags\ncalls=9 0 \n";
+        assert_eq!(gets_in(profile), Some(750.0));
+        assert_eq!(gets_in("fn=(1) main\n"), None);
+    }
 }
