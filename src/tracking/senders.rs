@@ -167,6 +167,9 @@ impl Senders {
     /// unseen, and what the tick gathered may hold its keys.
     pub fn tick(&mut self, ctx: &Context, slots: bool, batch: &mut KeyBatch) {
         self.gone_asked.set(0);
+        // Each client's database is asked again, once a tick (what a
+        // client changed unseen is seen within one).
+        self.clients.new_epoch();
         if self.auth.all_let_in() && self.auth.refused_while_open(ctx) {
             self.auth.discard(batch);
             self.auth.users_may_have_changed();
@@ -210,7 +213,7 @@ impl Senders {
 
     /// Commands went by unseen (the filter was not registered).
     pub fn commands_unseen(&mut self) {
-        self.clients.new_epoch();
+        self.clients.new_window();
         self.scripts.commands_unseen();
     }
 
