@@ -16,9 +16,8 @@
 //! its opening, and served 1/1.15-1/1.22 of what an uncounted one did,
 //! where asking once a tick left 1/1.10-1/1.13 and ~14% more slots counted
 //! within the budget (`INFO` after 8 and 16 s, two runs each); at ~20,000
-//! commands a second from ~30 connections, one slot in 4-8 counted instead
-//! of one in 8-20, and a key read in three pipelines was listed in 6 of 6
-//! readings instead of 3 of 6 (`make bench --only bounds`, one run each). So
+//! commands a second from ~30 connections, one slot in 4-14 counted instead
+//! of one in 8-20 (`make bench --only bounds`). So
 //! a client that changes database while uncounted, never seen doing so
 //! before, may have its keys counted in its former database until the next
 //! tick (at most ~100 ms); once a change of its is seen, it is asked in
