@@ -240,8 +240,7 @@ impl TimeSlots {
 
     /// Slots from now, the first counted one planned from now.
     pub fn restart(&mut self) {
-        self.coverage.restart();
-        self.recent.forget();
+        self.restart_blocks();
         let next = self.coverage.next_counted();
         self.wait_for(next, Instant::now());
     }
@@ -255,11 +254,15 @@ impl TimeSlots {
         self.coverage.set_every(every);
         match self.schedule {
             Schedule::Waiting { .. } => self.restart(),
-            _ => {
-                self.coverage.restart();
-                self.recent.forget();
-            }
+            _ => self.restart_blocks(),
         }
+    }
+
+    /// Blocks planned afresh from the next one: those remembered for the
+    /// first pass's weight go with them (their openings left will not come).
+    fn restart_blocks(&mut self) {
+        self.coverage.restart();
+        self.recent.forget();
     }
 
     /// A counted slot ended at `until`: the next counted one if it follows
@@ -324,8 +327,9 @@ impl TimeSlots {
                 self.figures.first_passes += 1;
                 self.rest_of_window = (now < window_end).then_some(slot.weight);
                 let weight = self.shortfall.weigh_exact(exact);
-                self.start_counting(now, weight, exact, now + Duration::from_nanos(1));
-                Some((now + Duration::from_nanos(1), unseen))
+                let next_pass = now + Duration::from_nanos(1);
+                self.start_counting(now, weight, exact, next_pass);
+                Some((next_pass, unseen))
             }
             None => {
                 let weight = self.shortfall.weigh(slot.weight);

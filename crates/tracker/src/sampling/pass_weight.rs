@@ -33,6 +33,7 @@
 //! `1 / every` and its weight never above `every`: a pass right after
 //! another stands for no more than the span rule made it.
 
+use std::borrow::Borrow;
 use std::time::{Duration, Instant};
 
 /// One block's possible openings: `start + k · length` for `k` in
@@ -84,15 +85,14 @@ pub const REACH_US: f64 = 2_000.0;
 /// counted it (the block in progress and those before it that reach into
 /// its region) and the first-pass rule's reach: one over the sum of their
 /// chances. `None` if none could have (it was counted by mistake).
-pub fn pass_weight(
-    blocks: &[Block],
+pub fn pass_weight<B: Borrow<Block>>(
+    blocks: impl IntoIterator<Item = B>,
     previous_us: f64,
     start_us: f64,
     reach_us: f64,
 ) -> Option<f64> {
-    let chance: f64 = blocks
-        .iter()
-        .map(|b| b.chance_to_count(previous_us, start_us, reach_us))
+    let chance: f64 = (blocks.into_iter())
+        .map(|b| b.borrow().chance_to_count(previous_us, start_us, reach_us))
         .sum();
     (chance > 0.0).then(|| 1.0 / chance)
 }
@@ -141,14 +141,14 @@ impl RecentBlocks {
     /// for ([`pass_weight`]).
     pub fn weight(&self, start: Instant, gap: Duration) -> Option<f64> {
         let us_before = |t: Instant| -(start.saturating_duration_since(t).as_secs_f64() * 1e6);
-        let blocks: Vec<Block> = (self.blocks.iter().flatten())
-            .map(|&(block_start, length, every)| Block {
-                start_us: us_before(block_start),
-                length_us: length.as_secs_f64() * 1e6,
-                every,
-            })
-            .collect();
-        pass_weight(&blocks, -(gap.as_secs_f64() * 1e6), 0.0, REACH_US)
+        // Weighed as a counted slot opens, on the main thread: no
+        // allocation, the two blocks read in place.
+        let blocks = (self.blocks.iter().flatten()).map(|&(block_start, length, every)| Block {
+            start_us: us_before(block_start),
+            length_us: length.as_secs_f64() * 1e6,
+            every,
+        });
+        pass_weight(blocks, -(gap.as_secs_f64() * 1e6), 0.0, REACH_US)
     }
 }
 
@@ -164,20 +164,17 @@ mod tests {
             every: 40,
         };
         // A pass 30 µs after the one before it: the span's one opening.
-        assert_eq!(
-            pass_weight(&[block], 1_000.0, 1_030.0, REACH_US),
-            Some(40.0)
-        );
+        assert_eq!(pass_weight([block], 1_000.0, 1_030.0, REACH_US), Some(40.0));
         // A pass 1 ms after the one before it: ten openings of forty.
-        assert_eq!(pass_weight(&[block], 1_000.0, 2_000.0, REACH_US), Some(4.0));
+        assert_eq!(pass_weight([block], 1_000.0, 2_000.0, REACH_US), Some(4.0));
         // Its gap reaching before the block: only the block's openings
         // (0, 100, ... 500: six of forty).
         assert_eq!(
-            pass_weight(&[block], -500.0, 500.0, REACH_US),
+            pass_weight([block], -500.0, 500.0, REACH_US),
             Some(40.0 / 6.0)
         );
         // Past the block's end: none.
-        assert_eq!(pass_weight(&[block], 5_000.0, 5_030.0, REACH_US), None);
+        assert_eq!(pass_weight([block], 5_000.0, 5_030.0, REACH_US), None);
     }
 
     #[test]
@@ -189,10 +186,10 @@ mod tests {
         };
         // A pass at 8 ms, 6 ms after the one before: openings in (2, 4] ms
         // (twenty) and the span (7.9, 8] ms (one), of a hundred.
-        let w = pass_weight(&[block], 2_000.0, 8_000.0, REACH_US).unwrap();
+        let w = pass_weight([block], 2_000.0, 8_000.0, REACH_US).unwrap();
         assert!((w - 100.0 / 21.0).abs() < 1e-9, "{w}");
         // Unbounded, the whole gap (sixty).
-        let w = pass_weight(&[block], 2_000.0, 8_000.0, f64::INFINITY).unwrap();
+        let w = pass_weight([block], 2_000.0, 8_000.0, f64::INFINITY).unwrap();
         assert!((w - 100.0 / 60.0).abs() < 1e-9, "{w}");
     }
 
@@ -239,7 +236,7 @@ mod tests {
         };
         // (800, 1200]: the first block's opening at 900 (one of ten), the
         // second's at 1000 to 1200 (five of twenty).
-        let w = pass_weight(&[before, now], 800.0, 1_200.0, REACH_US).unwrap();
+        let w = pass_weight([before, now], 800.0, 1_200.0, REACH_US).unwrap();
         assert!((w - 1.0 / (1.0 / 10.0 + 5.0 / 20.0)).abs() < 1e-9, "{w}");
     }
 
