@@ -6,6 +6,8 @@
 //!   server lists (`CONFIG GET heavykeeper.*`) exactly one in
 //!   docs/configuration.md; no other page has a heading for either, and no
 //!   heading there names a command or config that does not exist.
+//! - The table atop docs/configuration.md has a row for every config, with
+//!   the default the server gives it.
 //! - Every relative link of README.md and docs/*.md resolves, anchors
 //!   included (GitHub's heading anchors).
 //! - docs/design.md names every source file of `src/` and
@@ -387,4 +389,48 @@ fn the_readme_stays_short() {
         lines <= 350,
         "README.md has {lines} lines: keep it to the two commands, a tour and links (at most 350), and move the detail into docs/"
     );
+}
+
+/// The table atop docs/configuration.md: each config's name and default
+/// as written (`64mb`, `no`, `0`: the first backticked word of its third
+/// cell).
+fn table_defaults(text: &str) -> BTreeMap<String, String> {
+    let mut rows = BTreeMap::new();
+    for line in text.lines().filter(|l| l.starts_with("| [`heavykeeper.")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let name = cells[1].split('`').nth(1).unwrap_or_default();
+        let default = cells[3].split('`').nth(1).unwrap_or_default();
+        rows.insert(name.to_string(), default.to_string());
+    }
+    rows
+}
+
+/// A default as the server gives it: memory in bytes.
+fn as_the_server_says(default: &str) -> String {
+    match default.strip_suffix("mb") {
+        Some(mb) => mb
+            .parse::<u64>()
+            .map_or(default.to_string(), |n| (n << 20).to_string()),
+        None => default.to_string(),
+    }
+}
+
+#[test]
+fn the_configuration_table_gives_every_config_with_the_servers_default() {
+    let (_server, mut con) = Server::start_configured(&[], &[]).with_client();
+    let pairs: Vec<String> = query(&mut con, &["CONFIG", "GET", "heavykeeper.*"]);
+    let table = table_defaults(&read(&root().join("docs/configuration.md")));
+    let mut problems = Vec::new();
+    for pair in pairs.chunks(2) {
+        let (name, value) = (&pair[0], &pair[1]);
+        match table.get(name) {
+            None => problems.push(format!("{name}: no row in the table")),
+            Some(written) if as_the_server_says(written) != *value => problems.push(format!(
+                "{name}: the table says `{written}`, the server's default is `{value}`"
+            )),
+            Some(_) => {}
+        }
+    }
+    assert!(pairs.len() >= 2, "the server listed {pairs:?}");
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
 }
