@@ -588,9 +588,10 @@ fn made_up_on_a_saturated_node(spinning: usize) {
         corrected_rate_is_the_servers(&mut con);
     } else {
         // In force (the node has no time to spare): a factor of its own,
-        // whatever its size. Beside the spinning the estimate is noisy and
-        // shrunk by its error, to 1 in some runs (five by hand, 2026-12-06:
-        // factors 1.01-1.10, the node's rate 0.92-1.01 of the server's).
+        // whatever its size. Beside spinning the estimate is noisy and
+        // shrunk by its error (beside two spinning processes, five runs by
+        // hand, 2026-12-06: factors 1.01-1.10, the node's rate 0.92-1.01
+        // of the server's).
         common::wait_until("the shortfall in force", Duration::from_secs(30), || {
             correction(&mut con) != 1.0
         });
