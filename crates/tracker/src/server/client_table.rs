@@ -74,6 +74,18 @@ struct Client {
     switches_db: bool,
 }
 
+impl Client {
+    /// A client heard of before its database was asked.
+    fn unasked(trust: Trust) -> Self {
+        Self {
+            db: None,
+            trust,
+            host: super::client_names::OTHER_HOSTS,
+            switches_db: false,
+        }
+    }
+}
+
 /// When a client's database was learnt: the epoch (tick) and the window.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Learnt {
@@ -174,12 +186,7 @@ impl ClientTable {
     pub fn forget_db(&mut self, id: u64) {
         // Known or not yet (a `SELECT` before any key), it is asked at its
         // next command, and in every window after.
-        let client = self.known.entry(id).or_insert(Client {
-            db: None,
-            trust: Trust::Unverified,
-            host: super::client_names::OTHER_HOSTS,
-            switches_db: true,
-        });
+        let client = (self.known.entry(id)).or_insert(Client::unasked(Trust::Unverified));
         client.db = None;
         client.switches_db = true;
         self.forget_last(id);
@@ -192,13 +199,7 @@ impl ClientTable {
     }
 
     pub fn set_trust(&mut self, id: u64, trust: Trust) {
-        let unknown = Client {
-            db: None,
-            trust,
-            host: super::client_names::OTHER_HOSTS,
-            switches_db: false,
-        };
-        self.known.entry(id).or_insert(unknown).trust = trust;
+        self.known.entry(id).or_insert(Client::unasked(trust)).trust = trust;
         self.forget_last(id);
     }
 
