@@ -233,13 +233,15 @@ impl Tracking {
     /// timed for the cost meter. The timed call runs the same code as every
     /// other: a copy of its own, run once in ~64 calls, ran cold and read
     /// dearer than the hot path it stood for (the budget then counted less
-    /// time than it could afford).
+    /// time than it could afford); and its end is read here, inline, not in
+    /// the meter's cold code (see `CallTiming`).
     #[inline(always)]
     pub fn metered(&mut self, work: impl FnOnce(&mut Self)) {
         let start = self.meter().times_this_call().then(CallTiming::start);
         work(self);
         if let Some(start) = start {
-            self.meter().timed_call(start);
+            let timed = start.end();
+            self.meter().timed_call(timed);
         }
     }
 
