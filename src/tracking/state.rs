@@ -240,6 +240,7 @@ impl Tracking {
         let start = self.meter().times_this_call().then(CallTiming::start);
         work(self);
         if let Some(start) = start {
+            // Read before the meter is reached, not as its argument.
             let timed = start.end();
             self.meter().timed_call(timed);
         }

@@ -144,13 +144,12 @@ impl CostMeter {
 /// right after it), never in the meter: the meter's code runs once in ~64
 /// calls, so it is cold where it runs (the caches, the TLB: on a VM a miss
 /// walks two page tables), and a call's end read there was billed for
-/// that. At ~20,000 `GET`s a
-/// second (Redis 7.0, a 2-core VM) the meter read 290 ns a call where the
-/// call, timed within the same stretch, took 107 ns (`perf` put the
-/// module's own code at ~75 ns a call), and so counting every command at
-/// 0.4-1.8% of a core: the budget sampled time it could have counted whole,
-/// and a key read in a few pipelines was missed whole with them. Read
-/// inline: 0.29-0.34%, the clocks included.
+/// that. At ~20,000 `GET`s a second (Redis 7.0, a 2-core VM) the meter
+/// read 290 ns a call where the call, timed within the same stretch, took
+/// 107 ns (`perf` put the module's own code at ~75 ns a call), and so
+/// counting every command at 0.4-1.8% of a core: the budget sampled time
+/// it could have counted whole, and a key read in a few pipelines was
+/// missed whole with them. Read inline: 0.29-0.34%, the clocks included.
 #[derive(Clone, Copy, Debug)]
 pub struct CallTiming {
     empty_ns: u64,

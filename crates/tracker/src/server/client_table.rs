@@ -186,7 +186,10 @@ impl ClientTable {
     pub fn forget_db(&mut self, id: u64) {
         // Known or not yet (a `SELECT` before any key), it is asked at its
         // next command, and in every window after.
-        let client = (self.known.entry(id)).or_insert(Client::unasked(Trust::Unverified));
+        let client = self
+            .known
+            .entry(id)
+            .or_insert(Client::unasked(Trust::Unverified));
         client.db = None;
         client.switches_db = true;
         self.forget_last(id);
