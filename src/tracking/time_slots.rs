@@ -176,7 +176,9 @@ impl TimeSlots {
     /// A command passed the filter: is it counted (a slot is counted now)?
     #[inline]
     pub fn command_seen(&mut self) -> bool {
-        self.slot_commands += 1;
+        // A count of commands in a window, never near 2^64: no overflow
+        // check on every command.
+        self.slot_commands = self.slot_commands.wrapping_add(1);
         self.counted.is_some()
     }
 
