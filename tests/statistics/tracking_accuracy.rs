@@ -64,22 +64,20 @@ fn assert_count_holds(
         panic!("{key}: not listed ({truth} sent; {state})");
     };
     let exact = exact && l.low >= l.count;
-    let (low, high) = if exact {
-        (0.97 * truth, 1.03 * truth)
-    } else {
-        (
-            l.count - 2.0 * (l.count - l.low),
-            l.count + 2.0 * (l.high - l.count),
-        )
-    };
+    // Held to its bar, give or take half an access: a count with a part
+    // inserted at a weight (the worker thinned its inserts for a moment) is
+    // no whole number, and a bar a fraction of an access wide cannot say
+    // more (a fresh clone's `make test` once read `steady` 2,500 of 2,500
+    // with its bar 2,500-2,528: printed whole, the count could only have
+    // missed the truth by less than half an access).
     let held = if exact {
-        (low..=high).contains(&l.count)
+        (0.97 * truth..=1.03 * truth).contains(&l.count)
     } else {
-        (low..=high).contains(&truth)
+        l.holds(truth)
     };
     assert!(
         held,
-        "{key}: counted {:.0} [{:.0}, {:.0}] of {truth} sent (every access counted: {exact}; {state})",
+        "{key}: counted {:.2} [{:.2}, {:.2}] of {truth} sent (every access counted: {exact}; {state})",
         l.count, l.low, l.high
     );
 }
