@@ -442,7 +442,8 @@ impl Tracking {
 /// An access its coin kept, added to the batch out of line: where accesses
 /// are thinned most are not kept, and a closure holding only the coin is
 /// small enough to inline where it is tossed (one holding the push was a
-/// call of its own for every key, ~20 instructions a command).
+/// call of its own for every key: ~30 instructions a `GET` at one access
+/// in 16 kept, callgrind).
 #[inline(never)]
 fn push_kept<C: FilteredCommand>(
     batch: &mut KeyBatch,
