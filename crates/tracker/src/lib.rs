@@ -72,6 +72,7 @@ pub mod budget {
     pub mod cost_meter;
     pub mod insert_allowance;
     pub mod insert_budget;
+    pub mod mode_costs;
     pub mod thread_clock;
     pub mod whole_tries;
 }
