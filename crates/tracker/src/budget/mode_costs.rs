@@ -26,8 +26,8 @@
 /// Time is sampled only where it spends at most this share of what
 /// counting every command does (unless counting every command spends more
 /// than the whole budget: the budget is a promise). Why half: at 3/4, the
-/// same bench sampled a ~20,000-command load that sampling cost 0.60-0.65
-/// of what counting it whole did (0.45% of a core against 0.75%), and a
+/// same bench sampled a ~20,000-command load that sampling cost 0.57-0.65
+/// of what counting it whole did (0.6% of a core against 1.0%), and a
 /// key read in three pipelines, 1% of the load, was seen in no counted
 /// slot (one reading of four after a flood, logged tick by tick).
 pub const SAMPLING_MUST_SAVE: f64 = 0.5;
@@ -121,7 +121,7 @@ impl ModeCosts {
         }
         self.load = tick.load();
         let now = band_of(self.load);
-        let band = match self.band {
+        let deciding = match self.band {
             Some(band) if band != now && self.moving_to != Some(now) => {
                 self.moving_to = Some(now);
                 band
@@ -131,7 +131,7 @@ impl ModeCosts {
                 now
             }
         };
-        self.band = Some(band);
+        self.band = Some(deciding);
         let Some(band) = self.bands.get_mut(now) else {
             return;
         };
