@@ -350,10 +350,14 @@ impl CostBudget {
     /// clocks.
     fn sampling_saves(&self) -> bool {
         let estimate = self.per_counted_second().map(|(main, worker, _)| {
-            let r = self.recent;
-            main + worker / f64::from(self.keep_one_in) + r.fixed / r.elapsed.max(1.0)
+            main + worker / f64::from(self.keep_one_in) + self.clocks_share()
         });
         self.modes.sampling_saves(self.budget, estimate)
+    }
+
+    /// What the clocks took lately, a share of one core.
+    fn clocks_share(&self) -> f64 {
+        self.recent.fixed / self.recent.elapsed.max(1.0)
     }
 
     /// The share of time counted over the share planned (`1 / every`), at
@@ -439,7 +443,7 @@ impl CostBudget {
         // 0.3-0.45% of a core once time was sampled, counting was left the
         // quarter, and the share went to one slot in 6-39 (logged tick by
         // tick, a build not kept).
-        let left = self.aim() - r.fixed / r.elapsed.max(1.0);
+        let left = self.aim() - self.clocks_share();
         let for_counting = left.max(0.5 * self.aim());
         Some((main, worker, for_counting))
     }
