@@ -229,9 +229,14 @@ fn a_cluster_node_counts_only_the_keys_it_serves() {
 #[test]
 fn a_fixed_share_of_time_lets_the_worker_take_more_only_when_allowed() {
     let mut t = tracking(false, false);
-    // The default budget (1% of a core) leaves the fixed bound as it is.
+    // A budget under the fixed bound leaves it as it is.
     t.configure(Sampling::Fixed(1), 0.01, false, None);
     assert_eq!(t.cost.worker_share(), worker::WORKER_CPU_SHARE);
+    // The default budget (2% of a core) is above it, and is the bound.
+    let default = crate::tracking::config::DEFAULT_CPU_MILLICORES as f64 / 1000.0;
+    t.configure(Sampling::Fixed(1), default, false, None);
+    assert!(default > worker::WORKER_CPU_SHARE);
+    assert_eq!(t.cost.worker_share(), default);
     // An operator who allows a whole core lets the worker take it before
     // it thins: every access of a saturated node is counted.
     t.configure(Sampling::Fixed(1), 1.0, false, None);
