@@ -232,15 +232,17 @@ fn a_fixed_share_of_time_lets_the_worker_take_more_only_when_allowed() {
     // A budget under the fixed bound leaves it as it is.
     t.configure(Sampling::Fixed(1), 0.01, false, None);
     assert_eq!(t.cost.worker_share(), worker::WORKER_CPU_SHARE);
-    // The default budget (2% of a core) is above it, and is the bound.
+    // Nor does the default budget (2% of a core): its three quarters are
+    // the bound itself.
     let default = crate::tracking::config::DEFAULT_CPU_MILLICORES as f64 / 1000.0;
     t.configure(Sampling::Fixed(1), default, false, None);
     assert!(default > worker::WORKER_CPU_SHARE);
-    assert_eq!(t.cost.worker_share(), default);
-    // An operator who allows a whole core lets the worker take it before
-    // it thins: every access of a saturated node is counted.
+    assert_eq!(t.cost.worker_share(), worker::WORKER_CPU_SHARE);
+    // An operator who allows a whole core lets the worker take three
+    // quarters of it before it thins: every access of a saturated node is
+    // counted (it needs ~20% of a core).
     t.configure(Sampling::Fixed(1), 1.0, false, None);
-    assert_eq!(t.cost.worker_share(), 1.0);
+    assert_eq!(t.cost.worker_share(), crate::tracking::cost::FIXED_WORKER_PART);
     // Sampling by the budget: the worker's part of it, as before.
     t.configure(Sampling::Budgeted, 1.0, false, None);
     assert!(t.cost.worker_share() < 1.0);
