@@ -242,7 +242,10 @@ fn a_fixed_share_of_time_lets_the_worker_take_more_only_when_allowed() {
     // quarters of it before it thins: every access of a saturated node is
     // counted (it needs ~20% of a core).
     t.configure(Sampling::Fixed(1), 1.0, false, None);
-    assert_eq!(t.cost.worker_share(), crate::tracking::cost::FIXED_WORKER_PART);
+    assert_eq!(
+        t.cost.worker_share(),
+        crate::tracking::cost::FIXED_WORKER_PART
+    );
     // Sampling by the budget: the worker's part of it, as before.
     t.configure(Sampling::Budgeted, 1.0, false, None);
     assert!(t.cost.worker_share() < 1.0);
