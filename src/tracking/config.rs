@@ -143,10 +143,13 @@ pub fn sampling() -> Sampling {
 
 /// The CPU budget, a share of one core.
 pub fn cpu_budget() -> f64 {
-    TRACK_CPU_MILLICORES
-        .load(Ordering::Relaxed)
-        .clamp(1, MAX_CPU_MILLICORES) as f64
-        / 1000.0
+    budget_of(TRACK_CPU_MILLICORES.load(Ordering::Relaxed))
+}
+
+/// A budget in millicores as a share of one core, within the setting's
+/// bounds.
+pub fn budget_of(millicores: i64) -> f64 {
+    millicores.clamp(1, MAX_CPU_MILLICORES) as f64 / 1000.0
 }
 
 pub fn misses_on() -> bool {

@@ -234,7 +234,8 @@ fn a_fixed_share_of_time_lets_the_worker_take_more_only_when_allowed() {
     assert_eq!(t.cost.worker_share(), worker::WORKER_CPU_SHARE);
     // Nor does the default budget (2% of a core): its three quarters are
     // the bound itself.
-    let default = crate::tracking::config::DEFAULT_CPU_MILLICORES as f64 / 1000.0;
+    use crate::tracking::config::{budget_of, DEFAULT_CPU_MILLICORES};
+    let default = budget_of(DEFAULT_CPU_MILLICORES);
     t.configure(Sampling::Fixed(1), default, false, None);
     assert!(default > worker::WORKER_CPU_SHARE);
     assert_eq!(t.cost.worker_share(), worker::WORKER_CPU_SHARE);
